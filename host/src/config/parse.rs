@@ -1,0 +1,230 @@
+//! Parsing one settings document into [`RawSettings`], with errors that carry the JSON
+//! path and warnings for entries that are skipped.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::schema::{RawEventGroup, RawMatcherGroup, RawSettings};
+use super::{ConfigError, ConfigWarning};
+use crate::event::EventCatalogue;
+
+/// Top-level keys of Claude Code's `settings.json` that are not about hooks. A file in
+/// Claude Code's format may carry them; hookhost ignores them there.
+const CLAUDE_SETTINGS_KEYS: &[&str] = &[
+    "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "cleanupPeriodDays",
+    "companyAnnouncements", "disableBypassPermissionsMode", "enableAllProjectMcpServers",
+    "enabledMcpjsonServers", "disabledMcpjsonServers", "enabledPlugins", "env",
+    "extraKnownMarketplaces", "forceLoginMethod", "forceLoginOrgUUID", "includeCoAuthoredBy",
+    "model", "otelHeadersHelper", "outputStyle", "permissions", "sandbox", "spinnerTipsEnabled",
+    "statusLine", "strictPluginOnlyCustomization", "alwaysThinkingEnabled", "theme",
+    "allowedMcpServers", "deniedMcpServers", "fileSuggestion", "respectGitignore",
+];
+
+/// Parses one settings document.
+///
+/// `claude_format` relaxes the top level for Claude Code's own settings files: keys that
+/// Claude Code knows and hookhost does not use are ignored instead of rejected. The
+/// `hooks` tree is strict either way. An unknown event name is a warning: that entry is
+/// skipped and the rest of the file loads.
+///
+/// # Errors
+///
+/// Invalid JSON, unknown fields and wrong types, each naming `location`, the JSON path and
+/// what was expected.
+pub fn parse_settings(
+    text: &str,
+    location: &str,
+    claude_format: bool,
+    catalogue: &EventCatalogue,
+) -> Result<(RawSettings, Vec<ConfigWarning>), ConfigError> {
+    let err = |path: &str, message: String| ConfigError {
+        location: location.to_string(),
+        path: path.to_string(),
+        message,
+    };
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        err("$", format!("invalid JSON at line {} column {}: {e}", e.line(), e.column()))
+    })?;
+    let Value::Object(top) = doc else {
+        return Err(err("$", format!("expected an object, found {}", kind_of(&doc))));
+    };
+
+    let mut settings = RawSettings::default();
+    let mut warnings = Vec::new();
+    for (key, value) in &top {
+        let path = format!("$.{key}");
+        match key.as_str() {
+            "$schema" | "description" => {}
+            "hooks" => {
+                settings.groups = parse_hooks(value, location, catalogue, &mut warnings)?;
+            }
+            "disableAllHooks" => settings.disable_all_hooks = typed(value, location, &path)?,
+            "allowManagedHooksOnly" => {
+                settings.allow_managed_hooks_only = typed(value, location, &path)?
+            }
+            "allowedHttpHookUrls" => {
+                settings.allowed_http_hook_urls = typed(value, location, &path)?
+            }
+            "httpHookAllowedEnvVars" => {
+                settings.http_hook_allowed_env_vars = typed(value, location, &path)?
+            }
+            "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
+            "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
+            _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
+            _ if claude_format => warnings.push(ConfigWarning {
+                location: location.to_string(),
+                path,
+                message: format!("unknown setting `{key}` ignored"),
+            }),
+            _ => {
+                return Err(err(
+                    &path,
+                    format!(
+                        "unknown field `{key}`, expected one of `hooks`, `disableAllHooks`, \
+                         `allowManagedHooksOnly`, `allowedHttpHookUrls`, \
+                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `$schema`"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((settings, warnings))
+}
+
+fn parse_hooks(
+    value: &Value,
+    location: &str,
+    catalogue: &EventCatalogue,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<Vec<RawEventGroup>, ConfigError> {
+    let events: Map<String, Value> = typed(value, location, "$.hooks")?;
+    let mut groups = Vec::new();
+    for (event, list) in events {
+        let path = format!("$.hooks.{event}");
+        if catalogue.get(&event).is_none() {
+            warnings.push(ConfigWarning {
+                location: location.to_string(),
+                path,
+                message: format!("unknown event `{event}`; its hooks are skipped"),
+            });
+            continue;
+        }
+        let list: Vec<RawMatcherGroup> = typed(&list, location, &path)?;
+        groups.extend(list.into_iter().enumerate().map(|(index, group)| RawEventGroup {
+            event: event.clone(),
+            index,
+            group,
+        }));
+    }
+    Ok(groups)
+}
+
+/// Deserializes `value`, turning serde's error into one that names the JSON path below
+/// `base`.
+fn typed<T: DeserializeOwned>(value: &Value, location: &str, base: &str) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = if inner == "." || inner.is_empty() {
+            base.to_string()
+        } else if inner.starts_with('[') {
+            format!("{base}{inner}")
+        } else {
+            format!("{base}.{inner}")
+        };
+        ConfigError {
+            location: location.to_string(),
+            path,
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<(RawSettings, Vec<ConfigWarning>), ConfigError> {
+        parse_settings(text, "hooks.json", false, &EventCatalogue::default())
+    }
+
+    #[test]
+    fn parses_claude_shape() {
+        let (s, w) = parse(
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "echo hi", "timeout": 5}]}]},
+                "disableAllHooks": false}"#,
+        )
+        .unwrap();
+        assert!(w.is_empty());
+        assert_eq!(s.groups.len(), 1);
+        assert_eq!(s.groups[0].event, "PreToolUse");
+        assert_eq!(s.groups[0].group.hooks[0].command.as_deref(), Some("echo hi"));
+        assert_eq!(s.disable_all_hooks, Some(false));
+    }
+
+    #[test]
+    fn errors_name_file_path_and_expectation() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("{", "$", "invalid JSON at line 1"),
+            ("[]", "$", "expected an object, found an array"),
+            (r#"{"disableAllHooks": "yes"}"#, "$.disableAllHooks", "expected a boolean"),
+            (r#"{"nope": 1}"#, "$.nope", "unknown field `nope`"),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "x"}]}]}}"#,
+                "$.hooks.Stop[0].hooks[0]",
+                "unknown field `comand`",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "shell"}]}]}}"#,
+                "$.hooks.Stop[0].hooks[0]",
+                "unknown variant `shell`",
+            ),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "timeout": "5"}]}]}}"#,
+                "$.hooks.Stop[0].hooks[0].timeout",
+                "expected f64",
+            ),
+            (r#"{"hooks": {"Stop": {}}}"#, "$.hooks.Stop", "expected a sequence"),
+        ];
+        for (text, path, message) in cases {
+            let e = parse(text).expect_err(text);
+            assert_eq!(e.location, "hooks.json");
+            assert_eq!(&e.path, path, "{text}");
+            assert!(e.message.contains(message), "{text}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn unknown_event_is_a_warning_and_the_rest_loads() {
+        let (s, w) = parse(
+            r#"{"hooks": {"PreToolUze": [{"hooks": []}],
+                "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].path, "$.hooks.PreToolUze");
+        assert!(w[0].message.contains("unknown event `PreToolUze`"));
+        assert_eq!(s.groups.len(), 1);
+        assert_eq!(s.groups[0].event, "Stop");
+    }
+
+    #[test]
+    fn claude_settings_keys_are_ignored_in_claude_format_only() {
+        let text = r#"{"permissions": {"allow": []}, "model": "x", "hooks": {}}"#;
+        assert!(parse(text).is_err());
+        let (_, w) = parse_settings(text, "settings.json", true, &EventCatalogue::default())
+            .expect("claude settings load");
+        assert!(w.is_empty());
+    }
+}

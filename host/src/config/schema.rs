@@ -1,0 +1,270 @@
+//! Raw config types: what a settings file says, parsed but not yet validated.
+//!
+//! The shape is Claude Code's settings block, so a `.claude/settings.json` is a valid
+//! source, plus hookhost's own fields. Every struct denies unknown fields, so a typo is an
+//! error that names the file and the JSON path instead of a silently ignored setting.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One matcher group: `{"matcher": "...", "hooks": [...]}`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMatcherGroup {
+    /// Which subjects (tool names, sources, ...) the group applies to.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    /// The handlers of the group.
+    pub hooks: Vec<RawHandler>,
+    /// Run the handlers one after another in config order; a block stops the rest.
+    #[serde(default)]
+    pub sequential: Option<bool>,
+}
+
+/// The handler types a settings file may name.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerType {
+    /// A process: shell form (`command`) or exec form (`command` + `args`).
+    Command,
+    /// A POST to a URL.
+    Http,
+    /// A sandboxed WebAssembly component.
+    Wasm,
+    /// Claude Code's MCP tool hook (accepted so settings files load; not run).
+    McpTool,
+    /// Claude Code's prompt hook (accepted so settings files load; not run).
+    Prompt,
+    /// Claude Code's agent hook (accepted so settings files load; not run).
+    Agent,
+}
+
+impl HandlerType {
+    /// The name used in config and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandlerType::Command => "command",
+            HandlerType::Http => "http",
+            HandlerType::Wasm => "wasm",
+            HandlerType::McpTool => "mcp_tool",
+            HandlerType::Prompt => "prompt",
+            HandlerType::Agent => "agent",
+        }
+    }
+}
+
+/// What a failing hook (cannot start, timeout, unexpected exit, invalid output, trap)
+/// does to the action.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum OnFailure {
+    /// Fail open: a non-blocking error notice (Claude Code's default).
+    #[default]
+    Continue,
+    /// Fail closed: the failure blocks like exit 2.
+    Block,
+}
+
+/// Where a wasm plugin keeps its instance.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum InstanceMode {
+    /// A fresh instance for every event (the default; nothing leaks between events).
+    #[default]
+    Event,
+    /// One instance per session, for stateful plugins.
+    Session,
+}
+
+/// One hook handler. All types share this struct so a field on the wrong type is caught
+/// by validation with a message that names the type ("`url` is not a field of a command
+/// hook"), not by serde's generic "unknown variant".
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawHandler {
+    /// The handler type.
+    #[serde(rename = "type")]
+    pub kind: HandlerType,
+
+    // Common fields.
+    /// Permission-rule filter (`Bash(git *)`, `Edit(*.ts)`), tool events only.
+    #[serde(rename = "if", default, skip_serializing_if = "Option::is_none")]
+    pub if_rule: Option<String>,
+    /// Timeout in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Spinner text shown by agents while the hook runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// Claude Code's run-once flag (honoured there only in skill frontmatter; ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub once: Option<bool>,
+    /// A stable name for reports; defaults to the config path of the handler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `false` keeps the hook in the file but never runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Fail open (`continue`, default) or fail closed (`block`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnFailure>,
+    /// Higher wins when several hooks rewrite the tool input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+
+    // command
+    /// Shell command (shell form) or program (exec form, with `args`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Exec-form arguments: no shell, one argv entry each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Run in the background; results arrive with a later outcome of the session.
+    #[serde(rename = "async", default, skip_serializing_if = "Option::is_none")]
+    pub run_async: Option<bool>,
+    /// Async, and exit 2 wakes the session with the hook's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_rewake: Option<bool>,
+    /// `bash` (default `sh`) or `powershell`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+
+    // http
+    /// URL to POST the input to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Request headers; values may use `$VAR` / `${VAR}` from `allowedEnvVars`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Env vars that header values may interpolate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_env_vars: Option<Vec<String>>,
+
+    // wasm
+    /// Path of the component, relative to the config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// Expected sha256 of the component, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// What the plugin is granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<RawCapabilities>,
+    /// Resource limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RawLimits>,
+    /// Fresh instance per event (default) or one per session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<InstanceMode>,
+    /// Plugin-specific settings, handed to the plugin as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+
+    // Claude Code types hookhost accepts but does not run.
+    /// `mcp_tool`: the MCP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// `mcp_tool`: the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// `mcp_tool`: the tool input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// `prompt` / `agent`: the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// `prompt` / `agent`: the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `prompt`: keep the turn going on a block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continue_on_block: Option<bool>,
+}
+
+/// Capability grants of a wasm hook. Each is live only if the plugin also declares it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCapabilities {
+    /// Directories to preopen.
+    #[serde(default)]
+    pub dirs: Vec<RawDirGrant>,
+    /// Environment variable names the plugin may read.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Hosts (`host`, `host:port`, `https://host`, `*.example.com`) the plugin may call.
+    #[serde(default)]
+    pub http: Vec<String>,
+}
+
+/// A preopened directory.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawDirGrant {
+    /// Host path: absolute, or `${workspace}` / `${home}` based.
+    pub path: String,
+    /// Where the plugin sees it; defaults to the host path.
+    #[serde(default)]
+    pub guest: Option<String>,
+    /// `ro` (default) or `rw`.
+    #[serde(default)]
+    pub mode: DirMode,
+}
+
+/// Access mode of a directory grant.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash)]
+pub enum DirMode {
+    /// Read-only.
+    #[default]
+    #[serde(rename = "ro", alias = "read")]
+    ReadOnly,
+    /// Read and write.
+    #[serde(rename = "rw", alias = "write")]
+    ReadWrite,
+}
+
+/// Resource limits of a wasm hook.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawLimits {
+    /// Fuel per call.
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// Linear memory cap in MiB.
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// Wall-clock limit in seconds (same as the handler's `timeout`).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// A matcher group as found in a file, with where it was.
+#[derive(Debug, Clone)]
+pub struct RawEventGroup {
+    /// The event name.
+    pub event: String,
+    /// Index of the group in the event's list.
+    pub index: usize,
+    /// The group.
+    pub group: RawMatcherGroup,
+}
+
+/// One settings source, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct RawSettings {
+    /// Matcher groups of known events, in file order.
+    pub groups: Vec<RawEventGroup>,
+    /// `disableAllHooks`.
+    pub disable_all_hooks: Option<bool>,
+    /// `allowManagedHooksOnly` (honoured in managed policy only).
+    pub allow_managed_hooks_only: Option<bool>,
+    /// `allowedHttpHookUrls`: where HTTP hooks may post (merges across files).
+    pub allowed_http_hook_urls: Option<Vec<String>>,
+    /// `httpHookAllowedEnvVars`: outer limit on each HTTP hook's `allowedEnvVars`.
+    pub http_hook_allowed_env_vars: Option<Vec<String>>,
+    /// `envAllowlist`: credential-looking variables that command hooks still get.
+    pub env_allowlist: Option<Vec<String>>,
+    /// `stopBlockCap`: consecutive Stop blocks before the block is overridden.
+    pub stop_block_cap: Option<u32>,
+}

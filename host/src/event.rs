@@ -1,0 +1,330 @@
+//! The event catalogue: every event hookhost knows, as one data table.
+//!
+//! Each [`EventSpec`] says which input field its matcher tests, what exit code 2 does,
+//! which decision pattern and output fields it honours and its default timeout. The
+//! dispatcher and the merge read these attributes; no stage branches on event names.
+//! The rows follow Claude Code's hooks reference (Aug 2026, v2.1.240), §1.3 and §1.9 of
+//! `shared/reference/claude-code-hooks.md`. Embedders may add their own events with
+//! [`EventCatalogue::register`].
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What exit code 2 (or an equivalent blocking error) does on an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit2 {
+    /// Blocks the action; the reason is the JSON reason or else stderr.
+    Blocks,
+    /// Does not block; stderr is shown to the user as a hook error notice.
+    Notice,
+    /// Ignored entirely.
+    Ignored,
+}
+
+/// How an event's hooks state a decision in their JSON output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionStyle {
+    /// No decision: context or side effects only.
+    None,
+    /// Top-level `decision: "block"` with `reason`.
+    Block,
+    /// `hookSpecificOutput.permissionDecision` allow/deny/ask/defer (PreToolUse), plus the
+    /// deprecated top-level `decision: "approve" | "block"`.
+    Permission,
+    /// `hookSpecificOutput.decision.behavior` allow/deny (PermissionRequest).
+    PermissionRequest,
+    /// Blocks only through exit 2 or `continue: false` (TeammateIdle, TaskCompleted).
+    ContinueOnly,
+}
+
+/// Which matcher syntax an event accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatcherSyntax {
+    /// Letters, digits, `_`, `-`, spaces, `,` and `|` are exact names; anything else is a
+    /// regex.
+    Standard,
+    /// Only letters, digits, `_` and `|` are exact names (FileChanged, StopFailure).
+    Narrow,
+}
+
+/// The attributes of one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSpec {
+    /// The event name as it appears in config and in `hook_event_name`.
+    pub name: Cow<'static, str>,
+    /// The input field the matcher tests, or `None` when matchers are ignored.
+    pub matcher_field: Option<Cow<'static, str>>,
+    /// Which matcher syntax applies.
+    pub matcher_syntax: MatcherSyntax,
+    /// What exit code 2 does.
+    pub exit2: Exit2,
+    /// How hooks state a decision.
+    pub decision: DecisionStyle,
+    /// `hookSpecificOutput` fields the event honours (besides `hookEventName`).
+    pub specific_outputs: Cow<'static, [&'static str]>,
+    /// Whether `continue: false` (and `stopReason`) is honoured.
+    pub honours_continue: bool,
+    /// Whether plain-text stdout on exit 0 becomes additional context.
+    pub plain_stdout_is_context: bool,
+    /// Whether the event carries a tool call (`tool_name`, `tool_input`): the `if` filter
+    /// runs only on these.
+    pub tool_event: bool,
+    /// Whether command hooks get `CLAUDE_ENV_FILE`.
+    pub env_file: bool,
+    /// The default handler timeout.
+    pub default_timeout: Duration,
+}
+
+impl EventSpec {
+    /// Whether hooks on this event can block the action at all.
+    pub fn can_block(&self) -> bool {
+        self.exit2 == Exit2::Blocks
+            || matches!(
+                self.decision,
+                DecisionStyle::Block | DecisionStyle::Permission | DecisionStyle::PermissionRequest
+            )
+    }
+
+    /// Whether the event honours a `hookSpecificOutput` field.
+    pub fn honours(&self, field: &str) -> bool {
+        self.specific_outputs.contains(&field)
+    }
+}
+
+/// Ten minutes: Claude Code's default for command, HTTP and MCP tool hooks since v2.1.3.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// One row of the built-in table, kept short so the table reads as a table.
+struct Row {
+    name: &'static str,
+    matcher: Option<&'static str>,
+    exit2: Exit2,
+    decision: DecisionStyle,
+    outputs: &'static [&'static str],
+    honours_continue: bool,
+    plain_context: bool,
+    timeout: Duration,
+}
+
+const fn row(
+    name: &'static str,
+    matcher: Option<&'static str>,
+    exit2: Exit2,
+    decision: DecisionStyle,
+    outputs: &'static [&'static str],
+) -> Row {
+    Row {
+        name,
+        matcher,
+        exit2,
+        decision,
+        outputs,
+        honours_continue: true,
+        plain_context: false,
+        timeout: DEFAULT_TIMEOUT,
+    }
+}
+
+impl Row {
+    const fn discards_continue(mut self) -> Self {
+        self.honours_continue = false;
+        self
+    }
+    const fn plain_stdout_context(mut self) -> Self {
+        self.plain_context = true;
+        self
+    }
+    const fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+use DecisionStyle as D;
+use Exit2::{Blocks, Ignored, Notice};
+
+/// The 31 events of Claude Code's hooks reference.
+#[rustfmt::skip]
+const BUILT_IN: [Row; 31] = [
+    row("SessionStart", Some("source"), Notice, D::None,
+        &["additionalContext", "initialUserMessage", "sessionTitle", "watchPaths", "reloadSkills"])
+        .plain_stdout_context(),
+    row("Setup", Some("trigger"), Notice, D::None, &["additionalContext"]),
+    row("InstructionsLoaded", Some("load_reason"), Ignored, D::None, &[]).discards_continue(),
+    row("UserPromptSubmit", None, Blocks, D::Block,
+        &["additionalContext", "sessionTitle", "suppressOriginalPrompt"])
+        .plain_stdout_context()
+        .timeout(Duration::from_secs(30)),
+    row("UserPromptExpansion", Some("command_name"), Blocks, D::Block, &["additionalContext"])
+        .plain_stdout_context(),
+    row("MessageDisplay", None, Notice, D::None, &["displayContent"])
+        .discards_continue()
+        .timeout(Duration::from_secs(10)),
+    row("PreToolUse", Some("tool_name"), Blocks, D::Permission,
+        &["permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"]),
+    row("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest, &["decision"]),
+    row("PermissionDenied", Some("tool_name"), Ignored, D::None, &["retry"]),
+    row("PostToolUse", Some("tool_name"), Blocks, D::Block,
+        &["additionalContext", "classifierContext", "updatedToolOutput", "updatedMCPToolOutput"]),
+    row("PostToolUseFailure", Some("tool_name"), Blocks, D::Block, &["additionalContext"]),
+    row("PostToolBatch", None, Blocks, D::Block, &["additionalContext"]),
+    row("Notification", Some("notification_type"), Ignored, D::None, &[]).discards_continue(),
+    row("SubagentStart", Some("agent_type"), Notice, D::None, &["additionalContext"]),
+    row("SubagentStop", Some("agent_type"), Blocks, D::Block, &["additionalContext"]),
+    row("TaskCreated", None, Blocks, D::Block, &[]).discards_continue(),
+    row("TaskCompleted", None, Blocks, D::ContinueOnly, &[]),
+    row("Stop", None, Blocks, D::Block, &["additionalContext"]),
+    row("StopFailure", Some("error"), Ignored, D::None, &[]).discards_continue(),
+    row("TeammateIdle", None, Blocks, D::ContinueOnly, &[]),
+    row("ConfigChange", Some("source"), Blocks, D::Block, &[]).discards_continue(),
+    row("CwdChanged", None, Notice, D::None, &["watchPaths"]).discards_continue(),
+    row("DirectoryAdded", Some("source"), Notice, D::None, &[]).discards_continue(),
+    row("FileChanged", Some("file_path"), Notice, D::None, &["watchPaths"]).discards_continue(),
+    row("WorktreeCreate", None, Blocks, D::None, &["worktreePath"]).discards_continue(),
+    row("WorktreeRemove", None, Notice, D::None, &[]),
+    row("PreCompact", Some("trigger"), Blocks, D::Block, &[]).discards_continue(),
+    row("PostCompact", Some("trigger"), Notice, D::None, &[]).discards_continue(),
+    row("Elicitation", Some("mcp_server_name"), Blocks, D::None, &["action", "content"])
+        .discards_continue(),
+    row("ElicitationResult", Some("mcp_server_name"), Blocks, D::None, &["action", "content"])
+        .discards_continue(),
+    // SessionEnd hooks share a short budget in Claude Code (1.5 s, raised by explicit
+    // timeouts); a per-hook default of 1.5 s keeps an agent's exit from hanging.
+    row("SessionEnd", Some("reason"), Notice, D::None, &[]).timeout(Duration::from_millis(1500)),
+];
+
+/// Events whose command hooks get `CLAUDE_ENV_FILE`.
+const ENV_FILE_EVENTS: [&str; 4] = ["SessionStart", "Setup", "CwdChanged", "FileChanged"];
+
+/// Events whose matcher uses the narrow exact-name set.
+const NARROW_MATCHER_EVENTS: [&str; 2] = ["FileChanged", "StopFailure"];
+
+impl From<&Row> for EventSpec {
+    fn from(row: &Row) -> Self {
+        EventSpec {
+            name: Cow::Borrowed(row.name),
+            matcher_field: row.matcher.map(Cow::Borrowed),
+            matcher_syntax: if NARROW_MATCHER_EVENTS.contains(&row.name) {
+                MatcherSyntax::Narrow
+            } else {
+                MatcherSyntax::Standard
+            },
+            exit2: row.exit2,
+            decision: row.decision,
+            specific_outputs: Cow::Borrowed(row.outputs),
+            honours_continue: row.honours_continue,
+            plain_stdout_is_context: row.plain_context,
+            tool_event: matches!(row.matcher, Some("tool_name")),
+            env_file: ENV_FILE_EVENTS.contains(&row.name),
+            default_timeout: row.timeout,
+        }
+    }
+}
+
+/// The set of events a host knows: the built-in table plus any custom events.
+#[derive(Debug, Clone)]
+pub struct EventCatalogue {
+    events: HashMap<String, Arc<EventSpec>>,
+}
+
+impl Default for EventCatalogue {
+    fn default() -> Self {
+        let events = BUILT_IN
+            .iter()
+            .map(|row| (row.name.to_string(), Arc::new(EventSpec::from(row))))
+            .collect();
+        EventCatalogue { events }
+    }
+}
+
+impl EventCatalogue {
+    /// Looks an event up by its exact (case-sensitive) name.
+    pub fn get(&self, name: &str) -> Option<&Arc<EventSpec>> {
+        self.events.get(name)
+    }
+
+    /// Adds or replaces an event, for embedders with events of their own.
+    pub fn register(&mut self, spec: EventSpec) {
+        self.events.insert(spec.name.to_string(), Arc::new(spec));
+    }
+
+    /// All event names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.events.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// Names of the built-in events, in the order of the reference table.
+pub fn built_in_names() -> impl Iterator<Item = &'static str> {
+    BUILT_IN.iter().map(|row| row.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_has_the_31_events_of_the_reference() {
+        let catalogue = EventCatalogue::default();
+        assert_eq!(catalogue.names().len(), 31);
+        assert_eq!(built_in_names().count(), 31);
+    }
+
+    #[test]
+    fn attributes_follow_the_reference_table() {
+        let c = EventCatalogue::default();
+        // (event, matcher field, exit 2, decision, default timeout in ms)
+        let rows: &[(&str, Option<&str>, Exit2, DecisionStyle, u128)] = &[
+            ("PreToolUse", Some("tool_name"), Blocks, D::Permission, 600_000),
+            ("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest, 600_000),
+            ("UserPromptSubmit", None, Blocks, D::Block, 30_000),
+            ("Stop", None, Blocks, D::Block, 600_000),
+            ("SessionStart", Some("source"), Notice, D::None, 600_000),
+            ("Notification", Some("notification_type"), Ignored, D::None, 600_000),
+            ("TeammateIdle", None, Blocks, D::ContinueOnly, 600_000),
+            ("MessageDisplay", None, Notice, D::None, 10_000),
+            ("SessionEnd", Some("reason"), Notice, D::None, 1_500),
+            ("FileChanged", Some("file_path"), Notice, D::None, 600_000),
+        ];
+        for &(name, field, exit2, decision, timeout) in rows {
+            let spec = c.get(name).unwrap_or_else(|| panic!("{name} missing"));
+            assert_eq!(spec.matcher_field.as_deref(), field, "{name} matcher field");
+            assert_eq!(spec.exit2, exit2, "{name} exit 2");
+            assert_eq!(spec.decision, decision, "{name} decision");
+            assert_eq!(spec.default_timeout.as_millis(), timeout, "{name} timeout");
+        }
+    }
+
+    #[test]
+    fn derived_attributes() {
+        let c = EventCatalogue::default();
+        let tool_events: Vec<&str> = built_in_names()
+            .filter(|n| c.get(n).unwrap().tool_event)
+            .collect();
+        assert_eq!(
+            tool_events,
+            ["PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"]
+        );
+        assert!(c.get("CwdChanged").unwrap().env_file);
+        assert!(!c.get("PreToolUse").unwrap().env_file);
+        assert_eq!(c.get("StopFailure").unwrap().matcher_syntax, MatcherSyntax::Narrow);
+        assert!(c.get("UserPromptSubmit").unwrap().plain_stdout_is_context);
+        assert!(!c.get("Notification").unwrap().honours_continue);
+        assert!(c.get("PreToolUse").unwrap().honours("updatedInput"));
+        assert!(!c.get("Stop").unwrap().honours("updatedInput"));
+    }
+
+    #[test]
+    fn custom_events_can_be_registered() {
+        let mut c = EventCatalogue::default();
+        let mut spec = c.get("Stop").unwrap().as_ref().clone();
+        spec.name = Cow::Owned("BeforeDeploy".into());
+        spec.matcher_field = Some(Cow::Owned("target".into()));
+        c.register(spec);
+        assert_eq!(c.get("BeforeDeploy").unwrap().matcher_field.as_deref(), Some("target"));
+    }
+}

@@ -1,0 +1,148 @@
+//! The HTTP handler: POST the input JSON, read the answer like stdout.
+//!
+//! - `allowedHttpHookUrls` is checked before any connection is made;
+//! - header values interpolate `$VAR` / `${VAR}` only for variables the hook lists in
+//!   `allowedEnvVars` (and, when set, the settings' `httpHookAllowedEnvVars`); others
+//!   become empty strings;
+//! - a 2xx response with a JSON object is parsed like command stdout; 2xx with an empty
+//!   body is a plain success; any other body, any other status, a connection failure or
+//!   a timeout is a non-blocking error (HTTP hooks block only through a JSON decision);
+//! - redirects are not followed: a redirect could leave the allowlist.
+
+use std::time::Instant;
+
+use super::output::{Stdout, classify_stdout};
+use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
+use crate::policy::{Hook, HttpSpec, Settings};
+
+/// Bytes of a response body read at most.
+const BODY_LIMIT: usize = 1 << 20;
+
+/// Runs an HTTP hook once.
+pub async fn run(
+    client: &reqwest::Client,
+    spec: &HttpSpec,
+    hook: &Hook,
+    invocation: &Invocation,
+    settings: &Settings,
+) -> HandlerRun {
+    let started = Instant::now();
+    if let Some(allowlist) = &settings.allowed_http_hook_urls {
+        if !allowlist.allows(&spec.url) {
+            let patterns: Vec<&str> = allowlist.patterns().collect();
+            return HandlerRun::failed(
+                FailureKind::Refused,
+                format!("URL `{}` is not in `allowedHttpHookUrls` {patterns:?}; not contacted", spec.url),
+                started,
+            );
+        }
+    }
+    let mut request = client
+        .post(&spec.url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(invocation.input_json.clone());
+    for (name, template) in &spec.headers {
+        request = request.header(name, interpolate(template, &spec.allowed_env_vars));
+    }
+    let exchange = async {
+        let response = request.send().await?;
+        let status = response.status();
+        let mut body = Vec::new();
+        let mut response = response;
+        while let Some(chunk) = response.chunk().await? {
+            let room = BODY_LIMIT.saturating_sub(body.len());
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        Ok::<_, reqwest::Error>((status, body))
+    };
+    let (status, body) = match tokio::time::timeout(hook.timeout, exchange).await {
+        Err(_) => {
+            return HandlerRun::failed(
+                FailureKind::Timeout,
+                format!("POST {} timed out after {:?}", spec.url, hook.timeout),
+                started,
+            );
+        }
+        Ok(Err(e)) => {
+            let e = without_url(e);
+            return HandlerRun::failed(FailureKind::Http, format!("POST {} failed: {e}", spec.url), started);
+        }
+        Ok(Ok(result)) => result,
+    };
+    let code = Some(i32::from(status.as_u16()));
+    let text = String::from_utf8_lossy(&body);
+    let verdict = if !status.is_success() {
+        Verdict::failed(FailureKind::Http, format!("POST {} answered HTTP {status}", spec.url))
+    } else {
+        match classify_stdout(&text, &invocation.spec.name) {
+            Stdout::Empty => Verdict::Answer(Answer::default()),
+            Stdout::Json(output) => Verdict::Answer(Answer { output, ..Answer::default() }),
+            Stdout::InvalidJson(e) => Verdict::failed(FailureKind::InvalidOutput, e),
+            Stdout::Text(_) => Verdict::failed(
+                FailureKind::InvalidOutput,
+                format!("POST {} answered plain text, not a JSON object; ignored", spec.url),
+            ),
+        }
+    };
+    HandlerRun { verdict, exit_code: code, duration: started.elapsed(), usage: Usage::default(), diagnostics: None }
+}
+
+fn without_url(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+/// Replaces `$VAR` and `${VAR}` with the variable's value when `allowed` names it, and
+/// with the empty string otherwise.
+pub fn interpolate(template: &str, allowed: &[String]) -> String {
+    let lookup = |name: &str| {
+        if allowed.iter().any(|a| a == name) { std::env::var(name).unwrap_or_default() } else { String::new() }
+    };
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(dollar) = rest.find('$') {
+        out.push_str(&rest[..dollar]);
+        let after = &rest[dollar + 1..];
+        if let Some(braced) = after.strip_prefix('{') {
+            if let Some(end) = braced.find('}') {
+                out.push_str(&lookup(&braced[..end]));
+                rest = &braced[end + 1..];
+                continue;
+            }
+        }
+        let name_len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+        if name_len == 0 {
+            out.push('$');
+        } else {
+            out.push_str(&lookup(&after[..name_len]));
+        }
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolation_uses_only_allowed_vars() {
+        // PATH and HOME exist on any machine that runs the tests.
+        let path = std::env::var("PATH").unwrap();
+        let allowed = vec!["PATH".to_string()];
+        assert_eq!(interpolate("Bearer $PATH", &allowed), format!("Bearer {path}"));
+        assert_eq!(interpolate("x${PATH}y", &allowed), format!("x{path}y"));
+        assert_eq!(interpolate("$HOME", &allowed), "");
+        assert_eq!(interpolate("${HOME}!", &allowed), "!");
+        assert_eq!(interpolate("cost: $5 $", &allowed), "cost:  $");
+        assert_eq!(interpolate("plain", &allowed), "plain");
+    }
+}

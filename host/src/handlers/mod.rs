@@ -1,0 +1,191 @@
+//! Stage 5 of the pipeline: the handler runners.
+//!
+//! Each runner takes one hook and one invocation and returns a [`HandlerRun`] whose
+//! [`Verdict`] keeps apart "the hook answered" ([`Answer`]) and "the hook failed"
+//! ([`Failure`]: could not start, timed out, exited oddly, wrote invalid output, trapped,
+//! hit a limit). Runners never panic and never block the action themselves: what a
+//! verdict means for the event is decided by [`crate::outcome`].
+
+pub mod command;
+pub mod http;
+pub mod output;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use output::HookOutput;
+
+use crate::event::EventSpec;
+use crate::policy::{HandlerSpec, Hook, Policy};
+
+/// One event being dispatched: everything a handler may read about it.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The event's attributes.
+    pub spec: Arc<EventSpec>,
+    /// The input object.
+    pub input: Value,
+    /// The input as compact JSON on one line, as Claude Code sends it.
+    pub input_json: String,
+    /// `session_id` of the input (empty when absent).
+    pub session_id: String,
+    /// `cwd` of the input, else the project directory.
+    pub cwd: PathBuf,
+    /// The project directory.
+    pub project_dir: PathBuf,
+    /// The `CLAUDE_ENV_FILE` of the session, on the events that have one.
+    pub env_file: Option<PathBuf>,
+}
+
+/// Why a hook failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureKind {
+    /// The process, plugin or connection could not start.
+    CannotStart,
+    /// The deadline passed.
+    Timeout,
+    /// The process exited with a code other than 0 or 2 and no valid JSON.
+    ExitCode,
+    /// The output did not fit the schema.
+    InvalidOutput,
+    /// The HTTP request failed or got a non-2xx status.
+    Http,
+    /// The plugin trapped or returned an error.
+    Trap,
+    /// The plugin hit a resource limit (fuel, memory).
+    Limit,
+    /// Policy refused to run it (URL not allowed, digest mismatch).
+    Refused,
+}
+
+/// A hook that did not produce an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// What went wrong.
+    pub kind: FailureKind,
+    /// A message for the user, naming the hook's command, URL or plugin.
+    pub message: String,
+}
+
+/// A hook's answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// The parsed JSON output (default when there was none).
+    pub output: HookOutput,
+    /// A blocking error (exit 2): the reason.
+    pub blocking_error: Option<String>,
+    /// Plain-text stdout (context on some events).
+    pub plain_text: Option<String>,
+}
+
+/// What a hook produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// It answered.
+    Answer(Answer),
+    /// It failed.
+    Failed(Failure),
+}
+
+impl Verdict {
+    /// A failure verdict.
+    pub fn failed(kind: FailureKind, message: impl Into<String>) -> Verdict {
+        Verdict::Failed(Failure { kind, message: message.into() })
+    }
+}
+
+/// Resource use of one run, where the handler type measures it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Fuel consumed (wasm).
+    pub fuel: Option<u64>,
+    /// Peak linear memory in bytes (wasm).
+    pub memory_bytes: Option<u64>,
+}
+
+/// The result of running one hook once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandlerRun {
+    /// What it produced.
+    pub verdict: Verdict,
+    /// The process exit code (command hooks) or HTTP status (HTTP hooks).
+    pub exit_code: Option<i32>,
+    /// Wall-clock time.
+    pub duration: Duration,
+    /// Resource use.
+    pub usage: Usage,
+    /// Captured stderr or guest log, capped (for reports).
+    pub diagnostics: Option<String>,
+}
+
+impl HandlerRun {
+    /// A run that failed before it started.
+    pub fn failed(kind: FailureKind, message: impl Into<String>, started: Instant) -> HandlerRun {
+        HandlerRun {
+            verdict: Verdict::failed(kind, message),
+            exit_code: None,
+            duration: started.elapsed(),
+            usage: Usage::default(),
+            diagnostics: None,
+        }
+    }
+}
+
+/// Something that can run wasm hooks; implemented by the sandbox.
+pub trait WasmRunner: Send + Sync + std::fmt::Debug {
+    /// Runs one wasm hook to completion on the calling thread (the dispatcher calls it
+    /// from a blocking task).
+    fn run(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun;
+}
+
+/// The shared state of the runners: one HTTP client, the wasm sandbox.
+#[derive(Clone)]
+pub struct Handlers {
+    http: reqwest::Client,
+    wasm: Option<Arc<dyn WasmRunner>>,
+}
+
+impl std::fmt::Debug for Handlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handlers").field("wasm", &self.wasm.is_some()).finish()
+    }
+}
+
+impl Handlers {
+    /// Runners for command and HTTP hooks, and wasm hooks when `wasm` is given.
+    pub fn new(wasm: Option<Arc<dyn WasmRunner>>) -> Handlers {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        Handlers { http, wasm }
+    }
+
+    /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`].
+    pub async fn run(&self, hook: &Arc<Hook>, invocation: &Arc<Invocation>, policy: &Arc<Policy>) -> HandlerRun {
+        let started = Instant::now();
+        match &hook.handler {
+            HandlerSpec::Command(spec) => command::run(spec, hook, invocation, &policy.settings).await,
+            HandlerSpec::Http(spec) => http::run(&self.http, spec, hook, invocation, &policy.settings).await,
+            HandlerSpec::Wasm(_) => {
+                let Some(wasm) = self.wasm.clone() else {
+                    return HandlerRun::failed(FailureKind::CannotStart, "this host runs no wasm hooks", started);
+                };
+                let (hook, invocation, policy) = (hook.clone(), invocation.clone(), policy.clone());
+                tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy))
+                    .await
+                    .unwrap_or_else(|e| HandlerRun::failed(FailureKind::Trap, format!("wasm runner crashed: {e}"), started))
+            }
+            HandlerSpec::Unsupported(t) => HandlerRun::failed(
+                FailureKind::CannotStart,
+                format!("hookhost does not run `{}` hooks", t.as_str()),
+                started,
+            ),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Stage 3 of the pipeline: which configured handlers apply to one event.
+//!
+//! Matchers and `if` rules are compiled once, while the policy resolves; at dispatch time
+//! this stage only tests them. Claude Code's rules (hooks reference §1.4):
+//!
+//! - `*`, empty or absent: everything;
+//! - only letters, digits, `_`, `-`, spaces, `,` and `|`: an exact name, or a list of
+//!   exact names separated by `|` or `,` (whitespace around them ignored); FileChanged and
+//!   StopFailure use the narrower set of letters, digits, `_` and `|`;
+//! - anything else: an unanchored regex;
+//! - always case-sensitive; ignored on events that have no matcher field.
+
+mod if_rule;
+
+pub use if_rule::IfRule;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::event::{EventSpec, MatcherSyntax};
+
+/// A compiled matcher.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// Matches every subject.
+    All,
+    /// Matches one of these names exactly.
+    Exact(Vec<String>),
+    /// Matches when the regex finds a match anywhere in the subject.
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// Compiles a matcher as written in config.
+    ///
+    /// # Errors
+    ///
+    /// An invalid regex, with the pattern quoted.
+    pub fn parse(pattern: Option<&str>, syntax: MatcherSyntax) -> Result<Matcher, String> {
+        let pattern = match pattern {
+            None => return Ok(Matcher::All),
+            Some(p) if p.is_empty() || p == "*" => return Ok(Matcher::All),
+            Some(p) => p,
+        };
+        let exact_char = |c: char| match syntax {
+            MatcherSyntax::Standard => c.is_ascii_alphanumeric() || "_- ,|".contains(c),
+            MatcherSyntax::Narrow => c.is_ascii_alphanumeric() || "_|".contains(c),
+        };
+        if pattern.chars().all(exact_char) {
+            let names = pattern
+                .split(['|', ','])
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(String::from)
+                .collect();
+            return Ok(Matcher::Exact(names));
+        }
+        Regex::new(pattern)
+            .map(Matcher::Regex)
+            .map_err(|e| format!("invalid matcher regex `{pattern}`: {e}"))
+    }
+
+    /// Whether the matcher accepts `subject` (`None` when the input lacks the field).
+    pub fn is_match(&self, subject: Option<&str>) -> bool {
+        match (self, subject) {
+            (Matcher::All, _) => true,
+            (_, None) => false,
+            (Matcher::Exact(names), Some(s)) => names.iter().any(|n| n == s),
+            (Matcher::Regex(re), Some(s)) => re.is_match(s),
+        }
+    }
+}
+
+/// The subject an event's matcher tests, taken from the input JSON.
+pub fn subject<'a>(spec: &EventSpec, input: &'a Value) -> Option<&'a str> {
+    let field = spec.matcher_field.as_deref()?;
+    let value = input.get(field)?.as_str()?;
+    // FileChanged matchers name files, and are tested against the basename.
+    if spec.name == "FileChanged" {
+        return Some(value.rsplit(['/', '\\']).next().unwrap_or(value));
+    }
+    Some(value)
+}
+
+/// Whether a group's matcher applies to this event: always when the event has no matcher
+/// field (the matcher is ignored there).
+pub fn group_applies(matcher: &Matcher, spec: &EventSpec, input: &Value) -> bool {
+    spec.matcher_field.is_none() || matcher.is_match(subject(spec, input))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventCatalogue;
+    use serde_json::json;
+
+    #[test]
+    fn matcher_table() {
+        use MatcherSyntax::{Narrow, Standard};
+        // (pattern, syntax, subject, expected)
+        let rows: &[(Option<&str>, MatcherSyntax, Option<&str>, bool)] = &[
+            (None, Standard, Some("Bash"), true),
+            (Some(""), Standard, Some("Bash"), true),
+            (Some("*"), Standard, Some("Bash"), true),
+            (Some("*"), Standard, None, true),
+            (Some("Bash"), Standard, Some("Bash"), true),
+            (Some("Bash"), Standard, Some("bash"), false),
+            (Some("Bash"), Standard, None, false),
+            (Some("Writ"), Standard, Some("Write"), false),
+            (Some("rit"), Standard, Some("Write"), false),
+            (Some("rit."), Standard, Some("Write"), true),
+            (Some("W(rit)e"), Standard, Some("Write"), true),
+            (Some("Edit|Write"), Standard, Some("Write"), true),
+            (Some("Edit, Write"), Standard, Some("Write"), true),
+            (Some("Edit ,Write"), Standard, Some("Edit"), true),
+            (Some("Edit,Write"), Standard, Some("MultiEdit"), false),
+            (Some("Edit.*"), Standard, Some("NotebookEdit"), true),
+            (Some("^Edit$"), Standard, Some("NotebookEdit"), false),
+            (Some("code-reviewer"), Standard, Some("senior-code-reviewer"), false),
+            (Some("code-reviewer"), Standard, Some("code-reviewer"), true),
+            (Some("mcp__memory"), Standard, Some("mcp__memory__create"), false),
+            (Some("mcp__memory__.*"), Standard, Some("mcp__memory__create"), true),
+            (Some("my-plugin:reviewer"), Standard, Some("my-plugin:reviewer"), true),
+            (Some(".envrc|.env"), Narrow, Some(".env"), true),
+            (Some("rate_limit|overloaded"), Narrow, Some("overloaded"), true),
+            (Some("rate-limit"), Narrow, Some("rate_limit"), false),
+        ];
+        for &(pattern, syntax, subject, expected) in rows {
+            let m = Matcher::parse(pattern, syntax).unwrap();
+            assert_eq!(m.is_match(subject), expected, "{pattern:?} vs {subject:?}");
+        }
+    }
+
+    #[test]
+    fn narrow_syntax_treats_hyphen_as_regex() {
+        assert!(matches!(Matcher::parse(Some("a-b"), MatcherSyntax::Narrow), Ok(Matcher::Regex(_))));
+        assert!(matches!(Matcher::parse(Some("a-b"), MatcherSyntax::Standard), Ok(Matcher::Exact(_))));
+    }
+
+    #[test]
+    fn invalid_regex_quotes_the_pattern() {
+        let e = Matcher::parse(Some("Bash("), MatcherSyntax::Standard).unwrap_err();
+        assert!(e.contains("`Bash(`"), "{e}");
+    }
+
+    #[test]
+    fn matcher_is_ignored_on_events_without_a_matcher_field() {
+        let c = EventCatalogue::default();
+        let m = Matcher::parse(Some("Nothing"), MatcherSyntax::Standard).unwrap();
+        assert!(group_applies(&m, c.get("Stop").unwrap(), &json!({})));
+        assert!(!group_applies(&m, c.get("PreToolUse").unwrap(), &json!({"tool_name": "Bash"})));
+    }
+
+    #[test]
+    fn file_changed_matches_the_basename() {
+        let c = EventCatalogue::default();
+        let m = Matcher::parse(Some(".envrc|.env"), MatcherSyntax::Narrow).unwrap();
+        let spec = c.get("FileChanged").unwrap();
+        assert!(group_applies(&m, spec, &json!({"file_path": "/repo/.env"})));
+        assert!(!group_applies(&m, spec, &json!({"file_path": "/repo/.env.local"})));
+    }
+}

@@ -1,0 +1,227 @@
+//! Stage 2 of the pipeline: the resolved policy.
+//!
+//! [`resolve`] merges the raw layers under one precedence rule and validates and compiles
+//! every hook once. The result is immutable and is all that later stages see.
+//!
+//! Precedence (highest first): managed, `--settings`, project local, project, user.
+//! - hook lists **append** across layers, in that order (this is "config order");
+//! - scalars (`disableAllHooks`, `stopBlockCap`) take the highest layer that sets them;
+//! - `allowedHttpHookUrls`, `httpHookAllowedEnvVars` and `envAllowlist` are unions;
+//! - an identical handler (same event, matcher and fields) defined by several layers runs
+//!   once, from the highest layer;
+//! - `disableAllHooks` in managed policy disables every hook; anywhere else it disables
+//!   every hook except managed ones (Claude Code's semantics).
+
+mod hook;
+mod urls;
+
+pub use hook::{CommandSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
+pub use urls::UrlAllowlist;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::{ConfigError, ConfigLayer, ConfigWarning, LoadedConfig, SourceKind};
+use crate::event::EventCatalogue;
+use crate::matcher::Matcher;
+
+/// Claude Code's cap on consecutive Stop blocks in one session.
+pub const DEFAULT_STOP_BLOCK_CAP: u32 = 8;
+
+/// Settings that are not hooks, after precedence.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Every hook that `disableAllHooks` turned off, by source: `true` for all but managed.
+    pub disable_all_hooks: bool,
+    /// Managed policy's `disableAllHooks`: every hook is off, managed included.
+    pub managed_disable_all_hooks: bool,
+    /// Managed policy's `allowManagedHooksOnly`.
+    pub allow_managed_hooks_only: bool,
+    /// Where HTTP hooks may post; `None` when no layer restricts it.
+    pub allowed_http_hook_urls: Option<UrlAllowlist>,
+    /// Outer limit on the env vars HTTP hook headers may interpolate.
+    pub http_hook_allowed_env_vars: Option<Vec<String>>,
+    /// Credential-looking env vars that command hooks still receive.
+    pub env_allowlist: Vec<String>,
+    /// Consecutive Stop blocks before hookhost overrides the block; 0 = no cap.
+    pub stop_block_cap: u32,
+}
+
+/// The resolved, immutable policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The events this policy knows.
+    pub catalogue: Arc<EventCatalogue>,
+    /// The project directory: command hooks run there, `${workspace}` points there.
+    pub project_dir: PathBuf,
+    /// Settings after precedence.
+    pub settings: Settings,
+    /// Matcher groups per event, in config order.
+    groups: HashMap<String, Vec<Group>>,
+    /// Every hook, in config order, including those that will not run.
+    pub hooks: Vec<Arc<Hook>>,
+    /// Sources and hooks that failed to load.
+    pub errors: Vec<ConfigError>,
+    /// Entries that were skipped or have no effect.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+impl Policy {
+    /// The matcher groups of an event, in config order.
+    pub fn groups(&self, event: &str) -> &[Group] {
+        self.groups.get(event).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// Options of resolution that do not come from config files.
+#[derive(Debug, Clone, Default)]
+pub struct ResolveOptions {
+    /// The project directory.
+    pub project_dir: PathBuf,
+    /// Overrides the Stop block cap (`HOOKHOST_STOP_BLOCK_CAP`).
+    pub stop_block_cap: Option<u32>,
+}
+
+/// Merges loaded layers into a [`Policy`]. Invalid hooks are dropped and reported in
+/// [`Policy::errors`]; the rest resolve.
+pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &ResolveOptions) -> Policy {
+    let LoadedConfig { layers, mut errors, mut warnings } = loaded;
+    let settings = merge_settings(&layers, options, &mut warnings);
+
+    let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
+    let mut hooks = Vec::new();
+    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut ids: HashSet<String> = HashSet::new();
+    for layer in &layers {
+        for raw_group in &layer.settings.groups {
+            let spec = catalogue.get(&raw_group.event).expect("config only keeps known events");
+            let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
+            let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
+                Ok(m) => m,
+                Err(message) => {
+                    errors.push(ConfigError {
+                        location: layer.origin.location.clone(),
+                        path: format!("{group_path}.matcher"),
+                        message,
+                    });
+                    continue;
+                }
+            };
+            if spec.matcher_field.is_none() && raw_group.group.matcher.as_deref().is_some_and(|m| !m.is_empty() && m != "*") {
+                warnings.push(ConfigWarning {
+                    location: layer.origin.location.clone(),
+                    path: format!("{group_path}.matcher"),
+                    message: format!("`{}` has no matcher field; the matcher is ignored", spec.name),
+                });
+            }
+            let mut group = Group {
+                matcher,
+                matcher_source: raw_group.group.matcher.clone(),
+                sequential: raw_group.group.sequential.unwrap_or(false),
+                hooks: Vec::new(),
+            };
+            for (index, raw) in raw_group.group.hooks.iter().enumerate() {
+                let path = format!("{group_path}.hooks[{index}]");
+                let mut hook = match hook::build(raw, spec, layer, &path, &settings, hooks.len()) {
+                    Ok((hook, hook_warnings)) => {
+                        warnings.extend(hook_warnings);
+                        hook
+                    }
+                    Err(message) => {
+                        errors.push(ConfigError { location: layer.origin.location.clone(), path, message });
+                        continue;
+                    }
+                };
+                hook.id = unique_id(&mut ids, hook.id);
+                let identity = format!(
+                    "{}\u{0}{}\u{0}{}",
+                    raw_group.event,
+                    raw_group.group.matcher.as_deref().unwrap_or("*"),
+                    serde_json::to_string(raw).unwrap_or_default()
+                );
+                if let Some(first) = seen.get(&identity) {
+                    hook.skip.get_or_insert_with(|| format!("identical to hook `{first}`, which runs instead"));
+                } else {
+                    seen.insert(identity, hook.id.clone());
+                }
+                apply_governance(&mut hook, &settings);
+                let hook = Arc::new(hook);
+                group.hooks.push(hook.clone());
+                hooks.push(hook);
+            }
+            groups.entry(raw_group.event.clone()).or_default().push(group);
+        }
+    }
+    Policy { catalogue, project_dir: options.project_dir.clone(), settings, groups, hooks, errors, warnings }
+}
+
+fn unique_id(ids: &mut HashSet<String>, id: String) -> String {
+    let mut candidate = id.clone();
+    let mut n = 2;
+    while !ids.insert(candidate.clone()) {
+        candidate = format!("{id}#{n}");
+        n += 1;
+    }
+    candidate
+}
+
+/// Marks hooks that governance turns off, with the reason.
+fn apply_governance(hook: &mut Hook, settings: &Settings) {
+    let managed = hook.origin.kind == SourceKind::Managed;
+    let reason = if settings.managed_disable_all_hooks {
+        Some("`disableAllHooks` is set in managed policy".to_string())
+    } else if settings.disable_all_hooks && !managed {
+        Some("`disableAllHooks` is set".to_string())
+    } else if settings.allow_managed_hooks_only && !managed && hook.origin.kind != SourceKind::Embedded {
+        Some("managed policy sets `allowManagedHooksOnly`; only managed hooks run".to_string())
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        hook.skip = Some(reason);
+    }
+}
+
+fn merge_settings(layers: &[ConfigLayer], options: &ResolveOptions, warnings: &mut Vec<ConfigWarning>) -> Settings {
+    let managed = |l: &&ConfigLayer| l.origin.kind == SourceKind::Managed;
+    let managed_disable_all_hooks = layers.iter().filter(managed).any(|l| l.settings.disable_all_hooks == Some(true));
+    let disable_all_hooks = layers.iter().find_map(|l| l.settings.disable_all_hooks).unwrap_or(false);
+    let allow_managed_hooks_only =
+        layers.iter().filter(managed).any(|l| l.settings.allow_managed_hooks_only == Some(true));
+    for layer in layers.iter().filter(|l| l.origin.kind != SourceKind::Managed) {
+        if layer.settings.allow_managed_hooks_only.is_some() {
+            warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: "$.allowManagedHooksOnly".into(),
+                message: "only managed policy can set `allowManagedHooksOnly`; ignored here".into(),
+            });
+        }
+    }
+    let union = |get: fn(&ConfigLayer) -> Option<&Vec<String>>| -> Option<Vec<String>> {
+        let mut any = false;
+        let mut all = Vec::new();
+        for list in layers.iter().filter_map(get) {
+            any = true;
+            for item in list {
+                if !all.contains(item) {
+                    all.push(item.clone());
+                }
+            }
+        }
+        any.then_some(all)
+    };
+    let allowed_urls = union(|l| l.settings.allowed_http_hook_urls.as_ref());
+    Settings {
+        disable_all_hooks,
+        managed_disable_all_hooks,
+        allow_managed_hooks_only,
+        allowed_http_hook_urls: allowed_urls.as_deref().map(UrlAllowlist::new),
+        http_hook_allowed_env_vars: union(|l| l.settings.http_hook_allowed_env_vars.as_ref()),
+        env_allowlist: union(|l| l.settings.env_allowlist.as_ref()).unwrap_or_default(),
+        stop_block_cap: options
+            .stop_block_cap
+            .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
+            .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
+    }
+}
