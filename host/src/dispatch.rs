@@ -299,3 +299,24 @@ pub fn async_result(hook: &Hook, invocation: &Invocation, run: &HandlerRun) -> A
     }
     result
 }
+
+impl Dispatcher {
+    /// Runs one async hook to completion and queues its result for the session: the body
+    /// of the detached runner that [`AsyncLauncher::Detached`] starts.
+    ///
+    /// # Errors
+    ///
+    /// An unknown event or hook id, or a bad input.
+    pub async fn run_async_hook(&self, event: &str, hook_id: &str, input: Value) -> Result<(), String> {
+        let invocation = self.invocation(event, input).map_err(|e| e.to_string())?;
+        let hook = self
+            .policy
+            .hooks
+            .iter()
+            .find(|h| h.id == hook_id && h.event == event)
+            .ok_or_else(|| format!("no hook `{hook_id}` on `{event}` in the current config"))?;
+        let run = self.handlers.run(hook, &invocation, &self.policy).await;
+        self.sessions.push_async(&invocation.session_id, async_result(hook, &invocation, &run));
+        Ok(())
+    }
+}

@@ -1,0 +1,95 @@
+//! `hookhost dispatch` and the background runner of async hooks.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+
+use super::{SourceArgs, runtime};
+
+/// What `dispatch` prints.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+enum Format {
+    /// hookhost's Outcome JSON.
+    #[default]
+    Outcome,
+    /// Claude Code's hook output JSON; exit 2 with the reason on stderr when blocked.
+    Claude,
+}
+
+#[derive(Debug, Args)]
+pub struct DispatchArgs {
+    /// The event name (`PreToolUse`, `Stop`, ...); `hookhost events` lists them. With
+    /// `--format claude` it may be omitted: the input's `hook_event_name` is used.
+    event: Option<String>,
+    #[command(flatten)]
+    sources: SourceArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+    /// Pretty-print the outcome.
+    #[arg(long)]
+    pretty: bool,
+}
+
+fn read_input() -> Result<Value, String> {
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("the input on stdin is not valid JSON: {e}"))
+}
+
+pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
+    let input = read_input()?;
+    let event = match (&args.event, input.get("hook_event_name").and_then(Value::as_str)) {
+        (Some(event), _) => event.clone(),
+        (None, Some(event)) => event.to_string(),
+        (None, None) => return Err("name the event (`hookhost dispatch PreToolUse`) or pass `hook_event_name`".into()),
+    };
+    let host = args.sources.host()?;
+    let outcome = runtime()?.block_on(host.dispatch(&event, input)).map_err(|e| e.to_string())?;
+    match args.format {
+        Format::Outcome => {
+            let json = if args.pretty { serde_json::to_string_pretty(&outcome) } else { serde_json::to_string(&outcome) };
+            println!("{}", json.map_err(|e| e.to_string())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Format::Claude => {
+            let spec = host.policy().catalogue.get(&event).expect("dispatch checked the event");
+            let response = hookhost::outcome::to_claude(spec, &outcome);
+            if !response.stdout.is_empty() {
+                println!("{}", response.stdout);
+            }
+            eprint!("{}", response.stderr);
+            Ok(ExitCode::from(response.exit_code as u8))
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunAsyncArgs {
+    #[command(flatten)]
+    sources: SourceArgs,
+    /// The event.
+    #[arg(long)]
+    event: String,
+    /// The hook's id.
+    #[arg(long)]
+    hook: String,
+}
+
+pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
+    // Leave the caller's session and process group: the agent may kill those as soon as
+    // `dispatch` returns, and an async hook must outlive it.
+    // SAFETY: setsid has no memory-safety preconditions.
+    unsafe {
+        libc::setsid();
+    }
+    let input = read_input()?;
+    let host = args.sources.host()?;
+    runtime()?.block_on(host.dispatcher().run_async_hook(&args.event, &args.hook, input)).map_err(|e| e.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,117 @@
+//! Command-line arguments and the commands behind them.
+
+mod demo;
+mod dispatch;
+mod hooks;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use hookhost::session::DiskStore;
+use hookhost::{AsyncLauncher, Host, HostBuilder};
+
+/// Runs the hooks of coding agents: sandboxed WebAssembly components beside command and
+/// HTTP hooks, speaking Claude Code's hook protocol.
+#[derive(Debug, Parser)]
+#[command(name = "hookhost", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Dispatch one event: read its input JSON on stdin, print the outcome.
+    Dispatch(dispatch::DispatchArgs),
+    /// List every configured hook with its source and whether it would run.
+    Hooks(hooks::HooksArgs),
+    /// Check every config source; exit 1 listing all errors.
+    Validate(SourceArgs),
+    /// List the events hookhost knows and their attributes.
+    Events,
+    /// Run a scripted agent session through example hooks.
+    Demo(demo::DemoArgs),
+    /// Internal: run one async hook in the background (started by `dispatch`).
+    #[command(hide = true)]
+    RunAsync(dispatch::RunAsyncArgs),
+}
+
+/// Where the config comes from.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Extra settings: a file path or inline JSON (repeatable; highest precedence after
+    /// managed policy).
+    #[arg(long = "settings", value_name = "FILE|JSON")]
+    settings: Vec<String>,
+}
+
+impl SourceArgs {
+    fn project_dir(&self) -> Result<PathBuf, String> {
+        let dir = match &self.project {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        };
+        std::path::absolute(&dir).map_err(|e| format!("bad project directory `{}`: {e}", dir.display()))
+    }
+
+    /// A host over the standard sources, with session state on disk so that consecutive
+    /// one-shot processes of a session share it.
+    fn host(&self) -> Result<Host, String> {
+        let mut builder = HostBuilder::new(self.project_dir()?).standard_sources();
+        for settings in &self.settings {
+            builder = builder.settings(settings.clone());
+        }
+        let data = data_dir();
+        let sessions = data.join("sessions");
+        let mut launcher_args = vec!["run-async".to_string()];
+        if let Some(project) = &self.project {
+            launcher_args.extend(["--project".into(), project.display().to_string()]);
+        }
+        for settings in &self.settings {
+            launcher_args.extend(["--settings".into(), settings.clone()]);
+        }
+        let launcher = match std::env::current_exe() {
+            Ok(program) => AsyncLauncher::Detached { program, args: launcher_args },
+            Err(_) => AsyncLauncher::InProcess,
+        };
+        Ok(builder
+            .session_store(std::sync::Arc::new(DiskStore::new(&sessions)))
+            .session_files(sessions)
+            .async_launcher(launcher)
+            .build())
+    }
+}
+
+/// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost`.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("HOOKHOST_DATA_DIR")
+        .map(PathBuf::from)
+        .or_else(|| directories::BaseDirs::new().map(|d| d.data_dir().join("hookhost")))
+        .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+}
+
+/// A tokio runtime for one command.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Dispatch(args) => dispatch::run(args),
+        Command::Hooks(args) => hooks::run(args),
+        Command::Validate(args) => hooks::validate(args),
+        Command::Events => hooks::events(),
+        Command::Demo(args) => demo::run(args),
+        Command::RunAsync(args) => dispatch::run_async(args),
+    }
+}
