@@ -182,12 +182,12 @@ mod tests {
             (r#"{"nope": 1}"#, "$.nope", "unknown field `nope`"),
             (
                 r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "x"}]}]}}"#,
-                "$.hooks.Stop[0].hooks[0]",
+                "$.hooks.Stop[0].hooks[0].comand",
                 "unknown field `comand`",
             ),
             (
                 r#"{"hooks": {"Stop": [{"hooks": [{"type": "shell"}]}]}}"#,
-                "$.hooks.Stop[0].hooks[0]",
+                "$.hooks.Stop[0].hooks[0].type",
                 "unknown variant `shell`",
             ),
             (

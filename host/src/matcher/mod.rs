@@ -154,9 +154,17 @@ mod tests {
     #[test]
     fn file_changed_matches_the_basename() {
         let c = EventCatalogue::default();
-        let m = Matcher::parse(Some(".envrc|.env"), MatcherSyntax::Narrow).unwrap();
         let spec = c.get("FileChanged").unwrap();
+        // `.` is outside the narrow exact set: this is an unanchored regex, as in Claude Code.
+        let m = Matcher::parse(Some(".envrc|.env"), MatcherSyntax::Narrow).unwrap();
         assert!(group_applies(&m, spec, &json!({"file_path": "/repo/.env"})));
-        assert!(!group_applies(&m, spec, &json!({"file_path": "/repo/.env.local"})));
+        assert!(group_applies(&m, spec, &json!({"file_path": "/repo/.env.local"})));
+        let anchored = Matcher::parse(Some(r"^\.env$"), MatcherSyntax::Narrow).unwrap();
+        assert!(group_applies(&anchored, spec, &json!({"file_path": "/repo/.env"})));
+        assert!(!group_applies(&anchored, spec, &json!({"file_path": "/repo/.env.local"})));
+        assert!(!group_applies(&anchored, spec, &json!({"file_path": "/repo/x.env/file"})));
+        let exact = Matcher::parse(Some("Makefile|Cargo_lock"), MatcherSyntax::Narrow).unwrap();
+        assert!(group_applies(&exact, spec, &json!({"file_path": "/repo/Makefile"})));
+        assert!(!group_applies(&exact, spec, &json!({"file_path": "/repo/GNUMakefile"})));
     }
 }

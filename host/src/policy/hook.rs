@@ -343,7 +343,7 @@ pub(super) fn build(
 fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<String, String> {
     match value {
         Some(v) if !v.trim().is_empty() => Ok(v.clone()),
-        _ => Err(format!("a {} hook needs `{field}`", kind.as_str())),
+        _ => Err(format!("hooks of type `{}` need `{field}`", kind.as_str())),
     }
 }
 

@@ -1,0 +1,64 @@
+//! `async` and `asyncRewake`: results arrive with a later outcome of the same session.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{TestEnv, bash_input};
+
+/// Waits (bounded) until the session has a queued async result.
+fn wait_for_result(env: &TestEnv, session: &str) {
+    let dir = env.data.join("sessions").join(session).join("async");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let ready = std::fs::read_dir(&dir).map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json"))).unwrap_or(false);
+        if ready {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no async result for session {session} in {}", dir.display());
+}
+
+fn input(session: &str) -> Value {
+    let mut input = bash_input("ls");
+    input["session_id"] = json!(session);
+    input
+}
+
+#[test]
+fn async_results_join_a_later_outcome_of_the_session() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"PreToolUse": [{"hooks": [
+        {"type": "command", "id": "bg", "async": true, "command": r#"sleep 0.3; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "lint found 2 warnings", "permissionDecision": "deny"}, "systemMessage": "lint done"}'"#}
+    ]}]}}));
+    let first = env.dispatch("PreToolUse", input("sa"));
+    assert_eq!(first["hooks"][0]["status"], "async");
+    assert_eq!(first["decision"], "none", "async hooks cannot decide");
+    assert_eq!(first["additionalContext"], json!([]));
+
+    wait_for_result(&env, "sa");
+    let other = env.dispatch("PostToolUse", json!({"session_id": "other", "tool_name": "Bash"}));
+    assert_eq!(other["additionalContext"], json!([]), "results stay in their session");
+    let second = env.dispatch("PostToolUse", json!({"session_id": "sa", "tool_name": "Bash"}));
+    assert_eq!(second["additionalContext"], json!(["lint found 2 warnings"]));
+    assert_eq!(second["systemMessages"], json!(["lint done"]));
+    assert_eq!(second["decision"], "none");
+    let third = env.dispatch("PostToolUse", json!({"session_id": "sa", "tool_name": "Bash"}));
+    assert_eq!(third["additionalContext"], json!([]), "delivered once");
+}
+
+#[test]
+fn async_rewake_exit_2_wakes_the_session() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"PostToolUse": [{"hooks": [
+        {"type": "command", "id": "tests", "asyncRewake": true, "command": "echo 'tests failed: 3' >&2; exit 2"}
+    ]}]}}));
+    let first = env.dispatch("PostToolUse", json!({"session_id": "sr", "tool_name": "Bash"}));
+    assert_eq!(first["hooks"][0]["status"], "async");
+    assert_eq!(first["decision"], "none");
+    wait_for_result(&env, "sr");
+    let next = env.dispatch("UserPromptSubmit", json!({"session_id": "sr", "prompt": "next"}));
+    assert_eq!(next["additionalContext"], json!(["tests failed: 3"]));
+    assert!(next["notices"][0]["message"].as_str().unwrap().contains("asyncRewake"), "{next}");
+}

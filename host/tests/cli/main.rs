@@ -1,0 +1,11 @@
+//! End-to-end tests of the `hookhost` binary with real shell hooks and a loopback HTTP
+//! server.
+
+mod support;
+
+mod async_hooks;
+mod claude_format;
+mod command;
+mod config;
+mod http;
+mod merge;

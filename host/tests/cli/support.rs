@@ -1,0 +1,226 @@
+//! Test fixtures: an isolated environment for the `hookhost` binary and a loopback HTTP
+//! server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A temporary project, user home, managed dir and data dir, and the commands to run
+/// `hookhost` in them without touching the real user's config.
+pub struct TestEnv {
+    _root: tempfile::TempDir,
+    pub project: PathBuf,
+    pub home: PathBuf,
+    pub managed: PathBuf,
+    pub data: PathBuf,
+}
+
+/// One finished `hookhost` process.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The stdout parsed as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let root = tempfile::tempdir().unwrap();
+        // Canonical paths, so that comparisons with what hooks print (pwd) hold.
+        let base = root.path().canonicalize().unwrap();
+        let env = TestEnv {
+            project: base.join("project"),
+            home: base.join("home"),
+            managed: base.join("managed"),
+            data: base.join("data"),
+            _root: root,
+        };
+        for dir in [&env.project, &env.home, &env.managed, &env.data] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        env
+    }
+
+    pub fn write(&self, path: impl AsRef<Path>, text: &str) -> PathBuf {
+        let path = self.project.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Writes `.hookhost/hooks.json`.
+    pub fn project_hooks(&self, config: Value) {
+        self.write(".hookhost/hooks.json", &config.to_string());
+    }
+
+    pub fn local_hooks(&self, config: Value) {
+        self.write(".hookhost/hooks.local.json", &config.to_string());
+    }
+
+    pub fn user_hooks(&self, config: Value) {
+        std::fs::write(self.home.join("hooks.json"), config.to_string()).unwrap();
+    }
+
+    pub fn managed(&self, config: Value) {
+        std::fs::write(self.managed.join("managed.json"), config.to_string()).unwrap();
+    }
+
+    /// An executable script in the project; returns its absolute path.
+    pub fn script(&self, name: &str, body: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.write(format!("hooks/{name}"), &format!("#!/bin/sh\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
+        cmd.current_dir(&self.project)
+            .env("HOOKHOST_HOME", &self.home)
+            .env("HOOKHOST_MANAGED_DIR", &self.managed)
+            .env("HOOKHOST_DATA_DIR", &self.data)
+            .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
+            .env_remove("HOOKHOST_STOP_BLOCK_CAP");
+        cmd
+    }
+
+    /// Runs `hookhost ARGS` with `stdin`.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Run {
+        self.run_with(self.command().args(args), stdin)
+    }
+
+    pub fn run_with(&self, cmd: &mut Command, stdin: &str) -> Run {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// `hookhost dispatch EVENT` with `input`; returns the outcome JSON.
+    pub fn dispatch(&self, event: &str, input: Value) -> Value {
+        let run = self.run(&["dispatch", event], &input.to_string());
+        assert_eq!(run.code, 0, "dispatch failed: {}", run.stderr);
+        run.json()
+    }
+}
+
+/// A PreToolUse input for a Bash command.
+pub fn bash_input(command: &str) -> Value {
+    serde_json::json!({
+        "session_id": "s1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": "t1"
+    })
+}
+
+/// A hook list for one event with one matcher group.
+pub fn hooks(event: &str, matcher: &str, handlers: Value) -> Value {
+    serde_json::json!({"hooks": {event: [{"matcher": matcher, "hooks": handlers}]}})
+}
+
+/// One request the test server received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A loopback HTTP/1.1 server: answers every request with the response the handler
+/// picks by path and records what it received.
+pub struct TestServer {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<Request>>>,
+}
+
+type Responder = dyn Fn(&Request) -> (u16, String, Duration) + Send + Sync;
+
+impl TestServer {
+    pub fn start(respond: impl Fn(&Request) -> (u16, String, Duration) + Send + Sync + 'static) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let respond: Arc<Responder> = Arc::new(respond);
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            // Bounded: a test never sends more than a few hundred requests.
+            for stream in listener.incoming().take(500).flatten() {
+                let (respond, seen) = (respond.clone(), seen.clone());
+                std::thread::spawn(move || serve(stream, &*respond, &seen));
+            }
+        });
+        TestServer { url, requests }
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, respond: &Responder, seen: &Mutex<Vec<Request>>) {
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut headers = Vec::new();
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.trim_end().split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            headers.push((name.to_string(), value.trim().to_string()));
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok();
+    let request = Request { path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+    let (status, body, delay) = respond(&request);
+    seen.lock().unwrap().push(request);
+    std::thread::sleep(delay);
+    let mut stream = stream;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// Whether any process is still running with `marker` in its command line.
+pub fn process_running(marker: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(marker))
+}
