@@ -80,7 +80,8 @@ impl Dispatcher {
     ///
     /// An unknown event or an input that is not an object.
     pub fn invocation(&self, event: &str, mut input: Value) -> Result<Arc<Invocation>, DispatchError> {
-        let spec = self.policy.catalogue.get(event).ok_or_else(|| DispatchError::UnknownEvent(event.to_string()))?.clone();
+        let spec =
+            self.policy.catalogue.get(event).ok_or_else(|| DispatchError::UnknownEvent(event.to_string()))?.clone();
         let Some(object) = input.as_object_mut() else {
             return Err(DispatchError::InputNotObject(event.to_string()));
         };
@@ -169,7 +170,9 @@ impl Dispatcher {
         let mut stopped_by: Option<String> = None;
         for hook in hooks {
             let result = match &stopped_by {
-                Some(blocker) => HookResult::Skipped(format!("not run: `{blocker}` blocked earlier in its sequential group")),
+                Some(blocker) => {
+                    HookResult::Skipped(format!("not run: `{blocker}` blocked earlier in its sequential group"))
+                }
                 None => self.run_one(hook, invocation).await,
             };
             let done = Executed { hook: hook.clone(), result };
@@ -186,7 +189,7 @@ impl Dispatcher {
             return HookResult::Skipped(reason.clone());
         }
         match hook.mode {
-            RunMode::Sync => HookResult::Ran(self.handlers.run(hook, invocation, &self.policy).await),
+            RunMode::Sync => HookResult::Ran(Box::new(self.handlers.run(hook, invocation, &self.policy).await)),
             RunMode::Async | RunMode::AsyncRewake => match self.start_async(hook, invocation) {
                 Ok(()) => HookResult::Started,
                 Err(message) => HookResult::Skipped(message),

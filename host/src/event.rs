@@ -231,10 +231,7 @@ pub struct EventCatalogue {
 
 impl Default for EventCatalogue {
     fn default() -> Self {
-        let events = BUILT_IN
-            .iter()
-            .map(|row| (row.name.to_string(), Arc::new(EventSpec::from(row))))
-            .collect();
+        let events = BUILT_IN.iter().map(|row| (row.name.to_string(), Arc::new(EventSpec::from(row)))).collect();
         EventCatalogue { events }
     }
 }
@@ -302,9 +299,7 @@ mod tests {
     #[test]
     fn derived_attributes() {
         let c = EventCatalogue::default();
-        let tool_events: Vec<&str> = built_in_names()
-            .filter(|n| c.get(n).unwrap().tool_event)
-            .collect();
+        let tool_events: Vec<&str> = built_in_names().filter(|n| c.get(n).unwrap().tool_event).collect();
         assert_eq!(
             tool_events,
             ["PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"]

@@ -97,8 +97,9 @@ impl HostBuilder {
     pub fn standard_sources(mut self) -> HostBuilder {
         let settings = std::mem::take(&mut self.sources.settings);
         self.sources = SourceOptions::from_env(self.sources.project_dir.clone(), settings);
-        self.stop_block_cap =
-            self.stop_block_cap.or_else(|| std::env::var("HOOKHOST_STOP_BLOCK_CAP").ok().and_then(|v| v.trim().parse().ok()));
+        self.stop_block_cap = self
+            .stop_block_cap
+            .or_else(|| std::env::var("HOOKHOST_STOP_BLOCK_CAP").ok().and_then(|v| v.trim().parse().ok()));
         self
     }
 
@@ -162,7 +163,8 @@ impl HostBuilder {
     pub fn build(self) -> Host {
         let catalogue = Arc::new(self.catalogue);
         let loaded = config::load(&self.sources, &catalogue);
-        let options = ResolveOptions { project_dir: self.sources.project_dir.clone(), stop_block_cap: self.stop_block_cap };
+        let options =
+            ResolveOptions { project_dir: self.sources.project_dir.clone(), stop_block_cap: self.stop_block_cap };
         let policy = Arc::new(policy::resolve(loaded, catalogue, &options));
         let sessions = self.sessions.unwrap_or_else(|| Arc::new(MemoryStore::default()));
         let dispatcher = Dispatcher::new(policy, Handlers::new(self.wasm), sessions, self.launcher, self.session_files);

@@ -124,9 +124,7 @@ impl SessionStore for DiskStore {
 
     fn push_async(&self, session: &str, result: AsyncResult) {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let name = format!("{nanos:020}-{}-{}.json", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         let path = self.session_dir(session).join("async").join(name);
         let bytes = serde_json::to_vec(&result).expect("async results serialize");
@@ -151,10 +149,10 @@ impl SessionStore for DiskStore {
             if std::fs::rename(&path, &claimed).is_err() {
                 continue; // another dispatch took it
             }
-            if let Ok(bytes) = std::fs::read(&claimed) {
-                if let Ok(result) = serde_json::from_slice(&bytes) {
-                    results.push(result);
-                }
+            if let Ok(bytes) = std::fs::read(&claimed)
+                && let Ok(result) = serde_json::from_slice(&bytes)
+            {
+                results.push(result);
             }
             let _ = std::fs::remove_file(&claimed);
         }

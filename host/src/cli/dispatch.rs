@@ -53,7 +53,8 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let outcome = runtime()?.block_on(host.dispatch(&event, input)).map_err(|e| e.to_string())?;
     match args.format {
         Format::Outcome => {
-            let json = if args.pretty { serde_json::to_string_pretty(&outcome) } else { serde_json::to_string(&outcome) };
+            let json =
+                if args.pretty { serde_json::to_string_pretty(&outcome) } else { serde_json::to_string(&outcome) };
             println!("{}", json.map_err(|e| e.to_string())?);
             Ok(ExitCode::SUCCESS)
         }

@@ -52,7 +52,9 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
             Some(list) if !list.allows(&h.url) => Some(format!("URL `{}` is not in `allowedHttpHookUrls`", h.url)),
             _ => None,
         },
-        HandlerSpec::Wasm(w) => (!w.plugin.is_file()).then(|| format!("plugin `{}` does not exist", w.plugin.display())),
+        HandlerSpec::Wasm(w) => {
+            (!w.plugin.is_file()).then(|| format!("plugin `{}` does not exist", w.plugin.display()))
+        }
         _ => None,
     }
 }
@@ -117,7 +119,8 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
     let policy = host.policy();
     print_problems(policy);
     if policy.errors.is_empty() {
-        let sources: std::collections::BTreeSet<&str> = policy.hooks.iter().map(|h| h.origin.location.as_str()).collect();
+        let sources: std::collections::BTreeSet<&str> =
+            policy.hooks.iter().map(|h| h.origin.location.as_str()).collect();
         println!("ok: {} hooks from {} sources, {} warnings", policy.hooks.len(), sources.len(), policy.warnings.len());
         Ok(ExitCode::SUCCESS)
     } else {

@@ -11,13 +11,35 @@ use crate::event::EventCatalogue;
 /// Top-level keys of Claude Code's `settings.json` that are not about hooks. A file in
 /// Claude Code's format may carry them; hookhost ignores them there.
 const CLAUDE_SETTINGS_KEYS: &[&str] = &[
-    "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "cleanupPeriodDays",
-    "companyAnnouncements", "disableBypassPermissionsMode", "enableAllProjectMcpServers",
-    "enabledMcpjsonServers", "disabledMcpjsonServers", "enabledPlugins", "env",
-    "extraKnownMarketplaces", "forceLoginMethod", "forceLoginOrgUUID", "includeCoAuthoredBy",
-    "model", "otelHeadersHelper", "outputStyle", "permissions", "sandbox", "spinnerTipsEnabled",
-    "statusLine", "strictPluginOnlyCustomization", "alwaysThinkingEnabled", "theme",
-    "allowedMcpServers", "deniedMcpServers", "fileSuggestion", "respectGitignore",
+    "apiKeyHelper",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "cleanupPeriodDays",
+    "companyAnnouncements",
+    "disableBypassPermissionsMode",
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+    "enabledPlugins",
+    "env",
+    "extraKnownMarketplaces",
+    "forceLoginMethod",
+    "forceLoginOrgUUID",
+    "includeCoAuthoredBy",
+    "model",
+    "otelHeadersHelper",
+    "outputStyle",
+    "permissions",
+    "sandbox",
+    "spinnerTipsEnabled",
+    "statusLine",
+    "strictPluginOnlyCustomization",
+    "alwaysThinkingEnabled",
+    "theme",
+    "allowedMcpServers",
+    "deniedMcpServers",
+    "fileSuggestion",
+    "respectGitignore",
 ];
 
 /// Parses one settings document.
@@ -37,14 +59,10 @@ pub fn parse_settings(
     claude_format: bool,
     catalogue: &EventCatalogue,
 ) -> Result<(RawSettings, Vec<ConfigWarning>), ConfigError> {
-    let err = |path: &str, message: String| ConfigError {
-        location: location.to_string(),
-        path: path.to_string(),
-        message,
-    };
-    let doc: Value = serde_json::from_str(text).map_err(|e| {
-        err("$", format!("invalid JSON at line {} column {}: {e}", e.line(), e.column()))
-    })?;
+    let err =
+        |path: &str, message: String| ConfigError { location: location.to_string(), path: path.to_string(), message };
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| err("$", format!("invalid JSON at line {} column {}: {e}", e.line(), e.column())))?;
     let Value::Object(top) = doc else {
         return Err(err("$", format!("expected an object, found {}", kind_of(&doc))));
     };
@@ -59,15 +77,9 @@ pub fn parse_settings(
                 settings.groups = parse_hooks(value, location, catalogue, &mut warnings)?;
             }
             "disableAllHooks" => settings.disable_all_hooks = typed(value, location, &path)?,
-            "allowManagedHooksOnly" => {
-                settings.allow_managed_hooks_only = typed(value, location, &path)?
-            }
-            "allowedHttpHookUrls" => {
-                settings.allowed_http_hook_urls = typed(value, location, &path)?
-            }
-            "httpHookAllowedEnvVars" => {
-                settings.http_hook_allowed_env_vars = typed(value, location, &path)?
-            }
+            "allowManagedHooksOnly" => settings.allow_managed_hooks_only = typed(value, location, &path)?,
+            "allowedHttpHookUrls" => settings.allowed_http_hook_urls = typed(value, location, &path)?,
+            "httpHookAllowedEnvVars" => settings.http_hook_allowed_env_vars = typed(value, location, &path)?,
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
@@ -131,11 +143,7 @@ fn typed<T: DeserializeOwned>(value: &Value, location: &str, base: &str) -> Resu
         } else {
             format!("{base}.{inner}")
         };
-        ConfigError {
-            location: location.to_string(),
-            path,
-            message: e.into_inner().to_string(),
-        }
+        ConfigError { location: location.to_string(), path, message: e.into_inner().to_string() }
     })
 }
 
@@ -223,8 +231,8 @@ mod tests {
     fn claude_settings_keys_are_ignored_in_claude_format_only() {
         let text = r#"{"permissions": {"allow": []}, "model": "x", "hooks": {}}"#;
         assert!(parse(text).is_err());
-        let (_, w) = parse_settings(text, "settings.json", true, &EventCatalogue::default())
-            .expect("claude settings load");
+        let (_, w) =
+            parse_settings(text, "settings.json", true, &EventCatalogue::default()).expect("claude settings load");
         assert!(w.is_empty());
     }
 }

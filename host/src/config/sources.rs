@@ -95,9 +95,9 @@ impl SourceOptions {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("/etc/hookhost")),
         );
-        let user_dir = std::env::var_os("HOOKHOST_HOME").map(PathBuf::from).or_else(|| {
-            directories::BaseDirs::new().map(|d| d.config_dir().join("hookhost"))
-        });
+        let user_dir = std::env::var_os("HOOKHOST_HOME")
+            .map(PathBuf::from)
+            .or_else(|| directories::BaseDirs::new().map(|d| d.config_dir().join("hookhost")));
         SourceOptions { managed_dir, settings, project_dir, user_dir }
     }
 
@@ -162,11 +162,7 @@ fn load_file(loaded: &mut LoadedConfig, kind: SourceKind, path: &Path, catalogue
         // Managed, project and user files are optional; a `--settings` file is not.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && kind != SourceKind::Cli => return,
         Err(e) => {
-            loaded.errors.push(ConfigError {
-                location,
-                path: "$".into(),
-                message: format!("cannot read file: {e}"),
-            });
+            loaded.errors.push(ConfigError { location, path: "$".into(), message: format!("cannot read file: {e}") });
             return;
         }
     };

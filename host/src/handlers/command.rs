@@ -314,7 +314,8 @@ mod tests {
         // exit 2: reason from stderr, or from JSON when it gives one; JSON allow cannot undo it
         let a = answer(interpret_exit(2, "", "no way\n", e));
         assert_eq!(a.blocking_error.as_deref(), Some("no way"));
-        let json = r#"{"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "json reason"}}"#;
+        let json =
+            r#"{"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "json reason"}}"#;
         let a = answer(interpret_exit(2, json, "stderr reason", e));
         assert_eq!(a.blocking_error.as_deref(), Some("json reason"));
         let a = answer(interpret_exit(2, "{broken", "stderr reason", e));

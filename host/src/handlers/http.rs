@@ -27,15 +27,15 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
-    if let Some(allowlist) = &settings.allowed_http_hook_urls {
-        if !allowlist.allows(&spec.url) {
-            let patterns: Vec<&str> = allowlist.patterns().collect();
-            return HandlerRun::failed(
-                FailureKind::Refused,
-                format!("URL `{}` is not in `allowedHttpHookUrls` {patterns:?}; not contacted", spec.url),
-                started,
-            );
-        }
+    if let Some(allowlist) = &settings.allowed_http_hook_urls
+        && !allowlist.allows(&spec.url)
+    {
+        let patterns: Vec<&str> = allowlist.patterns().collect();
+        return HandlerRun::failed(
+            FailureKind::Refused,
+            format!("URL `{}` is not in `allowedHttpHookUrls` {patterns:?}; not contacted", spec.url),
+            started,
+        );
     }
     let mut request = client
         .post(&spec.url)
@@ -110,12 +110,12 @@ pub fn interpolate(template: &str, allowed: &[String]) -> String {
     while let Some(dollar) = rest.find('$') {
         out.push_str(&rest[..dollar]);
         let after = &rest[dollar + 1..];
-        if let Some(braced) = after.strip_prefix('{') {
-            if let Some(end) = braced.find('}') {
-                out.push_str(&lookup(&braced[..end]));
-                rest = &braced[end + 1..];
-                continue;
-            }
+        if let Some(braced) = after.strip_prefix('{')
+            && let Some(end) = braced.find('}')
+        {
+            out.push_str(&lookup(&braced[..end]));
+            rest = &braced[end + 1..];
+            continue;
         }
         let name_len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
         if name_len == 0 {

@@ -159,10 +159,7 @@ impl std::fmt::Debug for Handlers {
 impl Handlers {
     /// Runners for command and HTTP hooks, and wasm hooks when `wasm` is given.
     pub fn new(wasm: Option<Arc<dyn WasmRunner>>) -> Handlers {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap_or_default();
         Handlers { http, wasm }
     }
 
@@ -177,9 +174,9 @@ impl Handlers {
                     return HandlerRun::failed(FailureKind::CannotStart, "this host runs no wasm hooks", started);
                 };
                 let (hook, invocation, policy) = (hook.clone(), invocation.clone(), policy.clone());
-                tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy))
-                    .await
-                    .unwrap_or_else(|e| HandlerRun::failed(FailureKind::Trap, format!("wasm runner crashed: {e}"), started))
+                tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy)).await.unwrap_or_else(|e| {
+                    HandlerRun::failed(FailureKind::Trap, format!("wasm runner crashed: {e}"), started)
+                })
             }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,

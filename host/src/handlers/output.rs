@@ -51,27 +51,27 @@ impl HookOutput {
         if !value.is_object() {
             return Err("hook output is not a JSON object".into());
         }
-        let mut output: HookOutput =
-            serde_path_to_error::deserialize(&value).map_err(|e| format!("invalid hook output at `{}`: {}", e.path(), e.inner()))?;
-        if let Some(name) = output.specific.remove("hookEventName") {
-            if name.as_str() != Some(event) {
-                return Err(format!("`hookSpecificOutput.hookEventName` is {name}, expected \"{event}\""));
-            }
+        let mut output: HookOutput = serde_path_to_error::deserialize(&value)
+            .map_err(|e| format!("invalid hook output at `{}`: {}", e.path(), e.inner()))?;
+        if let Some(name) = output.specific.remove("hookEventName")
+            && name.as_str() != Some(event)
+        {
+            return Err(format!("`hookSpecificOutput.hookEventName` is {name}, expected \"{event}\""));
         }
-        if let Some(decision) = &output.decision {
-            if !matches!(decision.as_str(), "block" | "approve") {
-                return Err(format!("`decision` is \"{decision}\", expected \"block\""));
-            }
+        if let Some(decision) = &output.decision
+            && !matches!(decision.as_str(), "block" | "approve")
+        {
+            return Err(format!("`decision` is \"{decision}\", expected \"block\""));
         }
-        if let Some(d) = output.specific.get("permissionDecision") {
-            if !matches!(d.as_str(), Some("allow" | "deny" | "ask" | "defer")) {
-                return Err(format!("`permissionDecision` is {d}, expected allow, deny, ask or defer"));
-            }
+        if let Some(d) = output.specific.get("permissionDecision")
+            && !matches!(d.as_str(), Some("allow" | "deny" | "ask" | "defer"))
+        {
+            return Err(format!("`permissionDecision` is {d}, expected allow, deny, ask or defer"));
         }
-        if let Some(c) = output.specific.get("additionalContext") {
-            if !c.is_string() {
-                return Err("`hookSpecificOutput.additionalContext` must be a string".into());
-            }
+        if let Some(c) = output.specific.get("additionalContext")
+            && !c.is_string()
+        {
+            return Err("`hookSpecificOutput.additionalContext` must be a string".into());
         }
         Ok(output)
     }
@@ -135,7 +135,9 @@ mod tests {
     #[test]
     fn stdout_is_json_only_when_it_starts_with_a_brace() {
         assert_eq!(classify_stdout("  \n", "Stop"), Stdout::Empty);
-        assert!(matches!(classify_stdout(" \n {\"continue\": false}", "Stop"), Stdout::Json(o) if o.continue_ == Some(false)));
+        assert!(
+            matches!(classify_stdout(" \n {\"continue\": false}", "Stop"), Stdout::Json(o) if o.continue_ == Some(false))
+        );
         assert!(matches!(classify_stdout("[1]", "Stop"), Stdout::Text(_)));
         assert!(matches!(classify_stdout("\"x\"", "Stop"), Stdout::Text(_)));
         assert!(matches!(classify_stdout("hello {", "Stop"), Stdout::Text(_)));

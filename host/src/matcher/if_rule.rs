@@ -62,9 +62,7 @@ impl IfRule {
         if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || "_-*".contains(c)) {
             return Err(format!("invalid `if` rule `{rule}`: `{tool}` is not a tool name"));
         }
-        let tool_glob = Glob::new(tool)
-            .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
-            .compile_matcher();
+        let tool_glob = Glob::new(tool).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?.compile_matcher();
         let argument = match argument {
             None => None,
             Some(arg) if tool == "Bash" => Some(bash_argument(arg)),
@@ -190,9 +188,9 @@ fn strip_assignments(mut command: &str) -> &str {
         command = command.trim_start();
         let word_end = command.find(char::is_whitespace).unwrap_or(command.len());
         let word = &command[..word_end];
-        let is_assignment = word.find('=').is_some_and(|eq| {
-            eq > 0 && word[..eq].chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
+        let is_assignment = word
+            .find('=')
+            .is_some_and(|eq| eq > 0 && word[..eq].chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
         if !is_assignment || word_end == command.len() {
             return command.trim_end();
         }
@@ -317,9 +315,12 @@ mod tests {
     use serde_json::json;
 
     fn bash(rule: &str, command: &str) -> bool {
-        IfRule::parse(rule)
-            .unwrap()
-            .matches("Bash", &json!({ "command": command }), Path::new("/repo"), Path::new("/repo"))
+        IfRule::parse(rule).unwrap().matches(
+            "Bash",
+            &json!({ "command": command }),
+            Path::new("/repo"),
+            Path::new("/repo"),
+        )
     }
 
     #[test]

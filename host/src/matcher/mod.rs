@@ -47,17 +47,11 @@ impl Matcher {
             MatcherSyntax::Narrow => c.is_ascii_alphanumeric() || "_|".contains(c),
         };
         if pattern.chars().all(exact_char) {
-            let names = pattern
-                .split(['|', ','])
-                .map(str::trim)
-                .filter(|name| !name.is_empty())
-                .map(String::from)
-                .collect();
+            let names =
+                pattern.split(['|', ',']).map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect();
             return Ok(Matcher::Exact(names));
         }
-        Regex::new(pattern)
-            .map(Matcher::Regex)
-            .map_err(|e| format!("invalid matcher regex `{pattern}`: {e}"))
+        Regex::new(pattern).map(Matcher::Regex).map_err(|e| format!("invalid matcher regex `{pattern}`: {e}"))
     }
 
     /// Whether the matcher accepts `subject` (`None` when the input lacks the field).

@@ -31,12 +31,10 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
         top.insert("systemMessage".into(), json!(outcome.system_messages.join("\n")));
     }
     match spec.decision {
-        DecisionStyle::Permission => {
-            if outcome.decision != Decision::None {
-                specific.insert("permissionDecision".into(), json!(outcome.decision));
-                if let Some(reason) = &outcome.reason {
-                    specific.insert("permissionDecisionReason".into(), json!(reason));
-                }
+        DecisionStyle::Permission if outcome.decision != Decision::None => {
+            specific.insert("permissionDecision".into(), json!(outcome.decision));
+            if let Some(reason) = &outcome.reason {
+                specific.insert("permissionDecisionReason".into(), json!(reason));
             }
         }
         DecisionStyle::Block if outcome.decision == Decision::Block => {
@@ -45,10 +43,10 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
         }
         _ => {}
     }
-    if let Some(input) = &outcome.updated_input {
-        if spec.honours("updatedInput") {
-            specific.insert("updatedInput".into(), input.clone());
-        }
+    if let Some(input) = &outcome.updated_input
+        && spec.honours("updatedInput")
+    {
+        specific.insert("updatedInput".into(), input.clone());
     }
     if let Some(output) = &outcome.updated_tool_output {
         specific.insert("updatedToolOutput".into(), output.clone());

@@ -175,7 +175,7 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub enum HookResult {
     /// It ran.
-    Ran(HandlerRun),
+    Ran(Box<HandlerRun>),
     /// It did not run, for this reason.
     Skipped(String),
     /// It was started in the background.
@@ -275,7 +275,8 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
                 report.memory_bytes = run.usage.memory_bytes;
                 match &run.verdict {
                     Verdict::Failed(Failure { kind, message }) => {
-                        report.status = if *kind == FailureKind::Timeout { HookStatus::Timeout } else { HookStatus::Failed };
+                        report.status =
+                            if *kind == FailureKind::Timeout { HookStatus::Timeout } else { HookStatus::Failed };
                         report.message = Some(message.clone());
                         if fails_closed(hook, spec) {
                             let reason = format!("hook `{}` failed and has `onFailure: \"block\"`: {message}", hook.id);
@@ -288,7 +289,10 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
                         let blocked = apply_answer(spec, hook, answer, &mut outcome, &mut state);
                         if blocked {
                             report.status = HookStatus::Blocked;
-                            report.message = answer.blocking_error.clone().or_else(|| answer.output.reason_text().map(str::to_string));
+                            report.message = answer
+                                .blocking_error
+                                .clone()
+                                .or_else(|| answer.output.reason_text().map(str::to_string));
                         }
                     }
                 }
@@ -299,12 +303,8 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
 
     if let Some(winner) = state.decisions.iter().map(|(d, _)| *d).max() {
         outcome.decision = winner;
-        let reasons: Vec<&str> = state
-            .decisions
-            .iter()
-            .filter(|(d, _)| *d == winner)
-            .filter_map(|(_, r)| r.as_deref())
-            .collect();
+        let reasons: Vec<&str> =
+            state.decisions.iter().filter(|(d, _)| *d == winner).filter_map(|(_, r)| r.as_deref()).collect();
         let mut unique: Vec<&str> = Vec::new();
         for r in reasons {
             if !unique.contains(&r) {
@@ -385,7 +385,9 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
     match spec.decision {
         DecisionStyle::Block => {
             if output.decision.as_deref() == Some("block") {
-                state.decisions.push((Decision::Block, reason.or_else(|| Some(format!("blocked by hook `{}`", hook.id)))));
+                state
+                    .decisions
+                    .push((Decision::Block, reason.or_else(|| Some(format!("blocked by hook `{}`", hook.id)))));
                 blocked = true;
             }
         }
@@ -421,15 +423,15 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
         DecisionStyle::ContinueOnly | DecisionStyle::None => {}
     }
 
-    if spec.honours("additionalContext") {
-        if let Some(context) = output.specific.get("additionalContext").and_then(Value::as_str) {
-            outcome.additional_context.push(cap_text(context));
-        }
+    if spec.honours("additionalContext")
+        && let Some(context) = output.specific.get("additionalContext").and_then(Value::as_str)
+    {
+        outcome.additional_context.push(cap_text(context));
     }
-    if spec.plain_stdout_is_context {
-        if let Some(text) = &answer.plain_text {
-            outcome.additional_context.push(text.clone());
-        }
+    if spec.plain_stdout_is_context
+        && let Some(text) = &answer.plain_text
+    {
+        outcome.additional_context.push(text.clone());
     }
     for (field, value) in &output.specific {
         if !spec.honours(field) {
@@ -445,4 +447,215 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
         }
     }
     blocked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Origin, SourceKind};
+    use crate::event::EventCatalogue;
+    use crate::handlers::{HookOutput, Usage};
+    use crate::policy::HandlerSpec;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn hook(id: &str, order: usize, priority: i64, on_failure: OnFailure) -> Arc<Hook> {
+        Arc::new(Hook {
+            id: id.into(),
+            event: String::new(),
+            origin: Origin { kind: SourceKind::Project, location: "hooks.json".into() },
+            config_path: String::new(),
+            handler: HandlerSpec::Unsupported(crate::config::schema::HandlerType::Prompt),
+            if_rule: None,
+            timeout: Duration::from_secs(1),
+            on_failure,
+            priority,
+            mode: RunMode::Sync,
+            status_message: None,
+            skip: None,
+            order,
+        })
+    }
+
+    fn ran(verdict: Verdict) -> HookResult {
+        HookResult::Ran(Box::new(HandlerRun {
+            verdict,
+            exit_code: Some(0),
+            duration: Duration::from_millis(1),
+            usage: Usage::default(),
+            diagnostics: None,
+        }))
+    }
+
+    fn json_answer(value: serde_json::Value, event: &str) -> Verdict {
+        Verdict::Answer(Answer { output: HookOutput::from_json(value, event).unwrap(), ..Answer::default() })
+    }
+
+    fn merged(event: &str, answers: Vec<(i64, Verdict)>) -> Outcome {
+        let catalogue = EventCatalogue::default();
+        let executed: Vec<Executed> = answers
+            .into_iter()
+            .enumerate()
+            .map(|(i, (priority, verdict))| Executed {
+                hook: hook(&format!("h{i}"), i, priority, OnFailure::Continue),
+                result: ran(verdict),
+            })
+            .collect();
+        merge(catalogue.get(event).unwrap(), &executed)
+    }
+
+    fn permission(decision: &str) -> Verdict {
+        json_answer(
+            json!({"hookSpecificOutput": {"permissionDecision": decision, "permissionDecisionReason": decision}}),
+            "PreToolUse",
+        )
+    }
+
+    #[test]
+    fn permission_merge_table() {
+        let rows: &[(&[&str], Decision)] = &[
+            (&[], Decision::None),
+            (&["allow"], Decision::Allow),
+            (&["allow", "ask"], Decision::Ask),
+            (&["ask", "defer"], Decision::Defer),
+            (&["defer", "deny", "allow"], Decision::Deny),
+        ];
+        for (decisions, expected) in rows {
+            let out = merged("PreToolUse", decisions.iter().map(|d| (0, permission(d))).collect());
+            assert_eq!(out.decision, *expected, "{decisions:?}");
+        }
+        // deprecated top-level decision on PreToolUse
+        assert_eq!(
+            merged("PreToolUse", vec![(0, json_answer(json!({"decision": "approve"}), "PreToolUse"))]).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            merged("PreToolUse", vec![(0, json_answer(json!({"decision": "block"}), "PreToolUse"))]).decision,
+            Decision::Deny
+        );
+    }
+
+    #[test]
+    fn exit_2_per_event() {
+        let blocking = || Verdict::Answer(Answer { blocking_error: Some("stderr".into()), ..Answer::default() });
+        let rows: &[(&str, Decision, usize)] = &[
+            ("PreToolUse", Decision::Deny, 0),
+            ("Stop", Decision::Block, 0),
+            ("UserPromptSubmit", Decision::Block, 0),
+            ("TeammateIdle", Decision::Block, 0),
+            ("SessionStart", Decision::None, 1),
+            ("PermissionRequest", Decision::None, 0),
+            ("Notification", Decision::None, 0),
+        ];
+        for &(event, decision, notices) in rows {
+            let out = merged(event, vec![(0, blocking())]);
+            assert_eq!(out.decision, decision, "{event}");
+            assert_eq!(out.notices.len(), notices, "{event}");
+        }
+    }
+
+    #[test]
+    fn rewrites_pick_priority_then_config_order() {
+        let rewrite =
+            |cmd: &str| json_answer(json!({"hookSpecificOutput": {"updatedInput": {"command": cmd}}}), "PreToolUse");
+        let out =
+            merged("PreToolUse", vec![(0, rewrite("a")), (5, rewrite("b")), (5, rewrite("c")), (1, rewrite("d"))]);
+        assert_eq!(out.updated_input, Some(json!({"command": "b"})));
+        assert_eq!(out.updated_input_by.as_deref(), Some("h1"));
+        // a field the event does not honour is ignored
+        let out = merged("Stop", vec![(0, json_answer(json!({"hookSpecificOutput": {"updatedInput": {}}}), "Stop"))]);
+        assert_eq!(out.updated_input, None);
+    }
+
+    #[test]
+    fn continue_false_contexts_and_messages() {
+        let out = merged(
+            "PostToolUse",
+            vec![
+                (
+                    0,
+                    json_answer(
+                        json!({"hookSpecificOutput": {"additionalContext": "one"}, "systemMessage": "m1"}),
+                        "PostToolUse",
+                    ),
+                ),
+                (
+                    0,
+                    json_answer(
+                        json!({"continue": false, "stopReason": "halt", "decision": "block", "reason": "r"}),
+                        "PostToolUse",
+                    ),
+                ),
+                (
+                    0,
+                    json_answer(
+                        json!({"hookSpecificOutput": {"additionalContext": "two"}, "systemMessage": "m2"}),
+                        "PostToolUse",
+                    ),
+                ),
+            ],
+        );
+        assert!(!out.continue_);
+        assert_eq!(out.stop_reason.as_deref(), Some("halt"));
+        assert_eq!(out.additional_context, ["one", "two"]);
+        assert_eq!(out.system_messages, ["m1", "m2"]);
+        assert_eq!(out.decision, Decision::Block);
+        // events that discard `continue`
+        let out = merged("Notification", vec![(0, json_answer(json!({"continue": false}), "Notification"))]);
+        assert!(out.continue_);
+    }
+
+    #[test]
+    fn failures_fail_open_unless_on_failure_block() {
+        let catalogue = EventCatalogue::default();
+        let failure = || ran(Verdict::failed(FailureKind::Timeout, "timed out after 1s"));
+        for (event, on_failure, expected) in [
+            ("PreToolUse", OnFailure::Continue, Decision::None),
+            ("PreToolUse", OnFailure::Block, Decision::Deny),
+            ("Stop", OnFailure::Block, Decision::Block),
+            ("SessionStart", OnFailure::Block, Decision::None),
+        ] {
+            let executed = [Executed { hook: hook("x", 0, 0, on_failure), result: failure() }];
+            let out = merge(catalogue.get(event).unwrap(), &executed);
+            assert_eq!(out.decision, expected, "{event} {on_failure:?}");
+            assert_eq!(out.hooks[0].status, HookStatus::Timeout);
+        }
+    }
+
+    #[test]
+    fn permission_request_keeps_the_winning_decision_object() {
+        let decide = |behavior: &str| {
+            json_answer(
+                json!({"hookSpecificOutput": {"decision": {"behavior": behavior, "message": behavior}}}),
+                "PermissionRequest",
+            )
+        };
+        let out = merged("PermissionRequest", vec![(9, decide("allow")), (0, decide("deny"))]);
+        assert_eq!(out.decision, Decision::Deny);
+        assert_eq!(out.hook_specific_output["decision"]["behavior"], "deny");
+    }
+
+    #[test]
+    fn outcome_field_names_are_stable() {
+        let value = serde_json::to_value(Outcome::empty("Stop")).unwrap();
+        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "event",
+                "decision",
+                "reason",
+                "continue",
+                "stopReason",
+                "additionalContext",
+                "systemMessages",
+                "updatedInput",
+                "updatedInputBy",
+                "updatedToolOutput",
+                "hookSpecificOutput",
+                "notices",
+                "hooks"
+            ]
+        );
+    }
 }

@@ -224,7 +224,12 @@ pub(super) fn build(
                 }
             };
             if raw.args.is_some() && command.contains(char::is_whitespace) {
-                warn("command", format!("exec-form program `{command}` contains whitespace; it is one file name, not a command line"));
+                warn(
+                    "command",
+                    format!(
+                        "exec-form program `{command}` contains whitespace; it is one file name, not a command line"
+                    ),
+                );
             }
             if raw.args.is_some() && raw.shell.is_some() {
                 warn("shell", "`shell` has no effect with `args` (exec form runs no shell)".into());
@@ -300,7 +305,11 @@ pub(super) fn build(
     };
     let on_failure = raw.on_failure.unwrap_or_default();
     if on_failure == OnFailure::Block && (mode != RunMode::Sync || !spec.can_block()) {
-        let why = if mode != RunMode::Sync { "async hooks".to_string() } else { format!("`{}`, which cannot block", spec.name) };
+        let why = if mode != RunMode::Sync {
+            "async hooks".to_string()
+        } else {
+            format!("`{}`, which cannot block", spec.name)
+        };
         warn("onFailure", format!("`onFailure: \"block\"` is ignored on {why}"));
     }
     if raw.once.is_some() {

@@ -108,7 +108,9 @@ pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &R
                     continue;
                 }
             };
-            if spec.matcher_field.is_none() && raw_group.group.matcher.as_deref().is_some_and(|m| !m.is_empty() && m != "*") {
+            if spec.matcher_field.is_none()
+                && raw_group.group.matcher.as_deref().is_some_and(|m| !m.is_empty() && m != "*")
+            {
                 warnings.push(ConfigWarning {
                     location: layer.origin.location.clone(),
                     path: format!("{group_path}.matcher"),
@@ -223,5 +225,139 @@ fn merge_settings(layers: &[ConfigLayer], options: &ResolveOptions, warnings: &m
             .stop_block_cap
             .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
             .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Origin, parse_settings};
+    use std::path::Path;
+
+    /// Layers from `(kind, json)`, highest precedence first as `config::load` returns them.
+    fn policy(layers: &[(SourceKind, &str)]) -> Policy {
+        let catalogue = Arc::new(EventCatalogue::default());
+        let mut loaded = LoadedConfig::default();
+        for (kind, text) in layers {
+            let location = format!("{kind}.json");
+            let (settings, warnings) = parse_settings(text, &location, false, &catalogue).unwrap();
+            loaded.warnings.extend(warnings);
+            loaded.layers.push(ConfigLayer {
+                origin: Origin { kind: *kind, location },
+                base_dir: Path::new("/cfg").join(kind.as_str()),
+                settings,
+            });
+        }
+        resolve(loaded, catalogue, &ResolveOptions { project_dir: "/p".into(), stop_block_cap: None })
+    }
+
+    fn hook_json(command: &str) -> String {
+        format!(r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "{command}"}}]}}]}}}}"#)
+    }
+
+    fn runs(p: &Policy) -> Vec<(String, Option<String>)> {
+        p.hooks.iter().map(|h| (h.handler.summary(), h.skip.clone())).collect()
+    }
+
+    #[test]
+    fn precedence_table() {
+        use SourceKind::*;
+        // (layers, disable_all_hooks, managed_disable, stop cap)
+        type Layers<'a> = &'a [(SourceKind, &'a str)];
+        let rows: &[(Layers, bool, bool, u32)] = &[
+            (&[(User, r#"{"disableAllHooks": true}"#)], true, false, 8),
+            (&[(Project, r#"{"disableAllHooks": false}"#), (User, r#"{"disableAllHooks": true}"#)], false, false, 8),
+            (&[(Cli, r#"{"disableAllHooks": true}"#), (Project, r#"{"disableAllHooks": false}"#)], true, false, 8),
+            (&[(Managed, r#"{"disableAllHooks": true}"#), (Cli, r#"{"disableAllHooks": false}"#)], true, true, 8),
+            (&[(Managed, r#"{"stopBlockCap": 2}"#), (User, r#"{"stopBlockCap": 5}"#)], false, false, 2),
+            (&[(Local, r#"{}"#), (User, r#"{"stopBlockCap": 0}"#)], false, false, 0),
+        ];
+        for (layers, disable, managed_disable, cap) in rows.iter().copied() {
+            let p = policy(layers);
+            assert_eq!(p.settings.disable_all_hooks, disable, "{layers:?}");
+            assert_eq!(p.settings.managed_disable_all_hooks, managed_disable, "{layers:?}");
+            assert_eq!(p.settings.stop_block_cap, cap, "{layers:?}");
+        }
+    }
+
+    #[test]
+    fn lists_append_in_precedence_order_and_duplicates_run_once() {
+        use SourceKind::*;
+        let p = policy(&[
+            (Managed, &hook_json("m")),
+            (Cli, &hook_json("shared")),
+            (Project, &hook_json("p")),
+            (User, &hook_json("shared")),
+        ]);
+        let got = runs(&p);
+        assert_eq!(got[0], ("m".into(), None));
+        assert_eq!(got[1], ("shared".into(), None));
+        assert_eq!(got[2], ("p".into(), None));
+        assert_eq!(got[3].0, "shared");
+        assert!(got[3].1.as_deref().unwrap().contains("identical to hook `cli:Stop[0][0]`"));
+        assert_eq!(p.groups("Stop").len(), 4);
+        assert_eq!(p.hooks.iter().map(|h| h.order).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn lists_of_settings_are_unions() {
+        use SourceKind::*;
+        let p = policy(&[
+            (Managed, r#"{"allowedHttpHookUrls": ["https://a.example/*"], "envAllowlist": ["A_TOKEN"]}"#),
+            (
+                User,
+                r#"{"allowedHttpHookUrls": ["https://b.example/*"], "httpHookAllowedEnvVars": ["X"], "envAllowlist": ["A_TOKEN", "B_KEY"]}"#,
+            ),
+        ]);
+        let urls = p.settings.allowed_http_hook_urls.as_ref().unwrap();
+        assert!(urls.allows("https://a.example/x") && urls.allows("https://b.example/y"));
+        assert!(!urls.allows("https://c.example/"));
+        assert_eq!(p.settings.env_allowlist, ["A_TOKEN", "B_KEY"]);
+        assert_eq!(p.settings.http_hook_allowed_env_vars.as_deref(), Some(&["X".to_string()][..]));
+        assert!(policy(&[(User, "{}")]).settings.allowed_http_hook_urls.is_none());
+    }
+
+    #[test]
+    fn governance_marks_hooks_with_the_reason() {
+        use SourceKind::*;
+        let managed_only = format!(r#"{{"allowManagedHooksOnly": true, {}"#, &hook_json("m")[1..]);
+        let p = policy(&[(Managed, &managed_only), (Project, &hook_json("p"))]);
+        assert_eq!(runs(&p)[0].1, None);
+        assert!(runs(&p)[1].1.as_deref().unwrap().contains("allowManagedHooksOnly"));
+
+        let p = policy(&[(Project, &hook_json("p")), (User, r#"{"allowManagedHooksOnly": true}"#)]);
+        assert_eq!(runs(&p)[0].1, None, "only managed policy can restrict to managed hooks");
+        assert!(p.warnings.iter().any(|w| w.message.contains("only managed policy")));
+    }
+
+    #[test]
+    fn hook_validation_errors_name_the_path() {
+        use SourceKind::*;
+        let p = policy(&[(
+            Project,
+            r#"{"hooks": {"PreToolUse": [{"hooks": [
+                {"type": "command", "command": "ok"},
+                {"type": "wasm", "plugin": "p.wasm", "sha256": "xyz"},
+                {"type": "command", "command": "x", "if": "Bash("}
+            ]}]}}"#,
+        )]);
+        assert_eq!(p.hooks.len(), 1);
+        let errors: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
+        assert!(errors[0].starts_with("project.json: $.hooks.PreToolUse[0].hooks[1]: `sha256` `xyz`"), "{errors:?}");
+        assert!(errors[1].contains("$.hooks.PreToolUse[0].hooks[2]: invalid `if` rule `Bash(`"), "{errors:?}");
+    }
+
+    #[test]
+    fn wasm_plugins_resolve_against_their_config_file() {
+        use SourceKind::*;
+        let p = policy(&[(
+            Project,
+            r#"{"hooks": {"Stop": [{"hooks": [
+            {"type": "wasm", "plugin": "plugins/gate.wasm", "limits": {"memoryMb": 2}}
+        ]}]}}"#,
+        )]);
+        let HandlerSpec::Wasm(w) = &p.hooks[0].handler else { panic!("not wasm") };
+        assert_eq!(w.plugin, Path::new("/cfg/project/plugins/gate.wasm"));
+        assert_eq!(w.memory_bytes, Some(2 << 20));
     }
 }

@@ -11,7 +11,9 @@ fn wait_for_result(env: &TestEnv, session: &str) {
     let dir = env.data.join("sessions").join(session).join("async");
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        let ready = std::fs::read_dir(&dir).map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json"))).unwrap_or(false);
+        let ready = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json")))
+            .unwrap_or(false);
         if ready {
             return;
         }

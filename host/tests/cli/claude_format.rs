@@ -32,7 +32,8 @@ fn allow_with_rewrite_exits_0() {
 fn the_event_may_come_from_the_input() {
     let env = TestEnv::new();
     env.project_hooks(json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": r#"echo '{"decision": "block", "reason": "tests first"}'"#}]}]}}));
-    let run = env.run(&["dispatch", "--format", "claude"], &json!({"session_id": "s", "hook_event_name": "Stop"}).to_string());
+    let run = env
+        .run(&["dispatch", "--format", "claude"], &json!({"session_id": "s", "hook_event_name": "Stop"}).to_string());
     assert_eq!(run.code, 2);
     assert_eq!(run.stderr, "tests first\n");
     assert_eq!(run.json(), json!({"decision": "block", "reason": "tests first"}));

@@ -12,7 +12,10 @@ fn one_hook(env: &TestEnv, handler: serde_json::Value) {
 #[test]
 fn exit_0_with_json_decides() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "command": r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "nope"}}'"#}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "nope"}}'"#}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny");
     assert_eq!(out["reason"], "nope");
@@ -61,7 +64,10 @@ fn exit_2_blocks_with_stderr_and_json_cannot_undo_it() {
     assert_eq!(out["reason"], "dangerous");
     assert_eq!(out["hooks"][0]["exitCode"], 2);
 
-    one_hook(&env, json!({"type": "command", "command": r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'; echo 'still no' >&2; exit 2"#}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'; echo 'still no' >&2; exit 2"#}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
     assert_eq!(out["decision"], "deny");
     assert_eq!(out["reason"], "still no");
@@ -83,7 +89,10 @@ fn other_exit_codes_are_non_blocking_unless_json_decides() {
     assert_eq!(out["hooks"][0]["exitCode"], 1);
     assert_eq!(out["notices"][0]["message"], "Failed with non-blocking status code 1: oops");
 
-    one_hook(&env, json!({"type": "command", "command": r#"echo '{"decision": "block", "reason": "json says no"}'; exit 3"#}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": r#"echo '{"decision": "block", "reason": "json says no"}'; exit 3"#}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny", "deprecated top-level block on PreToolUse means deny");
     assert_eq!(out["reason"], "json says no");
@@ -92,17 +101,22 @@ fn other_exit_codes_are_non_blocking_unless_json_decides() {
 #[test]
 fn a_hook_that_cannot_start_never_blocks() {
     let env = TestEnv::new();
-    env.project_hooks(hooks("PreToolUse", "Bash", json!([
-        {"type": "command", "id": "exec-missing", "command": "/nonexistent/hook", "args": ["x"]},
-        {"type": "command", "id": "shell-missing", "command": "/nonexistent/hook.sh"},
-        {"type": "command", "id": "python-missing", "command": "python3 /nonexistent/hook.py"}
-    ])));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "command", "id": "exec-missing", "command": "/nonexistent/hook", "args": ["x"]},
+            {"type": "command", "id": "shell-missing", "command": "/nonexistent/hook.sh"},
+            {"type": "command", "id": "python-missing", "command": "python3 /nonexistent/hook.py"}
+        ]),
+    ));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "none", "{out}");
     for hook in out["hooks"].as_array().unwrap() {
         assert_eq!(hook["status"], "failed", "{hook}");
     }
-    let messages: Vec<&str> = out["notices"].as_array().unwrap().iter().map(|n| n["message"].as_str().unwrap()).collect();
+    let messages: Vec<&str> =
+        out["notices"].as_array().unwrap().iter().map(|n| n["message"].as_str().unwrap()).collect();
     assert!(messages[0].starts_with("cannot start `/nonexistent/hook`"), "{messages:?}");
     assert!(messages[1].starts_with("cannot start (exit 127)"), "{messages:?}");
     assert!(messages[2].starts_with("cannot start (exit 2)"), "{messages:?}");
@@ -111,7 +125,10 @@ fn a_hook_that_cannot_start_never_blocks() {
 #[test]
 fn on_failure_block_fails_closed() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "id": "strict", "command": "/nonexistent/x", "args": [], "onFailure": "block"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "id": "strict", "command": "/nonexistent/x", "args": [], "onFailure": "block"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny");
     assert!(out["reason"].as_str().unwrap().contains("`strict` failed"), "{out}");
@@ -185,7 +202,8 @@ fn environment_is_set_and_scrubbed() {
 
     env.dispatch("SessionStart", json!({"session_id": "s2", "source": "startup"}));
     let vars = std::fs::read_to_string(env.project.join("env-SessionStart.txt")).unwrap();
-    let env_file = vars.lines().find_map(|l| l.strip_prefix("CLAUDE_ENV_FILE=")).expect("CLAUDE_ENV_FILE on SessionStart");
+    let env_file =
+        vars.lines().find_map(|l| l.strip_prefix("CLAUDE_ENV_FILE=")).expect("CLAUDE_ENV_FILE on SessionStart");
     assert!(std::path::Path::new(env_file).is_file(), "{env_file}");
     assert!(env_file.starts_with(&env.data.display().to_string()));
 }
@@ -194,7 +212,10 @@ fn environment_is_set_and_scrubbed() {
 fn exec_form_passes_arguments_without_a_shell() {
     let env = TestEnv::new();
     let script = env.script("args.sh", "printf '%s\\n' \"$@\" > args.txt");
-    one_hook(&env, json!({"type": "command", "command": script, "args": ["${CLAUDE_PROJECT_DIR}/x", "a b; rm -rf /", "$HOME"]}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": script, "args": ["${CLAUDE_PROJECT_DIR}/x", "a b; rm -rf /", "$HOME"]}),
+    );
     env.dispatch("PreToolUse", bash_input("ls"));
     let args = std::fs::read_to_string(env.project.join("args.txt")).unwrap();
     let project = env.project.display().to_string();

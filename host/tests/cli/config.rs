@@ -10,7 +10,12 @@ fn marker(id: &str) -> Value {
 }
 
 fn sources(out: &Value) -> Vec<String> {
-    out["hooks"].as_array().unwrap().iter().map(|h| format!("{}:{}", h["source"].as_str().unwrap(), h["status"].as_str().unwrap())).collect()
+    out["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| format!("{}:{}", h["source"].as_str().unwrap(), h["status"].as_str().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -18,7 +23,11 @@ fn every_source_appends_in_precedence_order() {
     let env = TestEnv::new();
     env.managed(hooks("PreToolUse", "*", json!([marker("m")])));
     std::fs::create_dir_all(env.managed.join("managed.d")).unwrap();
-    std::fs::write(env.managed.join("managed.d/10-extra.json"), hooks("PreToolUse", "*", json!([marker("m2")])).to_string()).unwrap();
+    std::fs::write(
+        env.managed.join("managed.d/10-extra.json"),
+        hooks("PreToolUse", "*", json!([marker("m2")])).to_string(),
+    )
+    .unwrap();
     env.local_hooks(hooks("PreToolUse", "*", json!([marker("l")])));
     env.project_hooks(hooks("PreToolUse", "*", json!([marker("p")])));
     env.user_hooks(hooks("PreToolUse", "*", json!([marker("u")])));
@@ -28,7 +37,8 @@ fn every_source_appends_in_precedence_order() {
         &["dispatch", "PreToolUse", "--settings", settings_file.to_str().unwrap(), "--settings", &inline],
         &bash_input("ls").to_string(),
     );
-    let ids: Vec<String> = run.json()["hooks"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect();
+    let ids: Vec<String> =
+        run.json()["hooks"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect();
     assert_eq!(ids, ["m", "m2", "c1", "c2", "l", "p", "u"]);
     let out = run.json();
     assert_eq!(sources(&out), ["managed:ok", "managed:ok", "cli:ok", "cli:ok", "local:ok", "project:ok", "user:ok"]);
@@ -56,7 +66,8 @@ fn disable_all_hooks_follows_claude_code() {
     assert_eq!(sources(&env.dispatch("PreToolUse", bash_input("ls"))), ["managed:ok", "project:ok", "user:ok"]);
 
     // --settings true outranks project false; managed hooks keep running
-    let run = env.run(&["dispatch", "PreToolUse", "--settings", r#"{"disableAllHooks": true}"#], &bash_input("ls").to_string());
+    let run = env
+        .run(&["dispatch", "PreToolUse", "--settings", r#"{"disableAllHooks": true}"#], &bash_input("ls").to_string());
     assert_eq!(sources(&run.json()), ["managed:ok", "project:skipped", "user:skipped"]);
 
     // managed true disables everything, managed included

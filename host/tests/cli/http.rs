@@ -39,18 +39,31 @@ fn a_2xx_json_answer_decides_and_the_input_is_posted() {
 fn other_answers_are_non_blocking_errors() {
     let env = TestEnv::new();
     let server = server();
-    env.project_hooks(hooks("PreToolUse", "Bash", json!([
-        {"type": "http", "id": "empty", "url": format!("{}/empty", server.url)},
-        {"type": "http", "id": "text", "url": format!("{}/text", server.url)},
-        {"type": "http", "id": "error", "url": format!("{}/error", server.url)},
-        {"type": "http", "id": "refused", "url": "http://127.0.0.1:9/nothing-listens"},
-        {"type": "http", "id": "slow", "url": format!("{}/slow", server.url), "timeout": 1}
-    ])));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "http", "id": "empty", "url": format!("{}/empty", server.url)},
+            {"type": "http", "id": "text", "url": format!("{}/text", server.url)},
+            {"type": "http", "id": "error", "url": format!("{}/error", server.url)},
+            {"type": "http", "id": "refused", "url": "http://127.0.0.1:9/nothing-listens"},
+            {"type": "http", "id": "slow", "url": format!("{}/slow", server.url), "timeout": 1}
+        ]),
+    ));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "none", "HTTP hooks block only through a JSON decision: {out}");
-    let status: Vec<(&str, &str)> = out["hooks"].as_array().unwrap().iter().map(|h| (h["id"].as_str().unwrap(), h["status"].as_str().unwrap())).collect();
-    assert_eq!(status, [("empty", "ok"), ("text", "failed"), ("error", "failed"), ("refused", "failed"), ("slow", "timeout")]);
-    let notices: Vec<&str> = out["notices"].as_array().unwrap().iter().map(|n| n["message"].as_str().unwrap()).collect();
+    let status: Vec<(&str, &str)> = out["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["id"].as_str().unwrap(), h["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        status,
+        [("empty", "ok"), ("text", "failed"), ("error", "failed"), ("refused", "failed"), ("slow", "timeout")]
+    );
+    let notices: Vec<&str> =
+        out["notices"].as_array().unwrap().iter().map(|n| n["message"].as_str().unwrap()).collect();
     assert!(notices[0].contains("plain text"), "{notices:?}");
     assert!(notices[1].contains("HTTP 500"), "{notices:?}");
     assert!(notices[2].contains("failed"), "{notices:?}");
@@ -100,7 +113,9 @@ fn allowed_http_hook_urls_is_checked_before_connecting() {
     assert!(server.requests().is_empty(), "the server was contacted");
 
     // lists merge across files: the user allows the server too
-    env.user_hooks(json!({"allowedHttpHookUrls": [format!("{}/*", server.url.to_uppercase().replace("HTTP://", "http://"))]}));
+    env.user_hooks(
+        json!({"allowedHttpHookUrls": [format!("{}/*", server.url.to_uppercase().replace("HTTP://", "http://"))]}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny", "{out}");
 }

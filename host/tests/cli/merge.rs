@@ -63,9 +63,7 @@ fn permission_precedence_is_deny_defer_ask_allow() {
 #[test]
 fn every_context_is_kept_in_config_order_and_continue_false_wins() {
     let env = TestEnv::new();
-    let ctx = |text: &str| {
-        json!({"type": "command", "command": format!("echo '{{\"hookSpecificOutput\": {{\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"{text}\"}}}}'")})
-    };
+    let ctx = |text: &str| json!({"type": "command", "command": format!("echo '{{\"hookSpecificOutput\": {{\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"{text}\"}}}}'")});
     env.project_hooks(json!({"hooks": {"PostToolUse": [
         {"matcher": "Bash", "hooks": [ctx("one"), ctx("two")]},
         {"matcher": "*", "hooks": [
@@ -74,7 +72,10 @@ fn every_context_is_kept_in_config_order_and_continue_false_wins() {
         ]}
     ]}}));
     env.user_hooks(json!({"hooks": {"PostToolUse": [{"hooks": [ctx("four")]}]}}));
-    let out = env.dispatch("PostToolUse", json!({"session_id": "s", "tool_name": "Bash", "tool_input": {}, "tool_response": {}}));
+    let out = env.dispatch(
+        "PostToolUse",
+        json!({"session_id": "s", "tool_name": "Bash", "tool_input": {}, "tool_response": {}}),
+    );
     assert_eq!(out["additionalContext"], json!(["one", "two", "three", "four"]));
     assert_eq!(out["continue"], false);
     assert_eq!(out["stopReason"], "enough");
@@ -89,11 +90,15 @@ fn updated_input_is_deterministic_by_priority_then_config_order() {
         let out = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": command}}});
         json!({"type": "command", "id": id, "priority": priority, "command": format!("echo '{out}'")})
     };
-    env.project_hooks(hooks("PreToolUse", "Bash", json!([
-        rewrite("low", "echo low", 0),
-        rewrite("high", "echo high", 10),
-        rewrite("high-later", "echo high later", 10)
-    ])));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            rewrite("low", "echo low", 0),
+            rewrite("high", "echo high", 10),
+            rewrite("high-later", "echo high later", 10)
+        ]),
+    ));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["updatedInput"], json!({"command": "echo high"}));
     assert_eq!(out["updatedInputBy"], "high");
@@ -109,15 +114,25 @@ fn permission_request_uses_the_decision_object() {
     let env = TestEnv::new();
     let allow = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": {"command": "ls -l"}}}});
     let deny = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "not today", "interrupt": true}}});
-    env.project_hooks(hooks("PermissionRequest", "Bash", json!([
-        {"type": "command", "command": format!("echo '{allow}'")},
-        {"type": "command", "command": format!("echo '{deny}'")},
-        {"type": "command", "command": "echo ignored >&2; exit 2"}
-    ])));
-    let out = env.dispatch("PermissionRequest", json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}}));
+    env.project_hooks(hooks(
+        "PermissionRequest",
+        "Bash",
+        json!([
+            {"type": "command", "command": format!("echo '{allow}'")},
+            {"type": "command", "command": format!("echo '{deny}'")},
+            {"type": "command", "command": "echo ignored >&2; exit 2"}
+        ]),
+    ));
+    let out = env.dispatch(
+        "PermissionRequest",
+        json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    );
     assert_eq!(out["decision"], "deny");
     assert_eq!(out["reason"], "not today");
-    assert_eq!(out["hookSpecificOutput"]["decision"], json!({"behavior": "deny", "message": "not today", "interrupt": true}));
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"],
+        json!({"behavior": "deny", "message": "not today", "interrupt": true})
+    );
 }
 
 #[test]

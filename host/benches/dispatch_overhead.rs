@@ -1,0 +1,89 @@
+//! What `hookhost dispatch` adds on top of the hook it runs.
+//!
+//! Side by side, interleaved to share the machine's noise: (a) spawning a `sh` command
+//! hook directly, the way an agent runs a hook, and (b) spawning `hookhost dispatch`
+//! configured with that same single `sh` hook. The median difference is hookhost's own
+//! cost (its process start, config loading, dispatch and merge). Target: under 1 ms.
+//!
+//! Run with `cargo bench -p hookhost --bench dispatch_overhead`; `HOOKHOST_BENCH_RUNS`
+//! sets the number of runs (default 300).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const HOOK: &str = "cat >/dev/null; echo '{}'";
+
+fn input() -> String {
+    serde_json::json!({
+        "session_id": "bench",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cargo test --workspace", "description": "run the tests"},
+        "tool_use_id": "toolu_bench",
+    })
+    .to_string()
+}
+
+fn time(command: &mut Command, stdin: &str) -> Duration {
+    let started = Instant::now();
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let output = child.wait_with_output().expect("wait");
+    assert!(output.status.success(), "benchmark command failed");
+    started.elapsed()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let runs: usize = std::env::var("HOOKHOST_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": HOOK}]}]}});
+    let input = input();
+    let hookhost = env!("CARGO_BIN_EXE_hookhost");
+    let mut direct = Vec::with_capacity(runs);
+    let mut hosted = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        direct.push(time(Command::new("sh").args(["-c", HOOK]).current_dir(dir.path()), &input));
+        hosted.push(time(
+            Command::new(hookhost)
+                .args(["dispatch", "PreToolUse", "--settings", &settings.to_string()])
+                .current_dir(dir.path())
+                .env("HOOKHOST_HOME", dir.path().join("home"))
+                .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
+                .env("HOOKHOST_DATA_DIR", dir.path().join("data")),
+            &input,
+        ));
+    }
+    direct.sort();
+    hosted.sort();
+    let (d50, h50) = (percentile(&direct, 0.5), percentile(&hosted, 0.5));
+    println!(
+        "hookhost dispatch overhead, {runs} interleaved runs each (RUST_BACKTRACE={})",
+        std::env::var("RUST_BACKTRACE").unwrap_or_default()
+    );
+    println!();
+    println!("| what | p50 ms | p90 ms | p99 ms |");
+    println!("|---|---:|---:|---:|");
+    for (name, samples) in [("sh hook spawned directly", &direct), ("hookhost dispatch + the same sh hook", &hosted)] {
+        println!(
+            "| {name} | {:.3} | {:.3} | {:.3} |",
+            ms(percentile(samples, 0.5)),
+            ms(percentile(samples, 0.9)),
+            ms(percentile(samples, 0.99))
+        );
+    }
+    println!();
+    println!(
+        "median overhead of hookhost: {:.3} ms ({:.2}x the direct spawn); target < 1 ms",
+        ms(h50.saturating_sub(d50)),
+        h50.as_secs_f64() / d50.as_secs_f64()
+    );
+}
