@@ -27,8 +27,18 @@ fn input() -> String {
 
 fn time(command: &mut Command, stdin: &str) -> Duration {
     let started = Instant::now();
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
     let output = child.wait_with_output().expect("wait");
     assert!(output.status.success(), "benchmark command failed");
     started.elapsed()
@@ -43,7 +53,10 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() {
-    let runs: usize = std::env::var("HOOKHOST_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let runs: usize = std::env::var("HOOKHOST_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
     let dir = tempfile::tempdir().expect("tempdir");
     let settings = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": HOOK}]}]}});
     let input = input();
@@ -51,10 +64,20 @@ fn main() {
     let mut direct = Vec::with_capacity(runs);
     let mut hosted = Vec::with_capacity(runs);
     for _ in 0..runs {
-        direct.push(time(Command::new("sh").args(["-c", HOOK]).current_dir(dir.path()), &input));
+        direct.push(time(
+            Command::new("sh")
+                .args(["-c", HOOK])
+                .current_dir(dir.path()),
+            &input,
+        ));
         hosted.push(time(
             Command::new(hookhost)
-                .args(["dispatch", "PreToolUse", "--settings", &settings.to_string()])
+                .args([
+                    "dispatch",
+                    "PreToolUse",
+                    "--settings",
+                    &settings.to_string(),
+                ])
                 .current_dir(dir.path())
                 .env("HOOKHOST_HOME", dir.path().join("home"))
                 .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
@@ -72,7 +95,10 @@ fn main() {
     println!();
     println!("| what | p50 ms | p90 ms | p99 ms |");
     println!("|---|---:|---:|---:|");
-    for (name, samples) in [("sh hook spawned directly", &direct), ("hookhost dispatch + the same sh hook", &hosted)] {
+    for (name, samples) in [
+        ("sh hook spawned directly", &direct),
+        ("hookhost dispatch + the same sh hook", &hosted),
+    ] {
         println!(
             "| {name} | {:.3} | {:.3} | {:.3} |",
             ms(percentile(samples, 0.5)),

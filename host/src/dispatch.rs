@@ -66,7 +66,13 @@ impl Dispatcher {
         launcher: AsyncLauncher,
         session_files: Option<PathBuf>,
     ) -> Dispatcher {
-        Dispatcher { policy, handlers, sessions, launcher, session_files }
+        Dispatcher {
+            policy,
+            handlers,
+            sessions,
+            launcher,
+            session_files,
+        }
     }
 
     /// The policy this dispatcher runs.
@@ -79,27 +85,57 @@ impl Dispatcher {
     /// # Errors
     ///
     /// An unknown event or an input that is not an object.
-    pub fn invocation(&self, event: &str, mut input: Value) -> Result<Arc<Invocation>, DispatchError> {
-        let spec =
-            self.policy.catalogue.get(event).ok_or_else(|| DispatchError::UnknownEvent(event.to_string()))?.clone();
+    pub fn invocation(
+        &self,
+        event: &str,
+        mut input: Value,
+    ) -> Result<Arc<Invocation>, DispatchError> {
+        let spec = self
+            .policy
+            .catalogue
+            .get(event)
+            .ok_or_else(|| DispatchError::UnknownEvent(event.to_string()))?
+            .clone();
         let Some(object) = input.as_object_mut() else {
             return Err(DispatchError::InputNotObject(event.to_string()));
         };
-        object.entry("hook_event_name").or_insert_with(|| Value::String(event.to_string()));
-        let session_id = object.get("session_id").and_then(Value::as_str).unwrap_or("").to_string();
+        object
+            .entry("hook_event_name")
+            .or_insert_with(|| Value::String(event.to_string()));
+        let session_id = object
+            .get("session_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let project_dir = self.policy.project_dir.clone();
-        let cwd = object.get("cwd").and_then(Value::as_str).map_or_else(|| project_dir.clone(), PathBuf::from);
+        let cwd = object
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map_or_else(|| project_dir.clone(), PathBuf::from);
         let env_file = match (&self.session_files, spec.env_file) {
             (Some(dir), true) => {
-                let path = crate::session::DiskStore::new(dir).session_dir(&session_id).join("env");
+                let path = crate::session::DiskStore::new(dir)
+                    .session_dir(&session_id)
+                    .join("env");
                 let _ = std::fs::create_dir_all(path.parent().expect("env file has a parent"));
-                let _ = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+                let _ = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path);
                 Some(path)
             }
             _ => None,
         };
         let input_json = input.to_string();
-        Ok(Arc::new(Invocation { spec, input, input_json, session_id, cwd, project_dir, env_file }))
+        Ok(Arc::new(Invocation {
+            spec,
+            input,
+            input_json,
+            session_id,
+            cwd,
+            project_dir,
+            env_file,
+        }))
     }
 
     /// Dispatches one event: select, run, merge, then apply the Stop cap and deliver
@@ -124,7 +160,11 @@ impl Dispatcher {
     /// The hooks that apply to an invocation, grouped as configured.
     pub fn select(&self, invocation: &Invocation) -> Vec<(&Group, Vec<Arc<Hook>>)> {
         let spec = &invocation.spec;
-        let tool_name = invocation.input.get("tool_name").and_then(Value::as_str).unwrap_or("");
+        let tool_name = invocation
+            .input
+            .get("tool_name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let tool_input = invocation.input.get("tool_input").unwrap_or(&Value::Null);
         self.policy
             .groups(&spec.name)
@@ -137,7 +177,12 @@ impl Dispatcher {
                     .filter(|hook| match &hook.if_rule {
                         None => true,
                         Some(_) if !spec.tool_event => true, // reported as skipped
-                        Some(rule) => rule.matches(tool_name, tool_input, &invocation.cwd, &invocation.project_dir),
+                        Some(rule) => rule.matches(
+                            tool_name,
+                            tool_input,
+                            &invocation.cwd,
+                            &invocation.project_dir,
+                        ),
                     })
                     .cloned()
                     .collect();
@@ -151,7 +196,9 @@ impl Dispatcher {
         let mut tasks = Vec::new();
         for (group, hooks) in &selected {
             if group.sequential {
-                tasks.push(futures_util::future::Either::Left(self.run_sequential(hooks, invocation)));
+                tasks.push(futures_util::future::Either::Left(
+                    self.run_sequential(hooks, invocation),
+                ));
             } else {
                 for hook in hooks {
                     let hook = hook.clone();
@@ -162,20 +209,31 @@ impl Dispatcher {
                 }
             }
         }
-        futures_util::future::join_all(tasks).await.into_iter().flatten().collect()
+        futures_util::future::join_all(tasks)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
-    async fn run_sequential(&self, hooks: &[Arc<Hook>], invocation: &Arc<Invocation>) -> Vec<Executed> {
+    async fn run_sequential(
+        &self,
+        hooks: &[Arc<Hook>],
+        invocation: &Arc<Invocation>,
+    ) -> Vec<Executed> {
         let mut executed = Vec::with_capacity(hooks.len());
         let mut stopped_by: Option<String> = None;
         for hook in hooks {
             let result = match &stopped_by {
-                Some(blocker) => {
-                    HookResult::Skipped(format!("not run: `{blocker}` blocked earlier in its sequential group"))
-                }
+                Some(blocker) => HookResult::Skipped(format!(
+                    "not run: `{blocker}` blocked earlier in its sequential group"
+                )),
                 None => self.run_one(hook, invocation).await,
             };
-            let done = Executed { hook: hook.clone(), result };
+            let done = Executed {
+                hook: hook.clone(),
+                result,
+            };
             if stopped_by.is_none() && stops_the_rest(&invocation.spec, &done) {
                 stopped_by = Some(hook.id.clone());
             }
@@ -189,7 +247,9 @@ impl Dispatcher {
             return HookResult::Skipped(reason.clone());
         }
         match hook.mode {
-            RunMode::Sync => HookResult::Ran(Box::new(self.handlers.run(hook, invocation, &self.policy).await)),
+            RunMode::Sync => HookResult::Ran(Box::new(
+                self.handlers.run(hook, invocation, &self.policy).await,
+            )),
             RunMode::Async | RunMode::AsyncRewake => match self.start_async(hook, invocation) {
                 Ok(()) => HookResult::Started,
                 Err(message) => HookResult::Skipped(message),
@@ -200,11 +260,18 @@ impl Dispatcher {
     fn start_async(&self, hook: &Arc<Hook>, invocation: &Arc<Invocation>) -> Result<(), String> {
         match &self.launcher {
             AsyncLauncher::InProcess => {
-                let (handlers, policy, sessions) = (self.handlers.clone(), self.policy.clone(), self.sessions.clone());
+                let (handlers, policy, sessions) = (
+                    self.handlers.clone(),
+                    self.policy.clone(),
+                    self.sessions.clone(),
+                );
                 let (hook, invocation) = (hook.clone(), invocation.clone());
                 tokio::spawn(async move {
                     let run = handlers.run(&hook, &invocation, &policy).await;
-                    sessions.push_async(&invocation.session_id, async_result(&hook, &invocation, &run));
+                    sessions.push_async(
+                        &invocation.session_id,
+                        async_result(&hook, &invocation, &run),
+                    );
                 });
                 Ok(())
             }
@@ -217,7 +284,9 @@ impl Dispatcher {
                     .stderr(Stdio::null())
                     .current_dir(&invocation.project_dir)
                     .spawn()
-                    .map_err(|e| format!("cannot start async runner `{}`: {e}", program.display()))?;
+                    .map_err(|e| {
+                        format!("cannot start async runner `{}`: {e}", program.display())
+                    })?;
                 if let Some(mut stdin) = child.stdin.take() {
                     use std::io::Write;
                     let _ = stdin.write_all(invocation.input_json.as_bytes());
@@ -238,7 +307,10 @@ impl Dispatcher {
                 outcome.additional_context.push(wake.clone());
                 outcome.notices.push(crate::outcome::Notice {
                     hook: result.hook.clone(),
-                    message: format!("asyncRewake: woke the session after `{}`: {wake}", result.event),
+                    message: format!(
+                        "asyncRewake: woke the session after `{}`: {wake}",
+                        result.event
+                    ),
                 });
             }
             if let Some(error) = result.error {
@@ -290,10 +362,17 @@ pub fn async_result(hook: &Hook, invocation: &Invocation, run: &HandlerRun) -> A
     };
     match &run.verdict {
         Verdict::Answer(answer) => {
-            if let Some(context) = answer.output.specific.get("additionalContext").and_then(Value::as_str) {
+            if let Some(context) = answer
+                .output
+                .specific
+                .get("additionalContext")
+                .and_then(Value::as_str)
+            {
                 result.additional_context.push(context.to_string());
             }
-            result.system_messages.extend(answer.output.system_message.clone());
+            result
+                .system_messages
+                .extend(answer.output.system_message.clone());
             if hook.mode == RunMode::AsyncRewake {
                 result.wake = answer.blocking_error.clone();
             }
@@ -310,7 +389,12 @@ impl Dispatcher {
     /// # Errors
     ///
     /// An unknown event or hook id, or a bad input.
-    pub async fn run_async_hook(&self, event: &str, hook_id: &str, input: Value) -> Result<(), String> {
+    pub async fn run_async_hook(
+        &self,
+        event: &str,
+        hook_id: &str,
+        input: Value,
+    ) -> Result<(), String> {
         let invocation = self.invocation(event, input).map_err(|e| e.to_string())?;
         let hook = self
             .policy
@@ -319,7 +403,10 @@ impl Dispatcher {
             .find(|h| h.id == hook_id && h.event == event)
             .ok_or_else(|| format!("no hook `{hook_id}` on `{event}` in the current config"))?;
         let run = self.handlers.run(hook, &invocation, &self.policy).await;
-        self.sessions.push_async(&invocation.session_id, async_result(hook, &invocation, &run));
+        self.sessions.push_async(
+            &invocation.session_id,
+            async_result(hook, &invocation, &run),
+        );
         Ok(())
     }
 }

@@ -231,7 +231,10 @@ pub struct EventCatalogue {
 
 impl Default for EventCatalogue {
     fn default() -> Self {
-        let events = BUILT_IN.iter().map(|row| (row.name.to_string(), Arc::new(EventSpec::from(row)))).collect();
+        let events = BUILT_IN
+            .iter()
+            .map(|row| (row.name.to_string(), Arc::new(EventSpec::from(row))))
+            .collect();
         EventCatalogue { events }
     }
 }
@@ -276,12 +279,30 @@ mod tests {
         let c = EventCatalogue::default();
         // (event, matcher field, exit 2, decision, default timeout in ms)
         let rows: &[(&str, Option<&str>, Exit2, DecisionStyle, u128)] = &[
-            ("PreToolUse", Some("tool_name"), Blocks, D::Permission, 600_000),
-            ("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest, 600_000),
+            (
+                "PreToolUse",
+                Some("tool_name"),
+                Blocks,
+                D::Permission,
+                600_000,
+            ),
+            (
+                "PermissionRequest",
+                Some("tool_name"),
+                Ignored,
+                D::PermissionRequest,
+                600_000,
+            ),
             ("UserPromptSubmit", None, Blocks, D::Block, 30_000),
             ("Stop", None, Blocks, D::Block, 600_000),
             ("SessionStart", Some("source"), Notice, D::None, 600_000),
-            ("Notification", Some("notification_type"), Ignored, D::None, 600_000),
+            (
+                "Notification",
+                Some("notification_type"),
+                Ignored,
+                D::None,
+                600_000,
+            ),
             ("TeammateIdle", None, Blocks, D::ContinueOnly, 600_000),
             ("MessageDisplay", None, Notice, D::None, 10_000),
             ("SessionEnd", Some("reason"), Notice, D::None, 1_500),
@@ -299,14 +320,25 @@ mod tests {
     #[test]
     fn derived_attributes() {
         let c = EventCatalogue::default();
-        let tool_events: Vec<&str> = built_in_names().filter(|n| c.get(n).unwrap().tool_event).collect();
+        let tool_events: Vec<&str> = built_in_names()
+            .filter(|n| c.get(n).unwrap().tool_event)
+            .collect();
         assert_eq!(
             tool_events,
-            ["PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"]
+            [
+                "PreToolUse",
+                "PermissionRequest",
+                "PermissionDenied",
+                "PostToolUse",
+                "PostToolUseFailure"
+            ]
         );
         assert!(c.get("CwdChanged").unwrap().env_file);
         assert!(!c.get("PreToolUse").unwrap().env_file);
-        assert_eq!(c.get("StopFailure").unwrap().matcher_syntax, MatcherSyntax::Narrow);
+        assert_eq!(
+            c.get("StopFailure").unwrap().matcher_syntax,
+            MatcherSyntax::Narrow
+        );
         assert!(c.get("UserPromptSubmit").unwrap().plain_stdout_is_context);
         assert!(!c.get("Notification").unwrap().honours_continue);
         assert!(c.get("PreToolUse").unwrap().honours("updatedInput"));
@@ -320,6 +352,9 @@ mod tests {
         spec.name = Cow::Owned("BeforeDeploy".into());
         spec.matcher_field = Some(Cow::Owned("target".into()));
         c.register(spec);
-        assert_eq!(c.get("BeforeDeploy").unwrap().matcher_field.as_deref(), Some("target"));
+        assert_eq!(
+            c.get("BeforeDeploy").unwrap().matcher_field.as_deref(),
+            Some("target")
+        );
     }
 }

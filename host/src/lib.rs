@@ -81,7 +81,10 @@ impl HostBuilder {
     /// project sources until [`HostBuilder::standard_sources`] or the setters add them.
     pub fn new(project_dir: impl Into<PathBuf>) -> HostBuilder {
         HostBuilder {
-            sources: SourceOptions { project_dir: project_dir.into(), ..SourceOptions::default() },
+            sources: SourceOptions {
+                project_dir: project_dir.into(),
+                ..SourceOptions::default()
+            },
             catalogue: EventCatalogue::default(),
             stop_block_cap: None,
             sessions: None,
@@ -97,9 +100,11 @@ impl HostBuilder {
     pub fn standard_sources(mut self) -> HostBuilder {
         let settings = std::mem::take(&mut self.sources.settings);
         self.sources = SourceOptions::from_env(self.sources.project_dir.clone(), settings);
-        self.stop_block_cap = self
-            .stop_block_cap
-            .or_else(|| std::env::var("HOOKHOST_STOP_BLOCK_CAP").ok().and_then(|v| v.trim().parse().ok()));
+        self.stop_block_cap = self.stop_block_cap.or_else(|| {
+            std::env::var("HOOKHOST_STOP_BLOCK_CAP")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+        });
         self
     }
 
@@ -163,11 +168,21 @@ impl HostBuilder {
     pub fn build(self) -> Host {
         let catalogue = Arc::new(self.catalogue);
         let loaded = config::load(&self.sources, &catalogue);
-        let options =
-            ResolveOptions { project_dir: self.sources.project_dir.clone(), stop_block_cap: self.stop_block_cap };
+        let options = ResolveOptions {
+            project_dir: self.sources.project_dir.clone(),
+            stop_block_cap: self.stop_block_cap,
+        };
         let policy = Arc::new(policy::resolve(loaded, catalogue, &options));
-        let sessions = self.sessions.unwrap_or_else(|| Arc::new(MemoryStore::default()));
-        let dispatcher = Dispatcher::new(policy, Handlers::new(self.wasm), sessions, self.launcher, self.session_files);
+        let sessions = self
+            .sessions
+            .unwrap_or_else(|| Arc::new(MemoryStore::default()));
+        let dispatcher = Dispatcher::new(
+            policy,
+            Handlers::new(self.wasm),
+            sessions,
+            self.launcher,
+            self.session_files,
+        );
         Host { dispatcher }
     }
 }

@@ -50,13 +50,28 @@ pub struct MemoryStore {
 
 impl SessionStore for MemoryStore {
     fn stop_blocks(&self, session: &str) -> u32 {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(session).map_or(0, |s| s.0)
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .map_or(0, |s| s.0)
     }
     fn set_stop_blocks(&self, session: &str, count: u32) {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).entry(session.to_string()).or_default().0 = count;
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(session.to_string())
+            .or_default()
+            .0 = count;
     }
     fn push_async(&self, session: &str, result: AsyncResult) {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).entry(session.to_string()).or_default().1.push(result);
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(session.to_string())
+            .or_default()
+            .1
+            .push(result);
     }
     fn take_async(&self, session: &str) -> Vec<AsyncResult> {
         self.sessions
@@ -94,15 +109,25 @@ impl DiskStore {
 fn file_safe(session: &str) -> String {
     let plain = !session.is_empty()
         && session.len() <= 128
-        && session.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if plain { session.to_string() } else { format!("x-{}", hex::encode(session.as_bytes())) }
+        && session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain {
+        session.to_string()
+    } else {
+        format!("x-{}", hex::encode(session.as_bytes()))
+    }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().expect("state files live in a directory");
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+    let tmp = dir.join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
@@ -118,18 +143,31 @@ impl SessionStore for DiskStore {
     fn set_stop_blocks(&self, session: &str, count: u32) {
         let path = self.session_dir(session).join("stop-blocks");
         if let Err(e) = write_atomically(&path, count.to_string().as_bytes()) {
-            tracing::warn!("cannot record the Stop block count in {}: {e}", path.display());
+            tracing::warn!(
+                "cannot record the Stop block count in {}: {e}",
+                path.display()
+            );
         }
     }
 
     fn push_async(&self, session: &str, result: AsyncResult) {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let name = format!("{nanos:020}-{}-{}.json", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!(
+            "{nanos:020}-{}-{}.json",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
         let path = self.session_dir(session).join("async").join(name);
         let bytes = serde_json::to_vec(&result).expect("async results serialize");
         if let Err(e) = write_atomically(&path, &bytes) {
-            tracing::warn!("cannot queue the async result of `{}` in {}: {e}", result.hook, path.display());
+            tracing::warn!(
+                "cannot queue the async result of `{}` in {}: {e}",
+                result.hook,
+                path.display()
+            );
         }
     }
 

@@ -46,11 +46,13 @@ fn script(project: &Path) -> Vec<Step> {
             "permission_mode": "default",
             "hook_event_name": event,
         });
-        input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         input
     };
-    let bash =
-        |command: &str| json!({"tool_name": "Bash", "tool_use_id": "toolu_demo", "tool_input": {"command": command}});
+    let bash = |command: &str| json!({"tool_name": "Bash", "tool_use_id": "toolu_demo", "tool_input": {"command": command}});
     vec![
         Step {
             caption: "session starts",
@@ -113,23 +115,33 @@ fn script(project: &Path) -> Vec<Step> {
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
-    let project = tempfile::tempdir().map_err(|e| format!("cannot create a demo directory: {e}"))?;
+    let project =
+        tempfile::tempdir().map_err(|e| format!("cannot create a demo directory: {e}"))?;
     let scripts = project.path().join(".demo");
     std::fs::create_dir_all(&scripts).map_err(|e| e.to_string())?;
     for (name, body) in SCRIPTS {
         std::fs::write(scripts.join(name), body).map_err(|e| e.to_string())?;
     }
     let host = HostBuilder::new(project.path()).settings(CONFIG).build();
-    println!("hookhost demo: a scripted agent session in {}\n", project.path().display());
+    println!(
+        "hookhost demo: a scripted agent session in {}\n",
+        project.path().display()
+    );
     let rt = runtime()?;
     for step in script(project.path()) {
         if step.caption.starts_with("agent ran the tests") {
-            std::fs::write(project.path().join(".tests-passed"), "ok").map_err(|e| e.to_string())?;
+            std::fs::write(project.path().join(".tests-passed"), "ok")
+                .map_err(|e| e.to_string())?;
         }
-        let outcome = rt.block_on(host.dispatch(step.event, step.input)).map_err(|e| e.to_string())?;
+        let outcome = rt
+            .block_on(host.dispatch(step.event, step.input))
+            .map_err(|e| e.to_string())?;
         print_step(step.caption, &outcome);
         if args.json {
-            println!("{}\n", serde_json::to_string_pretty(&outcome).map_err(|e| e.to_string())?);
+            println!(
+                "{}\n",
+                serde_json::to_string_pretty(&outcome).map_err(|e| e.to_string())?
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -138,7 +150,10 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
 fn print_step(caption: &str, outcome: &Outcome) {
     let decision = match outcome.decision {
         Decision::None => "no decision (proceeds)".to_string(),
-        d => serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_uppercase)).unwrap_or_default(),
+        d => serde_json::to_value(d)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_uppercase))
+            .unwrap_or_default(),
     };
     println!("▶ {:<18} {caption}", outcome.event);
     println!("    decision: {decision}");
@@ -149,7 +164,10 @@ fn print_step(caption: &str, outcome: &Outcome) {
         println!("    context:  {context}");
     }
     if let Some(input) = &outcome.updated_input {
-        println!("    rewrite:  {input} (by {})", outcome.updated_input_by.as_deref().unwrap_or("?"));
+        println!(
+            "    rewrite:  {input} (by {})",
+            outcome.updated_input_by.as_deref().unwrap_or("?")
+        );
     }
     if let Some(output) = &outcome.updated_tool_output {
         println!("    output:   {output}");
@@ -166,7 +184,10 @@ fn print_step(caption: &str, outcome: &Outcome) {
             HookStatus::Skipped => "skipped",
             HookStatus::Async => "async",
         };
-        let time = hook.duration_ms.map(|ms| format!("{ms:.1} ms")).unwrap_or_default();
+        let time = hook
+            .duration_ms
+            .map(|ms| format!("{ms:.1} ms"))
+            .unwrap_or_default();
         let mut usage = String::new();
         if let Some(fuel) = hook.fuel {
             usage.push_str(&format!(", fuel {fuel}"));
@@ -174,7 +195,10 @@ fn print_step(caption: &str, outcome: &Outcome) {
         if let Some(memory) = hook.memory_bytes {
             usage.push_str(&format!(", memory {} KiB", memory / 1024));
         }
-        println!("    hook:     {:<22} {:<8} {:<8} {time}{usage}", hook.id, hook.kind, status);
+        println!(
+            "    hook:     {:<22} {:<8} {:<8} {time}{usage}",
+            hook.id, hook.kind, status
+        );
     }
     println!();
 }

@@ -35,7 +35,9 @@ pub struct DispatchArgs {
 
 fn read_input() -> Result<Value, String> {
     let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
@@ -44,22 +46,38 @@ fn read_input() -> Result<Value, String> {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let input = read_input()?;
-    let event = match (&args.event, input.get("hook_event_name").and_then(Value::as_str)) {
+    let event = match (
+        &args.event,
+        input.get("hook_event_name").and_then(Value::as_str),
+    ) {
         (Some(event), _) => event.clone(),
         (None, Some(event)) => event.to_string(),
-        (None, None) => return Err("name the event (`hookhost dispatch PreToolUse`) or pass `hook_event_name`".into()),
+        (None, None) => {
+            return Err(
+                "name the event (`hookhost dispatch PreToolUse`) or pass `hook_event_name`".into(),
+            );
+        }
     };
     let host = args.sources.host()?;
-    let outcome = runtime()?.block_on(host.dispatch(&event, input)).map_err(|e| e.to_string())?;
+    let outcome = runtime()?
+        .block_on(host.dispatch(&event, input))
+        .map_err(|e| e.to_string())?;
     match args.format {
         Format::Outcome => {
-            let json =
-                if args.pretty { serde_json::to_string_pretty(&outcome) } else { serde_json::to_string(&outcome) };
+            let json = if args.pretty {
+                serde_json::to_string_pretty(&outcome)
+            } else {
+                serde_json::to_string(&outcome)
+            };
             println!("{}", json.map_err(|e| e.to_string())?);
             Ok(ExitCode::SUCCESS)
         }
         Format::Claude => {
-            let spec = host.policy().catalogue.get(&event).expect("dispatch checked the event");
+            let spec = host
+                .policy()
+                .catalogue
+                .get(&event)
+                .expect("dispatch checked the event");
             let response = hookhost::outcome::to_claude(spec, &outcome);
             if !response.stdout.is_empty() {
                 println!("{}", response.stdout);
@@ -91,6 +109,11 @@ pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
     }
     let input = read_input()?;
     let host = args.sources.host()?;
-    runtime()?.block_on(host.dispatcher().run_async_hook(&args.event, &args.hook, input)).map_err(|e| e.to_string())?;
+    runtime()?
+        .block_on(
+            host.dispatcher()
+                .run_async_hook(&args.event, &args.hook, input),
+        )
+        .map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -49,7 +49,9 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
                 .then(|| format!("program `{}` is not found or not executable", c.command))
         }
         HandlerSpec::Http(h) => match &policy.settings.allowed_http_hook_urls {
-            Some(list) if !list.allows(&h.url) => Some(format!("URL `{}` is not in `allowedHttpHookUrls`", h.url)),
+            Some(list) if !list.allows(&h.url) => {
+                Some(format!("URL `{}` is not in `allowedHttpHookUrls`", h.url))
+            }
             _ => None,
         },
         HandlerSpec::Wasm(w) => {
@@ -87,17 +89,26 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
         });
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?
+        );
     } else if lines.is_empty() {
         println!("no hooks configured");
     } else {
-        println!("{:<9} {:<18} {:<14} {:<8} {:<34} STATE", "SOURCE", "EVENT", "MATCHER", "TYPE", "ID");
+        println!(
+            "{:<9} {:<18} {:<14} {:<8} {:<34} STATE",
+            "SOURCE", "EVENT", "MATCHER", "TYPE", "ID"
+        );
         for l in &lines {
             let state = match &l.why_not {
                 None => "runs".to_string(),
                 Some(why) => format!("skipped: {why}"),
             };
-            println!("{:<9} {:<18} {:<14} {:<8} {:<34} {state}", l.source, l.event, l.matcher, l.kind, l.id);
+            println!(
+                "{:<9} {:<18} {:<14} {:<8} {:<34} {state}",
+                l.source, l.event, l.matcher, l.kind, l.id
+            );
             println!("{:<9} {}", "", l.handler);
         }
     }
@@ -119,19 +130,34 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
     let policy = host.policy();
     print_problems(policy);
     if policy.errors.is_empty() {
-        let sources: std::collections::BTreeSet<&str> =
-            policy.hooks.iter().map(|h| h.origin.location.as_str()).collect();
-        println!("ok: {} hooks from {} sources, {} warnings", policy.hooks.len(), sources.len(), policy.warnings.len());
+        let sources: std::collections::BTreeSet<&str> = policy
+            .hooks
+            .iter()
+            .map(|h| h.origin.location.as_str())
+            .collect();
+        println!(
+            "ok: {} hooks from {} sources, {} warnings",
+            policy.hooks.len(),
+            sources.len(),
+            policy.warnings.len()
+        );
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("{} errors, {} warnings", policy.errors.len(), policy.warnings.len());
+        println!(
+            "{} errors, {} warnings",
+            policy.errors.len(),
+            policy.warnings.len()
+        );
         Ok(ExitCode::from(1))
     }
 }
 
 pub fn events() -> Result<ExitCode, String> {
     let catalogue = hookhost::EventCatalogue::default();
-    println!("{:<20} {:<18} {:<8} {:<18} {:>8}  OUTPUTS", "EVENT", "MATCHER FIELD", "EXIT 2", "DECISION", "TIMEOUT");
+    println!(
+        "{:<20} {:<18} {:<8} {:<18} {:>8}  OUTPUTS",
+        "EVENT", "MATCHER FIELD", "EXIT 2", "DECISION", "TIMEOUT"
+    );
     for name in built_in_names() {
         let s = catalogue.get(name).expect("built-in event");
         println!(

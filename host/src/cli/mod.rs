@@ -54,9 +54,11 @@ impl SourceArgs {
     fn project_dir(&self) -> Result<PathBuf, String> {
         let dir = match &self.project {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+            None => std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}"))?,
         };
-        std::path::absolute(&dir).map_err(|e| format!("bad project directory `{}`: {e}", dir.display()))
+        std::path::absolute(&dir)
+            .map_err(|e| format!("bad project directory `{}`: {e}", dir.display()))
     }
 
     /// A host over the standard sources, with session state on disk so that consecutive
@@ -76,7 +78,10 @@ impl SourceArgs {
             launcher_args.extend(["--settings".into(), settings.clone()]);
         }
         let launcher = match std::env::current_exe() {
-            Ok(program) => AsyncLauncher::Detached { program, args: launcher_args },
+            Ok(program) => AsyncLauncher::Detached {
+                program,
+                args: launcher_args,
+            },
             Err(_) => AsyncLauncher::InProcess,
         };
         Ok(builder

@@ -59,12 +59,26 @@ pub fn parse_settings(
     claude_format: bool,
     catalogue: &EventCatalogue,
 ) -> Result<(RawSettings, Vec<ConfigWarning>), ConfigError> {
-    let err =
-        |path: &str, message: String| ConfigError { location: location.to_string(), path: path.to_string(), message };
-    let doc: Value = serde_json::from_str(text)
-        .map_err(|e| err("$", format!("invalid JSON at line {} column {}: {e}", e.line(), e.column())))?;
+    let err = |path: &str, message: String| ConfigError {
+        location: location.to_string(),
+        path: path.to_string(),
+        message,
+    };
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        err(
+            "$",
+            format!(
+                "invalid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
     let Value::Object(top) = doc else {
-        return Err(err("$", format!("expected an object, found {}", kind_of(&doc))));
+        return Err(err(
+            "$",
+            format!("expected an object, found {}", kind_of(&doc)),
+        ));
     };
 
     let mut settings = RawSettings::default();
@@ -77,9 +91,15 @@ pub fn parse_settings(
                 settings.groups = parse_hooks(value, location, catalogue, &mut warnings)?;
             }
             "disableAllHooks" => settings.disable_all_hooks = typed(value, location, &path)?,
-            "allowManagedHooksOnly" => settings.allow_managed_hooks_only = typed(value, location, &path)?,
-            "allowedHttpHookUrls" => settings.allowed_http_hook_urls = typed(value, location, &path)?,
-            "httpHookAllowedEnvVars" => settings.http_hook_allowed_env_vars = typed(value, location, &path)?,
+            "allowManagedHooksOnly" => {
+                settings.allow_managed_hooks_only = typed(value, location, &path)?
+            }
+            "allowedHttpHookUrls" => {
+                settings.allowed_http_hook_urls = typed(value, location, &path)?
+            }
+            "httpHookAllowedEnvVars" => {
+                settings.http_hook_allowed_env_vars = typed(value, location, &path)?
+            }
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
@@ -122,11 +142,15 @@ fn parse_hooks(
             continue;
         }
         let list: Vec<RawMatcherGroup> = typed(&list, location, &path)?;
-        groups.extend(list.into_iter().enumerate().map(|(index, group)| RawEventGroup {
-            event: event.clone(),
-            index,
-            group,
-        }));
+        groups.extend(
+            list.into_iter()
+                .enumerate()
+                .map(|(index, group)| RawEventGroup {
+                    event: event.clone(),
+                    index,
+                    group,
+                }),
+        );
     }
     Ok(groups)
 }
@@ -143,7 +167,11 @@ fn typed<T: DeserializeOwned>(value: &Value, location: &str, base: &str) -> Resu
         } else {
             format!("{base}.{inner}")
         };
-        ConfigError { location: location.to_string(), path, message: e.into_inner().to_string() }
+        ConfigError {
+            location: location.to_string(),
+            path,
+            message: e.into_inner().to_string(),
+        }
     })
 }
 
@@ -177,7 +205,10 @@ mod tests {
         assert!(w.is_empty());
         assert_eq!(s.groups.len(), 1);
         assert_eq!(s.groups[0].event, "PreToolUse");
-        assert_eq!(s.groups[0].group.hooks[0].command.as_deref(), Some("echo hi"));
+        assert_eq!(
+            s.groups[0].group.hooks[0].command.as_deref(),
+            Some("echo hi")
+        );
         assert_eq!(s.disable_all_hooks, Some(false));
     }
 
@@ -186,7 +217,11 @@ mod tests {
         let cases: &[(&str, &str, &str)] = &[
             ("{", "$", "invalid JSON at line 1"),
             ("[]", "$", "expected an object, found an array"),
-            (r#"{"disableAllHooks": "yes"}"#, "$.disableAllHooks", "expected a boolean"),
+            (
+                r#"{"disableAllHooks": "yes"}"#,
+                "$.disableAllHooks",
+                "expected a boolean",
+            ),
             (r#"{"nope": 1}"#, "$.nope", "unknown field `nope`"),
             (
                 r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "x"}]}]}}"#,
@@ -203,7 +238,11 @@ mod tests {
                 "$.hooks.Stop[0].hooks[0].timeout",
                 "expected f64",
             ),
-            (r#"{"hooks": {"Stop": {}}}"#, "$.hooks.Stop", "expected a sequence"),
+            (
+                r#"{"hooks": {"Stop": {}}}"#,
+                "$.hooks.Stop",
+                "expected a sequence",
+            ),
         ];
         for (text, path, message) in cases {
             let e = parse(text).expect_err(text);
@@ -231,8 +270,8 @@ mod tests {
     fn claude_settings_keys_are_ignored_in_claude_format_only() {
         let text = r#"{"permissions": {"allow": []}, "model": "x", "hooks": {}}"#;
         assert!(parse(text).is_err());
-        let (_, w) =
-            parse_settings(text, "settings.json", true, &EventCatalogue::default()).expect("claude settings load");
+        let (_, w) = parse_settings(text, "settings.json", true, &EventCatalogue::default())
+            .expect("claude settings load");
         assert!(w.is_empty());
     }
 }

@@ -98,13 +98,21 @@ impl SourceOptions {
         let user_dir = std::env::var_os("HOOKHOST_HOME")
             .map(PathBuf::from)
             .or_else(|| directories::BaseDirs::new().map(|d| d.config_dir().join("hookhost")));
-        SourceOptions { managed_dir, settings, project_dir, user_dir }
+        SourceOptions {
+            managed_dir,
+            settings,
+            project_dir,
+            user_dir,
+        }
     }
 
     /// The project's hook files, as `(kind, path)`, highest precedence first.
     pub fn project_files(&self) -> [(SourceKind, PathBuf); 2] {
         let dir = self.project_dir.join(".hookhost");
-        [(SourceKind::Local, dir.join("hooks.local.json")), (SourceKind::Project, dir.join("hooks.json"))]
+        [
+            (SourceKind::Local, dir.join("hooks.local.json")),
+            (SourceKind::Project, dir.join("hooks.json")),
+        ]
     }
 }
 
@@ -124,7 +132,12 @@ pub struct LoadedConfig {
 pub fn load(options: &SourceOptions, catalogue: &EventCatalogue) -> LoadedConfig {
     let mut loaded = LoadedConfig::default();
     if let Some(dir) = &options.managed_dir {
-        load_file(&mut loaded, SourceKind::Managed, &dir.join("managed.json"), catalogue);
+        load_file(
+            &mut loaded,
+            SourceKind::Managed,
+            &dir.join("managed.json"),
+            catalogue,
+        );
         let mut drop_ins: Vec<PathBuf> = std::fs::read_dir(dir.join("managed.d"))
             .into_iter()
             .flatten()
@@ -141,7 +154,15 @@ pub fn load(options: &SourceOptions, catalogue: &EventCatalogue) -> LoadedConfig
         if arg.trim_start().starts_with('{') {
             let location = format!("--settings #{} (inline JSON)", n + 1);
             let cwd = std::env::current_dir().unwrap_or_default();
-            push_parsed(&mut loaded, SourceKind::Cli, location, cwd, arg, false, catalogue);
+            push_parsed(
+                &mut loaded,
+                SourceKind::Cli,
+                location,
+                cwd,
+                arg,
+                false,
+                catalogue,
+            );
         } else {
             load_file(&mut loaded, SourceKind::Cli, Path::new(arg), catalogue);
         }
@@ -150,7 +171,12 @@ pub fn load(options: &SourceOptions, catalogue: &EventCatalogue) -> LoadedConfig
         load_file(&mut loaded, kind, &path, catalogue);
     }
     if let Some(dir) = &options.user_dir {
-        load_file(&mut loaded, SourceKind::User, &dir.join("hooks.json"), catalogue);
+        load_file(
+            &mut loaded,
+            SourceKind::User,
+            &dir.join("hooks.json"),
+            catalogue,
+        );
     }
     loaded
 }
@@ -162,13 +188,25 @@ fn load_file(loaded: &mut LoadedConfig, kind: SourceKind, path: &Path, catalogue
         // Managed, project and user files are optional; a `--settings` file is not.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && kind != SourceKind::Cli => return,
         Err(e) => {
-            loaded.errors.push(ConfigError { location, path: "$".into(), message: format!("cannot read file: {e}") });
+            loaded.errors.push(ConfigError {
+                location,
+                path: "$".into(),
+                message: format!("cannot read file: {e}"),
+            });
             return;
         }
     };
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let claude_format = is_claude_settings_file(path);
-    push_parsed(loaded, kind, location, base_dir, &text, claude_format, catalogue);
+    push_parsed(
+        loaded,
+        kind,
+        location,
+        base_dir,
+        &text,
+        claude_format,
+        catalogue,
+    );
 }
 
 fn push_parsed(
@@ -183,7 +221,11 @@ fn push_parsed(
     match parse_settings(text, &location, claude_format, catalogue) {
         Ok((settings, warnings)) => {
             loaded.warnings.extend(warnings);
-            loaded.layers.push(ConfigLayer { origin: Origin { kind, location }, base_dir, settings });
+            loaded.layers.push(ConfigLayer {
+                origin: Origin { kind, location },
+                base_dir,
+                settings,
+            });
         }
         Err(e) => loaded.errors.push(e),
     }

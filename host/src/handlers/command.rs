@@ -30,7 +30,15 @@ use crate::policy::{CommandSpec, Hook, Settings, Shell};
 pub const CAPTURE_LIMIT: usize = 1 << 20;
 
 /// Substrings that mark an environment variable as a credential.
-const CREDENTIAL_MARKERS: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "PRIVATE"];
+const CREDENTIAL_MARKERS: &[&str] = &[
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "KEY",
+    "CREDENTIAL",
+    "PRIVATE",
+];
 /// Prefixes of cloud credentials.
 const CREDENTIAL_PREFIXES: &[&str] = &["AWS_", "AZURE_", "GCP_", "GOOGLE_"];
 /// Whole names of variables that usually embed credentials.
@@ -46,7 +54,9 @@ pub fn is_credential_name(name: &str) -> bool {
 
 /// Whether `name` matches an allowlist entry (`*` is a wildcard).
 pub fn allowlisted(name: &str, allowlist: &[String]) -> bool {
-    allowlist.iter().any(|pattern| wildcard_match(pattern, name))
+    allowlist
+        .iter()
+        .any(|pattern| wildcard_match(pattern, name))
 }
 
 fn wildcard_match(pattern: &str, text: &str) -> bool {
@@ -55,7 +65,10 @@ fn wildcard_match(pattern: &str, text: &str) -> bool {
         return pattern == text;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || !text[first.len()..].ends_with(last) || text.len() < first.len() + last.len() {
+    if !text.starts_with(first)
+        || !text[first.len()..].ends_with(last)
+        || text.len() < first.len() + last.len()
+    {
         return false;
     }
     let mut rest = &text[first.len()..text.len() - last.len()];
@@ -76,7 +89,10 @@ pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(String, St
     let project = invocation.project_dir.display().to_string();
     env.push(("CLAUDE_PROJECT_DIR".into(), project.clone()));
     env.push(("HOOKHOST_PROJECT_DIR".into(), project));
-    env.push(("CLAUDE_CODE_SESSION_ID".into(), invocation.session_id.clone()));
+    env.push((
+        "CLAUDE_CODE_SESSION_ID".into(),
+        invocation.session_id.clone(),
+    ));
     env.push(("HOOKHOST_SESSION_ID".into(), invocation.session_id.clone()));
     env.push(("HOOKHOST_EVENT".into(), invocation.spec.name.to_string()));
     if let Some(file) = &invocation.env_file {
@@ -118,7 +134,12 @@ impl Drop for GroupGuard {
 }
 
 /// Runs a command hook once.
-pub async fn run(spec: &CommandSpec, hook: &Hook, invocation: &Invocation, settings: &Settings) -> HandlerRun {
+pub async fn run(
+    spec: &CommandSpec,
+    hook: &Hook,
+    invocation: &Invocation,
+    settings: &Settings,
+) -> HandlerRun {
     let started = Instant::now();
     let mut command = match &spec.args {
         None => {
@@ -149,7 +170,11 @@ pub async fn run(spec: &CommandSpec, hook: &Hook, invocation: &Invocation, setti
         Ok(child) => child,
         Err(e) => {
             let what = spec.args.as_ref().map_or("sh", |_| spec.command.as_str());
-            return HandlerRun::failed(FailureKind::CannotStart, format!("cannot start `{what}`: {e}"), started);
+            return HandlerRun::failed(
+                FailureKind::CannotStart,
+                format!("cannot start `{what}`: {e}"),
+                started,
+            );
         }
     };
     let mut guard = GroupGuard(child.id().map(|pid| pid as i32));
@@ -167,7 +192,8 @@ pub async fn run(spec: &CommandSpec, hook: &Hook, invocation: &Invocation, setti
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let work = async {
-        let (_, out, err, status) = tokio::join!(feed, read_capped(stdout), read_capped(stderr), child.wait());
+        let (_, out, err, status) =
+            tokio::join!(feed, read_capped(stdout), read_capped(stderr), child.wait());
         (out, err, status)
     };
     let (stdout, stderr, status) = match tokio::time::timeout(hook.timeout, work).await {
@@ -178,7 +204,10 @@ pub async fn run(spec: &CommandSpec, hook: &Hook, invocation: &Invocation, setti
             return HandlerRun {
                 verdict: Verdict::failed(
                     FailureKind::Timeout,
-                    format!("timed out after {}s; process group killed", format_secs(hook.timeout.as_secs_f64())),
+                    format!(
+                        "timed out after {}s; process group killed",
+                        format_secs(hook.timeout.as_secs_f64())
+                    ),
                 ),
                 exit_code: None,
                 duration: started.elapsed(),
@@ -193,21 +222,43 @@ pub async fn run(spec: &CommandSpec, hook: &Hook, invocation: &Invocation, setti
     let stdout_text = String::from_utf8_lossy(&stdout).into_owned();
     let (verdict, exit_code) = match status {
         Ok(status) => match status.code() {
-            Some(code) => (interpret_exit(code, &stdout_text, &stderr_text, &invocation.spec.name), Some(code)),
+            Some(code) => (
+                interpret_exit(code, &stdout_text, &stderr_text, &invocation.spec.name),
+                Some(code),
+            ),
             None => {
                 use std::os::unix::process::ExitStatusExt;
                 let signal = status.signal().unwrap_or(0);
-                (Verdict::failed(FailureKind::ExitCode, format!("killed by signal {signal}")), None)
+                (
+                    Verdict::failed(FailureKind::ExitCode, format!("killed by signal {signal}")),
+                    None,
+                )
             }
         },
-        Err(e) => (Verdict::failed(FailureKind::CannotStart, format!("cannot wait for the hook: {e}")), None),
+        Err(e) => (
+            Verdict::failed(
+                FailureKind::CannotStart,
+                format!("cannot wait for the hook: {e}"),
+            ),
+            None,
+        ),
     };
     let diagnostics = (!stderr_text.trim().is_empty()).then(|| cap_text(stderr_text.trim()));
-    HandlerRun { verdict, exit_code, duration, usage: Usage::default(), diagnostics }
+    HandlerRun {
+        verdict,
+        exit_code,
+        duration,
+        usage: Usage::default(),
+        diagnostics,
+    }
 }
 
 fn format_secs(secs: f64) -> String {
-    if secs.fract() == 0.0 { format!("{secs:.0}") } else { format!("{secs}") }
+    if secs.fract() == 0.0 {
+        format!("{secs:.0}")
+    } else {
+        format!("{secs}")
+    }
 }
 
 async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
@@ -231,7 +282,11 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
 fn cannot_start(code: i32, stdout: &str, stderr: &str) -> bool {
     match code {
         126 | 127 => stdout.trim().is_empty(),
-        2 => stdout.trim().is_empty() && stderr.contains("can't open file") && stderr.contains("[Errno"),
+        2 => {
+            stdout.trim().is_empty()
+                && stderr.contains("can't open file")
+                && stderr.contains("[Errno")
+        }
         _ => false,
     }
 }
@@ -239,15 +294,28 @@ fn cannot_start(code: i32, stdout: &str, stderr: &str) -> bool {
 /// Applies the exit-code contract to one finished process.
 pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Verdict {
     if cannot_start(code, stdout, stderr) {
-        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        return Verdict::failed(FailureKind::CannotStart, format!("cannot start (exit {code}): {first}"));
+        let first = stderr
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        return Verdict::failed(
+            FailureKind::CannotStart,
+            format!("cannot start (exit {code}): {first}"),
+        );
     }
     let parsed = classify_stdout(stdout, event);
     match code {
         0 => match parsed {
             Stdout::Empty => Verdict::Answer(Answer::default()),
-            Stdout::Json(output) => Verdict::Answer(Answer { output, ..Answer::default() }),
-            Stdout::Text(text) => Verdict::Answer(Answer { plain_text: Some(text), ..Answer::default() }),
+            Stdout::Json(output) => Verdict::Answer(Answer {
+                output,
+                ..Answer::default()
+            }),
+            Stdout::Text(text) => Verdict::Answer(Answer {
+                plain_text: Some(text),
+                ..Answer::default()
+            }),
             Stdout::InvalidJson(e) => Verdict::failed(FailureKind::InvalidOutput, e),
         },
         2 => {
@@ -260,14 +328,30 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
                 .map(str::to_string)
                 .or_else(|| Some(stderr.trim().to_string()).filter(|s| !s.is_empty()))
                 .unwrap_or_else(|| "blocked by hook (exit 2)".into());
-            Verdict::Answer(Answer { output, blocking_error: Some(cap_text(&reason)), plain_text: None })
+            Verdict::Answer(Answer {
+                output,
+                blocking_error: Some(cap_text(&reason)),
+                plain_text: None,
+            })
         }
         _ => match parsed {
-            Stdout::Json(output) => Verdict::Answer(Answer { output, ..Answer::default() }),
-            Stdout::InvalidJson(e) => Verdict::failed(FailureKind::InvalidOutput, format!("exit {code}; {e}")),
+            Stdout::Json(output) => Verdict::Answer(Answer {
+                output,
+                ..Answer::default()
+            }),
+            Stdout::InvalidJson(e) => {
+                Verdict::failed(FailureKind::InvalidOutput, format!("exit {code}; {e}"))
+            }
             _ => {
-                let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-                Verdict::failed(FailureKind::ExitCode, format!("Failed with non-blocking status code {code}: {first}"))
+                let first = stderr
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim();
+                Verdict::failed(
+                    FailureKind::ExitCode,
+                    format!("Failed with non-blocking status code {code}: {first}"),
+                )
             }
         },
     }
@@ -276,10 +360,17 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
 /// Whether a path exists and is executable, for `hookhost hooks` diagnostics.
 pub fn program_exists(program: &str, project_dir: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.contains('/') {
         let p = Path::new(program);
-        return executable(&if p.is_absolute() { p.to_path_buf() } else { project_dir.join(p) });
+        return executable(&if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            project_dir.join(p)
+        });
     }
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|dir| executable(&dir.join(program))))
@@ -308,38 +399,77 @@ mod tests {
     fn exit_code_contract() {
         let e = "PreToolUse";
         assert_eq!(answer(interpret_exit(0, "", "", e)), Answer::default());
-        assert_eq!(answer(interpret_exit(0, "note", "", e)).plain_text.as_deref(), Some("note"));
-        assert_eq!(failure(interpret_exit(0, "{bad", "", e)), FailureKind::InvalidOutput);
+        assert_eq!(
+            answer(interpret_exit(0, "note", "", e))
+                .plain_text
+                .as_deref(),
+            Some("note")
+        );
+        assert_eq!(
+            failure(interpret_exit(0, "{bad", "", e)),
+            FailureKind::InvalidOutput
+        );
 
         // exit 2: reason from stderr, or from JSON when it gives one; JSON allow cannot undo it
         let a = answer(interpret_exit(2, "", "no way\n", e));
         assert_eq!(a.blocking_error.as_deref(), Some("no way"));
-        let json =
-            r#"{"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "json reason"}}"#;
+        let json = r#"{"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "json reason"}}"#;
         let a = answer(interpret_exit(2, json, "stderr reason", e));
         assert_eq!(a.blocking_error.as_deref(), Some("json reason"));
         let a = answer(interpret_exit(2, "{broken", "stderr reason", e));
         assert_eq!(a.blocking_error.as_deref(), Some("stderr reason"));
 
         // other codes: JSON decides alone, otherwise a non-blocking error
-        let a = answer(interpret_exit(1, r#"{"decision": "block", "reason": "r"}"#, "", "Stop"));
+        let a = answer(interpret_exit(
+            1,
+            r#"{"decision": "block", "reason": "r"}"#,
+            "",
+            "Stop",
+        ));
         assert_eq!(a.output.decision.as_deref(), Some("block"));
         assert!(a.blocking_error.is_none());
-        assert_eq!(failure(interpret_exit(1, "", "boom", e)), FailureKind::ExitCode);
-        assert_eq!(failure(interpret_exit(3, "text", "", e)), FailureKind::ExitCode);
+        assert_eq!(
+            failure(interpret_exit(1, "", "boom", e)),
+            FailureKind::ExitCode
+        );
+        assert_eq!(
+            failure(interpret_exit(3, "text", "", e)),
+            FailureKind::ExitCode
+        );
     }
 
     #[test]
     fn cannot_start_is_never_a_block() {
         let py = "python3: can't open file '/x/hook.py': [Errno 2] No such file or directory";
-        assert_eq!(failure(interpret_exit(2, "", py, "PreToolUse")), FailureKind::CannotStart);
-        assert_eq!(failure(interpret_exit(127, "", "sh: 1: nope: not found", "PreToolUse")), FailureKind::CannotStart);
-        assert_eq!(failure(interpret_exit(126, "", "Permission denied", "PreToolUse")), FailureKind::CannotStart);
+        assert_eq!(
+            failure(interpret_exit(2, "", py, "PreToolUse")),
+            FailureKind::CannotStart
+        );
+        assert_eq!(
+            failure(interpret_exit(
+                127,
+                "",
+                "sh: 1: nope: not found",
+                "PreToolUse"
+            )),
+            FailureKind::CannotStart
+        );
+        assert_eq!(
+            failure(interpret_exit(126, "", "Permission denied", "PreToolUse")),
+            FailureKind::CannotStart
+        );
     }
 
     #[test]
     fn credential_names() {
-        for name in ["GITHUB_TOKEN", "AWS_REGION", "ANTHROPIC_API_KEY", "db_password", "MY_SECRET_X", "DATABASE_URL"] {
+        for name in [
+            "GITHUB_TOKEN",
+            "AWS_REGION",
+            "ANTHROPIC_API_KEY",
+            "db_password",
+            "MY_SECRET_X",
+            "DATABASE_URL",
+        ] {
             assert!(is_credential_name(name), "{name}");
         }
         for name in ["PATH", "HOME", "LANG", "TERM", "SHELL", "USER"] {
@@ -349,7 +479,11 @@ mod tests {
 
     #[test]
     fn allowlist_wildcards() {
-        let list = vec!["GITHUB_TOKEN".to_string(), "NPM_*".to_string(), "*_PUBLIC_KEY".to_string()];
+        let list = vec![
+            "GITHUB_TOKEN".to_string(),
+            "NPM_*".to_string(),
+            "*_PUBLIC_KEY".to_string(),
+        ];
         assert!(allowlisted("GITHUB_TOKEN", &list));
         assert!(allowlisted("NPM_TOKEN", &list));
         assert!(allowlisted("SSH_PUBLIC_KEY", &list));

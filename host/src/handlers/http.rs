@@ -33,7 +33,10 @@ pub async fn run(
         let patterns: Vec<&str> = allowlist.patterns().collect();
         return HandlerRun::failed(
             FailureKind::Refused,
-            format!("URL `{}` is not in `allowedHttpHookUrls` {patterns:?}; not contacted", spec.url),
+            format!(
+                "URL `{}` is not in `allowedHttpHookUrls` {patterns:?}; not contacted",
+                spec.url
+            ),
             started,
         );
     }
@@ -65,26 +68,45 @@ pub async fn run(
         }
         Ok(Err(e)) => {
             let e = without_url(e);
-            return HandlerRun::failed(FailureKind::Http, format!("POST {} failed: {e}", spec.url), started);
+            return HandlerRun::failed(
+                FailureKind::Http,
+                format!("POST {} failed: {e}", spec.url),
+                started,
+            );
         }
         Ok(Ok(result)) => result,
     };
     let code = Some(i32::from(status.as_u16()));
     let text = String::from_utf8_lossy(&body);
     let verdict = if !status.is_success() {
-        Verdict::failed(FailureKind::Http, format!("POST {} answered HTTP {status}", spec.url))
+        Verdict::failed(
+            FailureKind::Http,
+            format!("POST {} answered HTTP {status}", spec.url),
+        )
     } else {
         match classify_stdout(&text, &invocation.spec.name) {
             Stdout::Empty => Verdict::Answer(Answer::default()),
-            Stdout::Json(output) => Verdict::Answer(Answer { output, ..Answer::default() }),
+            Stdout::Json(output) => Verdict::Answer(Answer {
+                output,
+                ..Answer::default()
+            }),
             Stdout::InvalidJson(e) => Verdict::failed(FailureKind::InvalidOutput, e),
             Stdout::Text(_) => Verdict::failed(
                 FailureKind::InvalidOutput,
-                format!("POST {} answered plain text, not a JSON object; ignored", spec.url),
+                format!(
+                    "POST {} answered plain text, not a JSON object; ignored",
+                    spec.url
+                ),
             ),
         }
     };
-    HandlerRun { verdict, exit_code: code, duration: started.elapsed(), usage: Usage::default(), diagnostics: None }
+    HandlerRun {
+        verdict,
+        exit_code: code,
+        duration: started.elapsed(),
+        usage: Usage::default(),
+        diagnostics: None,
+    }
 }
 
 fn without_url(e: reqwest::Error) -> String {
@@ -103,7 +125,11 @@ fn without_url(e: reqwest::Error) -> String {
 /// with the empty string otherwise.
 pub fn interpolate(template: &str, allowed: &[String]) -> String {
     let lookup = |name: &str| {
-        if allowed.iter().any(|a| a == name) { std::env::var(name).unwrap_or_default() } else { String::new() }
+        if allowed.iter().any(|a| a == name) {
+            std::env::var(name).unwrap_or_default()
+        } else {
+            String::new()
+        }
     };
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
@@ -117,7 +143,9 @@ pub fn interpolate(template: &str, allowed: &[String]) -> String {
             rest = &braced[end + 1..];
             continue;
         }
-        let name_len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
         if name_len == 0 {
             out.push('$');
         } else {
@@ -138,7 +166,10 @@ mod tests {
         // PATH and HOME exist on any machine that runs the tests.
         let path = std::env::var("PATH").unwrap();
         let allowed = vec!["PATH".to_string()];
-        assert_eq!(interpolate("Bearer $PATH", &allowed), format!("Bearer {path}"));
+        assert_eq!(
+            interpolate("Bearer $PATH", &allowed),
+            format!("Bearer {path}")
+        );
         assert_eq!(interpolate("x${PATH}y", &allowed), format!("x{path}y"));
         assert_eq!(interpolate("$HOME", &allowed), "");
         assert_eq!(interpolate("${HOME}!", &allowed), "!");

@@ -95,7 +95,10 @@ pub enum Verdict {
 impl Verdict {
     /// A failure verdict.
     pub fn failed(kind: FailureKind, message: impl Into<String>) -> Verdict {
-        Verdict::Failed(Failure { kind, message: message.into() })
+        Verdict::Failed(Failure {
+            kind,
+            message: message.into(),
+        })
     }
 }
 
@@ -152,31 +155,55 @@ pub struct Handlers {
 
 impl std::fmt::Debug for Handlers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handlers").field("wasm", &self.wasm.is_some()).finish()
+        f.debug_struct("Handlers")
+            .field("wasm", &self.wasm.is_some())
+            .finish()
     }
 }
 
 impl Handlers {
     /// Runners for command and HTTP hooks, and wasm hooks when `wasm` is given.
     pub fn new(wasm: Option<Arc<dyn WasmRunner>>) -> Handlers {
-        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap_or_default();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
         Handlers { http, wasm }
     }
 
     /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`].
-    pub async fn run(&self, hook: &Arc<Hook>, invocation: &Arc<Invocation>, policy: &Arc<Policy>) -> HandlerRun {
+    pub async fn run(
+        &self,
+        hook: &Arc<Hook>,
+        invocation: &Arc<Invocation>,
+        policy: &Arc<Policy>,
+    ) -> HandlerRun {
         let started = Instant::now();
         match &hook.handler {
-            HandlerSpec::Command(spec) => command::run(spec, hook, invocation, &policy.settings).await,
-            HandlerSpec::Http(spec) => http::run(&self.http, spec, hook, invocation, &policy.settings).await,
+            HandlerSpec::Command(spec) => {
+                command::run(spec, hook, invocation, &policy.settings).await
+            }
+            HandlerSpec::Http(spec) => {
+                http::run(&self.http, spec, hook, invocation, &policy.settings).await
+            }
             HandlerSpec::Wasm(_) => {
                 let Some(wasm) = self.wasm.clone() else {
-                    return HandlerRun::failed(FailureKind::CannotStart, "this host runs no wasm hooks", started);
+                    return HandlerRun::failed(
+                        FailureKind::CannotStart,
+                        "this host runs no wasm hooks",
+                        started,
+                    );
                 };
                 let (hook, invocation, policy) = (hook.clone(), invocation.clone(), policy.clone());
-                tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy)).await.unwrap_or_else(|e| {
-                    HandlerRun::failed(FailureKind::Trap, format!("wasm runner crashed: {e}"), started)
-                })
+                tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy))
+                    .await
+                    .unwrap_or_else(|e| {
+                        HandlerRun::failed(
+                            FailureKind::Trap,
+                            format!("wasm runner crashed: {e}"),
+                            started,
+                        )
+                    })
             }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,

@@ -56,7 +56,9 @@ impl HookOutput {
         if let Some(name) = output.specific.remove("hookEventName")
             && name.as_str() != Some(event)
         {
-            return Err(format!("`hookSpecificOutput.hookEventName` is {name}, expected \"{event}\""));
+            return Err(format!(
+                "`hookSpecificOutput.hookEventName` is {name}, expected \"{event}\""
+            ));
         }
         if let Some(decision) = &output.decision
             && !matches!(decision.as_str(), "block" | "approve")
@@ -66,7 +68,9 @@ impl HookOutput {
         if let Some(d) = output.specific.get("permissionDecision")
             && !matches!(d.as_str(), Some("allow" | "deny" | "ask" | "defer"))
         {
-            return Err(format!("`permissionDecision` is {d}, expected allow, deny, ask or defer"));
+            return Err(format!(
+                "`permissionDecision` is {d}, expected allow, deny, ask or defer"
+            ));
         }
         if let Some(c) = output.specific.get("additionalContext")
             && !c.is_string()
@@ -80,7 +84,11 @@ impl HookOutput {
     pub fn reason_text(&self) -> Option<&str> {
         self.reason
             .as_deref()
-            .or_else(|| self.specific.get("permissionDecisionReason").and_then(Value::as_str))
+            .or_else(|| {
+                self.specific
+                    .get("permissionDecisionReason")
+                    .and_then(Value::as_str)
+            })
             .filter(|r| !r.trim().is_empty())
     }
 }
@@ -140,8 +148,14 @@ mod tests {
         );
         assert!(matches!(classify_stdout("[1]", "Stop"), Stdout::Text(_)));
         assert!(matches!(classify_stdout("\"x\"", "Stop"), Stdout::Text(_)));
-        assert!(matches!(classify_stdout("hello {", "Stop"), Stdout::Text(_)));
-        assert!(matches!(classify_stdout("{oops", "Stop"), Stdout::InvalidJson(_)));
+        assert!(matches!(
+            classify_stdout("hello {", "Stop"),
+            Stdout::Text(_)
+        ));
+        assert!(matches!(
+            classify_stdout("{oops", "Stop"),
+            Stdout::InvalidJson(_)
+        ));
     }
 
     #[test]
@@ -149,9 +163,18 @@ mod tests {
         let cases = [
             (json!({"continue": "no"}), "continue"),
             (json!({"decision": "deny"}), "decision"),
-            (json!({"hookSpecificOutput": {"hookEventName": "Stop"}}), "hookEventName"),
-            (json!({"hookSpecificOutput": {"permissionDecision": "maybe"}}), "permissionDecision"),
-            (json!({"hookSpecificOutput": {"additionalContext": 3}}), "additionalContext"),
+            (
+                json!({"hookSpecificOutput": {"hookEventName": "Stop"}}),
+                "hookEventName",
+            ),
+            (
+                json!({"hookSpecificOutput": {"permissionDecision": "maybe"}}),
+                "permissionDecision",
+            ),
+            (
+                json!({"hookSpecificOutput": {"additionalContext": 3}}),
+                "additionalContext",
+            ),
         ];
         for (value, field) in cases {
             let e = HookOutput::from_json(value.clone(), "PreToolUse").unwrap_err();

@@ -53,16 +53,26 @@ impl IfRule {
         let (tool, argument) = match rule.find('(') {
             Some(open) => {
                 let Some(inner) = rule[open + 1..].strip_suffix(')') else {
-                    return Err(format!("invalid `if` rule `{rule}`: expected `Tool(pattern)`"));
+                    return Err(format!(
+                        "invalid `if` rule `{rule}`: expected `Tool(pattern)`"
+                    ));
                 };
                 (&rule[..open], Some(inner))
             }
             None => (rule, None),
         };
-        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || "_-*".contains(c)) {
-            return Err(format!("invalid `if` rule `{rule}`: `{tool}` is not a tool name"));
+        if tool.is_empty()
+            || !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-*".contains(c))
+        {
+            return Err(format!(
+                "invalid `if` rule `{rule}`: `{tool}` is not a tool name"
+            ));
         }
-        let tool_glob = Glob::new(tool).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?.compile_matcher();
+        let tool_glob = Glob::new(tool)
+            .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
+            .compile_matcher();
         let argument = match argument {
             None => None,
             Some(arg) if tool == "Bash" => Some(bash_argument(arg)),
@@ -70,13 +80,21 @@ impl IfRule {
                 // Validate now; the glob is resolved against the cwd at match time.
                 compile_glob(&resolve_path_pattern(arg, Path::new("/"), Path::new("/")))
                     .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?;
-                Some(Argument::Path { pattern: arg.to_string() })
+                Some(Argument::Path {
+                    pattern: arg.to_string(),
+                })
             }
             Some(arg) => Some(Argument::Other {
-                pattern: compile_glob(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+                pattern: compile_glob(arg)
+                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
             }),
         };
-        Ok(IfRule { source: rule.to_string(), tool: tool_glob, tool_name: tool.to_string(), argument })
+        Ok(IfRule {
+            source: rule.to_string(),
+            tool: tool_glob,
+            tool_name: tool.to_string(),
+            argument,
+        })
     }
 
     /// The rule as written.
@@ -85,14 +103,23 @@ impl IfRule {
     }
 
     /// Whether the hook should run for this tool call.
-    pub fn matches(&self, tool_name: &str, tool_input: &Value, cwd: &Path, project_dir: &Path) -> bool {
+    pub fn matches(
+        &self,
+        tool_name: &str,
+        tool_input: &Value,
+        cwd: &Path,
+        project_dir: &Path,
+    ) -> bool {
         if !self.tool_matches(tool_name) {
             return false;
         }
         match &self.argument {
             None => true,
             Some(Argument::Bash { pattern, program }) => {
-                let command = tool_input.get("command").and_then(Value::as_str).unwrap_or("");
+                let command = tool_input
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 bash_matches(command, pattern, program)
             }
             Some(Argument::Path { pattern }) => {
@@ -103,13 +130,19 @@ impl IfRule {
                     return false;
                 };
                 let resolved = resolve_path_pattern(pattern, cwd, project_dir);
-                let absolute = if Path::new(path).is_absolute() { PathBuf::from(path) } else { cwd.join(path) };
+                let absolute = if Path::new(path).is_absolute() {
+                    PathBuf::from(path)
+                } else {
+                    cwd.join(path)
+                };
                 compile_glob(&resolved).is_ok_and(|glob| glob.is_match(&absolute))
             }
-            Some(Argument::Other { pattern }) => ["command", "file_path", "path", "url", "pattern", "query"]
-                .iter()
-                .find_map(|f| tool_input.get(*f).and_then(Value::as_str))
-                .is_some_and(|value| pattern.is_match(value)),
+            Some(Argument::Other { pattern }) => {
+                ["command", "file_path", "path", "url", "pattern", "query"]
+                    .iter()
+                    .find_map(|f| tool_input.get(*f).and_then(Value::as_str))
+                    .is_some_and(|value| pattern.is_match(value))
+            }
         }
     }
 
@@ -119,12 +152,17 @@ impl IfRule {
         }
         self.tool.is_match(tool_name)
             || (self.tool_name.starts_with("mcp__")
-                && tool_name.strip_prefix(self.tool_name.as_str()).is_some_and(|rest| rest.starts_with("__")))
+                && tool_name
+                    .strip_prefix(self.tool_name.as_str())
+                    .is_some_and(|rest| rest.starts_with("__")))
     }
 }
 
 fn compile_glob(pattern: &str) -> Result<GlobMatcher, globset::Error> {
-    Ok(GlobBuilder::new(pattern).literal_separator(true).build()?.compile_matcher())
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()?
+        .compile_matcher())
 }
 
 /// Turns a permission-rule path pattern into an absolute glob.
@@ -137,7 +175,10 @@ fn resolve_path_pattern(pattern: &str, cwd: &Path, project_dir: &Path) -> String
         return format!("{}/{rest}", home.trim_end_matches('/'));
     }
     if let Some(rest) = pattern.strip_prefix('/') {
-        return format!("{}/{rest}", project_dir.display().to_string().trim_end_matches('/'));
+        return format!(
+            "{}/{rest}",
+            project_dir.display().to_string().trim_end_matches('/')
+        );
     }
     let rest = pattern.strip_prefix("./").unwrap_or(pattern);
     let base = cwd.display().to_string();
@@ -150,7 +191,12 @@ fn resolve_path_pattern(pattern: &str, cwd: &Path, project_dir: &Path) -> String
 }
 
 fn bash_argument(pattern: &str) -> Argument {
-    let program = pattern.split_whitespace().next().unwrap_or("").trim_end_matches(":*").to_string();
+    let program = pattern
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(":*")
+        .to_string();
     let regex = if let Some(prefix) = pattern.strip_suffix(":*") {
         format!(r"^{}(?:\s.*)?$", regex::escape(prefix))
     } else if let Some(prefix) = pattern.strip_suffix(" *") {
@@ -163,7 +209,11 @@ fn bash_argument(pattern: &str) -> Argument {
 }
 
 fn wildcard(pattern: &str) -> String {
-    pattern.split('*').map(regex::escape).collect::<Vec<_>>().join(".*")
+    pattern
+        .split('*')
+        .map(regex::escape)
+        .collect::<Vec<_>>()
+        .join(".*")
 }
 
 fn bash_matches(command: &str, pattern: &Regex, program: &str) -> bool {
@@ -188,9 +238,12 @@ fn strip_assignments(mut command: &str) -> &str {
         command = command.trim_start();
         let word_end = command.find(char::is_whitespace).unwrap_or(command.len());
         let word = &command[..word_end];
-        let is_assignment = word
-            .find('=')
-            .is_some_and(|eq| eq > 0 && word[..eq].chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        let is_assignment = word.find('=').is_some_and(|eq| {
+            eq > 0
+                && word[..eq]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
         if !is_assignment || word_end == command.len() {
             return command.trim_end();
         }
@@ -375,7 +428,12 @@ mod tests {
         ];
         for &(rule, tool, path, expected) in rows {
             let r = IfRule::parse(rule).unwrap();
-            let got = r.matches(tool, &json!({ "file_path": path }), Path::new("/repo"), Path::new("/repo"));
+            let got = r.matches(
+                tool,
+                &json!({ "file_path": path }),
+                Path::new("/repo"),
+                Path::new("/repo"),
+            );
             assert_eq!(got, expected, "{rule} vs {tool} {path}");
         }
     }
@@ -384,13 +442,40 @@ mod tests {
     fn tool_name_rules() {
         let input = json!({});
         let cwd = Path::new("/");
-        assert!(IfRule::parse("WebFetch").unwrap().matches("WebFetch", &input, cwd, cwd));
-        assert!(!IfRule::parse("WebFetch").unwrap().matches("Bash", &input, cwd, cwd));
-        assert!(IfRule::parse("mcp__memory").unwrap().matches("mcp__memory__create", &input, cwd, cwd));
-        assert!(!IfRule::parse("mcp__memory").unwrap().matches("mcp__memoryx__create", &input, cwd, cwd));
-        assert!(IfRule::parse("mcp__*").unwrap().matches("mcp__a__b", &input, cwd, cwd));
+        assert!(
+            IfRule::parse("WebFetch")
+                .unwrap()
+                .matches("WebFetch", &input, cwd, cwd)
+        );
+        assert!(
+            !IfRule::parse("WebFetch")
+                .unwrap()
+                .matches("Bash", &input, cwd, cwd)
+        );
+        assert!(IfRule::parse("mcp__memory").unwrap().matches(
+            "mcp__memory__create",
+            &input,
+            cwd,
+            cwd
+        ));
+        assert!(!IfRule::parse("mcp__memory").unwrap().matches(
+            "mcp__memoryx__create",
+            &input,
+            cwd,
+            cwd
+        ));
+        assert!(
+            IfRule::parse("mcp__*")
+                .unwrap()
+                .matches("mcp__a__b", &input, cwd, cwd)
+        );
         let fetch = IfRule::parse("WebFetch(https://example.com/*)").unwrap();
-        assert!(fetch.matches("WebFetch", &json!({"url": "https://example.com/x"}), cwd, cwd));
+        assert!(fetch.matches(
+            "WebFetch",
+            &json!({"url": "https://example.com/x"}),
+            cwd,
+            cwd
+        ));
         assert!(!fetch.matches("WebFetch", &json!({"url": "https://evil.com/x"}), cwd, cwd));
     }
 

@@ -47,11 +47,17 @@ impl Matcher {
             MatcherSyntax::Narrow => c.is_ascii_alphanumeric() || "_|".contains(c),
         };
         if pattern.chars().all(exact_char) {
-            let names =
-                pattern.split(['|', ',']).map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect();
+            let names = pattern
+                .split(['|', ','])
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(String::from)
+                .collect();
             return Ok(Matcher::Exact(names));
         }
-        Regex::new(pattern).map(Matcher::Regex).map_err(|e| format!("invalid matcher regex `{pattern}`: {e}"))
+        Regex::new(pattern)
+            .map(Matcher::Regex)
+            .map_err(|e| format!("invalid matcher regex `{pattern}`: {e}"))
     }
 
     /// Whether the matcher accepts `subject` (`None` when the input lacks the field).
@@ -110,13 +116,38 @@ mod tests {
             (Some("Edit,Write"), Standard, Some("MultiEdit"), false),
             (Some("Edit.*"), Standard, Some("NotebookEdit"), true),
             (Some("^Edit$"), Standard, Some("NotebookEdit"), false),
-            (Some("code-reviewer"), Standard, Some("senior-code-reviewer"), false),
+            (
+                Some("code-reviewer"),
+                Standard,
+                Some("senior-code-reviewer"),
+                false,
+            ),
             (Some("code-reviewer"), Standard, Some("code-reviewer"), true),
-            (Some("mcp__memory"), Standard, Some("mcp__memory__create"), false),
-            (Some("mcp__memory__.*"), Standard, Some("mcp__memory__create"), true),
-            (Some("my-plugin:reviewer"), Standard, Some("my-plugin:reviewer"), true),
+            (
+                Some("mcp__memory"),
+                Standard,
+                Some("mcp__memory__create"),
+                false,
+            ),
+            (
+                Some("mcp__memory__.*"),
+                Standard,
+                Some("mcp__memory__create"),
+                true,
+            ),
+            (
+                Some("my-plugin:reviewer"),
+                Standard,
+                Some("my-plugin:reviewer"),
+                true,
+            ),
             (Some(".envrc|.env"), Narrow, Some(".env"), true),
-            (Some("rate_limit|overloaded"), Narrow, Some("overloaded"), true),
+            (
+                Some("rate_limit|overloaded"),
+                Narrow,
+                Some("overloaded"),
+                true,
+            ),
             (Some("rate-limit"), Narrow, Some("rate_limit"), false),
         ];
         for &(pattern, syntax, subject, expected) in rows {
@@ -127,8 +158,14 @@ mod tests {
 
     #[test]
     fn narrow_syntax_treats_hyphen_as_regex() {
-        assert!(matches!(Matcher::parse(Some("a-b"), MatcherSyntax::Narrow), Ok(Matcher::Regex(_))));
-        assert!(matches!(Matcher::parse(Some("a-b"), MatcherSyntax::Standard), Ok(Matcher::Exact(_))));
+        assert!(matches!(
+            Matcher::parse(Some("a-b"), MatcherSyntax::Narrow),
+            Ok(Matcher::Regex(_))
+        ));
+        assert!(matches!(
+            Matcher::parse(Some("a-b"), MatcherSyntax::Standard),
+            Ok(Matcher::Exact(_))
+        ));
     }
 
     #[test]
@@ -142,7 +179,11 @@ mod tests {
         let c = EventCatalogue::default();
         let m = Matcher::parse(Some("Nothing"), MatcherSyntax::Standard).unwrap();
         assert!(group_applies(&m, c.get("Stop").unwrap(), &json!({})));
-        assert!(!group_applies(&m, c.get("PreToolUse").unwrap(), &json!({"tool_name": "Bash"})));
+        assert!(!group_applies(
+            &m,
+            c.get("PreToolUse").unwrap(),
+            &json!({"tool_name": "Bash"})
+        ));
     }
 
     #[test]
@@ -152,13 +193,37 @@ mod tests {
         // `.` is outside the narrow exact set: this is an unanchored regex, as in Claude Code.
         let m = Matcher::parse(Some(".envrc|.env"), MatcherSyntax::Narrow).unwrap();
         assert!(group_applies(&m, spec, &json!({"file_path": "/repo/.env"})));
-        assert!(group_applies(&m, spec, &json!({"file_path": "/repo/.env.local"})));
+        assert!(group_applies(
+            &m,
+            spec,
+            &json!({"file_path": "/repo/.env.local"})
+        ));
         let anchored = Matcher::parse(Some(r"^\.env$"), MatcherSyntax::Narrow).unwrap();
-        assert!(group_applies(&anchored, spec, &json!({"file_path": "/repo/.env"})));
-        assert!(!group_applies(&anchored, spec, &json!({"file_path": "/repo/.env.local"})));
-        assert!(!group_applies(&anchored, spec, &json!({"file_path": "/repo/x.env/file"})));
+        assert!(group_applies(
+            &anchored,
+            spec,
+            &json!({"file_path": "/repo/.env"})
+        ));
+        assert!(!group_applies(
+            &anchored,
+            spec,
+            &json!({"file_path": "/repo/.env.local"})
+        ));
+        assert!(!group_applies(
+            &anchored,
+            spec,
+            &json!({"file_path": "/repo/x.env/file"})
+        ));
         let exact = Matcher::parse(Some("Makefile|Cargo_lock"), MatcherSyntax::Narrow).unwrap();
-        assert!(group_applies(&exact, spec, &json!({"file_path": "/repo/Makefile"})));
-        assert!(!group_applies(&exact, spec, &json!({"file_path": "/repo/GNUMakefile"})));
+        assert!(group_applies(
+            &exact,
+            spec,
+            &json!({"file_path": "/repo/Makefile"})
+        ));
+        assert!(!group_applies(
+            &exact,
+            spec,
+            &json!({"file_path": "/repo/GNUMakefile"})
+        ));
     }
 }

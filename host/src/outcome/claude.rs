@@ -28,7 +28,10 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
         }
     }
     if !outcome.system_messages.is_empty() {
-        top.insert("systemMessage".into(), json!(outcome.system_messages.join("\n")));
+        top.insert(
+            "systemMessage".into(),
+            json!(outcome.system_messages.join("\n")),
+        );
     }
     match spec.decision {
         DecisionStyle::Permission if outcome.decision != Decision::None => {
@@ -39,7 +42,10 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
         }
         DecisionStyle::Block if outcome.decision == Decision::Block => {
             top.insert("decision".into(), json!("block"));
-            top.insert("reason".into(), json!(outcome.reason.as_deref().unwrap_or("blocked by hook")));
+            top.insert(
+                "reason".into(),
+                json!(outcome.reason.as_deref().unwrap_or("blocked by hook")),
+            );
         }
         _ => {}
     }
@@ -52,7 +58,10 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
         specific.insert("updatedToolOutput".into(), output.clone());
     }
     if !outcome.additional_context.is_empty() && spec.honours("additionalContext") {
-        specific.insert("additionalContext".into(), json!(outcome.additional_context.join("\n\n")));
+        specific.insert(
+            "additionalContext".into(),
+            json!(outcome.additional_context.join("\n\n")),
+        );
     }
     for (field, value) in &outcome.hook_specific_output {
         specific.insert(field.clone(), value.clone());
@@ -74,6 +83,14 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
     for notice in &outcome.notices {
         stderr.push_str(&format!("hookhost: {}: {}\n", notice.hook, notice.message));
     }
-    let stdout = if top.is_empty() { String::new() } else { Value::Object(top).to_string() };
-    ClaudeResponse { stdout, stderr, exit_code: if blocked { 2 } else { 0 } }
+    let stdout = if top.is_empty() {
+        String::new()
+    } else {
+        Value::Object(top).to_string()
+    };
+    ClaudeResponse {
+        stdout,
+        stderr,
+        exit_code: if blocked { 2 } else { 0 },
+    }
 }

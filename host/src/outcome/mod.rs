@@ -167,7 +167,10 @@ impl Outcome {
 
     /// Adds a notice from the host itself.
     pub fn host_notice(&mut self, message: impl Into<String>) {
-        self.notices.push(Notice { hook: "hookhost".into(), message: message.into() });
+        self.notices.push(Notice {
+            hook: "hookhost".into(),
+            message: message.into(),
+        });
     }
 }
 
@@ -202,12 +205,18 @@ struct Candidate {
 
 impl Candidate {
     fn new(hook: &Hook, value: Value) -> Candidate {
-        Candidate { priority: hook.priority, order: hook.order, hook: hook.id.clone(), value }
+        Candidate {
+            priority: hook.priority,
+            order: hook.order,
+            hook: hook.id.clone(),
+            value,
+        }
     }
 
     /// Highest priority first, then config order.
     fn beats(&self, other: &Candidate) -> bool {
-        (self.priority, std::cmp::Reverse(self.order)) > (other.priority, std::cmp::Reverse(other.order))
+        (self.priority, std::cmp::Reverse(self.order))
+            > (other.priority, std::cmp::Reverse(other.order))
     }
 }
 
@@ -275,14 +284,25 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
                 report.memory_bytes = run.usage.memory_bytes;
                 match &run.verdict {
                     Verdict::Failed(Failure { kind, message }) => {
-                        report.status =
-                            if *kind == FailureKind::Timeout { HookStatus::Timeout } else { HookStatus::Failed };
+                        report.status = if *kind == FailureKind::Timeout {
+                            HookStatus::Timeout
+                        } else {
+                            HookStatus::Failed
+                        };
                         report.message = Some(message.clone());
                         if fails_closed(hook, spec) {
-                            let reason = format!("hook `{}` failed and has `onFailure: \"block\"`: {message}", hook.id);
-                            state.decisions.push((blocking_decision(spec), Some(reason)));
+                            let reason = format!(
+                                "hook `{}` failed and has `onFailure: \"block\"`: {message}",
+                                hook.id
+                            );
+                            state
+                                .decisions
+                                .push((blocking_decision(spec), Some(reason)));
                         } else {
-                            outcome.notices.push(Notice { hook: hook.id.clone(), message: message.clone() });
+                            outcome.notices.push(Notice {
+                                hook: hook.id.clone(),
+                                message: message.clone(),
+                            });
                         }
                     }
                     Verdict::Answer(answer) => {
@@ -303,8 +323,12 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
 
     if let Some(winner) = state.decisions.iter().map(|(d, _)| *d).max() {
         outcome.decision = winner;
-        let reasons: Vec<&str> =
-            state.decisions.iter().filter(|(d, _)| *d == winner).filter_map(|(_, r)| r.as_deref()).collect();
+        let reasons: Vec<&str> = state
+            .decisions
+            .iter()
+            .filter(|(d, _)| *d == winner)
+            .filter_map(|(_, r)| r.as_deref())
+            .collect();
         let mut unique: Vec<&str> = Vec::new();
         for r in reasons {
             if !unique.contains(&r) {
@@ -322,9 +346,17 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
     if let Some(c) = permission_object {
         // A rewrite inside the winning `decision` object is the input rewrite.
         if let Some(input) = c.value.get("updatedInput") {
-            propose(&mut state.updated_input, Candidate { value: input.clone(), ..c.clone() });
+            propose(
+                &mut state.updated_input,
+                Candidate {
+                    value: input.clone(),
+                    ..c.clone()
+                },
+            );
         }
-        outcome.hook_specific_output.insert("decision".into(), c.value);
+        outcome
+            .hook_specific_output
+            .insert("decision".into(), c.value);
     }
     if let Some(c) = state.updated_input {
         outcome.updated_input = Some(c.value);
@@ -357,17 +389,28 @@ fn blocking_decision(spec: &EventSpec) -> Decision {
 }
 
 /// Applies one answer; returns whether this hook blocked or denied.
-fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Outcome, state: &mut MergeState) -> bool {
+fn apply_answer(
+    spec: &EventSpec,
+    hook: &Hook,
+    answer: &Answer,
+    outcome: &mut Outcome,
+    state: &mut MergeState,
+) -> bool {
     let output = &answer.output;
     let mut blocked = false;
 
     if let Some(message) = &answer.blocking_error {
         match spec.exit2 {
             Exit2::Blocks => {
-                state.decisions.push((blocking_decision(spec), Some(message.clone())));
+                state
+                    .decisions
+                    .push((blocking_decision(spec), Some(message.clone())));
                 blocked = true;
             }
-            Exit2::Notice => outcome.notices.push(Notice { hook: hook.id.clone(), message: message.clone() }),
+            Exit2::Notice => outcome.notices.push(Notice {
+                hook: hook.id.clone(),
+                message: message.clone(),
+            }),
             Exit2::Ignored => {}
         }
     }
@@ -385,14 +428,18 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
     match spec.decision {
         DecisionStyle::Block => {
             if output.decision.as_deref() == Some("block") {
-                state
-                    .decisions
-                    .push((Decision::Block, reason.or_else(|| Some(format!("blocked by hook `{}`", hook.id)))));
+                state.decisions.push((
+                    Decision::Block,
+                    reason.or_else(|| Some(format!("blocked by hook `{}`", hook.id))),
+                ));
                 blocked = true;
             }
         }
         DecisionStyle::Permission => {
-            let specific = output.specific.get("permissionDecision").and_then(Value::as_str);
+            let specific = output
+                .specific
+                .get("permissionDecision")
+                .and_then(Value::as_str);
             let decision = match (specific, output.decision.as_deref()) {
                 (Some("allow"), _) | (None, Some("approve")) => Some(Decision::Allow),
                 (Some("ask"), _) => Some(Decision::Ask),
@@ -413,10 +460,15 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
                     _ => None,
                 };
                 if let Some(decision) = decision {
-                    let message = object.get("message").and_then(Value::as_str).map(str::to_string);
+                    let message = object
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
                     blocked |= decision == Decision::Deny;
                     state.decisions.push((decision, message));
-                    state.permission_objects.push((decision, Candidate::new(hook, object.clone())));
+                    state
+                        .permission_objects
+                        .push((decision, Candidate::new(hook, object.clone())));
                 }
             }
         }
@@ -424,7 +476,10 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
     }
 
     if spec.honours("additionalContext")
-        && let Some(context) = output.specific.get("additionalContext").and_then(Value::as_str)
+        && let Some(context) = output
+            .specific
+            .get("additionalContext")
+            .and_then(Value::as_str)
     {
         outcome.additional_context.push(cap_text(context));
     }
@@ -438,11 +493,18 @@ fn apply_answer(spec: &EventSpec, hook: &Hook, answer: &Answer, outcome: &mut Ou
             continue;
         }
         match field.as_str() {
-            "additionalContext" | "permissionDecision" | "permissionDecisionReason" | "decision" => {}
-            "updatedInput" => propose(&mut state.updated_input, Candidate::new(hook, value.clone())),
-            "updatedToolOutput" | "updatedMCPToolOutput" => {
-                propose(&mut state.updated_output, Candidate::new(hook, value.clone()))
-            }
+            "additionalContext"
+            | "permissionDecision"
+            | "permissionDecisionReason"
+            | "decision" => {}
+            "updatedInput" => propose(
+                &mut state.updated_input,
+                Candidate::new(hook, value.clone()),
+            ),
+            "updatedToolOutput" | "updatedMCPToolOutput" => propose(
+                &mut state.updated_output,
+                Candidate::new(hook, value.clone()),
+            ),
             _ => state.propose_extra(field, Candidate::new(hook, value.clone())),
         }
     }
@@ -463,7 +525,10 @@ mod tests {
         Arc::new(Hook {
             id: id.into(),
             event: String::new(),
-            origin: Origin { kind: SourceKind::Project, location: "hooks.json".into() },
+            origin: Origin {
+                kind: SourceKind::Project,
+                location: "hooks.json".into(),
+            },
             config_path: String::new(),
             handler: HandlerSpec::Unsupported(crate::config::schema::HandlerType::Prompt),
             if_rule: None,
@@ -488,7 +553,10 @@ mod tests {
     }
 
     fn json_answer(value: serde_json::Value, event: &str) -> Verdict {
-        Verdict::Answer(Answer { output: HookOutput::from_json(value, event).unwrap(), ..Answer::default() })
+        Verdict::Answer(Answer {
+            output: HookOutput::from_json(value, event).unwrap(),
+            ..Answer::default()
+        })
     }
 
     fn merged(event: &str, answers: Vec<(i64, Verdict)>) -> Outcome {
@@ -521,23 +589,39 @@ mod tests {
             (&["defer", "deny", "allow"], Decision::Deny),
         ];
         for (decisions, expected) in rows {
-            let out = merged("PreToolUse", decisions.iter().map(|d| (0, permission(d))).collect());
+            let out = merged(
+                "PreToolUse",
+                decisions.iter().map(|d| (0, permission(d))).collect(),
+            );
             assert_eq!(out.decision, *expected, "{decisions:?}");
         }
         // deprecated top-level decision on PreToolUse
         assert_eq!(
-            merged("PreToolUse", vec![(0, json_answer(json!({"decision": "approve"}), "PreToolUse"))]).decision,
+            merged(
+                "PreToolUse",
+                vec![(0, json_answer(json!({"decision": "approve"}), "PreToolUse"))]
+            )
+            .decision,
             Decision::Allow
         );
         assert_eq!(
-            merged("PreToolUse", vec![(0, json_answer(json!({"decision": "block"}), "PreToolUse"))]).decision,
+            merged(
+                "PreToolUse",
+                vec![(0, json_answer(json!({"decision": "block"}), "PreToolUse"))]
+            )
+            .decision,
             Decision::Deny
         );
     }
 
     #[test]
     fn exit_2_per_event() {
-        let blocking = || Verdict::Answer(Answer { blocking_error: Some("stderr".into()), ..Answer::default() });
+        let blocking = || {
+            Verdict::Answer(Answer {
+                blocking_error: Some("stderr".into()),
+                ..Answer::default()
+            })
+        };
         let rows: &[(&str, Decision, usize)] = &[
             ("PreToolUse", Decision::Deny, 0),
             ("Stop", Decision::Block, 0),
@@ -556,14 +640,31 @@ mod tests {
 
     #[test]
     fn rewrites_pick_priority_then_config_order() {
-        let rewrite =
-            |cmd: &str| json_answer(json!({"hookSpecificOutput": {"updatedInput": {"command": cmd}}}), "PreToolUse");
-        let out =
-            merged("PreToolUse", vec![(0, rewrite("a")), (5, rewrite("b")), (5, rewrite("c")), (1, rewrite("d"))]);
+        let rewrite = |cmd: &str| {
+            json_answer(
+                json!({"hookSpecificOutput": {"updatedInput": {"command": cmd}}}),
+                "PreToolUse",
+            )
+        };
+        let out = merged(
+            "PreToolUse",
+            vec![
+                (0, rewrite("a")),
+                (5, rewrite("b")),
+                (5, rewrite("c")),
+                (1, rewrite("d")),
+            ],
+        );
         assert_eq!(out.updated_input, Some(json!({"command": "b"})));
         assert_eq!(out.updated_input_by.as_deref(), Some("h1"));
         // a field the event does not honour is ignored
-        let out = merged("Stop", vec![(0, json_answer(json!({"hookSpecificOutput": {"updatedInput": {}}}), "Stop"))]);
+        let out = merged(
+            "Stop",
+            vec![(
+                0,
+                json_answer(json!({"hookSpecificOutput": {"updatedInput": {}}}), "Stop"),
+            )],
+        );
         assert_eq!(out.updated_input, None);
     }
 
@@ -601,7 +702,10 @@ mod tests {
         assert_eq!(out.system_messages, ["m1", "m2"]);
         assert_eq!(out.decision, Decision::Block);
         // events that discard `continue`
-        let out = merged("Notification", vec![(0, json_answer(json!({"continue": false}), "Notification"))]);
+        let out = merged(
+            "Notification",
+            vec![(0, json_answer(json!({"continue": false}), "Notification"))],
+        );
         assert!(out.continue_);
     }
 
@@ -615,7 +719,10 @@ mod tests {
             ("Stop", OnFailure::Block, Decision::Block),
             ("SessionStart", OnFailure::Block, Decision::None),
         ] {
-            let executed = [Executed { hook: hook("x", 0, 0, on_failure), result: failure() }];
+            let executed = [Executed {
+                hook: hook("x", 0, 0, on_failure),
+                result: failure(),
+            }];
             let out = merge(catalogue.get(event).unwrap(), &executed);
             assert_eq!(out.decision, expected, "{event} {on_failure:?}");
             assert_eq!(out.hooks[0].status, HookStatus::Timeout);
@@ -630,7 +737,10 @@ mod tests {
                 "PermissionRequest",
             )
         };
-        let out = merged("PermissionRequest", vec![(9, decide("allow")), (0, decide("deny"))]);
+        let out = merged(
+            "PermissionRequest",
+            vec![(9, decide("allow")), (0, decide("deny"))],
+        );
         assert_eq!(out.decision, Decision::Deny);
         assert_eq!(out.hook_specific_output["decision"]["behavior"], "deny");
     }
@@ -638,7 +748,12 @@ mod tests {
     #[test]
     fn outcome_field_names_are_stable() {
         let value = serde_json::to_value(Outcome::empty("Stop")).unwrap();
-        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             keys,
             [

@@ -159,8 +159,22 @@ pub struct Hook {
 /// Fields that belong to one handler type only.
 const COMMAND_FIELDS: &[&str] = &["command", "args", "shell"];
 const HTTP_FIELDS: &[&str] = &["url", "headers", "allowedEnvVars"];
-const WASM_FIELDS: &[&str] = &["plugin", "sha256", "capabilities", "limits", "instance", "config"];
-const CLAUDE_ONLY_FIELDS: &[&str] = &["server", "tool", "input", "prompt", "model", "continueOnBlock"];
+const WASM_FIELDS: &[&str] = &[
+    "plugin",
+    "sha256",
+    "capabilities",
+    "limits",
+    "instance",
+    "config",
+];
+const CLAUDE_ONLY_FIELDS: &[&str] = &[
+    "server",
+    "tool",
+    "input",
+    "prompt",
+    "model",
+    "continueOnBlock",
+];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
     let checks: [(&'static str, bool); 17] = [
@@ -182,7 +196,11 @@ fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
         ("prompt", raw.prompt.is_some()),
         ("model", raw.model.is_some()),
     ];
-    checks.iter().filter(|(_, present)| *present).map(|(name, _)| *name).collect()
+    checks
+        .iter()
+        .filter(|(_, present)| *present)
+        .map(|(name, _)| *name)
+        .collect()
 }
 
 /// Validates one raw handler and builds its [`Hook`]. Governance (`skip`) is applied by
@@ -209,8 +227,14 @@ pub(super) fn build(
         HandlerType::Wasm => WASM_FIELDS,
         HandlerType::McpTool | HandlerType::Prompt | HandlerType::Agent => CLAUDE_ONLY_FIELDS,
     };
-    if let Some(field) = present_fields(raw).into_iter().find(|f| !own_fields.contains(f)) {
-        return Err(format!("`{field}` is not a field of a {} hook", raw.kind.as_str()));
+    if let Some(field) = present_fields(raw)
+        .into_iter()
+        .find(|f| !own_fields.contains(f))
+    {
+        return Err(format!(
+            "`{field}` is not a field of a {} hook",
+            raw.kind.as_str()
+        ));
     }
 
     let handler = match raw.kind {
@@ -220,7 +244,9 @@ pub(super) fn build(
                 None | Some("sh") => Shell::Sh,
                 Some("bash") => Shell::Bash,
                 Some(other) => {
-                    return Err(format!("unsupported `shell` `{other}`, expected `bash` or `sh`"));
+                    return Err(format!(
+                        "unsupported `shell` `{other}`, expected `bash` or `sh`"
+                    ));
                 }
             };
             if raw.args.is_some() && command.contains(char::is_whitespace) {
@@ -232,9 +258,16 @@ pub(super) fn build(
                 );
             }
             if raw.args.is_some() && raw.shell.is_some() {
-                warn("shell", "`shell` has no effect with `args` (exec form runs no shell)".into());
+                warn(
+                    "shell",
+                    "`shell` has no effect with `args` (exec form runs no shell)".into(),
+                );
             }
-            HandlerSpec::Command(CommandSpec { command, args: raw.args.clone(), shell })
+            HandlerSpec::Command(CommandSpec {
+                command,
+                args: raw.args.clone(),
+                shell,
+            })
         }
         HandlerType::Http => {
             let url = required(&raw.url, "url", raw.kind)?;
@@ -245,13 +278,24 @@ pub(super) fn build(
             if let Some(outer) = &settings.http_hook_allowed_env_vars {
                 allowed.retain(|var| outer.contains(var));
             }
-            let headers = raw.headers.clone().unwrap_or_default().into_iter().collect();
-            HandlerSpec::Http(HttpSpec { url, headers, allowed_env_vars: allowed })
+            let headers = raw
+                .headers
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            HandlerSpec::Http(HttpSpec {
+                url,
+                headers,
+                allowed_env_vars: allowed,
+            })
         }
         HandlerType::Wasm => {
             let plugin = required(&raw.plugin, "plugin", raw.kind)?;
             let sha256 = match &raw.sha256 {
-                Some(s) if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) => Some(s.to_ascii_lowercase()),
+                Some(s) if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) => {
+                    Some(s.to_ascii_lowercase())
+                }
                 Some(s) => return Err(format!("`sha256` `{s}` is not 64 hex digits")),
                 None => None,
             };
@@ -278,21 +322,35 @@ pub(super) fn build(
     let limit_timeout = raw.limits.as_ref().and_then(|l| l.timeout);
     let timeout_secs = match (raw.timeout, limit_timeout) {
         (Some(a), Some(b)) if a != b => {
-            return Err(format!("`timeout` ({a}) and `limits.timeout` ({b}) disagree; set one"));
+            return Err(format!(
+                "`timeout` ({a}) and `limits.timeout` ({b}) disagree; set one"
+            ));
         }
         (a, b) => a.or(b),
     };
     let timeout = match timeout_secs {
         None => spec.default_timeout,
-        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Duration::from_secs_f64(secs),
-        Some(secs) => return Err(format!("`timeout` must be between 0 and 86400 seconds, found {secs}")),
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+            Duration::from_secs_f64(secs)
+        }
+        Some(secs) => {
+            return Err(format!(
+                "`timeout` must be between 0 and 86400 seconds, found {secs}"
+            ));
+        }
     };
 
     let if_rule = match &raw.if_rule {
         None => None,
         Some(rule) => {
             if !spec.tool_event {
-                warn("if", format!("`if` only applies to tool events; this hook never runs on `{}`", spec.name));
+                warn(
+                    "if",
+                    format!(
+                        "`if` only applies to tool events; this hook never runs on `{}`",
+                        spec.name
+                    ),
+                );
             }
             Some(IfRule::parse(rule)?)
         }
@@ -310,10 +368,16 @@ pub(super) fn build(
         } else {
             format!("`{}`, which cannot block", spec.name)
         };
-        warn("onFailure", format!("`onFailure: \"block\"` is ignored on {why}"));
+        warn(
+            "onFailure",
+            format!("`onFailure: \"block\"` is ignored on {why}"),
+        );
     }
     if raw.once.is_some() {
-        warn("once", "`once` is honoured only in skill frontmatter; ignored".into());
+        warn(
+            "once",
+            "`once` is honoured only in skill frontmatter; ignored".into(),
+        );
     }
 
     let skip = match (&handler, raw.enabled) {
@@ -323,7 +387,9 @@ pub(super) fn build(
             warn("type", format!("{why}; skipped"));
             Some(why)
         }
-        _ if raw.if_rule.is_some() && !spec.tool_event => Some(format!("`if` never matches on `{}`", spec.name)),
+        _ if raw.if_rule.is_some() && !spec.tool_event => {
+            Some(format!("`if` never matches on `{}`", spec.name))
+        }
         _ => None,
     };
 
@@ -358,5 +424,9 @@ fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<St
 
 fn resolve_plugin_path(base: &Path, plugin: &str) -> PathBuf {
     let path = Path::new(plugin);
-    if path.is_absolute() { path.to_path_buf() } else { base.join(path) }
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
 }

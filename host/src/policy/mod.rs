@@ -85,8 +85,16 @@ pub struct ResolveOptions {
 
 /// Merges loaded layers into a [`Policy`]. Invalid hooks are dropped and reported in
 /// [`Policy::errors`]; the rest resolve.
-pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &ResolveOptions) -> Policy {
-    let LoadedConfig { layers, mut errors, mut warnings } = loaded;
+pub fn resolve(
+    loaded: LoadedConfig,
+    catalogue: Arc<EventCatalogue>,
+    options: &ResolveOptions,
+) -> Policy {
+    let LoadedConfig {
+        layers,
+        mut errors,
+        mut warnings,
+    } = loaded;
     let settings = merge_settings(&layers, options, &mut warnings);
 
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
@@ -95,26 +103,36 @@ pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &R
     let mut ids: HashSet<String> = HashSet::new();
     for layer in &layers {
         for raw_group in &layer.settings.groups {
-            let spec = catalogue.get(&raw_group.event).expect("config only keeps known events");
+            let spec = catalogue
+                .get(&raw_group.event)
+                .expect("config only keeps known events");
             let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
-            let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
-                Ok(m) => m,
-                Err(message) => {
-                    errors.push(ConfigError {
-                        location: layer.origin.location.clone(),
-                        path: format!("{group_path}.matcher"),
-                        message,
-                    });
-                    continue;
-                }
-            };
+            let matcher =
+                match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
+                    Ok(m) => m,
+                    Err(message) => {
+                        errors.push(ConfigError {
+                            location: layer.origin.location.clone(),
+                            path: format!("{group_path}.matcher"),
+                            message,
+                        });
+                        continue;
+                    }
+                };
             if spec.matcher_field.is_none()
-                && raw_group.group.matcher.as_deref().is_some_and(|m| !m.is_empty() && m != "*")
+                && raw_group
+                    .group
+                    .matcher
+                    .as_deref()
+                    .is_some_and(|m| !m.is_empty() && m != "*")
             {
                 warnings.push(ConfigWarning {
                     location: layer.origin.location.clone(),
                     path: format!("{group_path}.matcher"),
-                    message: format!("`{}` has no matcher field; the matcher is ignored", spec.name),
+                    message: format!(
+                        "`{}` has no matcher field; the matcher is ignored",
+                        spec.name
+                    ),
                 });
             }
             let mut group = Group {
@@ -131,7 +149,11 @@ pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &R
                         hook
                     }
                     Err(message) => {
-                        errors.push(ConfigError { location: layer.origin.location.clone(), path, message });
+                        errors.push(ConfigError {
+                            location: layer.origin.location.clone(),
+                            path,
+                            message,
+                        });
                         continue;
                     }
                 };
@@ -143,7 +165,9 @@ pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &R
                     serde_json::to_string(raw).unwrap_or_default()
                 );
                 if let Some(first) = seen.get(&identity) {
-                    hook.skip.get_or_insert_with(|| format!("identical to hook `{first}`, which runs instead"));
+                    hook.skip.get_or_insert_with(|| {
+                        format!("identical to hook `{first}`, which runs instead")
+                    });
                 } else {
                     seen.insert(identity, hook.id.clone());
                 }
@@ -152,10 +176,21 @@ pub fn resolve(loaded: LoadedConfig, catalogue: Arc<EventCatalogue>, options: &R
                 group.hooks.push(hook.clone());
                 hooks.push(hook);
             }
-            groups.entry(raw_group.event.clone()).or_default().push(group);
+            groups
+                .entry(raw_group.event.clone())
+                .or_default()
+                .push(group);
         }
     }
-    Policy { catalogue, project_dir: options.project_dir.clone(), settings, groups, hooks, errors, warnings }
+    Policy {
+        catalogue,
+        project_dir: options.project_dir.clone(),
+        settings,
+        groups,
+        hooks,
+        errors,
+        warnings,
+    }
 }
 
 fn unique_id(ids: &mut HashSet<String>, id: String) -> String {
@@ -175,7 +210,10 @@ fn apply_governance(hook: &mut Hook, settings: &Settings) {
         Some("`disableAllHooks` is set in managed policy".to_string())
     } else if settings.disable_all_hooks && !managed {
         Some("`disableAllHooks` is set".to_string())
-    } else if settings.allow_managed_hooks_only && !managed && hook.origin.kind != SourceKind::Embedded {
+    } else if settings.allow_managed_hooks_only
+        && !managed
+        && hook.origin.kind != SourceKind::Embedded
+    {
         Some("managed policy sets `allowManagedHooksOnly`; only managed hooks run".to_string())
     } else {
         None
@@ -185,13 +223,28 @@ fn apply_governance(hook: &mut Hook, settings: &Settings) {
     }
 }
 
-fn merge_settings(layers: &[ConfigLayer], options: &ResolveOptions, warnings: &mut Vec<ConfigWarning>) -> Settings {
+fn merge_settings(
+    layers: &[ConfigLayer],
+    options: &ResolveOptions,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Settings {
     let managed = |l: &&ConfigLayer| l.origin.kind == SourceKind::Managed;
-    let managed_disable_all_hooks = layers.iter().filter(managed).any(|l| l.settings.disable_all_hooks == Some(true));
-    let disable_all_hooks = layers.iter().find_map(|l| l.settings.disable_all_hooks).unwrap_or(false);
-    let allow_managed_hooks_only =
-        layers.iter().filter(managed).any(|l| l.settings.allow_managed_hooks_only == Some(true));
-    for layer in layers.iter().filter(|l| l.origin.kind != SourceKind::Managed) {
+    let managed_disable_all_hooks = layers
+        .iter()
+        .filter(managed)
+        .any(|l| l.settings.disable_all_hooks == Some(true));
+    let disable_all_hooks = layers
+        .iter()
+        .find_map(|l| l.settings.disable_all_hooks)
+        .unwrap_or(false);
+    let allow_managed_hooks_only = layers
+        .iter()
+        .filter(managed)
+        .any(|l| l.settings.allow_managed_hooks_only == Some(true));
+    for layer in layers
+        .iter()
+        .filter(|l| l.origin.kind != SourceKind::Managed)
+    {
         if layer.settings.allow_managed_hooks_only.is_some() {
             warnings.push(ConfigWarning {
                 location: layer.origin.location.clone(),
@@ -243,20 +296,35 @@ mod tests {
             let (settings, warnings) = parse_settings(text, &location, false, &catalogue).unwrap();
             loaded.warnings.extend(warnings);
             loaded.layers.push(ConfigLayer {
-                origin: Origin { kind: *kind, location },
+                origin: Origin {
+                    kind: *kind,
+                    location,
+                },
                 base_dir: Path::new("/cfg").join(kind.as_str()),
                 settings,
             });
         }
-        resolve(loaded, catalogue, &ResolveOptions { project_dir: "/p".into(), stop_block_cap: None })
+        resolve(
+            loaded,
+            catalogue,
+            &ResolveOptions {
+                project_dir: "/p".into(),
+                stop_block_cap: None,
+            },
+        )
     }
 
     fn hook_json(command: &str) -> String {
-        format!(r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "{command}"}}]}}]}}}}"#)
+        format!(
+            r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "{command}"}}]}}]}}}}"#
+        )
     }
 
     fn runs(p: &Policy) -> Vec<(String, Option<String>)> {
-        p.hooks.iter().map(|h| (h.handler.summary(), h.skip.clone())).collect()
+        p.hooks
+            .iter()
+            .map(|h| (h.handler.summary(), h.skip.clone()))
+            .collect()
     }
 
     #[test]
@@ -266,16 +334,56 @@ mod tests {
         type Layers<'a> = &'a [(SourceKind, &'a str)];
         let rows: &[(Layers, bool, bool, u32)] = &[
             (&[(User, r#"{"disableAllHooks": true}"#)], true, false, 8),
-            (&[(Project, r#"{"disableAllHooks": false}"#), (User, r#"{"disableAllHooks": true}"#)], false, false, 8),
-            (&[(Cli, r#"{"disableAllHooks": true}"#), (Project, r#"{"disableAllHooks": false}"#)], true, false, 8),
-            (&[(Managed, r#"{"disableAllHooks": true}"#), (Cli, r#"{"disableAllHooks": false}"#)], true, true, 8),
-            (&[(Managed, r#"{"stopBlockCap": 2}"#), (User, r#"{"stopBlockCap": 5}"#)], false, false, 2),
-            (&[(Local, r#"{}"#), (User, r#"{"stopBlockCap": 0}"#)], false, false, 0),
+            (
+                &[
+                    (Project, r#"{"disableAllHooks": false}"#),
+                    (User, r#"{"disableAllHooks": true}"#),
+                ],
+                false,
+                false,
+                8,
+            ),
+            (
+                &[
+                    (Cli, r#"{"disableAllHooks": true}"#),
+                    (Project, r#"{"disableAllHooks": false}"#),
+                ],
+                true,
+                false,
+                8,
+            ),
+            (
+                &[
+                    (Managed, r#"{"disableAllHooks": true}"#),
+                    (Cli, r#"{"disableAllHooks": false}"#),
+                ],
+                true,
+                true,
+                8,
+            ),
+            (
+                &[
+                    (Managed, r#"{"stopBlockCap": 2}"#),
+                    (User, r#"{"stopBlockCap": 5}"#),
+                ],
+                false,
+                false,
+                2,
+            ),
+            (
+                &[(Local, r#"{}"#), (User, r#"{"stopBlockCap": 0}"#)],
+                false,
+                false,
+                0,
+            ),
         ];
         for (layers, disable, managed_disable, cap) in rows.iter().copied() {
             let p = policy(layers);
             assert_eq!(p.settings.disable_all_hooks, disable, "{layers:?}");
-            assert_eq!(p.settings.managed_disable_all_hooks, managed_disable, "{layers:?}");
+            assert_eq!(
+                p.settings.managed_disable_all_hooks, managed_disable,
+                "{layers:?}"
+            );
             assert_eq!(p.settings.stop_block_cap, cap, "{layers:?}");
         }
     }
@@ -294,16 +402,28 @@ mod tests {
         assert_eq!(got[1], ("shared".into(), None));
         assert_eq!(got[2], ("p".into(), None));
         assert_eq!(got[3].0, "shared");
-        assert!(got[3].1.as_deref().unwrap().contains("identical to hook `cli:Stop[0][0]`"));
+        assert!(
+            got[3]
+                .1
+                .as_deref()
+                .unwrap()
+                .contains("identical to hook `cli:Stop[0][0]`")
+        );
         assert_eq!(p.groups("Stop").len(), 4);
-        assert_eq!(p.hooks.iter().map(|h| h.order).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(
+            p.hooks.iter().map(|h| h.order).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
     }
 
     #[test]
     fn lists_of_settings_are_unions() {
         use SourceKind::*;
         let p = policy(&[
-            (Managed, r#"{"allowedHttpHookUrls": ["https://a.example/*"], "envAllowlist": ["A_TOKEN"]}"#),
+            (
+                Managed,
+                r#"{"allowedHttpHookUrls": ["https://a.example/*"], "envAllowlist": ["A_TOKEN"]}"#,
+            ),
             (
                 User,
                 r#"{"allowedHttpHookUrls": ["https://b.example/*"], "httpHookAllowedEnvVars": ["X"], "envAllowlist": ["A_TOKEN", "B_KEY"]}"#,
@@ -313,21 +433,49 @@ mod tests {
         assert!(urls.allows("https://a.example/x") && urls.allows("https://b.example/y"));
         assert!(!urls.allows("https://c.example/"));
         assert_eq!(p.settings.env_allowlist, ["A_TOKEN", "B_KEY"]);
-        assert_eq!(p.settings.http_hook_allowed_env_vars.as_deref(), Some(&["X".to_string()][..]));
-        assert!(policy(&[(User, "{}")]).settings.allowed_http_hook_urls.is_none());
+        assert_eq!(
+            p.settings.http_hook_allowed_env_vars.as_deref(),
+            Some(&["X".to_string()][..])
+        );
+        assert!(
+            policy(&[(User, "{}")])
+                .settings
+                .allowed_http_hook_urls
+                .is_none()
+        );
     }
 
     #[test]
     fn governance_marks_hooks_with_the_reason() {
         use SourceKind::*;
-        let managed_only = format!(r#"{{"allowManagedHooksOnly": true, {}"#, &hook_json("m")[1..]);
+        let managed_only = format!(
+            r#"{{"allowManagedHooksOnly": true, {}"#,
+            &hook_json("m")[1..]
+        );
         let p = policy(&[(Managed, &managed_only), (Project, &hook_json("p"))]);
         assert_eq!(runs(&p)[0].1, None);
-        assert!(runs(&p)[1].1.as_deref().unwrap().contains("allowManagedHooksOnly"));
+        assert!(
+            runs(&p)[1]
+                .1
+                .as_deref()
+                .unwrap()
+                .contains("allowManagedHooksOnly")
+        );
 
-        let p = policy(&[(Project, &hook_json("p")), (User, r#"{"allowManagedHooksOnly": true}"#)]);
-        assert_eq!(runs(&p)[0].1, None, "only managed policy can restrict to managed hooks");
-        assert!(p.warnings.iter().any(|w| w.message.contains("only managed policy")));
+        let p = policy(&[
+            (Project, &hook_json("p")),
+            (User, r#"{"allowManagedHooksOnly": true}"#),
+        ]);
+        assert_eq!(
+            runs(&p)[0].1,
+            None,
+            "only managed policy can restrict to managed hooks"
+        );
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.message.contains("only managed policy"))
+        );
     }
 
     #[test]
@@ -343,8 +491,14 @@ mod tests {
         )]);
         assert_eq!(p.hooks.len(), 1);
         let errors: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
-        assert!(errors[0].starts_with("project.json: $.hooks.PreToolUse[0].hooks[1]: `sha256` `xyz`"), "{errors:?}");
-        assert!(errors[1].contains("$.hooks.PreToolUse[0].hooks[2]: invalid `if` rule `Bash(`"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("project.json: $.hooks.PreToolUse[0].hooks[1]: `sha256` `xyz`"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].contains("$.hooks.PreToolUse[0].hooks[2]: invalid `if` rule `Bash(`"),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -356,7 +510,9 @@ mod tests {
             {"type": "wasm", "plugin": "plugins/gate.wasm", "limits": {"memoryMb": 2}}
         ]}]}}"#,
         )]);
-        let HandlerSpec::Wasm(w) = &p.hooks[0].handler else { panic!("not wasm") };
+        let HandlerSpec::Wasm(w) = &p.hooks[0].handler else {
+            panic!("not wasm")
+        };
         assert_eq!(w.plugin, Path::new("/cfg/project/plugins/gate.wasm"));
         assert_eq!(w.memory_bytes, Some(2 << 20));
     }

@@ -49,11 +49,25 @@ fn normalize(url: &str) -> String {
 
 fn compile(pattern: &str) -> Regex {
     let (scheme, host, rest) = split(pattern);
-    let wild = |s: &str| s.split('*').map(regex::escape).collect::<Vec<_>>().join(".*");
+    let wild = |s: &str| {
+        s.split('*')
+            .map(regex::escape)
+            .collect::<Vec<_>>()
+            .join(".*")
+    };
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let rest = if rest.is_empty() { "(?:[/?#].*)?".to_string() } else { wild(rest) };
-    let scheme = if scheme.is_empty() { "[a-z]+".to_string() } else { wild(&scheme.to_ascii_lowercase()) };
-    Regex::new(&format!("^{scheme}://{}{rest}$", wild(&host))).expect("escaped pattern is a valid regex")
+    let rest = if rest.is_empty() {
+        "(?:[/?#].*)?".to_string()
+    } else {
+        wild(rest)
+    };
+    let scheme = if scheme.is_empty() {
+        "[a-z]+".to_string()
+    } else {
+        wild(&scheme.to_ascii_lowercase())
+    };
+    Regex::new(&format!("^{scheme}://{}{rest}$", wild(&host)))
+        .expect("escaped pattern is a valid regex")
 }
 
 #[cfg(test)]
@@ -63,15 +77,39 @@ mod tests {
     #[test]
     fn url_allowlist_table() {
         let rows: &[(&str, &str, bool)] = &[
-            ("https://hooks.example.com/*", "https://hooks.example.com/x", true),
-            ("https://hooks.example.com/*", "https://HOOKS.Example.com./x", true),
-            ("https://hooks.example.com/*", "http://hooks.example.com/x", false),
-            ("https://hooks.example.com/*", "https://hooks.example.com.evil.io/x", false),
+            (
+                "https://hooks.example.com/*",
+                "https://hooks.example.com/x",
+                true,
+            ),
+            (
+                "https://hooks.example.com/*",
+                "https://HOOKS.Example.com./x",
+                true,
+            ),
+            (
+                "https://hooks.example.com/*",
+                "http://hooks.example.com/x",
+                false,
+            ),
+            (
+                "https://hooks.example.com/*",
+                "https://hooks.example.com.evil.io/x",
+                false,
+            ),
             ("https://*.example.com/*", "https://a.example.com/x", true),
             ("https://*.example.com/*", "https://example.com/x", false),
             ("http://127.0.0.1:*", "http://127.0.0.1:8080/hook", true),
-            ("http://127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook", true),
-            ("http://127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook2", false),
+            (
+                "http://127.0.0.1:8080/hook",
+                "http://127.0.0.1:8080/hook",
+                true,
+            ),
+            (
+                "http://127.0.0.1:8080/hook",
+                "http://127.0.0.1:8080/hook2",
+                false,
+            ),
             ("http://localhost", "http://localhost/anything", true),
             ("*", "https://anything.example/x", true),
         ];

@@ -12,7 +12,10 @@ fn wait_for_result(env: &TestEnv, session: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         let ready = std::fs::read_dir(&dir)
-            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json")))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+            })
             .unwrap_or(false);
         if ready {
             return;
@@ -40,13 +43,29 @@ fn async_results_join_a_later_outcome_of_the_session() {
     assert_eq!(first["additionalContext"], json!([]));
 
     wait_for_result(&env, "sa");
-    let other = env.dispatch("PostToolUse", json!({"session_id": "other", "tool_name": "Bash"}));
-    assert_eq!(other["additionalContext"], json!([]), "results stay in their session");
-    let second = env.dispatch("PostToolUse", json!({"session_id": "sa", "tool_name": "Bash"}));
-    assert_eq!(second["additionalContext"], json!(["lint found 2 warnings"]));
+    let other = env.dispatch(
+        "PostToolUse",
+        json!({"session_id": "other", "tool_name": "Bash"}),
+    );
+    assert_eq!(
+        other["additionalContext"],
+        json!([]),
+        "results stay in their session"
+    );
+    let second = env.dispatch(
+        "PostToolUse",
+        json!({"session_id": "sa", "tool_name": "Bash"}),
+    );
+    assert_eq!(
+        second["additionalContext"],
+        json!(["lint found 2 warnings"])
+    );
     assert_eq!(second["systemMessages"], json!(["lint done"]));
     assert_eq!(second["decision"], "none");
-    let third = env.dispatch("PostToolUse", json!({"session_id": "sa", "tool_name": "Bash"}));
+    let third = env.dispatch(
+        "PostToolUse",
+        json!({"session_id": "sa", "tool_name": "Bash"}),
+    );
     assert_eq!(third["additionalContext"], json!([]), "delivered once");
 }
 
@@ -56,11 +75,23 @@ fn async_rewake_exit_2_wakes_the_session() {
     env.project_hooks(json!({"hooks": {"PostToolUse": [{"hooks": [
         {"type": "command", "id": "tests", "asyncRewake": true, "command": "echo 'tests failed: 3' >&2; exit 2"}
     ]}]}}));
-    let first = env.dispatch("PostToolUse", json!({"session_id": "sr", "tool_name": "Bash"}));
+    let first = env.dispatch(
+        "PostToolUse",
+        json!({"session_id": "sr", "tool_name": "Bash"}),
+    );
     assert_eq!(first["hooks"][0]["status"], "async");
     assert_eq!(first["decision"], "none");
     wait_for_result(&env, "sr");
-    let next = env.dispatch("UserPromptSubmit", json!({"session_id": "sr", "prompt": "next"}));
+    let next = env.dispatch(
+        "UserPromptSubmit",
+        json!({"session_id": "sr", "prompt": "next"}),
+    );
     assert_eq!(next["additionalContext"], json!(["tests failed: 3"]));
-    assert!(next["notices"][0]["message"].as_str().unwrap().contains("asyncRewake"), "{next}");
+    assert!(
+        next["notices"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("asyncRewake"),
+        "{next}"
+    );
 }

@@ -33,8 +33,14 @@ fn stdout_is_json_only_when_it_starts_with_a_brace() {
         {"type": "command", "command": "echo '[\"an array is text\"]'"},
         {"type": "command", "command": "echo 'plain words'"}
     ]}]}}));
-    let out = env.dispatch("UserPromptSubmit", json!({"session_id": "s", "prompt": "hi"}));
-    assert_eq!(out["additionalContext"], json!(["from json", "[\"an array is text\"]", "plain words"]));
+    let out = env.dispatch(
+        "UserPromptSubmit",
+        json!({"session_id": "s", "prompt": "hi"}),
+    );
+    assert_eq!(
+        out["additionalContext"],
+        json!(["from json", "[\"an array is text\"]", "plain words"])
+    );
     assert_eq!(out["notices"], json!([]));
 
     // plain stdout is not context on PreToolUse
@@ -47,18 +53,29 @@ fn stdout_is_json_only_when_it_starts_with_a_brace() {
 #[test]
 fn invalid_json_on_exit_0_is_a_non_blocking_error() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "id": "broken", "command": "echo '{not json'"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "id": "broken", "command": "echo '{not json'"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "none");
     assert_eq!(out["hooks"][0]["status"], "failed");
     assert_eq!(out["notices"][0]["hook"], "broken");
-    assert!(out["notices"][0]["message"].as_str().unwrap().contains("not valid JSON"));
+    assert!(
+        out["notices"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
 }
 
 #[test]
 fn exit_2_blocks_with_stderr_and_json_cannot_undo_it() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "command": "echo 'dangerous' >&2; exit 2"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": "echo 'dangerous' >&2; exit 2"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
     assert_eq!(out["decision"], "deny");
     assert_eq!(out["reason"], "dangerous");
@@ -74,27 +91,42 @@ fn exit_2_blocks_with_stderr_and_json_cannot_undo_it() {
 
     // exit 2 on an event that cannot block is a notice, not a block
     env.project_hooks(json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "id": "ss", "command": "echo 'hello user' >&2; exit 2"}]}]}}));
-    let out = env.dispatch("SessionStart", json!({"session_id": "s", "source": "startup"}));
+    let out = env.dispatch(
+        "SessionStart",
+        json!({"session_id": "s", "source": "startup"}),
+    );
     assert_eq!(out["decision"], "none");
-    assert_eq!(out["notices"], json!([{"hook": "ss", "message": "hello user"}]));
+    assert_eq!(
+        out["notices"],
+        json!([{"hook": "ss", "message": "hello user"}])
+    );
 }
 
 #[test]
 fn other_exit_codes_are_non_blocking_unless_json_decides() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "id": "one", "command": "echo 'oops\nmore' >&2; exit 1"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "id": "one", "command": "echo 'oops\nmore' >&2; exit 1"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "none");
     assert_eq!(out["hooks"][0]["status"], "failed");
     assert_eq!(out["hooks"][0]["exitCode"], 1);
-    assert_eq!(out["notices"][0]["message"], "Failed with non-blocking status code 1: oops");
+    assert_eq!(
+        out["notices"][0]["message"],
+        "Failed with non-blocking status code 1: oops"
+    );
 
     one_hook(
         &env,
         json!({"type": "command", "command": r#"echo '{"decision": "block", "reason": "json says no"}'; exit 3"#}),
     );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
-    assert_eq!(out["decision"], "deny", "deprecated top-level block on PreToolUse means deny");
+    assert_eq!(
+        out["decision"], "deny",
+        "deprecated top-level block on PreToolUse means deny"
+    );
     assert_eq!(out["reason"], "json says no");
 }
 
@@ -115,11 +147,24 @@ fn a_hook_that_cannot_start_never_blocks() {
     for hook in out["hooks"].as_array().unwrap() {
         assert_eq!(hook["status"], "failed", "{hook}");
     }
-    let messages: Vec<&str> =
-        out["notices"].as_array().unwrap().iter().map(|n| n["message"].as_str().unwrap()).collect();
-    assert!(messages[0].starts_with("cannot start `/nonexistent/hook`"), "{messages:?}");
-    assert!(messages[1].starts_with("cannot start (exit 127)"), "{messages:?}");
-    assert!(messages[2].starts_with("cannot start (exit 2)"), "{messages:?}");
+    let messages: Vec<&str> = out["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages[0].starts_with("cannot start `/nonexistent/hook`"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].starts_with("cannot start (exit 127)"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[2].starts_with("cannot start (exit 2)"),
+        "{messages:?}"
+    );
 }
 
 #[test]
@@ -131,28 +176,57 @@ fn on_failure_block_fails_closed() {
     );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny");
-    assert!(out["reason"].as_str().unwrap().contains("`strict` failed"), "{out}");
+    assert!(
+        out["reason"].as_str().unwrap().contains("`strict` failed"),
+        "{out}"
+    );
 
-    one_hook(&env, json!({"type": "command", "command": "echo '{bad'", "onFailure": "block"}));
-    assert_eq!(env.dispatch("PreToolUse", bash_input("ls"))["decision"], "deny");
+    one_hook(
+        &env,
+        json!({"type": "command", "command": "echo '{bad'", "onFailure": "block"}),
+    );
+    assert_eq!(
+        env.dispatch("PreToolUse", bash_input("ls"))["decision"],
+        "deny"
+    );
 
-    one_hook(&env, json!({"type": "command", "command": "exit 7", "onFailure": "block"}));
-    assert_eq!(env.dispatch("PreToolUse", bash_input("ls"))["decision"], "deny");
+    one_hook(
+        &env,
+        json!({"type": "command", "command": "exit 7", "onFailure": "block"}),
+    );
+    assert_eq!(
+        env.dispatch("PreToolUse", bash_input("ls"))["decision"],
+        "deny"
+    );
 }
 
 #[test]
 fn timeout_kills_the_whole_process_group() {
     let env = TestEnv::new();
     // The hook forks a sleeper and then hangs; both carry a marker we look for.
-    one_hook(&env, json!({"type": "command", "id": "hang", "timeout": 1, "command": "sleep 3131 & sleep 3132"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "id": "hang", "timeout": 1, "command": "sleep 3131 & sleep 3132"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["hooks"][0]["status"], "timeout");
     assert_eq!(out["decision"], "none", "a timeout renders no decision");
-    assert!(out["notices"][0]["message"].as_str().unwrap().contains("timed out after 1s"));
-    assert!(!process_running("sleep 3131"), "the forked sleeper survived");
+    assert!(
+        out["notices"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1s")
+    );
+    assert!(
+        !process_running("sleep 3131"),
+        "the forked sleeper survived"
+    );
     assert!(!process_running("sleep 3132"), "the hook survived");
 
-    one_hook(&env, json!({"type": "command", "timeout": 0.5, "command": "sleep 3133", "onFailure": "block"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "timeout": 0.5, "command": "sleep 3133", "onFailure": "block"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny");
     assert!(!process_running("sleep 3133"));
@@ -161,7 +235,10 @@ fn timeout_kills_the_whole_process_group() {
 #[test]
 fn stdin_is_one_compact_line_and_cwd_is_the_project() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "command": "cat > stdin.txt; pwd > cwd.txt"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": "cat > stdin.txt; pwd > cwd.txt"}),
+    );
     env.dispatch("PreToolUse", bash_input("ls -la"));
     let stdin = std::fs::read_to_string(env.project.join("stdin.txt")).unwrap();
     assert_eq!(stdin.lines().count(), 1, "{stdin:?}");
@@ -192,18 +269,32 @@ fn environment_is_set_and_scrubbed() {
     env.run_with(&mut cmd, &bash_input("ls").to_string());
     let vars = std::fs::read_to_string(env.project.join("env-PreToolUse.txt")).unwrap();
     let project = env.project.display().to_string();
-    assert!(vars.contains(&format!("CLAUDE_PROJECT_DIR={project}\n")), "{vars}");
+    assert!(
+        vars.contains(&format!("CLAUDE_PROJECT_DIR={project}\n")),
+        "{vars}"
+    );
     assert!(vars.contains(&format!("HOOKHOST_PROJECT_DIR={project}\n")));
     assert!(vars.contains("CLAUDE_CODE_SESSION_ID=s1\n"));
     assert!(vars.contains("PLAIN_SETTING=visible\n"));
     assert!(vars.contains("ALLOWED_TOKEN=kept\n"));
-    assert!(!vars.contains("secret1") && !vars.contains("secret2"), "credentials leaked: {vars}");
-    assert!(!vars.contains("CLAUDE_ENV_FILE="), "CLAUDE_ENV_FILE is only for four events");
+    assert!(
+        !vars.contains("secret1") && !vars.contains("secret2"),
+        "credentials leaked: {vars}"
+    );
+    assert!(
+        !vars.contains("CLAUDE_ENV_FILE="),
+        "CLAUDE_ENV_FILE is only for four events"
+    );
 
-    env.dispatch("SessionStart", json!({"session_id": "s2", "source": "startup"}));
+    env.dispatch(
+        "SessionStart",
+        json!({"session_id": "s2", "source": "startup"}),
+    );
     let vars = std::fs::read_to_string(env.project.join("env-SessionStart.txt")).unwrap();
-    let env_file =
-        vars.lines().find_map(|l| l.strip_prefix("CLAUDE_ENV_FILE=")).expect("CLAUDE_ENV_FILE on SessionStart");
+    let env_file = vars
+        .lines()
+        .find_map(|l| l.strip_prefix("CLAUDE_ENV_FILE="))
+        .expect("CLAUDE_ENV_FILE on SessionStart");
     assert!(std::path::Path::new(env_file).is_file(), "{env_file}");
     assert!(env_file.starts_with(&env.data.display().to_string()));
 }
@@ -228,16 +319,26 @@ fn output_text_is_capped_at_10000_characters() {
     env.project_hooks(json!({"hooks": {"UserPromptSubmit": [{"hooks": [
         {"type": "command", "command": "head -c 20000 /dev/zero | tr '\\0' 'a'"}
     ]}]}}));
-    let out = env.dispatch("UserPromptSubmit", json!({"session_id": "s", "prompt": "p"}));
+    let out = env.dispatch(
+        "UserPromptSubmit",
+        json!({"session_id": "s", "prompt": "p"}),
+    );
     let context = out["additionalContext"][0].as_str().unwrap();
     assert!(context.starts_with(&"a".repeat(10_000)));
-    assert!(context.ends_with("[10000 characters truncated]"), "{}", &context[9990..]);
+    assert!(
+        context.ends_with("[10000 characters truncated]"),
+        "{}",
+        &context[9990..]
+    );
 }
 
 #[test]
 fn a_hook_that_ignores_stdin_and_floods_stdout_does_not_hang() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "command": "head -c 5000000 /dev/zero; echo"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "command": "head -c 5000000 /dev/zero; echo"}),
+    );
     let big = "x".repeat(2_000_000);
     let out = env.dispatch("PreToolUse", bash_input(&big));
     assert_eq!(out["hooks"][0]["status"], "ok");
@@ -246,9 +347,17 @@ fn a_hook_that_ignores_stdin_and_floods_stdout_does_not_hang() {
 #[test]
 fn disabled_hooks_are_reported_as_skipped() {
     let env = TestEnv::new();
-    one_hook(&env, json!({"type": "command", "id": "off", "enabled": false, "command": "touch ran"}));
+    one_hook(
+        &env,
+        json!({"type": "command", "id": "off", "enabled": false, "command": "touch ran"}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["hooks"][0]["status"], "skipped");
-    assert!(out["hooks"][0]["message"].as_str().unwrap().contains("enabled: false"));
+    assert!(
+        out["hooks"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("enabled: false")
+    );
     assert!(!env.project.join("ran").exists());
 }

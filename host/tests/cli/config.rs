@@ -14,7 +14,13 @@ fn sources(out: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| format!("{}:{}", h["source"].as_str().unwrap(), h["status"].as_str().unwrap()))
+        .map(|h| {
+            format!(
+                "{}:{}",
+                h["source"].as_str().unwrap(),
+                h["status"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -31,17 +37,42 @@ fn every_source_appends_in_precedence_order() {
     env.local_hooks(hooks("PreToolUse", "*", json!([marker("l")])));
     env.project_hooks(hooks("PreToolUse", "*", json!([marker("p")])));
     env.user_hooks(hooks("PreToolUse", "*", json!([marker("u")])));
-    let settings_file = env.write("extra-settings.json", &hooks("PreToolUse", "*", json!([marker("c1")])).to_string());
+    let settings_file = env.write(
+        "extra-settings.json",
+        &hooks("PreToolUse", "*", json!([marker("c1")])).to_string(),
+    );
     let inline = hooks("PreToolUse", "*", json!([marker("c2")])).to_string();
     let run = env.run(
-        &["dispatch", "PreToolUse", "--settings", settings_file.to_str().unwrap(), "--settings", &inline],
+        &[
+            "dispatch",
+            "PreToolUse",
+            "--settings",
+            settings_file.to_str().unwrap(),
+            "--settings",
+            &inline,
+        ],
         &bash_input("ls").to_string(),
     );
-    let ids: Vec<String> =
-        run.json()["hooks"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect();
+    let ids: Vec<String> = run.json()["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(ids, ["m", "m2", "c1", "c2", "l", "p", "u"]);
     let out = run.json();
-    assert_eq!(sources(&out), ["managed:ok", "managed:ok", "cli:ok", "cli:ok", "local:ok", "project:ok", "user:ok"]);
+    assert_eq!(
+        sources(&out),
+        [
+            "managed:ok",
+            "managed:ok",
+            "cli:ok",
+            "cli:ok",
+            "local:ok",
+            "project:ok",
+            "user:ok"
+        ]
+    );
 }
 
 #[test]
@@ -52,41 +83,88 @@ fn identical_handlers_from_several_files_run_once() {
     env.user_hooks(hooks("PreToolUse", "Bash", json!([same])));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(sources(&out), ["project:ok", "user:skipped"]);
-    assert!(out["hooks"][1]["message"].as_str().unwrap().contains("identical to hook `project:PreToolUse[0][0]`"));
-    assert_eq!(std::fs::read_to_string(env.project.join("count.txt")).unwrap(), "ran\n");
+    assert!(
+        out["hooks"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("identical to hook `project:PreToolUse[0][0]`")
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("count.txt")).unwrap(),
+        "ran\n"
+    );
 }
 
 #[test]
 fn disable_all_hooks_follows_claude_code() {
     let env = TestEnv::new();
     env.managed(hooks("PreToolUse", "*", json!([marker("m")])));
-    env.project_hooks(json!({"disableAllHooks": false, "hooks": {"PreToolUse": [{"hooks": [marker("p")]}]}}));
-    env.user_hooks(json!({"disableAllHooks": true, "hooks": {"PreToolUse": [{"hooks": [marker("u")]}]}}));
+    env.project_hooks(
+        json!({"disableAllHooks": false, "hooks": {"PreToolUse": [{"hooks": [marker("p")]}]}}),
+    );
+    env.user_hooks(
+        json!({"disableAllHooks": true, "hooks": {"PreToolUse": [{"hooks": [marker("u")]}]}}),
+    );
     // project false outranks user true
-    assert_eq!(sources(&env.dispatch("PreToolUse", bash_input("ls"))), ["managed:ok", "project:ok", "user:ok"]);
+    assert_eq!(
+        sources(&env.dispatch("PreToolUse", bash_input("ls"))),
+        ["managed:ok", "project:ok", "user:ok"]
+    );
 
     // --settings true outranks project false; managed hooks keep running
-    let run = env
-        .run(&["dispatch", "PreToolUse", "--settings", r#"{"disableAllHooks": true}"#], &bash_input("ls").to_string());
-    assert_eq!(sources(&run.json()), ["managed:ok", "project:skipped", "user:skipped"]);
+    let run = env.run(
+        &[
+            "dispatch",
+            "PreToolUse",
+            "--settings",
+            r#"{"disableAllHooks": true}"#,
+        ],
+        &bash_input("ls").to_string(),
+    );
+    assert_eq!(
+        sources(&run.json()),
+        ["managed:ok", "project:skipped", "user:skipped"]
+    );
 
     // managed true disables everything, managed included
-    env.managed(json!({"disableAllHooks": true, "hooks": {"PreToolUse": [{"hooks": [marker("m")]}]}}));
+    env.managed(
+        json!({"disableAllHooks": true, "hooks": {"PreToolUse": [{"hooks": [marker("m")]}]}}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
-    assert_eq!(sources(&out), ["managed:skipped", "project:skipped", "user:skipped"]);
-    assert!(out["hooks"][0]["message"].as_str().unwrap().contains("managed policy"));
+    assert_eq!(
+        sources(&out),
+        ["managed:skipped", "project:skipped", "user:skipped"]
+    );
+    assert!(
+        out["hooks"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("managed policy")
+    );
 }
 
 #[test]
 fn allow_managed_hooks_only_skips_the_rest_with_a_reason() {
     let env = TestEnv::new();
-    env.managed(json!({"allowManagedHooksOnly": true, "hooks": {"PreToolUse": [{"hooks": [marker("m")]}]}}));
+    env.managed(
+        json!({"allowManagedHooksOnly": true, "hooks": {"PreToolUse": [{"hooks": [marker("m")]}]}}),
+    );
     env.project_hooks(json!({"allowManagedHooksOnly": false, "hooks": {"PreToolUse": [{"hooks": [marker("p")]}]}}));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(sources(&out), ["managed:ok", "project:skipped"]);
-    assert!(out["hooks"][1]["message"].as_str().unwrap().contains("allowManagedHooksOnly"));
+    assert!(
+        out["hooks"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("allowManagedHooksOnly")
+    );
     let run = env.run(&["validate"], "");
-    assert!(run.stderr.contains("only managed policy can set `allowManagedHooksOnly`"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("only managed policy can set `allowManagedHooksOnly`"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -97,7 +175,10 @@ fn a_broken_source_is_reported_and_the_others_still_run() {
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(sources(&out), ["user:ok"]);
     let notice = out["notices"][0]["message"].as_str().unwrap();
-    assert!(notice.contains(".hookhost/hooks.json") && notice.contains("invalid JSON at line 1"), "{notice}");
+    assert!(
+        notice.contains(".hookhost/hooks.json") && notice.contains("invalid JSON at line 1"),
+        "{notice}"
+    );
 }
 
 #[test]
@@ -112,20 +193,36 @@ fn validate_lists_every_error_with_file_and_path() {
         ],
         "PreToolUze": [{"hooks": []}]
     }}));
-    env.user_hooks(json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "true"}]}]}}));
+    env.user_hooks(
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "true"}]}]}}),
+    );
     let run = env.run(&["validate"], "");
     assert_eq!(run.code, 1, "{}", run.stdout);
-    let project = env.project.join(".hookhost/hooks.json").display().to_string();
+    let project = env
+        .project
+        .join(".hookhost/hooks.json")
+        .display()
+        .to_string();
     let user = env.home.join("hooks.json").display().to_string();
     for expected in [
         format!("error: {project}: $.hooks.PreToolUse[0].matcher: invalid matcher regex `Bash(`"),
-        format!("error: {project}: $.hooks.PreToolUse[1].hooks[0]: `url` is not a field of a command hook"),
-        format!("error: {project}: $.hooks.PreToolUse[2].hooks[0]: hooks of type `http` need `url`"),
-        format!("error: {project}: $.hooks.PreToolUse[3].hooks[0]: `timeout` must be between 0 and 86400 seconds"),
+        format!(
+            "error: {project}: $.hooks.PreToolUse[1].hooks[0]: `url` is not a field of a command hook"
+        ),
+        format!(
+            "error: {project}: $.hooks.PreToolUse[2].hooks[0]: hooks of type `http` need `url`"
+        ),
+        format!(
+            "error: {project}: $.hooks.PreToolUse[3].hooks[0]: `timeout` must be between 0 and 86400 seconds"
+        ),
         format!("warning: {project}: $.hooks.PreToolUze: unknown event `PreToolUze`"),
         format!("error: {user}: $.hooks.Stop[0].hooks[0].comand: unknown field `comand`"),
     ] {
-        assert!(run.stderr.contains(&expected), "missing `{expected}` in:\n{}", run.stderr);
+        assert!(
+            run.stderr.contains(&expected),
+            "missing `{expected}` in:\n{}",
+            run.stderr
+        );
     }
     assert!(run.stdout.contains("5 errors"), "{}", run.stdout);
 
@@ -150,43 +247,87 @@ fn a_claude_code_settings_file_is_a_valid_source() {
         ]}]}
     });
     let file = env.write(".claude/settings.json", &settings.to_string());
-    let run = env.run(&["dispatch", "PreToolUse", "--settings", file.to_str().unwrap()], &bash_input("ls").to_string());
+    let run = env.run(
+        &[
+            "dispatch",
+            "PreToolUse",
+            "--settings",
+            file.to_str().unwrap(),
+        ],
+        &bash_input("ls").to_string(),
+    );
     let out = run.json();
     assert_eq!(out["decision"], "deny");
     assert_eq!(out["hooks"][1]["status"], "skipped");
-    assert!(out["hooks"][1]["message"].as_str().unwrap().contains("does not run `prompt` hooks"));
+    assert!(
+        out["hooks"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not run `prompt` hooks")
+    );
 }
 
 #[test]
 fn hooks_lists_every_hook_with_its_state() {
     let env = TestEnv::new();
-    env.project_hooks(json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "command", "id": "guard", "command": "true"},
-        {"type": "command", "id": "off", "command": "true", "enabled": false},
-        {"type": "command", "id": "missing", "command": "/no/such/program", "args": []}
-    ]}]}}));
-    env.user_hooks(hooks("Stop", "", json!([{"type": "http", "id": "remote", "url": "http://127.0.0.1:9/x"}])));
+    env.project_hooks(
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "id": "guard", "command": "true"},
+            {"type": "command", "id": "off", "command": "true", "enabled": false},
+            {"type": "command", "id": "missing", "command": "/no/such/program", "args": []}
+        ]}]}}),
+    );
+    env.user_hooks(hooks(
+        "Stop",
+        "",
+        json!([{"type": "http", "id": "remote", "url": "http://127.0.0.1:9/x"}]),
+    ));
     let run = env.run(&["hooks", "--json"], "");
     assert_eq!(run.code, 0, "{}", run.stderr);
     let lines = run.json();
-    let line = |id: &str| lines.as_array().unwrap().iter().find(|l| l["id"] == id).unwrap().clone();
+    let line = |id: &str| {
+        lines
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["id"] == id)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(line("guard")["runs"], true);
     assert_eq!(line("guard")["source"], "project");
     assert_eq!(line("guard")["matcher"], "Bash");
     assert_eq!(line("off")["runs"], false);
-    assert!(line("off")["whyNot"].as_str().unwrap().contains("enabled: false"));
-    assert!(line("missing")["whyNot"].as_str().unwrap().contains("not found"));
+    assert!(
+        line("off")["whyNot"]
+            .as_str()
+            .unwrap()
+            .contains("enabled: false")
+    );
+    assert!(
+        line("missing")["whyNot"]
+            .as_str()
+            .unwrap()
+            .contains("not found")
+    );
     assert_eq!(line("remote")["type"], "http");
     assert_eq!(line("remote")["event"], "Stop");
 
     let table = env.run(&["hooks"], "");
-    assert!(table.stdout.contains("skipped: disabled in config"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("skipped: disabled in config"),
+        "{}",
+        table.stdout
+    );
 }
 
 #[test]
 fn bad_input_is_an_error_that_never_blocks() {
     let env = TestEnv::new();
-    let run = env.run(&["dispatch", "PreToolUse", "--format", "claude"], "not json");
+    let run = env.run(
+        &["dispatch", "PreToolUse", "--format", "claude"],
+        "not json",
+    );
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("not valid JSON"));
     let run = env.run(&["dispatch", "NoSuchEvent"], "{}");

@@ -23,7 +23,11 @@ fn server() -> TestServer {
 fn a_2xx_json_answer_decides_and_the_input_is_posted() {
     let env = TestEnv::new();
     let server = server();
-    env.project_hooks(hooks("PreToolUse", "Bash", json!([{"type": "http", "url": format!("{}/deny", server.url)}])));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "http", "url": format!("{}/deny", server.url)}]),
+    ));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny");
     assert_eq!(out["reason"], "server says no");
@@ -51,7 +55,10 @@ fn other_answers_are_non_blocking_errors() {
         ]),
     ));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
-    assert_eq!(out["decision"], "none", "HTTP hooks block only through a JSON decision: {out}");
+    assert_eq!(
+        out["decision"], "none",
+        "HTTP hooks block only through a JSON decision: {out}"
+    );
     let status: Vec<(&str, &str)> = out["hooks"]
         .as_array()
         .unwrap()
@@ -60,10 +67,20 @@ fn other_answers_are_non_blocking_errors() {
         .collect();
     assert_eq!(
         status,
-        [("empty", "ok"), ("text", "failed"), ("error", "failed"), ("refused", "failed"), ("slow", "timeout")]
+        [
+            ("empty", "ok"),
+            ("text", "failed"),
+            ("error", "failed"),
+            ("refused", "failed"),
+            ("slow", "timeout")
+        ]
     );
-    let notices: Vec<&str> =
-        out["notices"].as_array().unwrap().iter().map(|n| n["message"].as_str().unwrap()).collect();
+    let notices: Vec<&str> = out["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["message"].as_str().unwrap())
+        .collect();
     assert!(notices[0].contains("plain text"), "{notices:?}");
     assert!(notices[1].contains("HTTP 500"), "{notices:?}");
     assert!(notices[2].contains("failed"), "{notices:?}");
@@ -95,7 +112,11 @@ fn headers_interpolate_only_allowed_env_vars() {
     assert_eq!(request.header("authorization"), Some("Bearer t0k3n"));
     assert_eq!(request.header("x-other"), Some("other"));
     assert_eq!(request.header("x-secret"), Some("[]"));
-    assert_eq!(request.header("x-outer"), Some("[]"), "httpHookAllowedEnvVars is an outer limit");
+    assert_eq!(
+        request.header("x-outer"),
+        Some("[]"),
+        "httpHookAllowedEnvVars is an outer limit"
+    );
 }
 
 #[test]
@@ -109,7 +130,12 @@ fn allowed_http_hook_urls_is_checked_before_connecting() {
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "none");
     assert_eq!(out["hooks"][0]["status"], "failed");
-    assert!(out["notices"][0]["message"].as_str().unwrap().contains("not in `allowedHttpHookUrls`"));
+    assert!(
+        out["notices"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in `allowedHttpHookUrls`")
+    );
     assert!(server.requests().is_empty(), "the server was contacted");
 
     // lists merge across files: the user allows the server too

@@ -21,25 +21,40 @@ fn hooks_run_in_parallel_and_all_finish_before_the_merge() {
     ])));
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["hooks"][0]["status"], "ok", "{out}");
-    assert!(env.project.join("a.done").exists(), "the first hook finished although the second denied");
+    assert!(
+        env.project.join("a.done").exists(),
+        "the first hook finished although the second denied"
+    );
     assert_eq!(out["decision"], "deny");
 }
 
 #[test]
 fn a_sequential_group_stops_at_a_block() {
     let env = TestEnv::new();
-    env.project_hooks(json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "sequential": true, "hooks": [
-        {"type": "command", "id": "first", "command": "touch first.ran"},
-        {"type": "command", "id": "second", "command": "echo no >&2; exit 2"},
-        {"type": "command", "id": "third", "command": "touch third.ran"}
-    ]}]}}));
+    env.project_hooks(
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "sequential": true, "hooks": [
+            {"type": "command", "id": "first", "command": "touch first.ran"},
+            {"type": "command", "id": "second", "command": "echo no >&2; exit 2"},
+            {"type": "command", "id": "third", "command": "touch third.ran"}
+        ]}]}}),
+    );
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_eq!(out["decision"], "deny");
-    let statuses: Vec<&str> = out["hooks"].as_array().unwrap().iter().map(|h| h["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = out["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses, ["ok", "blocked", "skipped"]);
     assert!(env.project.join("first.ran").exists());
     assert!(!env.project.join("third.ran").exists());
-    assert!(out["hooks"][2]["message"].as_str().unwrap().contains("`second` blocked"));
+    assert!(
+        out["hooks"][2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`second` blocked")
+    );
 }
 
 #[test]
@@ -52,7 +67,10 @@ fn permission_precedence_is_deny_defer_ask_allow() {
     ];
     for (decisions, expected) in cases {
         let env = TestEnv::new();
-        let handlers: Vec<Value> = decisions.iter().map(|d| decide(d, &format!("because {d}"))).collect();
+        let handlers: Vec<Value> = decisions
+            .iter()
+            .map(|d| decide(d, &format!("because {d}")))
+            .collect();
         env.project_hooks(hooks("PreToolUse", "Bash", json!(handlers)));
         let out = env.dispatch("PreToolUse", bash_input("ls"));
         assert_eq!(out["decision"], *expected, "{decisions:?}");
@@ -76,7 +94,10 @@ fn every_context_is_kept_in_config_order_and_continue_false_wins() {
         "PostToolUse",
         json!({"session_id": "s", "tool_name": "Bash", "tool_input": {}, "tool_response": {}}),
     );
-    assert_eq!(out["additionalContext"], json!(["one", "two", "three", "four"]));
+    assert_eq!(
+        out["additionalContext"],
+        json!(["one", "two", "three", "four"])
+    );
     assert_eq!(out["continue"], false);
     assert_eq!(out["stopReason"], "enough");
     assert_eq!(out["systemMessages"], json!(["stopping"]));
@@ -103,9 +124,16 @@ fn updated_input_is_deterministic_by_priority_then_config_order() {
     assert_eq!(out["updatedInput"], json!({"command": "echo high"}));
     assert_eq!(out["updatedInputBy"], "high");
 
-    env.project_hooks(hooks("PreToolUse", "Bash", json!([rewrite("a", "echo a", 0), rewrite("b", "echo b", 0)])));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([rewrite("a", "echo a", 0), rewrite("b", "echo b", 0)]),
+    ));
     for _ in 0..3 {
-        assert_eq!(env.dispatch("PreToolUse", bash_input("ls"))["updatedInputBy"], "a");
+        assert_eq!(
+            env.dispatch("PreToolUse", bash_input("ls"))["updatedInputBy"],
+            "a"
+        );
     }
 }
 
@@ -147,10 +175,21 @@ fn matchers_and_if_rules_select_hooks() {
         {"matcher": "^mcp__.*", "hooks": [{"type": "command", "id": "mcp", "command": "true"}]}
     ]}}));
     let ids = |out: &Value| -> Vec<String> {
-        out["hooks"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect()
+        out["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap().to_string())
+            .collect()
     };
-    assert_eq!(ids(&env.dispatch("PreToolUse", bash_input("ls"))), ["all-bash"]);
-    assert_eq!(ids(&env.dispatch("PreToolUse", bash_input("cd x && FOO=1 git push -f"))), ["git-only", "all-bash"]);
+    assert_eq!(
+        ids(&env.dispatch("PreToolUse", bash_input("ls"))),
+        ["all-bash"]
+    );
+    assert_eq!(
+        ids(&env.dispatch("PreToolUse", bash_input("cd x && FOO=1 git push -f"))),
+        ["git-only", "all-bash"]
+    );
     let write = json!({"session_id": "s", "tool_name": "Write", "tool_input": {"file_path": "/x"}});
     assert_eq!(ids(&env.dispatch("PreToolUse", write)), ["edits"]);
     let mcp = json!({"session_id": "s", "tool_name": "mcp__memory__create", "tool_input": {}});
@@ -169,16 +208,34 @@ fn stop_blocks_are_capped_per_session() {
         if let Some(cap) = cap {
             cmd.env("HOOKHOST_STOP_BLOCK_CAP", cap);
         }
-        env.run_with(&mut cmd, &json!({"session_id": session, "stop_hook_active": true}).to_string()).json()
+        env.run_with(
+            &mut cmd,
+            &json!({"session_id": session, "stop_hook_active": true}).to_string(),
+        )
+        .json()
     };
     for n in 1..=3 {
         assert_eq!(stop("a", Some("3"))["decision"], "block", "block {n}");
     }
-    assert_eq!(stop("b", Some("3"))["decision"], "block", "sessions count apart");
+    assert_eq!(
+        stop("b", Some("3"))["decision"],
+        "block",
+        "sessions count apart"
+    );
     let capped = stop("a", Some("3"));
     assert_eq!(capped["decision"], "none");
-    assert!(capped["notices"][0]["message"].as_str().unwrap().contains("blocked 3 times in a row"), "{capped}");
-    assert_eq!(stop("a", Some("3"))["decision"], "block", "the count starts again");
+    assert!(
+        capped["notices"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("blocked 3 times in a row"),
+        "{capped}"
+    );
+    assert_eq!(
+        stop("a", Some("3"))["decision"],
+        "block",
+        "the count starts again"
+    );
 
     // The default cap is 8; 0 means no cap.
     for _ in 0..8 {

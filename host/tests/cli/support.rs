@@ -30,8 +30,12 @@ pub struct Run {
 impl Run {
     /// The stdout parsed as JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
     }
 }
 
@@ -102,9 +106,23 @@ impl TestEnv {
     }
 
     pub fn run_with(&self, cmd: &mut Command, stdin: &str) -> Run {
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().unwrap();
         Run {
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -146,7 +164,10 @@ pub struct Request {
 
 impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -160,7 +181,9 @@ pub struct TestServer {
 type Responder = dyn Fn(&Request) -> (u16, String, Duration) + Send + Sync;
 
 impl TestServer {
-    pub fn start(respond: impl Fn(&Request) -> (u16, String, Duration) + Send + Sync + 'static) -> TestServer {
+    pub fn start(
+        respond: impl Fn(&Request) -> (u16, String, Duration) + Send + Sync + 'static,
+    ) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -205,7 +228,11 @@ fn serve(stream: TcpStream, respond: &Responder, seen: &Mutex<Vec<Request>>) {
     }
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body).ok();
-    let request = Request { path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+    let request = Request {
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    };
     let (status, body, delay) = respond(&request);
     seen.lock().unwrap().push(request);
     std::thread::sleep(delay);
@@ -223,5 +250,9 @@ pub fn process_running(marker: &str) -> bool {
         .unwrap()
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(marker))
+        .any(|cmdline| {
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(marker)
+        })
 }
