@@ -676,10 +676,13 @@ pub mod http {
             None => (rest, "/"),
         };
         let headers = Fields::new();
-        if let Some((content_type, _)) = body {
+        if let Some((content_type, bytes)) = body {
             headers
                 .append("content-type", content_type.as_bytes())
                 .map_err(|e| format!("bad content type: {e:?}"))?;
+            headers
+                .append("content-length", bytes.len().to_string().as_bytes())
+                .map_err(|e| format!("bad content length: {e:?}"))?;
         }
         let request = OutgoingRequest::new(headers);
         let _ = request.set_method(&method);
@@ -688,21 +691,34 @@ pub mod http {
         request.set_path_with_query(Some(path)).map_err(|()| format!("bad path in `{url}`"))?;
         let outgoing = request.body().map_err(|()| "request body unavailable")?;
         let future = outgoing_handler::handle(request, None).map_err(|e| format!("request to {url} refused: {e:?}"))?;
+        // A request the host refuses closes the body stream; the response future then
+        // says why, which is the more useful error.
+        let mut body_error = None;
         {
             let stream = outgoing.write().map_err(|()| "request body stream unavailable")?;
             if let Some((_, bytes)) = body {
                 for chunk in bytes.chunks(4096) {
-                    stream.blocking_write_and_flush(chunk).map_err(|e| format!("writing the request body: {e:?}"))?;
+                    if let Err(e) = stream.blocking_write_and_flush(chunk) {
+                        body_error = Some(format!("writing the request body to {url}: {e:?}"));
+                        break;
+                    }
                 }
             }
         }
-        OutgoingBody::finish(outgoing, None).map_err(|e| format!("finishing the request: {e:?}"))?;
+        if body_error.is_none() {
+            if let Err(e) = OutgoingBody::finish(outgoing, None) {
+                body_error = Some(format!("finishing the request to {url}: {e:?}"));
+            }
+        }
         future.subscribe().block();
         let response = match future.get() {
             Some(Ok(Ok(response))) => response,
             Some(Ok(Err(e))) => return Err(format!("request to {url} failed: {e:?}").into()),
             Some(Err(())) | None => return Err(format!("request to {url}: no response").into()),
         };
+        if let Some(e) = body_error {
+            return Err(e.into());
+        }
         let status = response.status();
         let incoming = response.consume().map_err(|()| "response body unavailable")?;
         let stream = incoming.stream().map_err(|()| "response body stream unavailable")?;

@@ -272,21 +272,23 @@ pub fn intersect(
     let mut live = Live::default();
     let mut warnings = Vec::new();
     for dir in &raw.dirs {
-        let request = declared
+        let requests: Vec<&DirRequest> = declared
             .dirs
             .iter()
-            .find(|d| d.path == "*" || d.path == dir.path || Some(&d.path) == dir.guest.as_ref());
-        let Some(request) = request else {
+            .filter(|d| d.path == "*" || d.path == dir.path || Some(&d.path) == dir.guest.as_ref())
+            .collect();
+        if requests.is_empty() {
             warnings.push(format!("directory grant `{}` is not declared by the plugin; not mounted", dir.path));
             continue;
-        };
+        }
+        let wants_write = requests.iter().any(|r| r.write);
         let host = expand_path(&dir.path, workspace, home)?;
         let guest = dir.guest.clone().unwrap_or_else(|| host.to_string_lossy().into_owned());
         let granted_write = dir.mode == DirMode::ReadWrite;
-        if granted_write && !request.write {
+        if granted_write && !wants_write {
             warnings.push(format!("`{}` is granted read-write but the plugin asks read-only; mounted read-only", dir.path));
         }
-        live.dirs.push(LiveDir { host, guest, write: granted_write && request.write });
+        live.dirs.push(LiveDir { host, guest, write: granted_write && wants_write });
     }
     for name in &raw.env {
         if declared.env.contains(name) {
@@ -408,7 +410,7 @@ mod tests {
     fn star_declarations_accept_any_grant() {
         let raw = grants(&[("/data", DirMode::ReadWrite)], &[], &["http://127.0.0.1:9000"]);
         let declared = Declared {
-            dirs: vec![DirRequest { path: "*".into(), write: true }],
+            dirs: vec![DirRequest { path: "*".into(), write: false }, DirRequest { path: "*".into(), write: true }],
             env: vec![],
             http: vec!["*".into()],
         };

@@ -35,8 +35,8 @@ impl Hook for Hostile {
         Info::new("hostile", "0.0.1")
             .read_dir("*")
             .write_dir("*")
-            .env("HOOKHOST_TEST_GRANTED")
-            .env("HOOKHOST_TEST_SECRET")
+            .env("CARGO_PKG_NAME")
+            .env("CARGO_MANIFEST_DIR")
             .http("*")
     }
 
@@ -100,8 +100,8 @@ impl Hook for Hostile {
             },
             "env" => Ok(Response::context(format!(
                 "granted={:?} secret={:?} all={:?}",
-                std::env::var("HOOKHOST_TEST_GRANTED").ok(),
-                std::env::var("HOOKHOST_TEST_SECRET").ok(),
+                std::env::var("CARGO_PKG_NAME").ok(),
+                std::env::var("CARGO_MANIFEST_DIR").ok(),
                 std::env::vars().map(|(k, _)| k).collect::<Vec<_>>()
             ))),
             "http" => match hookhost_guest::http::post(arg, "application/json", br#"{"hostile":true}"#) {

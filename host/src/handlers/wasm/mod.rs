@@ -46,14 +46,12 @@ use crate::event::EventSpec;
 use crate::policy::capability::{self, Declared, DirRequest, Live};
 use crate::policy::{HandlerSpec, Hook, Policy};
 use bindings::{Plugin, PluginPre};
-use state::{CappedPipe, State};
+use state::{CappedPipe, Clock, State};
 
 /// The WIT package version this host implements.
 pub const WIT_VERSION: &str = "0.1.0";
 /// The exported interface every plugin must have, without its version.
 const HOOK_EXPORT: &str = "hookhost:hook/hook";
-/// The imported interface plugins may use, without its version.
-const HOST_IMPORT: &str = "hookhost:hook/host";
 /// Fuel per call unless the hook sets `limits.fuel`.
 pub const DEFAULT_FUEL: u64 = 100_000_000;
 /// Linear memory cap unless the hook sets `limits.memoryMb`: 64 MiB.
@@ -339,15 +337,24 @@ impl Sandbox {
             .map_err(|e| format!("cannot link wasi-http: {e}"))?;
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;
+        clamp_sleeps(&mut linker).map_err(|e| format!("cannot link the clock: {e}"))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
             let (engine, stop) = (engine.clone(), ticker_stop.clone());
             std::thread::Builder::new()
                 .name("hookhost-epoch".into())
                 .spawn(move || {
+                    // Ticks follow real time: a late wake-up catches up, so deadlines
+                    // are not stretched by scheduling delays.
+                    let start = Instant::now();
+                    let mut ticks: u128 = 0;
                     while !stop.load(Ordering::Acquire) {
                         std::thread::sleep(EPOCH_TICK);
-                        engine.increment_epoch();
+                        let due = start.elapsed().as_nanos() / EPOCH_TICK.as_nanos();
+                        while ticks < due {
+                            engine.increment_epoch();
+                            ticks += 1;
+                        }
                     }
                 })
                 .map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
@@ -442,8 +449,9 @@ impl Sandbox {
     fn store(&self, plugin: &Arc<str>, live: &Live, memory_bytes: u64, env: &[(String, String)]) -> Result<Store<State>, String> {
         let stdout = CappedPipe::new(OUTPUT_CAP);
         let stderr = CappedPipe::new(OUTPUT_CAP);
+        let clock = Clock::new();
         let mut builder = WasiCtxBuilder::new();
-        builder.stdout(stdout.clone()).stderr(stderr.clone()).allow_blocking_current_thread(true);
+        builder.stdout(stdout.clone()).stderr(stderr.clone()).monotonic_clock(clock).allow_blocking_current_thread(true);
         for (name, value) in env {
             builder.env(name, value);
         }
@@ -455,7 +463,7 @@ impl Sandbox {
         }
         let wasi = builder.build();
         let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
-        let state = State::new(plugin.clone(), wasi, Arc::new(live.clone()), memory, stdout, stderr);
+        let state = State::new(plugin.clone(), wasi, clock, Arc::new(live.clone()), memory, stdout, stderr);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         Ok(store)
@@ -582,6 +590,34 @@ impl Sandbox {
     }
 }
 
+/// Replaces `monotonic-clock.subscribe-duration` / `subscribe-instant` with versions
+/// whose sleeps end at the call's deadline: wasm code is interrupted by the epoch
+/// deadline, but a guest blocked in a host sleep would otherwise outlive its timeout.
+fn clamp_sleeps(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use wasmtime::StoreContextMut;
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::DynPollable;
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance("wasi:clocks/monotonic-clock@0.2.12")?;
+    clock.func_wrap(
+        "subscribe-duration",
+        |mut store: StoreContextMut<'_, State>, (nanos,): (u64,)| -> wasmtime::Result<(Resource<DynPollable>,)> {
+            let until = std::time::Instant::now().checked_add(Duration::from_nanos(nanos));
+            let until = until.unwrap_or_else(|| std::time::Instant::now() + Duration::from_secs(86_400 * 365));
+            Ok((store.data_mut().sleep_until(until)?,))
+        },
+    )?;
+    clock.func_wrap(
+        "subscribe-instant",
+        |mut store: StoreContextMut<'_, State>, (when,): (u64,)| -> wasmtime::Result<(Resource<DynPollable>,)> {
+            let until = store.data().clock.instant(when);
+            Ok((store.data_mut().sleep_until(until)?,))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
 fn evict_oldest(sessions: &mut HashMap<(String, String), SessionSlot>) {
     let oldest = sessions
         .iter()
@@ -619,10 +655,8 @@ fn check_sha(actual: &str, expected: Option<&str>, path: &Path) -> Result<(), Lo
 /// Finds the `hookhost:hook` version of a component; refuses other versions, naming
 /// both.
 fn check_wit_version(imports: &[String], exports: &[String], path: &Path) -> Result<String, LoadError> {
-    let version_of = |names: &[String], interface: &str| -> Option<String> {
-        names.iter().find_map(|n| n.strip_prefix(interface).and_then(|rest| rest.strip_prefix('@')).map(str::to_string))
-    };
-    let Some(version) = version_of(exports, HOOK_EXPORT) else {
+    let version_of = |name: &str| name.strip_prefix("hookhost:hook/").and_then(|rest| rest.split_once('@')).map(|(_, v)| v.to_string());
+    let Some(version) = exports.iter().find(|n| n.starts_with(&format!("{HOOK_EXPORT}@"))).and_then(|n| version_of(n)) else {
         return Err((
             FailureKind::CannotStart,
             format!(
@@ -632,8 +666,8 @@ fn check_wit_version(imports: &[String], exports: &[String], path: &Path) -> Res
             ),
         ));
     };
-    let imported = version_of(imports, HOST_IMPORT);
-    for found in std::iter::once(&version).chain(imported.as_ref()) {
+    let others = imports.iter().chain(exports).filter_map(|n| version_of(n));
+    for found in std::iter::once(version.clone()).chain(others) {
         if found != WIT_VERSION {
             return Err((
                 FailureKind::Refused,
@@ -663,6 +697,7 @@ impl Limits {
         let ticks = self.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()).max(1) + 1;
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.data_mut().limiter.refused = None;
+        store.data_mut().http_policy.deadline = Some(tokio::time::Instant::now() + self.timeout);
         store.data().http_policy.denied.lock().unwrap_or_else(|e| e.into_inner()).clear();
         Ok(())
     }

@@ -216,6 +216,8 @@ impl LogSink {
 /// The outgoing-HTTP policy of one instance: the hook's live grants.
 pub struct HttpPolicy {
     live: Arc<Live>,
+    /// When the current call must end; requests are cut off then.
+    pub deadline: Option<tokio::time::Instant>,
     /// Requests refused during the current call, for the report.
     pub denied: Arc<Mutex<Vec<String>>>,
 }
@@ -248,11 +250,75 @@ impl WasiHttpHooks for HttpPolicy {
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         let _ = fut;
+        let deadline = self.deadline;
         Box::new(async move {
             use http_body_util::BodyExt;
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            let send = wasmtime_wasi_http::default_send_request(request, options);
+            let (response, io) = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline + SLEEP_GRACE, send)
+                    .await
+                    .map_err(|_| wasmtime_wasi_http::Error::ConnectionTimeout)??,
+                None => send.await?,
+            };
             Ok((response.map(BodyExt::boxed_unsync), Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })
+    }
+}
+
+/// How long after the call's deadline a clamped sleep or request wakes: the guest then
+/// runs wasm again and the epoch deadline interrupts it.
+pub const SLEEP_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The guest's monotonic clock: nanoseconds since the instance's context was built.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: std::time::Instant,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub fn new() -> Clock {
+        Clock { start: std::time::Instant::now() }
+    }
+
+    /// The instant of a guest timestamp.
+    pub fn instant(&self, nanos: u64) -> std::time::Instant {
+        self.start + std::time::Duration::from_nanos(nanos)
+    }
+}
+
+impl wasmtime_wasi::HostMonotonicClock for Clock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A sleep of the guest (`monotonic-clock.subscribe-*`), cut short at the call's
+/// deadline so that a plugin blocked in `sleep` cannot outlive its timeout.
+pub struct Sleep {
+    until: tokio::time::Instant,
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for Sleep {
+    async fn ready(&mut self) {
+        tokio::time::sleep_until(self.until).await;
+    }
+}
+
+impl State {
+    /// A pollable for a sleep until `until`, clamped to the call's deadline.
+    pub fn sleep_until(&mut self, until: std::time::Instant) -> wasmtime::Result<wasmtime::component::Resource<wasmtime_wasi::p2::DynPollable>> {
+        let mut until = tokio::time::Instant::from_std(until);
+        if let Some(deadline) = self.http_policy.deadline {
+            until = until.min(deadline + SLEEP_GRACE);
+        }
+        let sleep = self.table.push(Sleep { until })?;
+        wasmtime_wasi::p2::subscribe(&mut self.table, sleep)
     }
 }
 
@@ -276,21 +342,32 @@ pub struct State {
     pub log: LogSink,
     /// The plugin, for tracing.
     pub plugin: Arc<str>,
+    /// The guest's monotonic clock.
+    pub clock: Clock,
 }
 
 impl State {
     /// A state for a store of `plugin`.
-    pub fn new(plugin: Arc<str>, wasi: WasiCtx, live: Arc<Live>, memory_bytes: usize, stdout: CappedPipe, stderr: CappedPipe) -> State {
+    pub fn new(
+        plugin: Arc<str>,
+        wasi: WasiCtx,
+        clock: Clock,
+        live: Arc<Live>,
+        memory_bytes: usize,
+        stdout: CappedPipe,
+        stderr: CappedPipe,
+    ) -> State {
         State {
             wasi,
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
-            http_policy: HttpPolicy { live, denied: Arc::default() },
+            http_policy: HttpPolicy { live, deadline: None, denied: Arc::default() },
             limiter: Limiter::new(memory_bytes),
             stdout,
             stderr,
             log: LogSink::default(),
             plugin,
+            clock,
         }
     }
 }
