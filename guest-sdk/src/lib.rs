@@ -1,1 +1,913 @@
-//! sdk
+//! Write [hookhost] hooks in Rust.
+//!
+//! A hookhost plugin is a WebAssembly component that runs in a sandbox with no more
+//! rights than the user granted it. This crate hides the component plumbing
+//! (wit-bindgen, the `hookhost:hook@0.1.0` world): implement [`Hook`] with a method per
+//! event you care about, return a [`Response`] built with its helpers, and
+//! [`register!`] the type.
+//!
+//! # Example
+//!
+//! A complete plugin that denies `rm -rf /` and adds context to every other Bash call.
+//! `Cargo.toml`:
+//!
+//! ```toml
+//! [package]
+//! name = "no-rm-rf"
+//! version = "0.1.0"
+//! edition = "2024"
+//!
+//! [lib]
+//! crate-type = ["cdylib"]
+//!
+//! [dependencies]
+//! hookhost-guest = { path = "../guest-sdk" }
+//! ```
+//!
+//! `src/lib.rs`:
+//!
+//! ```no_run
+//! use hookhost_guest::{Event, Hook, Info, Response, register};
+//!
+//! #[derive(Default)]
+//! struct NoRmRf;
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Bash {
+//!     command: String,
+//! }
+//!
+//! impl Hook for NoRmRf {
+//!     fn info() -> Info {
+//!         Info::new("no-rm-rf", env!("CARGO_PKG_VERSION")).events(&["PreToolUse"])
+//!     }
+//!
+//!     fn pre_tool_use(&mut self, event: &Event) -> hookhost_guest::Result {
+//!         if event.tool_name() != Some("Bash") {
+//!             return Ok(Response::none());
+//!         }
+//!         let bash: Bash = event.tool_input_as()?;
+//!         if bash.command.contains("rm -rf /") {
+//!             return Ok(Response::deny("refusing to delete the filesystem root"));
+//!         }
+//!         hookhost_guest::log::info("bash allowed", &[("command", &bash.command)]);
+//!         Ok(Response::none().with_context("a sandboxed hook looked at this command"))
+//!     }
+//! }
+//!
+//! register!(NoRmRf);
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` and point a hook at the
+//! `.wasm`:
+//!
+//! ```json
+//! {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+//!   {"type": "wasm", "plugin": "target/wasm32-wasip2/release/no_rm_rf.wasm"}
+//! ]}]}}
+//! ```
+//!
+//! # Capabilities
+//!
+//! A plugin starts with nothing: no files, no environment, no network. It asks for what
+//! it needs in [`Hook::info`] ([`Info::read_dir`], [`Info::write_dir`], [`Info::env`],
+//! [`Info::http`]); the user grants it in the hook's `capabilities`. Only what is both
+//! asked for and granted is live; anything else fails with a permission error in the
+//! guest (`std::fs`, `std::env::var`, [`http::post`] with the `http` feature).
+//!
+//! # State
+//!
+//! By default every event runs in a fresh instance: `self` is `Default::default()` each
+//! time. With `"instance": "session"` in the hook's config, one instance serves a whole
+//! session and `self` keeps its fields between events.
+//!
+//! [hookhost]: https://example.invalid/hookhost
+
+#![warn(missing_docs)]
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+pub use serde_json::{self, Map, Value, json};
+
+#[doc(hidden)]
+pub mod __bindings {
+    wit_bindgen::generate!({
+        world: "plugin",
+        path: "wit",
+        pub_export_macro: true,
+        export_macro_name: "__export_hookhost_plugin",
+        default_bindings_module: "hookhost_guest::__bindings",
+    });
+}
+
+use __bindings::hookhost::hook::types as wit;
+
+/// The `hookhost:hook` version this SDK builds plugins for.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// An error of a hook: the host reports it as a failed hook (never as a decision), and
+/// the hook's `onFailure` decides what that means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error(s)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(s: &str) -> Error {
+        Error(s.to_string())
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Error {
+        Error(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error(e.to_string())
+    }
+}
+
+/// What a hook method returns.
+pub type Result<T = Response, E = Error> = std::result::Result<T, E>;
+
+/// One event, as the agent sent it.
+#[derive(Debug, Clone)]
+pub struct Event {
+    name: String,
+    session_id: String,
+    cwd: String,
+    workspace: String,
+    tool_name: Option<String>,
+    input_json: String,
+    input: Value,
+    config: Option<Value>,
+}
+
+impl Event {
+    /// Builds an event from its parts; the host does this for you. Useful in unit tests
+    /// of a plugin's logic.
+    pub fn new(name: &str, input: Value) -> Event {
+        let get = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
+        Event {
+            name: name.to_string(),
+            session_id: get("session_id").unwrap_or_default(),
+            cwd: get("cwd").unwrap_or_default(),
+            workspace: get("cwd").unwrap_or_default(),
+            tool_name: get("tool_name"),
+            input_json: input.to_string(),
+            input,
+            config: None,
+        }
+    }
+
+    /// Sets the hook's `config` (for unit tests).
+    pub fn with_config(mut self, config: Value) -> Event {
+        self.config = Some(config);
+        self
+    }
+
+    fn from_wit(e: wit::Event) -> Result<Event> {
+        let input = serde_json::from_str(&e.input_json)
+            .map_err(|err| Error(format!("event input is not JSON: {err}")))?;
+        let config = e
+            .config_json
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|err| Error(format!("hook config is not JSON: {err}")))?;
+        Ok(Event {
+            name: e.name,
+            session_id: e.session_id,
+            cwd: e.cwd,
+            workspace: e.workspace,
+            tool_name: e.tool_name,
+            input_json: e.input_json,
+            input,
+            config,
+        })
+    }
+
+    /// The event name (`PreToolUse`, `Stop`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The session id (empty when the agent sent none).
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The agent's working directory (a host path; readable only through a grant).
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The project directory (a host path): where a `${workspace}` grant is mounted
+    /// unless the grant names another guest path.
+    pub fn workspace(&self) -> &str {
+        &self.workspace
+    }
+
+    /// The tool name on tool events.
+    pub fn tool_name(&self) -> Option<&str> {
+        self.tool_name.as_deref()
+    }
+
+    /// The whole input object.
+    pub fn input(&self) -> &Value {
+        &self.input
+    }
+
+    /// The input as the compact JSON the host sent.
+    pub fn input_json(&self) -> &str {
+        &self.input_json
+    }
+
+    /// One field of the input.
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        self.input.get(name)
+    }
+
+    /// One string field of the input.
+    pub fn str_field(&self, name: &str) -> Option<&str> {
+        self.input.get(name).and_then(Value::as_str)
+    }
+
+    /// `tool_input` (`Value::Null` when absent).
+    pub fn tool_input(&self) -> &Value {
+        self.input.get("tool_input").unwrap_or(&Value::Null)
+    }
+
+    /// `tool_input` deserialized into your type.
+    ///
+    /// # Errors
+    ///
+    /// The input does not fit `T`.
+    pub fn tool_input_as<T: DeserializeOwned>(&self) -> Result<T> {
+        T::deserialize(self.tool_input()).map_err(|e| {
+            Error(format!(
+                "tool_input of {}: {e}",
+                self.tool_name().unwrap_or("?")
+            ))
+        })
+    }
+
+    /// `tool_response` on PostToolUse (`None` elsewhere).
+    pub fn tool_response(&self) -> Option<&Value> {
+        self.input.get("tool_response")
+    }
+
+    /// The hook's `config` object from the settings file.
+    pub fn config(&self) -> Option<&Value> {
+        self.config.as_ref()
+    }
+
+    /// The hook's `config` deserialized into your type (`T::default()` when absent).
+    ///
+    /// # Errors
+    ///
+    /// The config does not fit `T`.
+    pub fn config_as<T: DeserializeOwned + Default>(&self) -> Result<T> {
+        match &self.config {
+            None => Ok(T::default()),
+            Some(v) => T::deserialize(v).map_err(|e| Error(format!("hook config: {e}"))),
+        }
+    }
+}
+
+/// A permission decision (PreToolUse, PermissionRequest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    /// Run the tool without asking.
+    Allow,
+    /// Refuse the tool call.
+    Deny,
+    /// Ask the user.
+    Ask,
+    /// Defer (headless agents).
+    Defer,
+}
+
+/// A hook's answer. [`Response::none`] means "no opinion"; the helpers build the usual
+/// decisions, and the `with_*` methods add to them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Response {
+    /// Permission decision.
+    pub permission: Option<Permission>,
+    /// Block the action.
+    pub block: bool,
+    /// Why.
+    pub reason: Option<String>,
+    /// `Some(false)` stops the agent after the hooks.
+    pub continue_: Option<bool>,
+    /// Shown with `continue: false`.
+    pub stop_reason: Option<String>,
+    /// A warning for the user.
+    pub system_message: Option<String>,
+    /// Context for the model.
+    pub additional_context: Option<String>,
+    /// Replaces the whole tool input.
+    pub updated_input: Option<Value>,
+    /// Replaces the tool output (PostToolUse).
+    pub updated_output: Option<Value>,
+    /// Further `hookSpecificOutput` fields.
+    pub extras: Map<String, Value>,
+}
+
+impl Response {
+    /// No opinion.
+    pub fn none() -> Response {
+        Response::default()
+    }
+
+    /// Allow the tool call without asking (PreToolUse, PermissionRequest).
+    pub fn allow() -> Response {
+        Response {
+            permission: Some(Permission::Allow),
+            ..Response::default()
+        }
+    }
+
+    /// Deny the tool call, telling the model why (PreToolUse, PermissionRequest).
+    pub fn deny(reason: impl Into<String>) -> Response {
+        Response {
+            permission: Some(Permission::Deny),
+            reason: Some(reason.into()),
+            ..Response::default()
+        }
+    }
+
+    /// Ask the user, showing why (PreToolUse).
+    pub fn ask(reason: impl Into<String>) -> Response {
+        Response {
+            permission: Some(Permission::Ask),
+            reason: Some(reason.into()),
+            ..Response::default()
+        }
+    }
+
+    /// Defer the tool call (PreToolUse, headless agents).
+    pub fn defer() -> Response {
+        Response {
+            permission: Some(Permission::Defer),
+            ..Response::default()
+        }
+    }
+
+    /// Block the action: a prompt, a stop, a tool result (the reason goes to the model),
+    /// or a deny on PreToolUse.
+    pub fn block(reason: impl Into<String>) -> Response {
+        Response {
+            block: true,
+            reason: Some(reason.into()),
+            ..Response::default()
+        }
+    }
+
+    /// Only add context for the model.
+    pub fn context(text: impl Into<String>) -> Response {
+        Response::none().with_context(text)
+    }
+
+    /// Only rewrite the tool input (PreToolUse): the value replaces the whole input.
+    pub fn rewrite_input(input: Value) -> Response {
+        Response::none().with_updated_input(input)
+    }
+
+    /// Stop the agent after the hooks, telling the user why.
+    pub fn stop(reason: impl Into<String>) -> Response {
+        Response {
+            continue_: Some(false),
+            stop_reason: Some(reason.into()),
+            ..Response::default()
+        }
+    }
+
+    /// Adds context for the model (appended to any already set).
+    pub fn with_context(mut self, text: impl Into<String>) -> Response {
+        let text = text.into();
+        self.additional_context = Some(match self.additional_context.take() {
+            Some(before) => format!("{before}\n{text}"),
+            None => text,
+        });
+        self
+    }
+
+    /// Sets the reason.
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Response {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Replaces the whole tool input.
+    pub fn with_updated_input(mut self, input: Value) -> Response {
+        self.updated_input = Some(input);
+        self
+    }
+
+    /// Replaces the tool output (PostToolUse).
+    pub fn with_updated_output(mut self, output: Value) -> Response {
+        self.updated_output = Some(output);
+        self
+    }
+
+    /// Adds a warning shown to the user.
+    pub fn with_system_message(mut self, message: impl Into<String>) -> Response {
+        self.system_message = Some(message.into());
+        self
+    }
+
+    /// Adds an event-specific `hookSpecificOutput` field (`sessionTitle`, ...).
+    pub fn with_extra(mut self, field: impl Into<String>, value: Value) -> Response {
+        self.extras.insert(field.into(), value);
+        self
+    }
+
+    fn into_wit(self) -> wit::Response {
+        wit::Response {
+            permission: self.permission.map(|p| match p {
+                Permission::Allow => wit::Permission::Allow,
+                Permission::Deny => wit::Permission::Deny,
+                Permission::Ask => wit::Permission::Ask,
+                Permission::Defer => wit::Permission::Defer,
+            }),
+            block: self.block,
+            reason: self.reason,
+            continue_: self.continue_,
+            stop_reason: self.stop_reason,
+            system_message: self.system_message,
+            additional_context: self.additional_context,
+            updated_input_json: self.updated_input.map(|v| v.to_string()),
+            updated_output_json: self.updated_output.map(|v| v.to_string()),
+            extras_json: (!self.extras.is_empty()).then(|| Value::Object(self.extras).to_string()),
+        }
+    }
+}
+
+/// What a plugin says about itself: name, version, the events it handles and the
+/// capabilities it asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Info {
+    name: String,
+    version: String,
+    events: Vec<String>,
+    dirs: Vec<(String, bool)>,
+    env: Vec<String>,
+    http: Vec<String>,
+}
+
+impl Info {
+    /// A plugin that handles every event and asks for nothing.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Info {
+        Info {
+            name: name.into(),
+            version: version.into(),
+            ..Info::default()
+        }
+    }
+
+    /// The events the plugin handles; the host does not call it for others.
+    pub fn events(mut self, events: &[&str]) -> Info {
+        self.events = events.iter().map(|e| e.to_string()).collect();
+        self
+    }
+
+    /// Asks to read a directory: `${workspace}`, `${home}`, an absolute path, or `*` for
+    /// any directory the user grants.
+    pub fn read_dir(mut self, path: impl Into<String>) -> Info {
+        self.dirs.push((path.into(), false));
+        self
+    }
+
+    /// Asks to read and write a directory.
+    pub fn write_dir(mut self, path: impl Into<String>) -> Info {
+        self.dirs.push((path.into(), true));
+        self
+    }
+
+    /// Asks to read an environment variable.
+    pub fn env(mut self, name: impl Into<String>) -> Info {
+        self.env.push(name.into());
+        self
+    }
+
+    /// Asks to send HTTP requests to hosts matching a pattern (`api.example.com`,
+    /// `*.example.com`, `http://127.0.0.1:8080`), or `*` for any host the user grants.
+    pub fn http(mut self, pattern: impl Into<String>) -> Info {
+        self.http.push(pattern.into());
+        self
+    }
+
+    fn into_wit(self) -> wit::PluginInfo {
+        wit::PluginInfo {
+            name: self.name,
+            version: self.version,
+            events: self.events,
+            capabilities: wit::Capabilities {
+                dirs: self
+                    .dirs
+                    .into_iter()
+                    .map(|(path, write)| wit::DirRequest { path, write })
+                    .collect(),
+                env: self.env,
+                http: self.http,
+            },
+        }
+    }
+}
+
+/// A hook. Implement the methods of the events you handle; the others answer "no
+/// opinion". `Default` builds the state of a fresh instance.
+pub trait Hook: Default + 'static {
+    /// Name, version, events, capabilities.
+    fn info() -> Info;
+
+    /// Before a tool runs: allow, deny, ask, defer, rewrite the input, add context.
+    fn pre_tool_use(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// When the agent would show a permission dialog: allow or deny.
+    fn permission_request(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// After a tool succeeded: block (feedback to the model), add context, rewrite the
+    /// output.
+    fn post_tool_use(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// After a tool failed.
+    fn post_tool_use_failure(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// When the user submits a prompt: block it or add context.
+    fn user_prompt_submit(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// When the agent wants to stop: block to keep it working.
+    fn stop(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// When a subagent wants to stop.
+    fn subagent_stop(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// When a session starts or resumes: add context.
+    fn session_start(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// When a session ends.
+    fn session_end(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// Notifications.
+    fn notification(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// Before the context is compacted.
+    fn pre_compact(&mut self, event: &Event) -> Result {
+        self.other(event)
+    }
+
+    /// Every other event, and the default of the methods above: no opinion.
+    fn other(&mut self, event: &Event) -> Result {
+        let _ = event;
+        Ok(Response::none())
+    }
+}
+
+/// Routes an event to the method of its name.
+pub fn dispatch<H: Hook>(hook: &mut H, event: &Event) -> Result {
+    match event.name() {
+        "PreToolUse" => hook.pre_tool_use(event),
+        "PermissionRequest" => hook.permission_request(event),
+        "PostToolUse" => hook.post_tool_use(event),
+        "PostToolUseFailure" => hook.post_tool_use_failure(event),
+        "UserPromptSubmit" => hook.user_prompt_submit(event),
+        "Stop" => hook.stop(event),
+        "SubagentStop" => hook.subagent_stop(event),
+        "SessionStart" => hook.session_start(event),
+        "SessionEnd" => hook.session_end(event),
+        "Notification" => hook.notification(event),
+        "PreCompact" => hook.pre_compact(event),
+        _ => hook.other(event),
+    }
+}
+
+#[doc(hidden)]
+pub fn __describe<H: Hook>() -> wit::PluginInfo {
+    H::info().into_wit()
+}
+
+#[doc(hidden)]
+pub fn __handle<H: Hook>(
+    hook: &mut H,
+    event: wit::Event,
+) -> std::result::Result<wit::Response, String> {
+    let event = Event::from_wit(event).map_err(|e| e.0)?;
+    dispatch(hook, &event)
+        .map(Response::into_wit)
+        .map_err(|e| e.0)
+}
+
+/// Structured logging to the host: records are attached to the hook's report.
+pub mod log {
+    use super::__bindings::hookhost::hook::host;
+    use super::wit::Level;
+
+    fn emit(level: Level, message: &str, fields: &[(&str, &str)]) {
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        host::log(level, message, &fields);
+    }
+
+    /// A trace record.
+    pub fn trace(message: &str, fields: &[(&str, &str)]) {
+        emit(Level::Trace, message, fields);
+    }
+
+    /// A debug record.
+    pub fn debug(message: &str, fields: &[(&str, &str)]) {
+        emit(Level::Debug, message, fields);
+    }
+
+    /// An info record.
+    pub fn info(message: &str, fields: &[(&str, &str)]) {
+        emit(Level::Info, message, fields);
+    }
+
+    /// A warning.
+    pub fn warn(message: &str, fields: &[(&str, &str)]) {
+        emit(Level::Warn, message, fields);
+    }
+
+    /// An error record.
+    pub fn error(message: &str, fields: &[(&str, &str)]) {
+        emit(Level::Error, message, fields);
+    }
+}
+
+/// Outgoing HTTP through wasi-http (feature `http`). Works only for hosts the plugin
+/// declares with [`Info::http`] and the user grants.
+#[cfg(feature = "http")]
+pub mod http {
+    use wasip2::http::outgoing_handler;
+    use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+
+    /// A response: status and body.
+    #[derive(Debug, Clone)]
+    pub struct HttpResponse {
+        /// The status code.
+        pub status: u16,
+        /// The body.
+        pub body: Vec<u8>,
+    }
+
+    /// POSTs `body` to `url` (`http://` or `https://`) with a content type.
+    ///
+    /// # Errors
+    ///
+    /// The URL is invalid, the host refused the request (not granted), or the request
+    /// failed.
+    pub fn post(url: &str, content_type: &str, body: &[u8]) -> super::Result<HttpResponse> {
+        request(Method::Post, url, Some((content_type, body)))
+    }
+
+    /// GETs `url`.
+    ///
+    /// # Errors
+    ///
+    /// As [`post`].
+    pub fn get(url: &str) -> super::Result<HttpResponse> {
+        request(Method::Get, url, None)
+    }
+
+    fn request(
+        method: Method,
+        url: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> super::Result<HttpResponse> {
+        let (scheme, rest) = match url.split_once("://") {
+            Some(("http", rest)) => (Scheme::Http, rest),
+            Some(("https", rest)) => (Scheme::Https, rest),
+            _ => return Err(format!("unsupported URL `{url}`").into()),
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let headers = Fields::new();
+        if let Some((content_type, bytes)) = body {
+            headers
+                .append("content-type", content_type.as_bytes())
+                .map_err(|e| format!("bad content type: {e:?}"))?;
+            headers
+                .append("content-length", bytes.len().to_string().as_bytes())
+                .map_err(|e| format!("bad content length: {e:?}"))?;
+        }
+        let request = OutgoingRequest::new(headers);
+        let _ = request.set_method(&method);
+        let _ = request.set_scheme(Some(&scheme));
+        request
+            .set_authority(Some(authority))
+            .map_err(|()| format!("bad authority in `{url}`"))?;
+        request
+            .set_path_with_query(Some(path))
+            .map_err(|()| format!("bad path in `{url}`"))?;
+        let outgoing = request.body().map_err(|()| "request body unavailable")?;
+        let future = outgoing_handler::handle(request, None)
+            .map_err(|e| format!("request to {url} refused: {e:?}"))?;
+        // A request the host refuses closes the body stream; the response future then
+        // says why, which is the more useful error.
+        let mut body_error = None;
+        {
+            let stream = outgoing
+                .write()
+                .map_err(|()| "request body stream unavailable")?;
+            if let Some((_, bytes)) = body {
+                for chunk in bytes.chunks(4096) {
+                    if let Err(e) = stream.blocking_write_and_flush(chunk) {
+                        body_error = Some(format!("writing the request body to {url}: {e:?}"));
+                        break;
+                    }
+                }
+            }
+        }
+        if body_error.is_none() {
+            if let Err(e) = OutgoingBody::finish(outgoing, None) {
+                body_error = Some(format!("finishing the request to {url}: {e:?}"));
+            }
+        }
+        future.subscribe().block();
+        let response = match future.get() {
+            Some(Ok(Ok(response))) => response,
+            Some(Ok(Err(e))) => return Err(format!("request to {url} failed: {e:?}").into()),
+            Some(Err(())) | None => return Err(format!("request to {url}: no response").into()),
+        };
+        if let Some(e) = body_error {
+            return Err(e.into());
+        }
+        let status = response.status();
+        let incoming = response
+            .consume()
+            .map_err(|()| "response body unavailable")?;
+        let stream = incoming
+            .stream()
+            .map_err(|()| "response body stream unavailable")?;
+        let mut body = Vec::new();
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => body.extend_from_slice(&chunk),
+                Err(wasip2::io::streams::StreamError::Closed) => break,
+                Err(e) => return Err(format!("reading the response: {e:?}").into()),
+            }
+        }
+        Ok(HttpResponse { status, body })
+    }
+}
+
+/// Exports a [`Hook`] type as the plugin's implementation. Use it once per plugin crate,
+/// at the crate root.
+#[macro_export]
+macro_rules! register {
+    ($hook:ty) => {
+        const _: () = {
+            struct __HookhostExport;
+            ::std::thread_local! {
+                static __HOOKHOST_STATE: ::core::cell::RefCell<::core::option::Option<$hook>> =
+                    const { ::core::cell::RefCell::new(::core::option::Option::None) };
+            }
+            impl $crate::__bindings::exports::hookhost::hook::hook::Guest for __HookhostExport {
+                fn describe() -> $crate::__bindings::hookhost::hook::types::PluginInfo {
+                    $crate::__describe::<$hook>()
+                }
+                fn handle(
+                    event: $crate::__bindings::hookhost::hook::types::Event,
+                ) -> ::core::result::Result<$crate::__bindings::hookhost::hook::types::Response, ::std::string::String> {
+                    __HOOKHOST_STATE.with(|state| {
+                        let mut state = state.borrow_mut();
+                        let hook = state.get_or_insert_with(<$hook as ::core::default::Default>::default);
+                        $crate::__handle(hook, event)
+                    })
+                }
+            }
+            // Component exports exist only on wasm; a native build (the plugin's own unit
+            // tests) keeps the logic and skips them.
+            #[cfg(target_arch = "wasm32")]
+            $crate::__bindings::__export_hookhost_plugin!(__HookhostExport with_types_in $crate::__bindings);
+        };
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Counter {
+        seen: u32,
+    }
+
+    impl Hook for Counter {
+        fn info() -> Info {
+            Info::new("counter", "1")
+                .events(&["PreToolUse"])
+                .read_dir("${workspace}")
+                .env("TOKEN")
+                .http("*")
+        }
+        fn pre_tool_use(&mut self, event: &Event) -> Result {
+            self.seen += 1;
+            let cmd: serde_json::Map<String, Value> = event.tool_input_as()?;
+            if cmd.contains_key("danger") {
+                Ok(Response::deny("danger"))
+            } else {
+                Ok(Response::context(format!("seen {}", self.seen)))
+            }
+        }
+    }
+
+    #[test]
+    fn dispatch_routes_by_event_name_and_defaults_to_no_opinion() {
+        let mut hook = Counter::default();
+        let ev = Event::new(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"danger": 1}}),
+        );
+        assert_eq!(dispatch(&mut hook, &ev).unwrap(), Response::deny("danger"));
+        let ev = Event::new("PreToolUse", json!({"tool_name": "Bash", "tool_input": {}}));
+        assert_eq!(
+            dispatch(&mut hook, &ev)
+                .unwrap()
+                .additional_context
+                .as_deref(),
+            Some("seen 2")
+        );
+        let ev = Event::new("Stop", json!({}));
+        assert_eq!(dispatch(&mut hook, &ev).unwrap(), Response::none());
+    }
+
+    #[test]
+    fn responses_convert_to_the_wit_record() {
+        let r = Response::deny("x")
+            .with_context("a")
+            .with_context("b")
+            .with_extra("sessionTitle", json!("t"))
+            .into_wit();
+        assert_eq!(r.permission, Some(wit::Permission::Deny));
+        assert_eq!(r.additional_context.as_deref(), Some("a\nb"));
+        assert_eq!(r.extras_json.as_deref(), Some(r#"{"sessionTitle":"t"}"#));
+        let r = Response::rewrite_input(json!({"command": "ls"})).into_wit();
+        assert_eq!(r.updated_input_json.as_deref(), Some(r#"{"command":"ls"}"#));
+        let info = Counter::info().into_wit();
+        assert_eq!(info.capabilities.dirs[0].path, "${workspace}");
+        assert!(!info.capabilities.dirs[0].write);
+    }
+
+    #[test]
+    fn config_and_tool_input_errors_name_what_failed() {
+        #[derive(serde::Deserialize, Default, Debug)]
+        struct Cfg {
+            #[allow(dead_code)]
+            globs: Vec<String>,
+        }
+        let ev = Event::new("PreToolUse", json!({"tool_name": "Edit", "tool_input": 3}))
+            .with_config(json!({"globs": 1}));
+        assert!(ev.config_as::<Cfg>().unwrap_err().0.contains("hook config"));
+        assert!(
+            ev.tool_input_as::<Map<String, Value>>()
+                .unwrap_err()
+                .0
+                .contains("Edit")
+        );
+        let ev = Event::new("Stop", json!({}));
+        assert!(ev.config_as::<Cfg>().unwrap().globs.is_empty());
+    }
+}

@@ -150,7 +150,8 @@ impl HostBuilder {
         self
     }
 
-    /// Runs wasm hooks with `runner`.
+    /// Runs wasm hooks with `runner` (default: a [`handlers::wasm::WasmRuntime`] with the
+    /// compile cache in `HOOKHOST_CACHE_DIR` or the user's cache directory).
     pub fn wasm_runner(mut self, runner: Arc<dyn WasmRunner>) -> HostBuilder {
         self.wasm = Some(runner);
         self
@@ -176,9 +177,15 @@ impl HostBuilder {
         let sessions = self
             .sessions
             .unwrap_or_else(|| Arc::new(MemoryStore::default()));
+        // The default sandbox is shared by the hosts of the process and cheap until the
+        // first wasm hook runs: the engine starts then, with the compile cache in
+        // `HOOKHOST_CACHE_DIR` or the user's cache dir.
+        let wasm = self
+            .wasm
+            .unwrap_or_else(handlers::wasm::WasmRuntime::shared);
         let dispatcher = Dispatcher::new(
             policy,
-            Handlers::new(self.wasm),
+            Handlers::new(Some(wasm)),
             sessions,
             self.launcher,
             self.session_files,

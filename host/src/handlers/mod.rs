@@ -9,6 +9,7 @@
 pub mod command;
 pub mod http;
 pub mod output;
+pub mod wasm;
 
 use std::path::PathBuf;
 use std::sync::Arc;

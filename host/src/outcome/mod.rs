@@ -99,6 +99,9 @@ pub struct HookReport {
     pub memory_bytes: Option<u64>,
     /// Why it failed, blocked or was skipped.
     pub message: Option<String>,
+    /// Captured stderr, or a wasm plugin's stdout / stderr / log records, capped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<String>,
 }
 
 /// A non-blocking message attributed to a hook.
@@ -270,6 +273,7 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
             fuel: None,
             memory_bytes: None,
             message: None,
+            diagnostics: None,
         };
         match result {
             HookResult::Skipped(reason) => {
@@ -282,6 +286,7 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
                 report.duration_ms = Some((run.duration.as_secs_f64() * 1e6).round() / 1e3);
                 report.fuel = run.usage.fuel;
                 report.memory_bytes = run.usage.memory_bytes;
+                report.diagnostics = run.diagnostics.clone();
                 match &run.verdict {
                     Verdict::Failed(Failure { kind, message }) => {
                         report.status = if *kind == FailureKind::Timeout {

@@ -306,10 +306,13 @@ pub(super) fn build(
             if limits.memory_mb == Some(0) {
                 return Err("`limits.memoryMb` must be at least 1".into());
             }
+            let capabilities = raw.capabilities.clone().unwrap_or_default();
+            super::capability::validate(&capabilities)
+                .map_err(|(field, message)| format!("`{field}`: {message}"))?;
             HandlerSpec::Wasm(WasmSpec {
                 plugin: resolve_plugin_path(&layer.base_dir, &plugin),
                 sha256,
-                capabilities: raw.capabilities.clone().unwrap_or_default(),
+                capabilities,
                 fuel: limits.fuel,
                 memory_bytes: limits.memory_mb.map(|mb| mb.saturating_mul(1 << 20)),
                 instance: raw.instance.unwrap_or_default(),

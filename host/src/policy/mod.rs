@@ -12,6 +12,7 @@
 //! - `disableAllHooks` in managed policy disables every hook; anywhere else it disables
 //!   every hook except managed ones (Claude Code's semantics).
 
+pub mod capability;
 mod hook;
 mod urls;
 

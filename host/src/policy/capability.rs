@@ -1,0 +1,610 @@
+//! Capability grants of wasm hooks: validation at config time, resolution of `${workspace}`
+//! and `${home}`, host patterns for outgoing HTTP, and the intersection of what the config
+//! grants with what the plugin declares (a capability is live only when both say so).
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::config::schema::{DirMode, RawCapabilities};
+
+/// A host pattern of an HTTP grant: `host`, `host:port`, `https://host`,
+/// `http://host:8080`, `*.example.com`.
+///
+/// Without a scheme only `https` is allowed; plain `http` must be named. Without a port
+/// only the scheme's default port is allowed. `*.example.com` matches subdomains of
+/// `example.com`, not `example.com` itself. Host names compare case-insensitively and
+/// literally: `localhost` does not match `127.0.0.1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    scheme: Scheme,
+    host: HostMatch,
+    port: Option<u16>,
+    text: String,
+}
+
+/// The URL scheme of a request or pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `http`.
+    Http,
+    /// `https`.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme's default port.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+
+    /// Parses `http` / `https` (case-insensitive).
+    pub fn parse(s: &str) -> Option<Scheme> {
+        match s.to_ascii_lowercase().as_str() {
+            "http" => Some(Scheme::Http),
+            "https" => Some(Scheme::Https),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostMatch {
+    Exact(String),
+    /// `*.suffix`: stores `.suffix`.
+    Subdomains(String),
+}
+
+impl HostPattern {
+    /// Parses a grant pattern.
+    ///
+    /// # Errors
+    ///
+    /// A message saying what is wrong with the pattern.
+    pub fn parse(text: &str) -> Result<HostPattern, String> {
+        let original = text.trim();
+        if original.is_empty() {
+            return Err("empty host pattern".into());
+        }
+        let (scheme, rest) = match original.split_once("://") {
+            Some((s, rest)) => (
+                Scheme::parse(s)
+                    .ok_or_else(|| format!("`{original}`: scheme must be http or https"))?,
+                rest,
+            ),
+            None => (Scheme::Https, original),
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?', '#', '@']) {
+            return Err(format!(
+                "`{original}`: a host pattern has no path, query or user info"
+            ));
+        }
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port)) if !host.contains(':') => {
+                let port: u16 = port.parse().map_err(|_| {
+                    format!("`{original}`: port `{port}` is not a number from 1 to 65535")
+                })?;
+                if port == 0 {
+                    return Err(format!("`{original}`: port 0 is not a port"));
+                }
+                (host, Some(port))
+            }
+            _ => (rest, None),
+        };
+        let host = host.to_ascii_lowercase();
+        let host = match host.strip_prefix("*.") {
+            Some(suffix) => {
+                check_host(suffix, original)?;
+                HostMatch::Subdomains(format!(".{suffix}"))
+            }
+            None => {
+                check_host(&host, original)?;
+                HostMatch::Exact(host)
+            }
+        };
+        Ok(HostPattern {
+            scheme,
+            host,
+            port,
+            text: original.to_string(),
+        })
+    }
+
+    /// Whether a request to `scheme://host:port` is allowed (`port` `None` = the scheme's
+    /// default).
+    pub fn allows(&self, scheme: Scheme, host: &str, port: Option<u16>) -> bool {
+        if scheme != self.scheme {
+            return false;
+        }
+        let port = port.unwrap_or(scheme.default_port());
+        if port != self.port.unwrap_or(self.scheme.default_port()) {
+            return false;
+        }
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        match &self.host {
+            HostMatch::Exact(h) => host == *h,
+            HostMatch::Subdomains(suffix) => {
+                host.len() > suffix.len() && host.ends_with(suffix.as_str())
+            }
+        }
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn check_host(host: &str, original: &str) -> Result<(), String> {
+    let ok = !host.is_empty()
+        && !host.starts_with('.')
+        && !host.ends_with('.')
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("`{original}`: `{host}` is not a host name"))
+    }
+}
+
+/// Expands `${workspace}` and `${home}` at the start of a grant path and checks that the
+/// result is absolute and has no `..`.
+///
+/// # Errors
+///
+/// A message naming the path and what is wrong with it.
+pub fn expand_path(path: &str, workspace: &Path, home: Option<&Path>) -> Result<PathBuf, String> {
+    let expanded = if let Some(rest) = path.strip_prefix("${workspace}") {
+        join_rest(workspace, rest, path)?
+    } else if let Some(rest) = path.strip_prefix("${home}") {
+        let home = home.ok_or_else(|| format!("`{path}`: the home directory is unknown"))?;
+        join_rest(home, rest, path)?
+    } else if path.contains("${") {
+        return Err(format!(
+            "`{path}`: only `${{workspace}}` and `${{home}}` may start a path"
+        ));
+    } else {
+        PathBuf::from(path)
+    };
+    if !expanded.is_absolute() {
+        return Err(format!(
+            "`{path}` must be absolute or start with `${{workspace}}` or `${{home}}`"
+        ));
+    }
+    if expanded.components().any(|c| c == Component::ParentDir) {
+        return Err(format!("`{path}` must not contain `..`"));
+    }
+    Ok(expanded)
+}
+
+fn join_rest(base: &Path, rest: &str, path: &str) -> Result<PathBuf, String> {
+    if rest.is_empty() {
+        return Ok(base.to_path_buf());
+    }
+    match rest.strip_prefix('/') {
+        Some(tail) => Ok(base.join(tail)),
+        None => Err(format!("`{path}`: a `/` must follow the variable")),
+    }
+}
+
+/// Checks the grants of a hook at config time: paths, guest paths, env names, host
+/// patterns. Returns the JSON path of the offending field and the message.
+///
+/// # Errors
+///
+/// `(field, message)` for the first invalid grant.
+pub fn validate(raw: &RawCapabilities) -> Result<(), (String, String)> {
+    let any_workspace = Path::new("/workspace");
+    let any_home = Path::new("/home");
+    for (i, dir) in raw.dirs.iter().enumerate() {
+        expand_path(&dir.path, any_workspace, Some(any_home))
+            .map_err(|e| (format!("capabilities.dirs[{i}].path"), e))?;
+        if let Some(guest) = &dir.guest {
+            if !guest.starts_with('/') || guest.split('/').any(|part| part == "..") {
+                return Err((
+                    format!("capabilities.dirs[{i}].guest"),
+                    format!("`{guest}` must be absolute, without `..`"),
+                ));
+            }
+        }
+    }
+    for (i, name) in raw.env.iter().enumerate() {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err((
+                format!("capabilities.env[{i}]"),
+                format!("`{name}` is not an environment variable name"),
+            ));
+        }
+    }
+    for (i, pattern) in raw.http.iter().enumerate() {
+        HostPattern::parse(pattern).map_err(|e| (format!("capabilities.http[{i}]"), e))?;
+    }
+    Ok(())
+}
+
+/// A directory a plugin asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirRequest {
+    /// `${workspace}`, `${home}`, an absolute path, or `*`.
+    pub path: String,
+    /// Whether it wants to write.
+    pub write: bool,
+}
+
+/// The capabilities a plugin declares in `describe`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// Directories.
+    pub dirs: Vec<DirRequest>,
+    /// Env var names.
+    pub env: Vec<String>,
+    /// Host patterns, or `*`.
+    pub http: Vec<String>,
+}
+
+/// A preopened directory that is live for one hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveDir {
+    /// The host directory.
+    pub host: PathBuf,
+    /// Where the guest sees it.
+    pub guest: String,
+    /// Read-write (else read-only).
+    pub write: bool,
+}
+
+/// The capabilities of one hook that are both granted and declared.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Preopened directories.
+    pub dirs: Vec<LiveDir>,
+    /// Env var names (values are read from the host's environment at each call).
+    pub env: Vec<String>,
+    /// Granted host patterns that the plugin's declarations cover.
+    pub http: Vec<HostPattern>,
+    /// Declared host patterns (a request must match one of these too), `None` for `*`.
+    pub http_declared: Option<Vec<HostPattern>>,
+}
+
+impl Live {
+    /// Whether an outgoing request is allowed: some grant and some declaration allow it.
+    pub fn allows_http(&self, scheme: Scheme, host: &str, port: Option<u16>) -> bool {
+        self.http.iter().any(|p| p.allows(scheme, host, port))
+            && self
+                .http_declared
+                .as_ref()
+                .is_none_or(|d| d.iter().any(|p| p.allows(scheme, host, port)))
+    }
+}
+
+/// Intersects the grants of a hook with the plugin's declarations. Grants the plugin did
+/// not declare are dropped with a warning; declared capabilities that are not granted are
+/// simply absent.
+///
+/// # Errors
+///
+/// A grant that cannot be resolved (unknown home directory, invalid pattern).
+pub fn intersect(
+    raw: &RawCapabilities,
+    declared: &Declared,
+    workspace: &Path,
+    home: Option<&Path>,
+) -> Result<(Live, Vec<String>), String> {
+    let mut live = Live::default();
+    let mut warnings = Vec::new();
+    for dir in &raw.dirs {
+        let requests: Vec<&DirRequest> = declared
+            .dirs
+            .iter()
+            .filter(|d| d.path == "*" || d.path == dir.path || Some(&d.path) == dir.guest.as_ref())
+            .collect();
+        if requests.is_empty() {
+            warnings.push(format!(
+                "directory grant `{}` is not declared by the plugin; not mounted",
+                dir.path
+            ));
+            continue;
+        }
+        let wants_write = requests.iter().any(|r| r.write);
+        let host = expand_path(&dir.path, workspace, home)?;
+        let guest = dir
+            .guest
+            .clone()
+            .unwrap_or_else(|| host.to_string_lossy().into_owned());
+        let granted_write = dir.mode == DirMode::ReadWrite;
+        if granted_write && !wants_write {
+            warnings.push(format!(
+                "`{}` is granted read-write but the plugin asks read-only; mounted read-only",
+                dir.path
+            ));
+        }
+        live.dirs.push(LiveDir {
+            host,
+            guest,
+            write: granted_write && wants_write,
+        });
+    }
+    for name in &raw.env {
+        if declared.env.contains(name) {
+            live.env.push(name.clone());
+        } else {
+            warnings.push(format!(
+                "env grant `{name}` is not declared by the plugin; not passed"
+            ));
+        }
+    }
+    let any_host = declared.http.iter().any(|d| d == "*");
+    let declared_patterns: Vec<HostPattern> = declared
+        .http
+        .iter()
+        .filter(|d| *d != "*")
+        .filter_map(|d| HostPattern::parse(d).ok())
+        .collect();
+    for text in &raw.http {
+        let pattern = HostPattern::parse(text)?;
+        let covered = any_host || declared.http.iter().any(|d| d.eq_ignore_ascii_case(text)) || {
+            match (&pattern.host, pattern.port) {
+                (HostMatch::Exact(h), port) => declared_patterns
+                    .iter()
+                    .any(|d| d.allows(pattern.scheme, h, port)),
+                (HostMatch::Subdomains(_), _) => false,
+            }
+        };
+        if covered {
+            live.http.push(pattern);
+        } else {
+            warnings.push(format!(
+                "HTTP grant `{text}` is not declared by the plugin; not allowed"
+            ));
+        }
+    }
+    live.http_declared = (!any_host).then_some(declared_patterns);
+    Ok((live, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::schema::RawDirGrant;
+    use Scheme::{Http, Https};
+
+    #[test]
+    fn host_patterns_check_scheme_host_and_port() {
+        // (pattern, scheme, host, port, allowed)
+        let cases: &[(&str, Scheme, &str, Option<u16>, bool)] = &[
+            ("api.example.com", Https, "api.example.com", None, true),
+            ("api.example.com", Https, "API.Example.com", Some(443), true),
+            ("api.example.com", Http, "api.example.com", None, false),
+            (
+                "api.example.com",
+                Https,
+                "api.example.com",
+                Some(8443),
+                false,
+            ),
+            (
+                "api.example.com",
+                Https,
+                "evil.api.example.com",
+                None,
+                false,
+            ),
+            (
+                "api.example.com",
+                Https,
+                "api.example.com.evil.net",
+                None,
+                false,
+            ),
+            (
+                "api.example.com:8443",
+                Https,
+                "api.example.com",
+                Some(8443),
+                true,
+            ),
+            (
+                "api.example.com:8443",
+                Https,
+                "api.example.com",
+                None,
+                false,
+            ),
+            ("http://127.0.0.1:8080", Http, "127.0.0.1", Some(8080), true),
+            (
+                "http://127.0.0.1:8080",
+                Https,
+                "127.0.0.1",
+                Some(8080),
+                false,
+            ),
+            (
+                "http://127.0.0.1:8080",
+                Http,
+                "localhost",
+                Some(8080),
+                false,
+            ),
+            ("http://example.com", Http, "example.com", Some(80), true),
+            ("*.example.com", Https, "a.example.com", None, true),
+            ("*.example.com", Https, "a.b.example.com", None, true),
+            ("*.example.com", Https, "example.com", None, false),
+            ("*.example.com", Https, "badexample.com", None, false),
+            ("https://Example.COM/", Https, "example.com", None, true),
+        ];
+        for &(pattern, scheme, host, port, allowed) in cases {
+            let p = HostPattern::parse(pattern).unwrap();
+            assert_eq!(
+                p.allows(scheme, host, port),
+                allowed,
+                "{pattern} vs {scheme:?}://{host}:{port:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_host_patterns_are_errors() {
+        for bad in [
+            "",
+            "ftp://x.com",
+            "x.com/path",
+            "x.com:0",
+            "x.com:99999",
+            "user@x.com",
+            "*.",
+            "*",
+            "a b",
+        ] {
+            assert!(
+                HostPattern::parse(bad).is_err(),
+                "{bad:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn paths_expand_variables_and_refuse_relative_and_dotdot() {
+        let ws = Path::new("/w");
+        let home = Path::new("/h");
+        assert_eq!(
+            expand_path("${workspace}", ws, Some(home)).unwrap(),
+            PathBuf::from("/w")
+        );
+        assert_eq!(
+            expand_path("${workspace}/sub/x", ws, Some(home)).unwrap(),
+            PathBuf::from("/w/sub/x")
+        );
+        assert_eq!(
+            expand_path("${home}/.cache", ws, Some(home)).unwrap(),
+            PathBuf::from("/h/.cache")
+        );
+        assert_eq!(
+            expand_path("/abs", ws, None).unwrap(),
+            PathBuf::from("/abs")
+        );
+        for bad in [
+            "relative",
+            "${workspace}/../etc",
+            "${workspacex}",
+            "/a/${home}",
+            "${workspace}x",
+        ] {
+            assert!(expand_path(bad, ws, Some(home)).is_err(), "{bad}");
+        }
+        assert!(
+            expand_path("${home}", ws, None)
+                .unwrap_err()
+                .contains("home")
+        );
+    }
+
+    fn grants(dirs: &[(&str, DirMode)], env: &[&str], http: &[&str]) -> RawCapabilities {
+        RawCapabilities {
+            dirs: dirs
+                .iter()
+                .map(|(p, m)| RawDirGrant {
+                    path: p.to_string(),
+                    guest: None,
+                    mode: *m,
+                })
+                .collect(),
+            env: env.iter().map(|s| s.to_string()).collect(),
+            http: http.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn live_capabilities_are_granted_and_declared() {
+        let raw = grants(
+            &[
+                ("${workspace}", DirMode::ReadWrite),
+                ("/data", DirMode::ReadOnly),
+            ],
+            &["TOKEN", "OTHER"],
+            &["api.example.com", "http://127.0.0.1:9000"],
+        );
+        let declared = Declared {
+            dirs: vec![DirRequest {
+                path: "${workspace}".into(),
+                write: false,
+            }],
+            env: vec!["TOKEN".into(), "NOT_GRANTED".into()],
+            http: vec!["*.example.com".into(), "api.example.com".into()],
+        };
+        let (live, warnings) = intersect(&raw, &declared, Path::new("/w"), None).unwrap();
+        assert_eq!(
+            live.dirs,
+            vec![LiveDir {
+                host: "/w".into(),
+                guest: "/w".into(),
+                write: false
+            }]
+        );
+        assert_eq!(live.env, vec!["TOKEN"]);
+        assert_eq!(live.http.len(), 1);
+        assert!(live.allows_http(Https, "api.example.com", None));
+        assert!(!live.allows_http(Http, "127.0.0.1", Some(9000)));
+        assert!(
+            !live.allows_http(Https, "other.example.com", None),
+            "declared but not granted"
+        );
+        let joined = warnings.join("\n");
+        for expected in ["read-only", "`/data`", "`OTHER`", "127.0.0.1:9000"] {
+            assert!(
+                joined.contains(expected),
+                "missing warning for {expected}: {joined}"
+            );
+        }
+    }
+
+    #[test]
+    fn star_declarations_accept_any_grant() {
+        let raw = grants(
+            &[("/data", DirMode::ReadWrite)],
+            &[],
+            &["http://127.0.0.1:9000"],
+        );
+        let declared = Declared {
+            dirs: vec![
+                DirRequest {
+                    path: "*".into(),
+                    write: false,
+                },
+                DirRequest {
+                    path: "*".into(),
+                    write: true,
+                },
+            ],
+            env: vec![],
+            http: vec!["*".into()],
+        };
+        let (live, warnings) = intersect(&raw, &declared, Path::new("/w"), None).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(live.dirs[0].write);
+        assert!(live.allows_http(Http, "127.0.0.1", Some(9000)));
+        assert!(!live.allows_http(Http, "127.0.0.1", Some(9001)));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut raw = grants(&[("relative/dir", DirMode::ReadOnly)], &[], &[]);
+        assert_eq!(validate(&raw).unwrap_err().0, "capabilities.dirs[0].path");
+        raw.dirs.clear();
+        raw.http = vec!["ok.com".into(), "ftp://bad".into()];
+        assert_eq!(validate(&raw).unwrap_err().0, "capabilities.http[1]");
+        raw.http.clear();
+        raw.env = vec!["A=B".into()];
+        assert_eq!(validate(&raw).unwrap_err().0, "capabilities.env[0]");
+    }
+}

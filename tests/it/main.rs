@@ -1,0 +1,5 @@
+//! hookhost's integration tests.
+
+mod hostile;
+mod support;
+mod wasm;

@@ -1,0 +1,92 @@
+//! Helpers of the wasm tests: one shared sandbox with its compile cache under the target
+//! directory, hosts over a temporary project, direct plugin calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use hookhost::handlers::wasm::{PluginCall, PluginRun, WasmRuntime, invocation};
+use hookhost::outcome::{HookReport, Outcome};
+use hookhost::{EventCatalogue, HostBuilder};
+use serde_json::{Value, json};
+
+/// The sandbox shared by the tests of this binary (one engine; each plugin compiles once).
+pub fn runtime() -> Arc<WasmRuntime> {
+    static RUNTIME: OnceLock<Arc<WasmRuntime>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| Arc::new(WasmRuntime::new(Some(cache_dir()))))
+        .clone()
+}
+
+/// The compile cache of the tests.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wasm-cache")
+}
+
+/// A wasm handler entry for a settings file.
+pub fn wasm_hook(plugin: &str, extra: Value) -> Value {
+    let mut hook = json!({"type": "wasm", "plugin": plugin});
+    if let (Some(h), Some(e)) = (hook.as_object_mut(), extra.as_object()) {
+        h.extend(e.clone());
+    }
+    hook
+}
+
+/// Settings with one matcher group on one event.
+pub fn settings(event: &str, matcher: &str, hooks: Vec<Value>) -> Value {
+    json!({"hooks": {event: [{"matcher": matcher, "hooks": hooks}]}})
+}
+
+/// Dispatches one event through a full host over `project`.
+pub async fn dispatch(project: &Path, settings: &Value, event: &str, input: Value) -> Outcome {
+    let host = HostBuilder::new(project)
+        .settings(settings.to_string())
+        .wasm_runner(runtime())
+        .build();
+    assert!(
+        host.policy().errors.is_empty(),
+        "config errors: {:?}",
+        host.policy().errors
+    );
+    host.dispatch(event, input).await.expect("dispatch")
+}
+
+/// The only hook report of an outcome.
+pub fn only_report(outcome: &Outcome) -> &HookReport {
+    assert_eq!(outcome.hooks.len(), 1, "{outcome:#?}");
+    &outcome.hooks[0]
+}
+
+/// A Bash PreToolUse input.
+pub fn bash(command: &str) -> Value {
+    json!({"session_id": "s1", "cwd": "/tmp", "tool_name": "Bash", "tool_input": {"command": command}})
+}
+
+/// A plugin call with default limits.
+pub fn call(plugin: &str) -> PluginCall {
+    PluginCall {
+        label: Path::new(plugin)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+        plugin: plugin.into(),
+        sha256: None,
+        capabilities: Default::default(),
+        fuel: hookhost::handlers::wasm::DEFAULT_FUEL,
+        memory_bytes: hookhost::handlers::wasm::DEFAULT_MEMORY_BYTES,
+        timeout: Duration::from_secs(10),
+        instance: Default::default(),
+        config: None,
+    }
+}
+
+/// Runs one plugin call on the calling thread.
+pub fn run(call: &PluginCall, event: &str, input: Value, project: &Path) -> PluginRun {
+    let spec = EventCatalogue::default()
+        .get(event)
+        .expect("known event")
+        .clone();
+    let invocation = invocation(spec, input, project).expect("object input");
+    runtime().call(call, &invocation)
+}
