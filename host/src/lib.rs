@@ -74,6 +74,7 @@ pub struct HostBuilder {
     launcher: AsyncLauncher,
     session_files: Option<PathBuf>,
     wasm: Option<Arc<dyn WasmRunner>>,
+    functions: Vec<policy::FunctionHook>,
 }
 
 impl HostBuilder {
@@ -91,6 +92,7 @@ impl HostBuilder {
             launcher: AsyncLauncher::InProcess,
             session_files: None,
             wasm: None,
+            functions: Vec::new(),
         }
     }
 
@@ -157,6 +159,13 @@ impl HostBuilder {
         self
     }
 
+    /// Registers an in-process function hook. It runs after every configured hook in
+    /// config order, and merges like any other hook.
+    pub fn function_hook(mut self, hook: policy::FunctionHook) -> HostBuilder {
+        self.functions.push(hook);
+        self
+    }
+
     /// Registers a custom event.
     pub fn register_event(mut self, spec: EventSpec) -> HostBuilder {
         self.catalogue.register(spec);
@@ -172,6 +181,7 @@ impl HostBuilder {
         let options = ResolveOptions {
             project_dir: self.sources.project_dir.clone(),
             stop_block_cap: self.stop_block_cap,
+            functions: self.functions,
         };
         let policy = Arc::new(policy::resolve(loaded, catalogue, &options));
         let sessions = self

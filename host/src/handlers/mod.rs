@@ -7,6 +7,7 @@
 //! verdict means for the event is decided by [`crate::outcome`].
 
 pub mod command;
+pub mod function;
 pub mod http;
 pub mod output;
 pub mod wasm;
@@ -206,6 +207,7 @@ impl Handlers {
                         )
                     })
             }
+            HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,
                 format!("hookhost does not run `{}` hooks", t.as_str()),

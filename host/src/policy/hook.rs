@@ -96,6 +96,8 @@ pub enum HandlerSpec {
     Http(HttpSpec),
     /// A sandboxed component.
     Wasm(WasmSpec),
+    /// An in-process function registered by an embedder.
+    Function(crate::handlers::function::FunctionSpec),
     /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
     Unsupported(HandlerType),
 }
@@ -107,6 +109,7 @@ impl HandlerSpec {
             HandlerSpec::Command(_) => "command",
             HandlerSpec::Http(_) => "http",
             HandlerSpec::Wasm(_) => "wasm",
+            HandlerSpec::Function(_) => "function",
             HandlerSpec::Unsupported(t) => t.as_str(),
         }
     }
@@ -120,6 +123,7 @@ impl HandlerSpec {
             },
             HandlerSpec::Http(h) => h.url.clone(),
             HandlerSpec::Wasm(w) => w.plugin.display().to_string(),
+            HandlerSpec::Function(_) => "(in-process function)".into(),
             HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
         }
     }

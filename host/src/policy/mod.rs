@@ -13,9 +13,11 @@
 //!   every hook except managed ones (Claude Code's semantics).
 
 pub mod capability;
+mod embedded;
 mod hook;
 mod urls;
 
+pub use embedded::FunctionHook;
 pub use hook::{CommandSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
 pub use urls::UrlAllowlist;
 
@@ -82,6 +84,8 @@ pub struct ResolveOptions {
     pub project_dir: PathBuf,
     /// Overrides the Stop block cap (`HOOKHOST_STOP_BLOCK_CAP`).
     pub stop_block_cap: Option<u32>,
+    /// In-process function hooks, after every configured hook in config order.
+    pub functions: Vec<FunctionHook>,
 }
 
 /// Merges loaded layers into a [`Policy`]. Invalid hooks are dropped and reported in
@@ -182,6 +186,19 @@ pub fn resolve(
                 .or_default()
                 .push(group);
         }
+    }
+    let (function_groups, function_errors) =
+        embedded::build(&options.functions, &catalogue, hooks.len());
+    errors.extend(function_errors);
+    for (event, mut group) in function_groups {
+        for hook in &mut group.hooks {
+            let mut owned = hook.as_ref().clone();
+            owned.id = unique_id(&mut ids, owned.id);
+            apply_governance(&mut owned, &settings);
+            *hook = Arc::new(owned);
+            hooks.push(hook.clone());
+        }
+        groups.entry(event).or_default().push(group);
     }
     Policy {
         catalogue,
@@ -310,7 +327,7 @@ mod tests {
             catalogue,
             &ResolveOptions {
                 project_dir: "/p".into(),
-                stop_block_cap: None,
+                ..ResolveOptions::default()
             },
         )
     }

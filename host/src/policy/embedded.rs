@@ -1,0 +1,166 @@
+//! Hooks an embedding program registers in code: in-process functions. They join the
+//! policy after every config source (last in config order), under the same matcher,
+//! `if`, timeout, priority and `onFailure` rules as configured hooks.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Group, HandlerSpec, Hook, RunMode};
+use crate::config::schema::OnFailure;
+use crate::config::{ConfigError, Origin, SourceKind};
+use crate::event::EventCatalogue;
+use crate::handlers::function::{FunctionHandler, FunctionSpec};
+use crate::matcher::{IfRule, Matcher};
+
+/// An in-process function hook, registered with
+/// [`HostBuilder::function_hook`](crate::HostBuilder::function_hook).
+///
+/// ```
+/// use hookhost::policy::FunctionHook;
+/// use serde_json::{Value, json};
+///
+/// let deny_force_push = FunctionHook::new("PreToolUse", "no-force-push", |input: Value| async move {
+///     let command = input["tool_input"]["command"].as_str().unwrap_or("");
+///     if command.contains("push --force") {
+///         return Ok(json!({"hookSpecificOutput": {
+///             "hookEventName": "PreToolUse",
+///             "permissionDecision": "deny",
+///             "permissionDecisionReason": "force-push is not allowed"}}));
+///     }
+///     Ok(Value::Null)
+/// })
+/// .matcher("Bash")
+/// .timeout(std::time::Duration::from_secs(2));
+/// ```
+#[derive(Debug, Clone)]
+pub struct FunctionHook {
+    event: String,
+    id: String,
+    matcher: Option<String>,
+    if_rule: Option<String>,
+    timeout: Option<Duration>,
+    priority: i64,
+    on_failure: OnFailure,
+    handler: FunctionSpec,
+}
+
+impl FunctionHook {
+    /// A hook on `event`, named `id` in reports, running `handler`: it gets the input JSON
+    /// and answers with Claude Code's output JSON (`Value::Null` for no opinion) or an
+    /// error message (a non-blocking failure, like a command hook's odd exit).
+    pub fn new<F, Fut>(event: impl Into<String>, id: impl Into<String>, handler: F) -> FunctionHook
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, String>> + Send + 'static,
+    {
+        FunctionHook {
+            event: event.into(),
+            id: id.into(),
+            matcher: None,
+            if_rule: None,
+            timeout: None,
+            priority: 0,
+            on_failure: OnFailure::Continue,
+            handler: FunctionSpec {
+                handler: Arc::new(handler) as Arc<dyn FunctionHandler>,
+            },
+        }
+    }
+
+    /// Only for subjects the matcher accepts (Claude Code's matcher syntax).
+    pub fn matcher(mut self, matcher: impl Into<String>) -> FunctionHook {
+        self.matcher = Some(matcher.into());
+        self
+    }
+
+    /// Only for tool calls the permission rule accepts (`Bash(git *)`).
+    pub fn if_rule(mut self, rule: impl Into<String>) -> FunctionHook {
+        self.if_rule = Some(rule.into());
+        self
+    }
+
+    /// Deadline of one call (default: the event's).
+    pub fn timeout(mut self, timeout: Duration) -> FunctionHook {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Rank among input rewrites: higher wins.
+    pub fn priority(mut self, priority: i64) -> FunctionHook {
+        self.priority = priority;
+        self
+    }
+
+    /// Fail open (default) or closed.
+    pub fn on_failure(mut self, on_failure: OnFailure) -> FunctionHook {
+        self.on_failure = on_failure;
+        self
+    }
+}
+
+/// Compiles registered functions into groups, after the configured hooks.
+pub(super) fn build(
+    functions: &[FunctionHook],
+    catalogue: &EventCatalogue,
+    first_order: usize,
+) -> (Vec<(String, Group)>, Vec<ConfigError>) {
+    let mut groups = Vec::new();
+    let mut errors = Vec::new();
+    for (n, f) in functions.iter().enumerate() {
+        let error = |message: String| ConfigError {
+            location: "embedded hooks".into(),
+            path: format!("function hook `{}`", f.id),
+            message,
+        };
+        let Some(spec) = catalogue.get(&f.event) else {
+            errors.push(error(format!("unknown event `{}`", f.event)));
+            continue;
+        };
+        let matcher = match Matcher::parse(f.matcher.as_deref(), spec.matcher_syntax) {
+            Ok(m) => m,
+            Err(e) => {
+                errors.push(error(e));
+                continue;
+            }
+        };
+        let if_rule = match f.if_rule.as_deref().map(IfRule::parse).transpose() {
+            Ok(rule) => rule,
+            Err(e) => {
+                errors.push(error(e));
+                continue;
+            }
+        };
+        let hook = Hook {
+            id: f.id.clone(),
+            event: f.event.clone(),
+            origin: Origin {
+                kind: SourceKind::Embedded,
+                location: "embedded hooks".into(),
+            },
+            config_path: format!("function hook `{}`", f.id),
+            handler: HandlerSpec::Function(f.handler.clone()),
+            skip: (if_rule.is_some() && !spec.tool_event)
+                .then(|| format!("`if` never matches on `{}`", spec.name)),
+            if_rule,
+            timeout: f.timeout.unwrap_or(spec.default_timeout),
+            on_failure: f.on_failure,
+            priority: f.priority,
+            mode: RunMode::Sync,
+            status_message: None,
+            order: first_order + n,
+        };
+        groups.push((
+            f.event.clone(),
+            Group {
+                matcher,
+                matcher_source: f.matcher.clone(),
+                sequential: false,
+                hooks: vec![Arc::new(hook)],
+            },
+        ));
+    }
+    (groups, errors)
+}

@@ -1,0 +1,196 @@
+//! The Rust library API: building a host, in-process function hooks and custom events.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hookhost::config::schema::OnFailure;
+use hookhost::event::{DecisionStyle, Exit2, MatcherSyntax};
+use hookhost::outcome::{Decision, HookStatus};
+use hookhost::policy::FunctionHook;
+use hookhost::{EventSpec, HostBuilder};
+use serde_json::{Value, json};
+
+fn bash(command: &str) -> Value {
+    json!({"session_id": "lib", "tool_name": "Bash", "tool_input": {"command": command}})
+}
+
+#[tokio::test]
+async fn function_hooks_are_matched_and_merged_like_configured_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let host = HostBuilder::new(dir.path())
+        .settings(r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "id": "ctx", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"additionalContext\": \"from command\"}}'"}
+        ]}]}}"#)
+        .function_hook(
+            FunctionHook::new("PreToolUse", "no-force-push", move |input: Value| {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let command = input["tool_input"]["command"].as_str().unwrap_or("").to_string();
+                    if command.contains("--force") {
+                        return Ok(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                            "permissionDecision": "deny", "permissionDecisionReason": "no force-push",
+                            "additionalContext": "from function"}}));
+                    }
+                    Ok(Value::Null)
+                }
+            })
+            .matcher("Bash")
+            .if_rule("Bash(git push *)"),
+        )
+        .build();
+
+    let out = host
+        .dispatch("PreToolUse", bash("git push --force origin main"))
+        .await
+        .unwrap();
+    assert_eq!(out.decision, Decision::Deny);
+    assert_eq!(out.reason.as_deref(), Some("no force-push"));
+    assert_eq!(
+        out.additional_context,
+        ["from command", "from function"],
+        "functions come last in config order"
+    );
+    let report = out.hooks.iter().find(|h| h.id == "no-force-push").unwrap();
+    assert_eq!(
+        (report.source.as_str(), report.kind.as_str()),
+        ("embedded", "function")
+    );
+
+    let out = host.dispatch("PreToolUse", bash("ls")).await.unwrap();
+    assert_eq!(out.decision, Decision::None);
+    assert!(
+        out.hooks.iter().all(|h| h.id != "no-force-push"),
+        "the `if` rule filtered it out"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn function_hooks_are_limited_by_their_timeout_and_cannot_crash_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostBuilder::new(dir.path())
+        .function_hook(
+            FunctionHook::new("Stop", "slow", |_| async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(Value::Null)
+            })
+            .timeout(Duration::from_millis(100))
+            .on_failure(OnFailure::Block),
+        )
+        .function_hook(FunctionHook::new("Stop", "panics", |_| async {
+            panic!("bug in the embedder")
+        }))
+        .function_hook(FunctionHook::new("Stop", "errs", |_| async {
+            Err("no database".to_string())
+        }))
+        .function_hook(FunctionHook::new("Stop", "bad-output", |_| async {
+            Ok(json!({"decision": "maybe"}))
+        }))
+        .build();
+    let out = host
+        .dispatch("Stop", json!({"session_id": "s"}))
+        .await
+        .unwrap();
+    let status: Vec<(&str, HookStatus)> = out
+        .hooks
+        .iter()
+        .map(|h| (h.id.as_str(), h.status))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("slow", HookStatus::Timeout),
+            ("panics", HookStatus::Failed),
+            ("errs", HookStatus::Failed),
+            ("bad-output", HookStatus::Failed)
+        ]
+    );
+    assert_eq!(
+        out.decision,
+        Decision::Block,
+        "onFailure: block on the timed-out hook"
+    );
+    let messages: Vec<&str> = out.notices.iter().map(|n| n.message.as_str()).collect();
+    assert!(messages[0].contains("panicked"), "{messages:?}");
+    assert!(messages[1].contains("no database"), "{messages:?}");
+    assert!(messages[2].contains("`decision`"), "{messages:?}");
+}
+
+#[tokio::test]
+async fn custom_events_are_dispatched_with_their_attributes() {
+    let dir = tempfile::tempdir().unwrap();
+    let deploy = EventSpec {
+        name: Cow::Borrowed("BeforeDeploy"),
+        matcher_field: Some(Cow::Borrowed("environment")),
+        matcher_syntax: MatcherSyntax::Standard,
+        exit2: Exit2::Blocks,
+        decision: DecisionStyle::Block,
+        specific_outputs: Cow::Borrowed(&["additionalContext"]),
+        honours_continue: true,
+        plain_stdout_is_context: false,
+        tool_event: false,
+        env_file: false,
+        default_timeout: Duration::from_secs(5),
+    };
+    let host = HostBuilder::new(dir.path())
+        .register_event(deploy)
+        .settings(
+            r#"{"hooks": {"BeforeDeploy": [{"matcher": "production", "hooks": [
+            {"type": "command", "command": "echo 'freeze until Monday' >&2; exit 2"}
+        ]}]}}"#,
+        )
+        .build();
+    let out = host
+        .dispatch(
+            "BeforeDeploy",
+            json!({"session_id": "d", "environment": "production"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.decision, Decision::Block);
+    assert_eq!(out.reason.as_deref(), Some("freeze until Monday"));
+    let out = host
+        .dispatch(
+            "BeforeDeploy",
+            json!({"session_id": "d", "environment": "staging"}),
+        )
+        .await
+        .unwrap();
+    assert!(out.hooks.is_empty());
+    assert!(
+        host.dispatch("AfterDeploy", json!({})).await.is_err(),
+        "unregistered events are refused"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_function_hook_is_a_policy_error_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostBuilder::new(dir.path())
+        .function_hook(FunctionHook::new("NoSuchEvent", "x", |_| async {
+            Ok(Value::Null)
+        }))
+        .function_hook(
+            FunctionHook::new("PreToolUse", "y", |_| async { Ok(Value::Null) }).matcher("Bash("),
+        )
+        .build();
+    let errors: Vec<String> = host
+        .policy()
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        errors[0].contains("function hook `x`: unknown event `NoSuchEvent`"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("invalid matcher regex `Bash(`"),
+        "{errors:?}"
+    );
+}
