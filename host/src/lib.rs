@@ -48,6 +48,7 @@ pub mod handlers;
 pub mod matcher;
 pub mod outcome;
 pub mod policy;
+pub mod serve;
 pub mod session;
 
 use std::path::PathBuf;
@@ -178,8 +179,9 @@ impl HostBuilder {
     pub fn build(self) -> Host {
         let catalogue = Arc::new(self.catalogue);
         let loaded = config::load(&self.sources, &catalogue);
+        let sources = self.sources;
         let options = ResolveOptions {
-            project_dir: self.sources.project_dir.clone(),
+            project_dir: sources.project_dir.clone(),
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
         };
@@ -200,7 +202,10 @@ impl HostBuilder {
             self.launcher,
             self.session_files,
         );
-        Host { dispatcher }
+        Host {
+            dispatcher,
+            sources: Arc::new(sources),
+        }
     }
 }
 
@@ -208,9 +213,15 @@ impl HostBuilder {
 #[derive(Debug, Clone)]
 pub struct Host {
     dispatcher: Dispatcher,
+    sources: Arc<SourceOptions>,
 }
 
 impl Host {
+    /// Where the config came from (for watching it).
+    pub fn sources(&self) -> &SourceOptions {
+        &self.sources
+    }
+
     /// The resolved policy.
     pub fn policy(&self) -> &Arc<Policy> {
         self.dispatcher.policy()

@@ -3,6 +3,7 @@
 mod demo;
 mod dispatch;
 mod hooks;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum Command {
     Validate(SourceArgs),
     /// List the events hookhost knows and their attributes.
     Events,
+    /// Serve events to many clients over a unix socket or stdio (JSON lines).
+    Serve(serve::ServeArgs),
     /// Run a scripted agent session through example hooks.
     Demo(demo::DemoArgs),
     /// Internal: run one async hook in the background (started by `dispatch`).
@@ -61,13 +64,19 @@ impl SourceArgs {
             .map_err(|e| format!("bad project directory `{}`: {e}", dir.display()))
     }
 
-    /// A host over the standard sources, with session state on disk so that consecutive
-    /// one-shot processes of a session share it.
-    fn host(&self) -> Result<Host, String> {
-        let mut builder = HostBuilder::new(self.project_dir()?).standard_sources();
+    /// A builder over the standard sources and the `--settings` of a project.
+    fn builder(&self, project_dir: &std::path::Path) -> HostBuilder {
+        let mut builder = HostBuilder::new(project_dir).standard_sources();
         for settings in &self.settings {
             builder = builder.settings(settings.clone());
         }
+        builder
+    }
+
+    /// A host over the standard sources, with session state on disk so that consecutive
+    /// one-shot processes of a session share it.
+    fn host(&self) -> Result<Host, String> {
+        let builder = self.builder(&self.project_dir()?);
         let data = data_dir();
         let sessions = data.join("sessions");
         let mut launcher_args = vec!["run-async".to_string()];
@@ -117,6 +126,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Validate(args) => hooks::validate(args),
         Command::Events => hooks::events(),
         Command::Demo(args) => demo::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::RunAsync(args) => dispatch::run_async(args),
     }
 }

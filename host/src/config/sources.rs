@@ -114,6 +114,37 @@ impl SourceOptions {
             (SourceKind::Project, dir.join("hooks.json")),
         ]
     }
+
+    /// Every file whose change can change the config, present or not: a watcher that
+    /// compares their state notices edits, creations and deletions.
+    pub fn watched_paths(&self) -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        if let Some(dir) = &self.managed_dir {
+            paths.push(dir.join("managed.json"));
+            let drop_ins = dir.join("managed.d");
+            paths.extend(
+                std::fs::read_dir(&drop_ins)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+            paths.push(drop_ins);
+        }
+        let inline = |arg: &String| arg.trim_start().starts_with('{');
+        paths.extend(
+            self.settings
+                .iter()
+                .filter(|arg| !inline(arg))
+                .map(PathBuf::from),
+        );
+        paths.extend(self.project_files().into_iter().map(|(_, path)| path));
+        if let Some(dir) = &self.user_dir {
+            paths.push(dir.join("hooks.json"));
+        }
+        paths.sort();
+        paths
+    }
 }
 
 /// Everything read from the sources.

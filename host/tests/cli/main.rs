@@ -9,3 +9,4 @@ mod command;
 mod config;
 mod http;
 mod merge;
+mod serve;

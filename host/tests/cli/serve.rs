@@ -1,0 +1,330 @@
+//! `hookhost serve`: the daemon over a unix socket and stdio.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{TestEnv, bash_input, hooks, process_running};
+
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Daemon {
+    fn start(env: &TestEnv) -> Daemon {
+        let socket = env.data.join("hookhost.sock");
+        let child = env
+            .command()
+            .args(["serve", "--socket", socket.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("the socket to appear", || {
+            socket.exists() && UnixStream::connect(&socket).is_ok()
+        });
+        Daemon { child, socket }
+    }
+
+    fn client(&self) -> Client {
+        let stream = UnixStream::connect(&self.socket).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        Client {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            stream,
+        }
+    }
+
+    fn terminate(&mut self) -> i32 {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "the daemon did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Client {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+impl Client {
+    fn send(&mut self, line: &str) {
+        self.stream.write_all(line.as_bytes()).unwrap();
+        self.stream.write_all(b"\n").unwrap();
+    }
+
+    fn request(&mut self, id: Value, event: &str, input: Value) {
+        self.send(&json!({"id": id, "event": event, "input": input}).to_string());
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad answer line {line:?}: {e}"))
+    }
+
+    fn call(&mut self, event: &str, input: Value) -> Value {
+        self.request(json!("call"), event, input);
+        let answer = self.read();
+        assert_eq!(answer["id"], "call", "{answer}");
+        answer["outcome"].clone()
+    }
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn deny_hook(env: &TestEnv) {
+    env.project_hooks(hooks("PreToolUse", "Bash", json!([{"type": "command", "command": "echo \"no $(cat /dev/stdin | wc -c)\" >&2; exit 2"}])));
+}
+
+#[test]
+fn many_concurrent_clients_get_their_own_answers() {
+    let env = TestEnv::new();
+    deny_hook(&env);
+    let daemon = Daemon::start(&env);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let mut client = daemon.client();
+            std::thread::spawn(move || {
+                for n in 0..10 {
+                    client.request(
+                        json!(format!("{t}-{n}")),
+                        "PreToolUse",
+                        bash_input(&format!("echo {t} {n}")),
+                    );
+                }
+                let mut ids: Vec<String> = (0..10)
+                    .map(|_| {
+                        let answer = client.read();
+                        assert_eq!(answer["outcome"]["decision"], "deny", "{answer}");
+                        answer["id"].as_str().unwrap().to_string()
+                    })
+                    .collect();
+                ids.sort();
+                let mut expected: Vec<String> = (0..10).map(|n| format!("{t}-{n}")).collect();
+                expected.sort();
+                assert_eq!(ids, expected);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn malformed_requests_get_errors_and_the_daemon_keeps_serving() {
+    let env = TestEnv::new();
+    deny_hook(&env);
+    let daemon = Daemon::start(&env);
+    let mut client = daemon.client();
+    client.send("this is not json");
+    let answer = client.read();
+    assert_eq!(answer["id"], Value::Null);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad request: "),
+        "{answer}"
+    );
+    client.send(r#"{"id": 41, "evnt": "Stop"}"#);
+    let answer = client.read();
+    assert_eq!(answer["id"], 41);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `evnt`")
+    );
+    client.send(r#"{"id": 42}"#);
+    assert_eq!(
+        client.read(),
+        json!({"id": 42, "error": "bad request: `event` is required"})
+    );
+    client.request(json!(43), "NoSuchEvent", json!({}));
+    assert_eq!(client.read()["id"], 43);
+    client.request(json!(44), "Stop", json!("not an object"));
+    assert!(
+        client.read()["error"]
+            .as_str()
+            .unwrap()
+            .contains("must be a JSON object")
+    );
+    assert_eq!(
+        client.call("PreToolUse", bash_input("ls"))["decision"],
+        "deny"
+    );
+    // another client is unaffected too
+    assert_eq!(
+        daemon.client().call("PreToolUse", bash_input("ls"))["decision"],
+        "deny"
+    );
+}
+
+#[test]
+fn session_state_is_kept_across_connections() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"stopBlockCap": 2, "hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": r#"echo '{"decision": "block", "reason": "again"}'"#}
+    ]}]}}));
+    let daemon = Daemon::start(&env);
+    let stop = json!({"session_id": "long", "stop_hook_active": true});
+    assert_eq!(
+        daemon.client().call("Stop", stop.clone())["decision"],
+        "block"
+    );
+    assert_eq!(
+        daemon.client().call("Stop", stop.clone())["decision"],
+        "block"
+    );
+    let capped = daemon.client().call("Stop", stop);
+    assert_eq!(capped["decision"], "none", "{capped}");
+}
+
+#[test]
+fn subscribers_get_async_results_and_wakeups_as_they_finish() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"PostToolUse": [{"hooks": [
+        {"type": "command", "id": "slow-tests", "asyncRewake": true, "command": "sleep 0.2; echo 'tests failed' >&2; exit 2"}
+    ]}]}}));
+    let daemon = Daemon::start(&env);
+    let mut watcher = daemon.client();
+    watcher.send(r#"{"id": "w", "subscribe": "sub-1"}"#);
+    assert_eq!(watcher.read(), json!({"id": "w", "subscribed": "sub-1"}));
+    let started = daemon.client().call(
+        "PostToolUse",
+        json!({"session_id": "sub-1", "tool_name": "Bash"}),
+    );
+    assert_eq!(started["hooks"][0]["status"], "async");
+    let push = watcher.read();
+    assert_eq!(push["session"], "sub-1");
+    assert_eq!(push["async"]["hook"], "slow-tests");
+    assert_eq!(push["async"]["wake"], "tests failed");
+}
+
+#[test]
+fn config_changes_are_reloaded_with_a_notice() {
+    let env = TestEnv::new();
+    deny_hook(&env);
+    let daemon = Daemon::start(&env);
+    let mut client = daemon.client();
+    assert_eq!(
+        client.call("PreToolUse", bash_input("ls"))["decision"],
+        "deny"
+    );
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "true"}]),
+    ));
+    let mut reloaded = Value::Null;
+    wait_until("the reload", || {
+        reloaded = client.call("PreToolUse", bash_input("ls"));
+        reloaded["decision"] == "none"
+    });
+    let notice = reloaded["notices"][0]["message"].as_str().unwrap();
+    assert!(
+        notice.starts_with("config reloaded") && notice.contains("hooks.json"),
+        "{reloaded}"
+    );
+    assert_eq!(
+        client.call("PreToolUse", bash_input("ls"))["notices"],
+        json!([]),
+        "the notice comes once"
+    );
+}
+
+#[test]
+fn sigterm_finishes_in_flight_requests() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks("PreToolUse", "Bash", json!([
+        {"type": "command", "command": "touch started; sleep 1; echo 'slow but sure' >&2; exit 2"}
+    ])));
+    let mut daemon = Daemon::start(&env);
+    let mut client = daemon.client();
+    client.request(json!("inflight"), "PreToolUse", bash_input("ls"));
+    wait_until("the hook to start", || env.project.join("started").exists());
+    let code = daemon.terminate();
+    let answer = client.read();
+    assert_eq!(answer["id"], "inflight");
+    assert_eq!(answer["outcome"]["reason"], "slow but sure");
+    assert_eq!(code, 0);
+    assert!(!daemon.socket.exists(), "the socket file is removed");
+}
+
+#[test]
+fn a_client_that_disconnects_mid_request_leaks_no_process() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "touch started; sleep 3171"}]),
+    ));
+    let daemon = Daemon::start(&env);
+    {
+        let mut client = daemon.client();
+        client.request(json!(1), "PreToolUse", bash_input("ls"));
+        wait_until("the hook to start", || env.project.join("started").exists());
+        assert!(process_running("sleep 3171"));
+    } // the client goes away
+    wait_until("the hook's process to be killed", || {
+        !process_running("sleep 3171")
+    });
+    let still_serving = daemon.client().call("Stop", json!({"session_id": "after"}));
+    assert_eq!(still_serving["event"], "Stop");
+}
+
+#[test]
+fn stdio_answers_every_request_before_exiting() {
+    let env = TestEnv::new();
+    deny_hook(&env);
+    let requests: String = (0..5)
+        .map(|n| {
+            json!({"id": n, "event": "PreToolUse", "input": bash_input("ls")}).to_string() + "\n"
+        })
+        .collect();
+    let run = env.run(&["serve", "--stdio"], &requests);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut ids: Vec<i64> = run
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [0, 1, 2, 3, 4]);
+}
