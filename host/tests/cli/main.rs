@@ -7,6 +7,7 @@ mod async_hooks;
 mod claude_format;
 mod command;
 mod config;
+mod drop_in;
 mod http;
 mod merge;
 mod serve;
