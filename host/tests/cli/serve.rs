@@ -328,3 +328,29 @@ fn stdio_answers_every_request_before_exiting() {
     ids.sort();
     assert_eq!(ids, [0, 1, 2, 3, 4]);
 }
+
+#[test]
+fn the_python_and_node_clients_work() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks("PreToolUse", "Bash", json!([
+        {"type": "command", "command": "grep -q 'rm -rf /' && { echo never >&2; exit 2; }; exit 0"}
+    ])));
+    let daemon = Daemon::start(&env);
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let expected = [
+        json!({"command": "ls -la", "decision": "none", "reason": null}),
+        json!({"command": "rm -rf /", "decision": "deny", "reason": "never"}),
+    ];
+    for (program, script) in [("python3", "hookhost_client.py"), ("node", "hookhost-client.mjs")] {
+        let out = std::process::Command::new(program)
+            .arg(examples.join(script))
+            .arg(&daemon.socket)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines[..2], expected, "{script}");
+        assert!(lines[2]["error"].as_str().unwrap().contains("unknown event `NoSuchEvent`"), "{script}: {stdout}");
+    }
+}
