@@ -11,7 +11,14 @@ use crate::support::TestEnv;
 /// The drop-in: one command hook for every event, fanning out to `.hookhost/hooks.json`.
 fn claude_settings(hookhost: &str) -> Value {
     let hook = json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{hookhost} dispatch --format claude"), "timeout": 30}]}]);
-    let events = ["PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop"];
+    let events = [
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "Stop",
+    ];
     json!({"hooks": events.iter().map(|e| (e.to_string(), hook.clone())).collect::<serde_json::Map<_, _>>()})
 }
 
@@ -30,32 +37,63 @@ fn run_like_claude_code(env: &TestEnv, command: &str, input: &Value) -> (i32, St
         .spawn()
         .unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
 }
 
 #[test]
 fn recorded_claude_code_inputs_get_the_outputs_claude_code_expects() {
     let env = TestEnv::new();
     let project = env.project.display().to_string();
-    env.write(".hookhost/hooks.json", include_str!("../fixtures/claude/hooks.json"));
-    env.write(".claude/settings.json", &claude_settings(env!("CARGO_BIN_EXE_hookhost")).to_string());
-    let settings: Value = serde_json::from_str(&std::fs::read_to_string(env.project.join(".claude/settings.json")).unwrap()).unwrap();
-    let cases: Vec<Value> = serde_json::from_str(&include_str!("../fixtures/claude/cases.json").replace("$PROJECT", &project)).unwrap();
+    env.write(
+        ".hookhost/hooks.json",
+        include_str!("../fixtures/claude/hooks.json"),
+    );
+    env.write(
+        ".claude/settings.json",
+        &claude_settings(env!("CARGO_BIN_EXE_hookhost")).to_string(),
+    );
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project.join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let cases: Vec<Value> = serde_json::from_str(
+        &include_str!("../fixtures/claude/cases.json").replace("$PROJECT", &project),
+    )
+    .unwrap();
     assert_eq!(cases.len(), 9);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let event = case["input"]["hook_event_name"].as_str().unwrap();
-        let command = settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+        let command = settings["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
         let (code, stdout, stderr) = run_like_claude_code(&env, command, &case["input"]);
-        assert_eq!(code, case["exit"].as_i64().unwrap() as i32, "{name}: exit code; stderr {stderr}");
+        assert_eq!(
+            code,
+            case["exit"].as_i64().unwrap() as i32,
+            "{name}: exit code; stderr {stderr}"
+        );
         assert_eq!(stderr, case["stderr"].as_str().unwrap(), "{name}: stderr");
         match &case["stdout"] {
             Value::String(s) => assert_eq!(stdout, *s, "{name}: stdout"),
             expected => {
-                assert!(stdout.ends_with('\n') && stdout.lines().count() == 1, "{name}: one JSON line, got {stdout:?}");
-                let got: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{name}: {e}: {stdout}"));
+                assert!(
+                    stdout.ends_with('\n') && stdout.lines().count() == 1,
+                    "{name}: one JSON line, got {stdout:?}"
+                );
+                let got: Value = serde_json::from_str(&stdout)
+                    .unwrap_or_else(|e| panic!("{name}: {e}: {stdout}"));
                 assert_eq!(&got, expected, "{name}: stdout");
             }
         }
@@ -63,6 +101,11 @@ fn recorded_claude_code_inputs_get_the_outputs_claude_code_expects() {
     // After the tests passed, Stop goes through.
     std::fs::write(env.project.join(".tests-passed"), "").unwrap();
     let stop = json!({"session_id": "abc123", "hook_event_name": "Stop", "stop_hook_active": true, "cwd": project});
-    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap();
-    assert_eq!(run_like_claude_code(&env, command, &stop), (0, String::new(), String::new()));
+    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        run_like_claude_code(&env, command, &stop),
+        (0, String::new(), String::new())
+    );
 }

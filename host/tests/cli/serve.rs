@@ -341,16 +341,32 @@ fn the_python_and_node_clients_work() {
         json!({"command": "ls -la", "decision": "none", "reason": null}),
         json!({"command": "rm -rf /", "decision": "deny", "reason": "never"}),
     ];
-    for (program, script) in [("python3", "hookhost_client.py"), ("node", "hookhost-client.mjs")] {
+    for (program, script) in [
+        ("python3", "hookhost_client.py"),
+        ("node", "hookhost-client.mjs"),
+    ] {
         let out = std::process::Command::new(program)
             .arg(examples.join(script))
             .arg(&daemon.socket)
             .output()
             .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
-        let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(
+            out.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines[..2], expected, "{script}");
-        assert!(lines[2]["error"].as_str().unwrap().contains("unknown event `NoSuchEvent`"), "{script}: {stdout}");
+        assert!(
+            lines[2]["error"]
+                .as_str()
+                .unwrap()
+                .contains("unknown event `NoSuchEvent`"),
+            "{script}: {stdout}"
+        );
     }
 }
