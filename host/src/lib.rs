@@ -42,6 +42,7 @@
 //! ```
 
 pub mod config;
+pub mod demo;
 pub mod dispatch;
 pub mod event;
 pub mod handlers;
