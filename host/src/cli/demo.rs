@@ -3,11 +3,11 @@
 //! and falls back to command hooks where they cannot be built.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use clap::Args;
 
-use hookhost::demo::{DemoHooks, DemoStep, PLUGINS, run_session};
+use hookhost::demo::{DemoHooks, DemoStep, PLUGINS, build_plugins, run_session};
 use hookhost::outcome::{Decision, HookStatus};
 
 use super::runtime;
@@ -19,52 +19,19 @@ pub struct DemoArgs {
     json: bool,
 }
 
-/// The directory of the built example plugins: `HOOKHOST_PLUGINS`, or the
+/// The directory of the built example plugins: `HOOKHOST_DEMO_PLUGINS`, or the
 /// workspace's `plugins/` built for wasm32-wasip2 (built now if needed).
 fn example_plugins() -> Result<PathBuf, String> {
-    if let Some(dir) = std::env::var_os("HOOKHOST_PLUGINS") {
+    if let Some(dir) = std::env::var_os("HOOKHOST_DEMO_PLUGINS") {
         return Ok(PathBuf::from(dir));
     }
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("plugins");
-    let manifest = workspace.join("Cargo.toml");
-    if !manifest.is_file() {
-        return Err(format!(
-            "the example plugins' sources are not at {}",
-            workspace.display()
-        ));
-    }
-    let target = workspace.join("target");
     eprintln!(
         "hookhost demo: building the example plugins for wasm32-wasip2 (fast after the first time)…"
     );
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
-    build
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--manifest-path",
-        ])
-        .arg(&manifest);
-    for plugin in PLUGINS {
-        build.args(["-p", plugin]);
-    }
-    let status = build
-        .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err("building the plugins failed; is the target installed (`rustup target add wasm32-wasip2`)?".into());
-    }
-    Ok(target.join("wasm32-wasip2").join("release"))
+    build_plugins(&workspace, PLUGINS)
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
