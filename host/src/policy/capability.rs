@@ -132,6 +132,23 @@ impl HostPattern {
         }
     }
 
+    /// Whether every request this pattern allows is also allowed by `outer` (for
+    /// managed ceilings).
+    pub fn within(&self, outer: &HostPattern) -> bool {
+        let port = |p: &HostPattern| p.port.unwrap_or(p.scheme.default_port());
+        if self.scheme != outer.scheme || port(self) != port(outer) {
+            return false;
+        }
+        match (&self.host, &outer.host) {
+            (HostMatch::Exact(a), HostMatch::Exact(b)) => a == b,
+            (HostMatch::Exact(a), HostMatch::Subdomains(s)) => {
+                a.len() > s.len() && a.ends_with(s.as_str())
+            }
+            (HostMatch::Subdomains(a), HostMatch::Subdomains(s)) => a.ends_with(s.as_str()),
+            (HostMatch::Subdomains(_), HostMatch::Exact(_)) => false,
+        }
+    }
+
     /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text
