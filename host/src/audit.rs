@@ -229,6 +229,10 @@ fn secret_patterns() -> &'static [(Regex, &'static str)] {
                 r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
                 "[REDACTED PRIVATE KEY]",
             ),
+            (
+                r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}",
+                "${1} [REDACTED]",
+            ),
             // NAME=value and NAME: value where NAME looks like a credential.
             (
                 r#"(?i)\b([A-Z0-9_.-]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)[A-Z0-9_.-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;&|]+)"#,
@@ -237,10 +241,6 @@ fn secret_patterns() -> &'static [(Regex, &'static str)] {
             (
                 r"(?i)(--(?:password|passwd|token|secret|api-key|access-key)[= ]\s*)\S+",
                 "${1}[REDACTED]",
-            ),
-            (
-                r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}",
-                "${1} [REDACTED]",
             ),
             (r"(://[^/\s:@]+:)[^@\s/]+@", "${1}[REDACTED]@"),
             (
