@@ -297,7 +297,9 @@ fn is_workspace_source(kind: SourceKind) -> bool {
 }
 
 fn sets_settings(s: &crate::config::schema::RawSettings) -> bool {
-    s.disable_all_hooks.is_some()
+    !s.managed.keys_set().is_empty()
+        || s.allow_managed_hooks_only.is_some()
+        || s.disable_all_hooks.is_some()
         || s.allowed_http_hook_urls.is_some()
         || s.http_hook_allowed_env_vars.is_some()
         || s.env_allowlist.is_some()

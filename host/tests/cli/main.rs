@@ -4,8 +4,11 @@
 mod support;
 
 mod async_hooks;
+mod audit;
 mod claude_format;
 mod command;
 mod config;
+mod governance;
 mod http;
 mod merge;
+mod trust;
