@@ -15,7 +15,10 @@ fn marker(id: &str) -> Value {
 fn ran(env: &TestEnv) -> String {
     let text = std::fs::read_to_string(env.project.join("ran.txt")).unwrap_or_default();
     let _ = std::fs::remove_file(env.project.join("ran.txt"));
-    text
+    // Hooks run in parallel: compare in sorted order.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
 fn statuses(out: &Value) -> Vec<String> {
