@@ -1,5 +1,6 @@
 //! hookhost's integration tests.
 
+mod allowlist;
 mod hostile;
 mod support;
 mod wasm;

@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signature, Signer};
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use crate::config::schema::RawAllowEntry;
 

@@ -11,4 +11,5 @@ mod config;
 mod governance;
 mod http;
 mod merge;
+mod signing;
 mod trust;
