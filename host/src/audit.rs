@@ -144,8 +144,7 @@ impl AuditLog {
                 continue;
             }
             entries.push(
-                serde_json::from_str(&line)
-                    .map_err(|e| format!("line {}: not JSON ({e})", n + 1)),
+                serde_json::from_str(&line).map_err(|e| format!("line {}: not JSON ({e})", n + 1)),
             );
         }
         Ok(entries)
@@ -353,7 +352,10 @@ mod tests {
                 .contains("API_TOKEN=[REDACTED] make deploy"),
             "{text}"
         );
-        assert!(text.contains("https://bob:[REDACTED]@example.com"), "{text}");
+        assert!(
+            text.contains("https://bob:[REDACTED]@example.com"),
+            "{text}"
+        );
         assert!(out["content"].as_str().unwrap().ends_with("\nrest"));
         let long = redact_text(&"x".repeat(5000));
         assert!(long.starts_with(&"x".repeat(VALUE_CAP)) && long.ends_with("[3000 more bytes]"));

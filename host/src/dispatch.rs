@@ -163,10 +163,10 @@ impl Dispatcher {
         }
         self.deliver_async(&invocation.session_id, &mut outcome);
         self.apply_stop_cap(&invocation, &mut outcome);
-        if let Some(log) = &self.audit {
-            if let Err(e) = log.record(&invocation, &outcome) {
-                outcome.host_notice(format!("audit: {e}"));
-            }
+        if let Some(log) = &self.audit
+            && let Err(e) = log.record(&invocation, &outcome)
+        {
+            outcome.host_notice(format!("audit: {e}"));
         }
         Ok(outcome)
     }

@@ -144,7 +144,8 @@ impl TrustStore {
     fn update(&self, change: impl FnOnce(&mut StoreFile) -> bool) -> Result<bool, String> {
         let shown = self.path.display();
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
         let mut lock_name = self.path.as_os_str().to_owned();
         lock_name.push(".lock");
         let lock = std::fs::OpenOptions::new()
@@ -235,9 +236,7 @@ pub fn fingerprint(
                 let sha256 = std::fs::read(&path)
                     .ok()
                     .map(|bytes| hex::encode(Sha256::digest(&bytes)));
-                let target = sha256
-                    .as_ref()
-                    .and_then(|_| real_target(&path, &expected));
+                let target = sha256.as_ref().and_then(|_| real_target(&path, &expected));
                 files.insert(k.clone(), FileState { sha256, target });
                 plugins.insert(path, k);
             }
@@ -253,7 +252,11 @@ fn real_target(path: &Path, expected: &Path) -> Option<String> {
 }
 
 /// Gathers what the policy needs to decide the trust of the workspace of `sources`.
-pub fn request(loaded: &LoadedConfig, sources: &SourceOptions, trust: &WorkspaceTrust) -> TrustRequest {
+pub fn request(
+    loaded: &LoadedConfig,
+    sources: &SourceOptions,
+    trust: &WorkspaceTrust,
+) -> TrustRequest {
     let workspace = canonical_workspace(&sources.project_dir);
     let (fingerprint, plugins) = fingerprint(loaded, sources);
     let input = match trust {

@@ -68,7 +68,11 @@ async fn dispatch(
         .settings(settings("PreToolUse", "Bash", all).to_string())
         .wasm_runner(runtime)
         .build();
-    assert!(host.policy().errors.is_empty(), "{:?}", host.policy().errors);
+    assert!(
+        host.policy().errors.is_empty(),
+        "{:?}",
+        host.policy().errors
+    );
     host.dispatch("PreToolUse", bash("rm -rf /")).await.unwrap()
 }
 
@@ -181,12 +185,21 @@ async fn signatures_admit_plugins_and_forged_ones_are_refused() {
     let outcome = dispatch(dir.path(), runtime, managed, hooks).await;
     assert_eq!(report(&outcome, "good").status, HookStatus::Blocked);
     assert_eq!(outcome.decision, Decision::Deny);
-    assert_refused(&outcome, "unknown", &unknown_digest, "does not verify under any allowlisted key");
+    assert_refused(
+        &outcome,
+        "unknown",
+        &unknown_digest,
+        "does not verify under any allowlisted key",
+    );
     assert_refused(&outcome, "tampered", &tampered_digest, "does not verify");
     assert_refused(&outcome, "altered", &altered_digest, "does not verify");
     assert_refused(&outcome, "unsigned", &unsigned_digest, "has no signature");
     let compiled = cache_entries(&cache);
-    assert_eq!(compiled.len(), 1, "only the admitted plugin compiles: {compiled:?}");
+    assert_eq!(
+        compiled.len(),
+        1,
+        "only the admitted plugin compiles: {compiled:?}"
+    );
 }
 
 /// The plugin "file" is a FIFO whose writer serves the allowlisted bytes on the first
@@ -269,5 +282,8 @@ async fn a_plugin_replaced_after_trust_is_refused_at_load() {
     let r = report(&outcome, "gate");
     assert_eq!(r.status, HookStatus::Failed, "{outcome:#?}");
     let message = r.message.as_deref().unwrap_or_default();
-    assert!(message.contains("refused") && message.contains(&trusted_digest), "{message}");
+    assert!(
+        message.contains("refused") && message.contains(&trusted_digest),
+        "{message}"
+    );
 }

@@ -56,7 +56,13 @@ fn line(entry: &Value) -> String {
         .into_iter()
         .flatten()
         .map(|h| {
-            let mut s = format!("{}({}:{})={}", text(&h["id"]), text(&h["source"]), text(&h["type"]), text(&h["status"]));
+            let mut s = format!(
+                "{}({}:{})={}",
+                text(&h["id"]),
+                text(&h["source"]),
+                text(&h["type"]),
+                text(&h["status"])
+            );
             if let Some(ms) = h["durationMs"].as_f64() {
                 s.push_str(&format!(" {ms}ms"));
             }

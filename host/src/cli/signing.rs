@@ -66,10 +66,20 @@ pub fn keygen(args: KeygenArgs) -> Result<ExitCode, String> {
     getrandom::getrandom(&mut seed).map_err(|e| format!("no randomness for the key: {e}"))?;
     let key = ed25519_dalek::SigningKey::from_bytes(&seed);
     let public = hex::encode(key.verifying_key().as_bytes());
-    write_new(&args.out, &format!("{}\n", hex::encode(seed)), 0o600, args.force)?;
+    write_new(
+        &args.out,
+        &format!("{}\n", hex::encode(seed)),
+        0o600,
+        args.force,
+    )?;
     let mut pub_path = args.out.as_os_str().to_owned();
     pub_path.push(".pub");
-    write_new(Path::new(&pub_path), &format!("{public}\n"), 0o644, args.force)?;
+    write_new(
+        Path::new(&pub_path),
+        &format!("{public}\n"),
+        0o644,
+        args.force,
+    )?;
     eprintln!(
         "wrote the private key to {} (keep it secret) and the public key to {}",
         args.out.display(),
@@ -124,7 +134,10 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode, String> {
     };
     match list.admit(&args.plugin, &digest, sig) {
         Ok(_) => {
-            println!("ok: {} (sha256 {digest}) is signed by this key", args.plugin.display());
+            println!(
+                "ok: {} (sha256 {digest}) is signed by this key",
+                args.plugin.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Err(message) => {

@@ -156,14 +156,18 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
             println!("{shown}: trusted by managed policy (`trustedWorkspaces`)")
         }
         ("trusted", Some(TrustedBy::Explicit)) => {
-            println!("{shown}: trusted for this run only (`--trust-workspace` / HOOKHOST_TRUST_WORKSPACE)")
+            println!(
+                "{shown}: trusted for this run only (`--trust-workspace` / HOOKHOST_TRUST_WORKSPACE)"
+            )
         }
         ("trusted", _) => println!(
             "{shown}: trusted (since {} s after the Unix epoch); unchanged since",
             record.map(|r| r.trusted_at).unwrap_or(0)
         ),
         ("changed", _) => {
-            println!("{shown}: changed since it was trusted; its project and local hooks are skipped");
+            println!(
+                "{shown}: changed since it was trusted; its project and local hooks are skipped"
+            );
             for change in &changes {
                 println!("  {change}");
             }

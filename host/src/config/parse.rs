@@ -102,9 +102,7 @@ pub fn parse_settings(
             }
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
-            "pluginAllowlist" => {
-                settings.managed.plugin_allowlist = typed(value, location, &path)?
-            }
+            "pluginAllowlist" => settings.managed.plugin_allowlist = typed(value, location, &path)?,
             "requireAllowlistedPlugins" => {
                 settings.managed.require_allowlisted_plugins = typed(value, location, &path)?
             }

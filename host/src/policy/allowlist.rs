@@ -92,7 +92,9 @@ impl PluginAllowlist {
     }
 
     fn lists_digest(&self, digest: &str) -> bool {
-        self.digests.iter().any(|(d, _)| d.eq_ignore_ascii_case(digest))
+        self.digests
+            .iter()
+            .any(|(d, _)| d.eq_ignore_ascii_case(digest))
     }
 
     /// Decides whether the plugin at `plugin` whose bytes have sha256 `digest` (hex) may
@@ -279,8 +281,23 @@ mod tests {
         };
         type Sig = Option<Result<Vec<u8>, String>>;
         // (entries, required, digest, signature, admitted, refusal contains)
-        let rows: Vec<(Vec<RawAllowEntry>, bool, &str, Sig, Option<Admission>, &str)> = vec![
-            (vec![], false, DIGEST, None, Some(Admission::NotRequired), ""),
+        type Row<'a> = (
+            Vec<RawAllowEntry>,
+            bool,
+            &'a str,
+            Sig,
+            Option<Admission>,
+            &'a str,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                vec![],
+                false,
+                DIGEST,
+                None,
+                Some(Admission::NotRequired),
+                "",
+            ),
             (
                 vec![by_digest.clone()],
                 true,

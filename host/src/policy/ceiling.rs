@@ -43,8 +43,7 @@ impl Ceilings {
             dirs.iter()
                 .enumerate()
                 .filter_map(|(i, d)| {
-                    match expand_path(&d.path, Path::new("/workspace"), Some(Path::new("/home")))
-                    {
+                    match expand_path(&d.path, Path::new("/workspace"), Some(Path::new("/home"))) {
                         Ok(_) => Some((d.path.clone(), d.mode)),
                         Err(e) => {
                             errors.push((format!("$.ceilings.dirs[{i}].path"), e));
@@ -214,9 +213,7 @@ impl Ceilings {
             }
         }
         if let Some(ceiling) = self.timeout {
-            let asked = raw
-                .timeout
-                .or(raw.limits.as_ref().and_then(|l| l.timeout));
+            let asked = raw.timeout.or(raw.limits.as_ref().and_then(|l| l.timeout));
             match asked {
                 Some(secs) if secs > ceiling => {
                     return Err(format!(
@@ -264,9 +261,15 @@ mod tests {
             settings: Default::default(),
         };
         let settings = super::super::tests_support::settings();
-        let (hook, _) =
-            super::super::hook::build(&raw, spec, &layer, "$.hooks.PreToolUse[0].hooks[0]", &settings, 0)
-                .unwrap();
+        let (hook, _) = super::super::hook::build(
+            &raw,
+            spec,
+            &layer,
+            "$.hooks.PreToolUse[0].hooks[0]",
+            &settings,
+            0,
+        )
+        .unwrap();
         (raw, hook)
     }
 
@@ -278,8 +281,15 @@ mod tests {
 
     fn apply(c: &Ceilings, json: &str) -> Result<Hook, String> {
         let (raw, mut hook) = wasm_hook(json);
-        c.apply(&raw, &mut hook, Path::new("/w"), Some(Path::new("/h")), 100_000_000, 64 << 20)
-            .map(|()| hook)
+        c.apply(
+            &raw,
+            &mut hook,
+            Path::new("/w"),
+            Some(Path::new("/h")),
+            100_000_000,
+            64 << 20,
+        )
+        .map(|()| hook)
     }
 
     #[test]
@@ -292,12 +302,18 @@ mod tests {
         });
         // (hook, Ok or the refusal's words)
         let rows: &[(&str, Result<(), &[&str]>)] = &[
-            (r#"{"type":"wasm","plugin":"p.wasm","limits":{"fuel":100000000}}"#, Ok(())),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"fuel":100000000}}"#,
+                Ok(()),
+            ),
             (
                 r#"{"type":"wasm","plugin":"p.wasm","limits":{"fuel":100000001}}"#,
                 Err(&["`limits.fuel` 100000001", "ceiling 100000000"]),
             ),
-            (r#"{"type":"wasm","plugin":"p.wasm","limits":{"memoryMb":63}}"#, Ok(())),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"memoryMb":63}}"#,
+                Ok(()),
+            ),
             (
                 r#"{"type":"wasm","plugin":"p.wasm","limits":{"memoryMb":64}}"#,
                 Err(&["`limits.memoryMb` 64 (67108864 bytes)", "67108863 bytes"]),
@@ -392,7 +408,10 @@ mod tests {
         };
         assert!(grant(env("HOOK_LEVEL")).is_ok());
         let e = grant(env("HOME")).unwrap_err();
-        assert!(e.contains("`capabilities.env[0]` `HOME`") && e.contains("HOOK_*"), "{e}");
+        assert!(
+            e.contains("`capabilities.env[0]` `HOME`") && e.contains("HOOK_*"),
+            "{e}"
+        );
 
         let http = |host: &str| RawCapabilities {
             http: vec![host.into()],

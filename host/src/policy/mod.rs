@@ -232,24 +232,26 @@ pub fn resolve(
                         continue;
                     }
                 };
-                if let Some(ceilings) = settings.ceilings.as_ref().filter(|_| {
-                    !matches!(layer.origin.kind, SourceKind::Managed | SourceKind::Embedded)
-                }) {
-                    if let Err(message) = ceilings.apply(
+                let capped = !matches!(
+                    layer.origin.kind,
+                    SourceKind::Managed | SourceKind::Embedded
+                );
+                if let Some(ceilings) = settings.ceilings.as_ref().filter(|_| capped)
+                    && let Err(message) = ceilings.apply(
                         raw,
                         &mut hook,
                         &options.project_dir,
                         home.as_deref(),
                         crate::handlers::wasm::DEFAULT_FUEL,
                         crate::handlers::wasm::DEFAULT_MEMORY_BYTES,
-                    ) {
-                        errors.push(ConfigError {
-                            location: layer.origin.location.clone(),
-                            path,
-                            message: format!("hook refused by managed policy: {message}"),
-                        });
-                        continue;
-                    }
+                    )
+                {
+                    errors.push(ConfigError {
+                        location: layer.origin.location.clone(),
+                        path,
+                        message: format!("hook refused by managed policy: {message}"),
+                    });
+                    continue;
                 }
                 hook.id = unique_id(&mut ids, hook.id);
                 if is_workspace_source(layer.origin.kind) {
@@ -265,7 +267,8 @@ pub fn resolve(
                         serde_json::to_string(raw).unwrap_or_default()
                     );
                     if let Some(first) = seen.get(&identity) {
-                        hook.skip = Some(format!("identical to hook `{first}`, which runs instead"));
+                        hook.skip =
+                            Some(format!("identical to hook `{first}`, which runs instead"));
                     } else {
                         seen.insert(identity, hook.id.clone());
                     }
@@ -313,10 +316,10 @@ fn apply_trust(hook: &mut Hook, decision: Option<&TrustDecision>) {
         None => {}
         Some(TrustDecision::Untrusted { reason, .. }) => hook.skip = Some(reason.clone()),
         Some(TrustDecision::Trusted { pins, .. }) => {
-            if let HandlerSpec::Wasm(spec) = &mut hook.handler {
-                if spec.sha256.is_none() {
-                    spec.sha256 = pins.get(&spec.plugin).cloned();
-                }
+            if let HandlerSpec::Wasm(spec) = &mut hook.handler
+                && spec.sha256.is_none()
+            {
+                spec.sha256 = pins.get(&spec.plugin).cloned();
             }
         }
     }

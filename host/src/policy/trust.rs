@@ -182,7 +182,8 @@ pub fn decide(
 pub fn changes(recorded: &Fingerprint, current: &Fingerprint) -> Vec<String> {
     let mut out = Vec::new();
     let absent = FileState::default();
-    let names: std::collections::BTreeSet<&String> = recorded.keys().chain(current.keys()).collect();
+    let names: std::collections::BTreeSet<&String> =
+        recorded.keys().chain(current.keys()).collect();
     for name in names {
         let old = recorded.get(name).unwrap_or(&absent);
         let new = current.get(name).unwrap_or(&absent);
@@ -238,8 +239,11 @@ mod tests {
             (".hookhost/hooks.json", Some("aa"), None),
             ("/src/repo/p.wasm", Some("bb"), None),
         ]);
-        let plugins: BTreeMap<PathBuf, String> =
-            [(PathBuf::from("/src/repo/p.wasm"), "/src/repo/p.wasm".to_string())].into();
+        let plugins: BTreeMap<PathBuf, String> = [(
+            PathBuf::from("/src/repo/p.wasm"),
+            "/src/repo/p.wasm".to_string(),
+        )]
+        .into();
         let none = ManagedTrust::default();
         let pre = ManagedTrust {
             trusted: vec!["/src/**".into()],
@@ -255,8 +259,18 @@ mod tests {
         ]);
         // (input, managed, trusted by, reason contains)
         let rows: Vec<(TrustInput, &ManagedTrust, Option<TrustedBy>, &str)> = vec![
-            (TrustInput::Untrusted, &none, None, "hookhost trust /src/repo"),
-            (TrustInput::Recorded(Ok(None)), &none, None, "is not trusted"),
+            (
+                TrustInput::Untrusted,
+                &none,
+                None,
+                "hookhost trust /src/repo",
+            ),
+            (
+                TrustInput::Recorded(Ok(None)),
+                &none,
+                None,
+                "is not trusted",
+            ),
             (
                 TrustInput::Recorded(Ok(Some(now.clone()))),
                 &none,

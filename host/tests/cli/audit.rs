@@ -27,7 +27,9 @@ fn every_dispatch_appends_one_redacted_line() {
             {"type": "command", "id": "deny", "command": "echo 'no deploys' >&2; exit 2"}
         ]),
     ));
-    let mut input = bash_input("GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz012345 ./deploy.sh --password hunter2");
+    let mut input = bash_input(
+        "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz012345 ./deploy.sh --password hunter2",
+    );
     input["tool_input"]["api_key"] = json!("sk-live-abcdef");
     env.dispatch("PreToolUse", input);
     let mut other = bash_input("ls");
@@ -49,7 +51,12 @@ fn every_dispatch_appends_one_redacted_line() {
         assert!(!text.contains(secret), "{secret} in the audit log: {text}");
     }
     assert_eq!(first["toolInput"]["api_key"], "[REDACTED]");
-    assert!(first["toolInput"]["command"].as_str().unwrap().contains("./deploy.sh"));
+    assert!(
+        first["toolInput"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("./deploy.sh")
+    );
     let hooks: Vec<(String, String, String, String)> = first["hooks"]
         .as_array()
         .unwrap()
@@ -61,14 +68,26 @@ fn every_dispatch_appends_one_redacted_line() {
             (s("id"), s("source"), s("type"), s("status"))
         })
         .collect();
-    let want = |id: &str, status: &str| (id.into(), "project".into(), "command".into(), status.into());
-    assert_eq!(hooks, [want("ok", "ok"), want("broken", "failed"), want("deny", "blocked")]);
+    let want =
+        |id: &str, status: &str| (id.into(), "project".into(), "command".into(), status.into());
+    assert_eq!(
+        hooks,
+        [
+            want("ok", "ok"),
+            want("broken", "failed"),
+            want("deny", "blocked")
+        ]
+    );
     assert_eq!(entries[2]["event"], "Stop");
     assert_eq!(entries[2]["hooks"], json!([]));
 
     // `hookhost audit`
     let run = env.run(&["audit", "--json", "--session", "s2"], "");
-    let got: Vec<Value> = run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(got, entries[1..]);
     let run = env.run(&["audit", "--json", "--tail", "1"], "");
     assert_eq!(run.stdout.lines().count(), 1);
@@ -77,7 +96,8 @@ fn every_dispatch_appends_one_redacted_line() {
     let table: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(table.len(), 3);
     assert!(
-        table[0].contains("s1 PreToolUse Bash deny") && table[0].contains("broken(project:command)=failed"),
+        table[0].contains("s1 PreToolUse Bash deny")
+            && table[0].contains("broken(project:command)=failed"),
         "{}",
         table[0]
     );
@@ -96,7 +116,12 @@ fn the_log_goes_where_hookhost_audit_log_says() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(lines(&log).len(), 1);
     assert!(!env.data.join("audit.jsonl").exists());
-    let run = env.run_with(env.command().args(["audit", "--json"]).env("HOOKHOST_AUDIT_LOG", &log), "");
+    let run = env.run_with(
+        env.command()
+            .args(["audit", "--json"])
+            .env("HOOKHOST_AUDIT_LOG", &log),
+        "",
+    );
     assert_eq!(run.stdout.lines().count(), 1);
 }
 
@@ -111,13 +136,22 @@ fn an_unwritable_log_is_a_notice_not_a_failure() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let out = run.json();
-    assert!(out["notices"].to_string().contains("cannot open the audit log"), "{out}");
+    assert!(
+        out["notices"]
+            .to_string()
+            .contains("cannot open the audit log"),
+        "{out}"
+    );
 }
 
 #[test]
 fn concurrent_dispatches_never_tear_or_lose_lines() {
     let env = TestEnv::new();
-    env.project_hooks(hooks("PreToolUse", "*", json!([{"type": "command", "command": "true"}])));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{"type": "command", "command": "true"}]),
+    ));
     let processes = 16;
     // Inputs much larger than PIPE_BUF, so that a line takes several writes.
     let children: Vec<_> = (0..processes)

@@ -26,7 +26,13 @@ fn statuses(out: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| format!("{}:{}", h["id"].as_str().unwrap(), h["status"].as_str().unwrap()))
+        .map(|h| {
+            format!(
+                "{}:{}",
+                h["id"].as_str().unwrap(),
+                h["status"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -80,7 +86,12 @@ fn untrusted_project_and_local_hooks_are_skipped_with_how_to_trust() {
     // `hookhost hooks` says the same.
     let run = env.run_untrusted(&["hooks", "--json"], "");
     let lines: Value = serde_json::from_str(&run.stdout).unwrap();
-    let p = lines.as_array().unwrap().iter().find(|l| l["id"] == "p").unwrap();
+    let p = lines
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "p")
+        .unwrap();
     assert_eq!(p["runs"], false);
     assert!(p["whyNot"].as_str().unwrap().contains("not trusted"));
 }
@@ -94,22 +105,37 @@ fn trust_untrust_and_status() {
 
     let run = trust(&env, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("echo p >> ran.txt"), "lists what will run: {}", run.stdout);
+    assert!(
+        run.stdout.contains("echo p >> ran.txt"),
+        "lists what will run: {}",
+        run.stdout
+    );
     assert!(env.data.join("trust.json").is_file());
     assert_eq!(statuses(&dispatch(&env)), ["l:ok", "p:ok", "u:ok"]);
     assert_eq!(ran(&env), "l\np\nu\n");
     let status = trust(&env, &["--status", "--json"]).json();
-    assert_eq!((status["state"].as_str(), status["trustedBy"].as_str()), (Some("trusted"), Some("user")));
+    assert_eq!(
+        (status["state"].as_str(), status["trustedBy"].as_str()),
+        (Some("trusted"), Some("user"))
+    );
 
     // The store is keyed by the canonical path: trusting from elsewhere, by a path with
     // `.` in it, is the same workspace.
     let dotted = format!("{}/./", env.project.display());
-    let run = env.run_with(env.untrusted_command().args(["trust", "--status", "--json", &dotted]).current_dir(&env.home), "");
+    let run = env.run_with(
+        env.untrusted_command()
+            .args(["trust", "--status", "--json", &dotted])
+            .current_dir(&env.home),
+        "",
+    );
     assert_eq!(run.json()["state"], "trusted");
 
     let run = env.run_untrusted(&["untrust"], "");
     assert!(run.stdout.contains("untrusted"), "{}", run.stdout);
-    assert_eq!(statuses(&dispatch(&env)), ["l:skipped", "p:skipped", "u:ok"]);
+    assert_eq!(
+        statuses(&dispatch(&env)),
+        ["l:skipped", "p:skipped", "u:ok"]
+    );
     let run = env.run_untrusted(&["untrust"], "");
     assert!(run.stdout.contains("was not trusted"), "{}", run.stdout);
 }
@@ -121,7 +147,10 @@ fn a_changed_hook_file_untrusts_until_trusted_again() {
     assert_eq!(trust(&env, &[]).code, 0);
     env.project_hooks(hooks("PreToolUse", "*", json!([marker("p"), marker("p2")])));
     let out = dispatch(&env);
-    assert_eq!(statuses(&out), ["l:skipped", "p:skipped", "p2:skipped", "u:ok"]);
+    assert_eq!(
+        statuses(&out),
+        ["l:skipped", "p:skipped", "p2:skipped", "u:ok"]
+    );
     let m = message(&out, "p2");
     assert!(
         m.contains("changed since it was trusted")
@@ -131,13 +160,19 @@ fn a_changed_hook_file_untrusts_until_trusted_again() {
     );
     let status = trust(&env, &["--status", "--json"]).json();
     assert_eq!(status["state"], "changed");
-    assert_eq!(status["changes"], json!(["`.hookhost/hooks.json` was modified"]));
+    assert_eq!(
+        status["changes"],
+        json!(["`.hookhost/hooks.json` was modified"])
+    );
 
     // A new local file, or a removed one, is a change too.
     assert_eq!(trust(&env, &[]).code, 0);
     std::fs::remove_file(env.project.join(".hookhost/hooks.local.json")).unwrap();
     let out = dispatch(&env);
-    assert!(message(&out, "p").contains("`.hookhost/hooks.local.json` was removed"), "{out}");
+    assert!(
+        message(&out, "p").contains("`.hookhost/hooks.local.json` was removed"),
+        "{out}"
+    );
 
     assert_eq!(trust(&env, &[]).code, 0);
     assert_eq!(statuses(&dispatch(&env)), ["p:ok", "p2:ok", "u:ok"]);
@@ -161,7 +196,10 @@ fn a_plugin_whose_bytes_change_after_trust_untrusts_the_workspace() {
     let out = dispatch(&env);
     assert_eq!(statuses(&out), ["p:skipped", "gate:skipped"]);
     let m = message(&out, "gate");
-    assert!(m.contains("`.hookhost/plugins/gate.wasm` was modified"), "{m}");
+    assert!(
+        m.contains("`.hookhost/plugins/gate.wasm` was modified"),
+        "{m}"
+    );
     assert!(ran(&env).is_empty());
 
     // Back to the trusted bytes: trusted again without asking.
@@ -222,7 +260,11 @@ fn explicit_trust_is_per_run_and_never_implicit() {
                 .env("HOOKHOST_TRUST_WORKSPACE", value),
             &input,
         );
-        assert_eq!(statuses(&run.json()), ["l:skipped", "p:skipped", "u:ok"], "{value:?}");
+        assert_eq!(
+            statuses(&run.json()),
+            ["l:skipped", "p:skipped", "u:ok"],
+            "{value:?}"
+        );
     }
 }
 
@@ -239,7 +281,11 @@ fn managed_policy_pre_trusts_or_forbids_trust() {
     env.managed(json!({"forbidWorkspaceTrust": true}));
     let run = trust(&env, &[]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("forbidWorkspaceTrust"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("forbidWorkspaceTrust"),
+        "{}",
+        run.stderr
+    );
     assert!(!env.data.join("trust.json").exists());
     let run = env.run_untrusted(
         &["dispatch", "PreToolUse", "--trust-workspace"],
@@ -247,7 +293,10 @@ fn managed_policy_pre_trusts_or_forbids_trust() {
     );
     let out = run.json();
     assert_eq!(statuses(&out), ["l:skipped", "p:skipped", "u:ok"]);
-    assert!(message(&out, "p").contains("forbids trusting workspaces"), "{out}");
+    assert!(
+        message(&out, "p").contains("forbids trusting workspaces"),
+        "{out}"
+    );
 
     // A drop-in that pre-trusts this path wins over the ban on users trusting.
     std::fs::create_dir_all(env.managed.join("managed.d")).unwrap();
@@ -276,7 +325,11 @@ fn a_project_cannot_trust_itself_add_managed_settings_or_move_the_store() {
     let out = dispatch(&env);
     assert_eq!(statuses(&out), ["p:skipped", "u:ok"]);
     let run = env.run_untrusted(&["validate", "--trust-workspace"], "");
-    let project_file = env.project.join(".hookhost/hooks.json").display().to_string();
+    let project_file = env
+        .project
+        .join(".hookhost/hooks.json")
+        .display()
+        .to_string();
     for key in [
         "trustedWorkspaces",
         "forbidWorkspaceTrust",
@@ -295,8 +348,16 @@ fn a_project_cannot_trust_itself_add_managed_settings_or_move_the_store() {
 
     // Keys that would move sources or the trust store are not settings at all: the file
     // is refused with its name and the key, and every other source still works.
-    for key in ["HOOKHOST_MANAGED_DIR", "managedDir", "trustStore", "HOOKHOST_DATA_DIR", "env"] {
-        env.project_hooks(json!({key: "/tmp/elsewhere", "hooks": {"PreToolUse": [{"hooks": [marker("p")]}]}}));
+    for key in [
+        "HOOKHOST_MANAGED_DIR",
+        "managedDir",
+        "trustStore",
+        "HOOKHOST_DATA_DIR",
+        "env",
+    ] {
+        env.project_hooks(
+            json!({key: "/tmp/elsewhere", "hooks": {"PreToolUse": [{"hooks": [marker("p")]}]}}),
+        );
         let out = env.dispatch("PreToolUse", bash_input("ls"));
         assert_eq!(statuses(&out), ["u:ok"], "{key}");
         let notices = out["notices"].to_string();
@@ -325,7 +386,8 @@ fn an_untrusted_workspace_cannot_turn_off_or_shadow_the_users_hooks() {
     assert_eq!(ran(&env), "same\n");
     let run = env.run_untrusted(&["validate"], "");
     assert!(
-        run.stderr.contains("the workspace is not trusted; the settings of this file are ignored"),
+        run.stderr
+            .contains("the workspace is not trusted; the settings of this file are ignored"),
         "{}",
         run.stderr
     );

@@ -903,11 +903,7 @@ fn check_sha(actual: &str, expected: Option<&str>, path: &Path) -> Result<(), Lo
 
 /// Asks managed policy's allowlist about a plugin digest, reading the plugin's detached
 /// signature only when the digest alone does not admit it.
-fn admit(
-    allowlist: Option<&PluginAllowlist>,
-    path: &Path,
-    digest: &str,
-) -> Result<(), LoadError> {
+fn admit(allowlist: Option<&PluginAllowlist>, path: &Path, digest: &str) -> Result<(), LoadError> {
     let Some(list) = allowlist.filter(|l| l.required()) else {
         return Ok(());
     };
