@@ -127,7 +127,8 @@ impl HostBuilder {
     /// `HOOKHOST_STOP_BLOCK_CAP`. Judges workspace trust by the trust store in
     /// [`data_dir`] (or trusts explicitly when `HOOKHOST_TRUST_WORKSPACE=1`), and appends
     /// every dispatch to the audit log (`HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in
-    /// [`data_dir`]). Setters called before or after override these.
+    /// [`data_dir`]). An `audit_log` or a trust other than `Untrusted` set before is kept;
+    /// setters called after override these.
     pub fn standard_sources(mut self) -> HostBuilder {
         let data = data_dir();
         if self.trust == WorkspaceTrust::Untrusted {
