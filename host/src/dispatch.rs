@@ -55,6 +55,8 @@ pub struct Dispatcher {
     launcher: AsyncLauncher,
     /// Where per-session files (`CLAUDE_ENV_FILE`) are created.
     session_files: Option<PathBuf>,
+    /// Where every dispatch is recorded.
+    audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 impl Dispatcher {
@@ -72,7 +74,14 @@ impl Dispatcher {
             sessions,
             launcher,
             session_files,
+            audit: None,
         }
+    }
+
+    /// Appends a line to `log` for every dispatch (`None`: no audit log).
+    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Dispatcher {
+        self.audit = log.map(Arc::new);
+        self
     }
 
     /// The policy this dispatcher runs.
@@ -154,6 +163,11 @@ impl Dispatcher {
         }
         self.deliver_async(&invocation.session_id, &mut outcome);
         self.apply_stop_cap(&invocation, &mut outcome);
+        if let Some(log) = &self.audit
+            && let Err(e) = log.record(&invocation, &outcome)
+        {
+            outcome.host_notice(format!("audit: {e}"));
+        }
         Ok(outcome)
     }
 

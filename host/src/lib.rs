@@ -22,7 +22,16 @@
 //! - [`outcome`]: merges the runs into one [`outcome::Outcome`].
 //!
 //! [`event`] holds the catalogue of the 31 events and their attributes; [`session`] the
-//! state that outlives one dispatch.
+//! state that outlives one dispatch; [`trust`] the workspace trust store; [`audit`] the
+//! audit log every dispatch appends to.
+//!
+//! # Workspace trust
+//!
+//! Project and local hooks (`.hookhost/hooks.json`, `.hookhost/hooks.local.json`) run only
+//! in a trusted workspace. [`HostBuilder::standard_sources`] judges trust by the user's
+//! trust store (and `HOOKHOST_TRUST_WORKSPACE=1`); a builder without it treats the
+//! workspace as **untrusted** unless [`HostBuilder::workspace_trust`] says otherwise, so
+//! an embedder never runs a repository's hooks without deciding to.
 //!
 //! # Example
 //!
@@ -41,6 +50,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod audit;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
@@ -51,6 +61,7 @@ pub mod outcome;
 pub mod policy;
 pub mod serve;
 pub mod session;
+pub mod trust;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,10 +72,23 @@ pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
 pub use event::{EventCatalogue, EventSpec};
 pub use outcome::Outcome;
 
+use audit::AuditLog;
 use config::SourceOptions;
 use handlers::{Handlers, WasmRunner};
 use policy::{Policy, ResolveOptions};
 use session::{MemoryStore, SessionStore};
+pub use trust::WorkspaceTrust;
+
+/// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost` (the
+/// platform's data directory), else a `hookhost` directory in the temp dir. Session state,
+/// the trust store and the audit log live there.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("HOOKHOST_DATA_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| directories::BaseDirs::new().map(|d| d.data_dir().join("hookhost")))
+        .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+}
 
 /// Builds a [`Host`] from config sources.
 #[derive(Debug)]
@@ -77,6 +101,8 @@ pub struct HostBuilder {
     session_files: Option<PathBuf>,
     wasm: Option<Arc<dyn WasmRunner>>,
     functions: Vec<policy::FunctionHook>,
+    trust: WorkspaceTrust,
+    audit: Option<PathBuf>,
 }
 
 impl HostBuilder {
@@ -95,13 +121,29 @@ impl HostBuilder {
             session_files: None,
             wasm: None,
             functions: Vec::new(),
+            trust: WorkspaceTrust::Untrusted,
+            audit: None,
         }
     }
 
     /// Reads the standard sources: managed policy from `HOOKHOST_MANAGED_DIR`, the user's
     /// `HOOKHOST_HOME`, and the project's `.hookhost/`; the Stop cap from
-    /// `HOOKHOST_STOP_BLOCK_CAP`.
+    /// `HOOKHOST_STOP_BLOCK_CAP`. Judges workspace trust by the trust store in
+    /// [`data_dir`] (or trusts explicitly when `HOOKHOST_TRUST_WORKSPACE=1`), and appends
+    /// every dispatch to the audit log (`HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in
+    /// [`data_dir`]). An `audit_log` or a trust other than `Untrusted` set before is kept;
+    /// setters called after override these.
     pub fn standard_sources(mut self) -> HostBuilder {
+        let data = data_dir();
+        if self.trust == WorkspaceTrust::Untrusted {
+            self.trust = if std::env::var("HOOKHOST_TRUST_WORKSPACE").is_ok_and(|v| v.trim() == "1")
+            {
+                WorkspaceTrust::Explicit
+            } else {
+                WorkspaceTrust::Store(trust::TrustStore::in_data_dir(&data).path().to_path_buf())
+            };
+        }
+        self.audit = self.audit.or_else(|| Some(AuditLog::default_path(&data)));
         let settings = std::mem::take(&mut self.sources.settings);
         self.sources = SourceOptions::from_env(self.sources.project_dir.clone(), settings);
         self.stop_block_cap = self.stop_block_cap.or_else(|| {
@@ -168,6 +210,19 @@ impl HostBuilder {
         self
     }
 
+    /// How to judge the trust of the workspace (default: untrusted; see the crate docs).
+    pub fn workspace_trust(mut self, trust: WorkspaceTrust) -> HostBuilder {
+        self.trust = trust;
+        self
+    }
+
+    /// Appends one JSON line per dispatch to the audit log at `path` (default: no log,
+    /// or the standard one with [`HostBuilder::standard_sources`]).
+    pub fn audit_log(mut self, path: impl Into<PathBuf>) -> HostBuilder {
+        self.audit = Some(path.into());
+        self
+    }
+
     /// Registers a custom event.
     pub fn register_event(mut self, spec: EventSpec) -> HostBuilder {
         self.catalogue.register(spec);
@@ -180,11 +235,13 @@ impl HostBuilder {
     pub fn build(self) -> Host {
         let catalogue = Arc::new(self.catalogue);
         let loaded = config::load(&self.sources, &catalogue);
+        let trust = trust::request(&loaded, &self.sources, &self.trust);
         let sources = self.sources;
         let options = ResolveOptions {
             project_dir: sources.project_dir.clone(),
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
+            trust: Some(trust),
         };
         let policy = Arc::new(policy::resolve(loaded, catalogue, &options));
         let sessions = self
@@ -202,7 +259,8 @@ impl HostBuilder {
             sessions,
             self.launcher,
             self.session_files,
-        );
+        )
+        .with_audit(self.audit.map(AuditLog::new));
         Host {
             dispatcher,
             sources: Arc::new(sources),

@@ -1,5 +1,6 @@
 //! hookhost's integration tests.
 
+mod allowlist;
 mod demo;
 mod hostile;
 mod support;

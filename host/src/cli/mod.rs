@@ -1,9 +1,12 @@
 //! Command-line arguments and the commands behind them.
 
+mod audit;
 mod demo;
 mod dispatch;
 mod hooks;
 mod serve;
+mod signing;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +14,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use hookhost::session::DiskStore;
-use hookhost::{AsyncLauncher, Host, HostBuilder};
+use hookhost::{AsyncLauncher, Host, HostBuilder, WorkspaceTrust};
 
 /// Runs the hooks of coding agents: sandboxed WebAssembly components beside command and
 /// HTTP hooks, speaking Claude Code's hook protocol.
@@ -36,9 +39,29 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a scripted agent session through example hooks.
     Demo(demo::DemoArgs),
+    /// Trust the workspace's project and local hooks (`--status`: show its trust).
+    Trust(trust::TrustArgs),
+    /// Forget the trust of a workspace: its project and local hooks stop running.
+    Untrust(trust::UntrustArgs),
+    /// Read the audit log.
+    Audit(audit::AuditArgs),
+    /// Create an ed25519 key pair for signing plugins.
+    Keygen(signing::KeygenArgs),
+    /// Work with wasm plugins.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
+}
+
+/// `hookhost plugin ...`.
+#[derive(Debug, Subcommand)]
+enum PluginCommand {
+    /// Sign a plugin: write `PLUGIN.wasm.sig` (ed25519 over the file's sha256).
+    Sign(signing::SignArgs),
+    /// Check a plugin's signature against a public key.
+    Verify(signing::VerifyArgs),
 }
 
 /// Where the config comes from.
@@ -51,6 +74,10 @@ pub struct SourceArgs {
     /// managed policy).
     #[arg(long = "settings", value_name = "FILE|JSON")]
     settings: Vec<String>,
+    /// Trust the workspace for this run only (its project and local hooks run, pinned to
+    /// their current content); the same as `HOOKHOST_TRUST_WORKSPACE=1`.
+    #[arg(long)]
+    trust_workspace: bool,
 }
 
 impl SourceArgs {
@@ -70,6 +97,9 @@ impl SourceArgs {
         for settings in &self.settings {
             builder = builder.settings(settings.clone());
         }
+        if self.trust_workspace {
+            builder = builder.workspace_trust(WorkspaceTrust::Explicit);
+        }
         builder
     }
 
@@ -85,6 +115,9 @@ impl SourceArgs {
         }
         for settings in &self.settings {
             launcher_args.extend(["--settings".into(), settings.clone()]);
+        }
+        if self.trust_workspace {
+            launcher_args.push("--trust-workspace".into());
         }
         let launcher = match std::env::current_exe() {
             Ok(program) => AsyncLauncher::Detached {
@@ -103,10 +136,7 @@ impl SourceArgs {
 
 /// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost`.
 pub fn data_dir() -> PathBuf {
-    std::env::var_os("HOOKHOST_DATA_DIR")
-        .map(PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|d| d.data_dir().join("hookhost")))
-        .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+    hookhost::data_dir()
 }
 
 /// A tokio runtime for one command.
@@ -127,6 +157,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Events => hooks::events(),
         Command::Demo(args) => demo::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Trust(args) => trust::trust(args),
+        Command::Untrust(args) => trust::untrust(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Keygen(args) => signing::keygen(args),
+        Command::Plugin(PluginCommand::Sign(args)) => signing::sign(args),
+        Command::Plugin(PluginCommand::Verify(args)) => signing::verify(args),
         Command::RunAsync(args) => dispatch::run_async(args),
     }
 }

@@ -102,6 +102,17 @@ pub fn parse_settings(
             }
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
+            "pluginAllowlist" => settings.managed.plugin_allowlist = typed(value, location, &path)?,
+            "requireAllowlistedPlugins" => {
+                settings.managed.require_allowlisted_plugins = typed(value, location, &path)?
+            }
+            "ceilings" => settings.managed.ceilings = typed(value, location, &path)?,
+            "trustedWorkspaces" => {
+                settings.managed.trusted_workspaces = typed(value, location, &path)?
+            }
+            "forbidWorkspaceTrust" => {
+                settings.managed.forbid_workspace_trust = typed(value, location, &path)?
+            }
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
             _ if claude_format => warnings.push(ConfigWarning {
                 location: location.to_string(),
@@ -114,7 +125,9 @@ pub fn parse_settings(
                     format!(
                         "unknown field `{key}`, expected one of `hooks`, `disableAllHooks`, \
                          `allowManagedHooksOnly`, `allowedHttpHookUrls`, \
-                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `$schema`"
+                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `$schema` \
+                         (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
+                         `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`)"
                     ),
                 ));
             }

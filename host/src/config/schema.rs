@@ -267,4 +267,120 @@ pub struct RawSettings {
     pub env_allowlist: Option<Vec<String>>,
     /// `stopBlockCap`: consecutive Stop blocks before the block is overridden.
     pub stop_block_cap: Option<u32>,
+    /// Managed-only settings (allowlist, ceilings, workspace trust); see [`RawManaged`].
+    pub managed: RawManaged,
+}
+
+/// Settings that only managed policy may set. Other sources may not: a non-managed file
+/// that sets one gets a warning naming the key, and the value is ignored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawManaged {
+    /// `pluginAllowlist`: the wasm plugins managed policy admits.
+    pub plugin_allowlist: Option<Vec<RawAllowEntry>>,
+    /// `requireAllowlistedPlugins`: refuse every plugin the allowlist does not admit.
+    pub require_allowlisted_plugins: Option<bool>,
+    /// `ceilings`: the most any hook outside managed policy may be granted.
+    pub ceilings: Option<RawCeilings>,
+    /// `trustedWorkspaces`: workspace paths (globs) that are trusted without `hookhost trust`.
+    pub trusted_workspaces: Option<Vec<String>>,
+    /// `forbidWorkspaceTrust`: users may not trust workspaces (pre-trusted ones still are).
+    pub forbid_workspace_trust: Option<bool>,
+}
+
+impl RawManaged {
+    /// The JSON keys that are set, for warnings in non-managed sources.
+    pub fn keys_set(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.plugin_allowlist.is_some() {
+            keys.push("pluginAllowlist");
+        }
+        if self.require_allowlisted_plugins.is_some() {
+            keys.push("requireAllowlistedPlugins");
+        }
+        if self.ceilings.is_some() {
+            keys.push("ceilings");
+        }
+        if self.trusted_workspaces.is_some() {
+            keys.push("trustedWorkspaces");
+        }
+        if self.forbid_workspace_trust.is_some() {
+            keys.push("forbidWorkspaceTrust");
+        }
+        keys
+    }
+}
+
+/// One entry of `pluginAllowlist`: a plugin by digest, or a key whose signatures admit
+/// plugins.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawAllowEntry {
+    /// sha256 of the component, hex.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// ed25519 public key (32 bytes, hex or base64) whose detached `.sig` admits a plugin.
+    #[serde(default)]
+    pub public_key: Option<String>,
+    /// A note for people and reports.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// `ceilings` in managed policy: each field absent means "no ceiling on this".
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCeilings {
+    /// Directories (and below) that may be granted, with the highest mode.
+    #[serde(default)]
+    pub dirs: Option<Vec<RawDirCeiling>>,
+    /// Env var names that may be granted (`*` wildcards).
+    #[serde(default)]
+    pub env: Option<Vec<String>>,
+    /// Host patterns an HTTP grant must fall within.
+    #[serde(default)]
+    pub http: Option<Vec<String>>,
+    /// Fuel per call.
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// Memory cap in MiB.
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// Memory cap in bytes (wins over `memoryMb` when both are set).
+    #[serde(default)]
+    pub memory_bytes: Option<u64>,
+    /// Timeout of a plugin call, in seconds.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Handler types each non-managed source may use.
+    #[serde(default)]
+    pub handler_types: Option<RawHandlerTypes>,
+}
+
+/// A directory ceiling.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawDirCeiling {
+    /// Host path: absolute, or `${workspace}` / `${home}` based.
+    pub path: String,
+    /// `ro` (default) or `rw`: the highest mode a grant at or below `path` may have.
+    #[serde(default)]
+    pub mode: DirMode,
+}
+
+/// Handler types allowed per non-managed source; an absent source is unrestricted.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawHandlerTypes {
+    /// `--settings`.
+    #[serde(default)]
+    pub cli: Option<Vec<HandlerType>>,
+    /// `.hookhost/hooks.local.json`.
+    #[serde(default)]
+    pub local: Option<Vec<HandlerType>>,
+    /// `.hookhost/hooks.json`.
+    #[serde(default)]
+    pub project: Option<Vec<HandlerType>>,
+    /// The user's `hooks.json`.
+    #[serde(default)]
+    pub user: Option<Vec<HandlerType>>,
 }

@@ -156,6 +156,9 @@ pub struct LoadedConfig {
     pub errors: Vec<ConfigError>,
     /// Entries that were skipped.
     pub warnings: Vec<ConfigWarning>,
+    /// The sha256 (hex) of the exact bytes read from each file, parsed or not: workspace
+    /// trust fingerprints what was loaded, not a second read of it.
+    pub file_digests: Vec<(PathBuf, String)>,
 }
 
 /// Reads every source in precedence order. A source that is absent is skipped; one that
@@ -214,8 +217,8 @@ pub fn load(options: &SourceOptions, catalogue: &EventCatalogue) -> LoadedConfig
 
 fn load_file(loaded: &mut LoadedConfig, kind: SourceKind, path: &Path, catalogue: &EventCatalogue) {
     let location = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
         // Managed, project and user files are optional; a `--settings` file is not.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && kind != SourceKind::Cli => return,
         Err(e) => {
@@ -223,6 +226,22 @@ fn load_file(loaded: &mut LoadedConfig, kind: SourceKind, path: &Path, catalogue
                 location,
                 path: "$".into(),
                 message: format!("cannot read file: {e}"),
+            });
+            return;
+        }
+    };
+    {
+        use sha2::Digest;
+        let digest = hex::encode(sha2::Sha256::digest(&bytes));
+        loaded.file_digests.push((path.to_path_buf(), digest));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            loaded.errors.push(ConfigError {
+                location,
+                path: "$".into(),
+                message: format!("cannot read file: not UTF-8 ({e})"),
             });
             return;
         }

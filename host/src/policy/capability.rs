@@ -132,6 +132,23 @@ impl HostPattern {
         }
     }
 
+    /// Whether every request this pattern allows is also allowed by `outer` (for
+    /// managed ceilings).
+    pub fn within(&self, outer: &HostPattern) -> bool {
+        let port = |p: &HostPattern| p.port.unwrap_or(p.scheme.default_port());
+        if self.scheme != outer.scheme || port(self) != port(outer) {
+            return false;
+        }
+        match (&self.host, &outer.host) {
+            (HostMatch::Exact(a), HostMatch::Exact(b)) => a == b,
+            (HostMatch::Exact(a), HostMatch::Subdomains(s)) => {
+                a.len() > s.len() && a.ends_with(s.as_str())
+            }
+            (HostMatch::Subdomains(a), HostMatch::Subdomains(s)) => a.ends_with(s.as_str()),
+            (HostMatch::Subdomains(_), HostMatch::Exact(_)) => false,
+        }
+    }
+
     /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text
@@ -210,13 +227,13 @@ pub fn validate(raw: &RawCapabilities) -> Result<(), (String, String)> {
     for (i, dir) in raw.dirs.iter().enumerate() {
         expand_path(&dir.path, any_workspace, Some(any_home))
             .map_err(|e| (format!("capabilities.dirs[{i}].path"), e))?;
-        if let Some(guest) = &dir.guest {
-            if !guest.starts_with('/') || guest.split('/').any(|part| part == "..") {
-                return Err((
-                    format!("capabilities.dirs[{i}].guest"),
-                    format!("`{guest}` must be absolute, without `..`"),
-                ));
-            }
+        if let Some(guest) = &dir.guest
+            && (!guest.starts_with('/') || guest.split('/').any(|part| part == ".."))
+        {
+            return Err((
+                format!("capabilities.dirs[{i}].guest"),
+                format!("`{guest}` must be absolute, without `..`"),
+            ));
         }
     }
     for (i, name) in raw.env.iter().enumerate() {

@@ -11,20 +11,36 @@
 //!   once, from the highest layer;
 //! - `disableAllHooks` in managed policy disables every hook; anywhere else it disables
 //!   every hook except managed ones (Claude Code's semantics).
+//!
+//! Managed policy also governs the rest ([`allowlist`], [`ceiling`], [`trust`]):
+//! `pluginAllowlist` / `requireAllowlistedPlugins` (lists are unions across `managed.json`
+//! and `managed.d/`, flags are on when any file sets them), `ceilings` (each field from
+//! the first managed file that sets it), `trustedWorkspaces` (union) and
+//! `forbidWorkspaceTrust`. Other sources that set these get a warning and are ignored.
+//! In a workspace that is not trusted, project and local hooks are skipped and the
+//! settings of those files (`disableAllHooks`, `envAllowlist`, ...) are ignored too.
 
+pub mod allowlist;
 pub mod capability;
+pub mod ceiling;
 mod embedded;
 mod hook;
+pub mod trust;
 mod urls;
 
 pub use embedded::FunctionHook;
 pub use hook::{CommandSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
 pub use urls::UrlAllowlist;
 
+use allowlist::PluginAllowlist;
+use ceiling::Ceilings;
+use trust::{Fingerprint, ManagedTrust, TrustDecision, TrustInput};
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::config::schema::RawCeilings;
 use crate::config::{ConfigError, ConfigLayer, ConfigWarning, LoadedConfig, SourceKind};
 use crate::event::EventCatalogue;
 use crate::matcher::Matcher;
@@ -49,6 +65,13 @@ pub struct Settings {
     pub env_allowlist: Vec<String>,
     /// Consecutive Stop blocks before hookhost overrides the block; 0 = no cap.
     pub stop_block_cap: u32,
+    /// Managed `pluginAllowlist` and `requireAllowlistedPlugins`, checked by the sandbox
+    /// on the bytes it compiles.
+    pub plugin_allowlist: Arc<PluginAllowlist>,
+    /// Managed `ceilings` (`None`: no ceilings).
+    pub ceilings: Option<Ceilings>,
+    /// Managed `trustedWorkspaces` and `forbidWorkspaceTrust`.
+    pub managed_trust: ManagedTrust,
 }
 
 /// The resolved, immutable policy.
@@ -68,6 +91,9 @@ pub struct Policy {
     pub errors: Vec<ConfigError>,
     /// Entries that were skipped or have no effect.
     pub warnings: Vec<ConfigWarning>,
+    /// The workspace trust decision (`None`: the caller asked for none, see
+    /// [`ResolveOptions::trust`]).
+    pub workspace_trust: Option<TrustDecision>,
 }
 
 impl Policy {
@@ -86,6 +112,23 @@ pub struct ResolveOptions {
     pub stop_block_cap: Option<u32>,
     /// In-process function hooks, after every configured hook in config order.
     pub functions: Vec<FunctionHook>,
+    /// What to judge workspace trust on. `None` applies no workspace trust at all (project
+    /// and local hooks run): for callers that decided elsewhere. [`crate::HostBuilder`]
+    /// always passes one.
+    pub trust: Option<TrustRequest>,
+}
+
+/// The facts a workspace trust decision is made on (gathered by [`crate::trust`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustRequest {
+    /// The workspace, canonical.
+    pub workspace: PathBuf,
+    /// Its current fingerprint.
+    pub fingerprint: Fingerprint,
+    /// The plugin files in the fingerprint, each with its key there.
+    pub plugins: std::collections::BTreeMap<PathBuf, String>,
+    /// Recorded trust, or explicit trust for this run.
+    pub input: TrustInput,
 }
 
 /// Merges loaded layers into a [`Policy`]. Invalid hooks are dropped and reported in
@@ -99,8 +142,39 @@ pub fn resolve(
         layers,
         mut errors,
         mut warnings,
+        ..
     } = loaded;
-    let settings = merge_settings(&layers, options, &mut warnings);
+    let managed_trust = managed_trust(&layers);
+    let workspace_trust = options.trust.as_ref().map(|t| {
+        trust::decide(
+            &t.workspace,
+            &t.fingerprint,
+            &t.plugins,
+            &t.input,
+            &managed_trust,
+        )
+    });
+    let trusted = workspace_trust
+        .as_ref()
+        .is_none_or(TrustDecision::is_trusted);
+    let settings_layers: Vec<&ConfigLayer> = layers
+        .iter()
+        .filter(|l| {
+            let keep = trusted || !is_workspace_source(l.origin.kind);
+            if !keep && sets_settings(&l.settings) {
+                warnings.push(ConfigWarning {
+                    location: l.origin.location.clone(),
+                    path: "$".into(),
+                    message: "the workspace is not trusted; the settings of this file are ignored"
+                        .into(),
+                });
+            }
+            keep
+        })
+        .collect();
+    let mut settings = merge_settings(&settings_layers, options, &mut warnings, &mut errors);
+    settings.managed_trust = managed_trust;
+    let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
 
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
     let mut hooks = Vec::new();
@@ -162,21 +236,47 @@ pub fn resolve(
                         continue;
                     }
                 };
-                hook.id = unique_id(&mut ids, hook.id);
-                let identity = format!(
-                    "{}\u{0}{}\u{0}{}",
-                    raw_group.event,
-                    raw_group.group.matcher.as_deref().unwrap_or("*"),
-                    serde_json::to_string(raw).unwrap_or_default()
+                let capped = !matches!(
+                    layer.origin.kind,
+                    SourceKind::Managed | SourceKind::Embedded
                 );
-                if let Some(first) = seen.get(&identity) {
-                    hook.skip.get_or_insert_with(|| {
-                        format!("identical to hook `{first}`, which runs instead")
+                if let Some(ceilings) = settings.ceilings.as_ref().filter(|_| capped)
+                    && let Err(message) = ceilings.apply(
+                        raw,
+                        &mut hook,
+                        &options.project_dir,
+                        home.as_deref(),
+                        crate::handlers::wasm::DEFAULT_FUEL,
+                        crate::handlers::wasm::DEFAULT_MEMORY_BYTES,
+                    )
+                {
+                    errors.push(ConfigError {
+                        location: layer.origin.location.clone(),
+                        path,
+                        message: format!("hook refused by managed policy: {message}"),
                     });
-                } else {
-                    seen.insert(identity, hook.id.clone());
+                    continue;
+                }
+                hook.id = unique_id(&mut ids, hook.id);
+                if is_workspace_source(layer.origin.kind) {
+                    apply_trust(&mut hook, workspace_trust.as_ref());
                 }
                 apply_governance(&mut hook, &settings);
+                // A hook that does not run does not make its duplicates skip.
+                if hook.skip.is_none() {
+                    let identity = format!(
+                        "{}\u{0}{}\u{0}{}",
+                        raw_group.event,
+                        raw_group.group.matcher.as_deref().unwrap_or("*"),
+                        serde_json::to_string(raw).unwrap_or_default()
+                    );
+                    if let Some(first) = seen.get(&identity) {
+                        hook.skip =
+                            Some(format!("identical to hook `{first}`, which runs instead"));
+                    } else {
+                        seen.insert(identity, hook.id.clone());
+                    }
+                }
                 let hook = Arc::new(hook);
                 group.hooks.push(hook.clone());
                 hooks.push(hook);
@@ -208,7 +308,141 @@ pub fn resolve(
         hooks,
         errors,
         warnings,
+        workspace_trust,
     }
+}
+
+fn is_workspace_source(kind: SourceKind) -> bool {
+    matches!(kind, SourceKind::Project | SourceKind::Local)
+}
+
+fn sets_settings(s: &crate::config::schema::RawSettings) -> bool {
+    !s.managed.keys_set().is_empty()
+        || s.allow_managed_hooks_only.is_some()
+        || s.disable_all_hooks.is_some()
+        || s.allowed_http_hook_urls.is_some()
+        || s.http_hook_allowed_env_vars.is_some()
+        || s.env_allowlist.is_some()
+        || s.stop_block_cap.is_some()
+}
+
+/// Skips a project or local hook of an untrusted workspace; pins the plugins of a trusted
+/// one to the digests they were trusted with.
+fn apply_trust(hook: &mut Hook, decision: Option<&TrustDecision>) {
+    match decision {
+        None => {}
+        Some(TrustDecision::Untrusted { reason, .. }) => hook.skip = Some(reason.clone()),
+        Some(TrustDecision::Trusted { pins, .. }) => {
+            if let HandlerSpec::Wasm(spec) = &mut hook.handler
+                && spec.sha256.is_none()
+            {
+                spec.sha256 = pins.get(&spec.plugin).cloned();
+            }
+        }
+    }
+}
+
+/// Managed `trustedWorkspaces` (union) and `forbidWorkspaceTrust` (any).
+fn managed_trust(layers: &[ConfigLayer]) -> ManagedTrust {
+    let mut trust = ManagedTrust::default();
+    for layer in layers
+        .iter()
+        .filter(|l| l.origin.kind == SourceKind::Managed)
+    {
+        let managed = &layer.settings.managed;
+        for path in managed.trusted_workspaces.iter().flatten() {
+            if !trust.trusted.contains(path) {
+                trust.trusted.push(path.clone());
+            }
+        }
+        trust.forbid |= managed.forbid_workspace_trust == Some(true);
+    }
+    trust
+}
+
+/// The allowlist and ceilings of managed layers; warnings for non-managed layers that
+/// set managed-only keys.
+fn managed_governance(
+    layers: &[&ConfigLayer],
+    warnings: &mut Vec<ConfigWarning>,
+    errors: &mut Vec<ConfigError>,
+) -> (PluginAllowlist, Option<Ceilings>) {
+    let mut entries = Vec::new();
+    let mut required = false;
+    let mut raw = RawCeilings::default();
+    let mut any_ceiling = false;
+    let mut ceiling_origin: Vec<(&'static str, String)> = Vec::new();
+    for layer in layers {
+        let managed = &layer.settings.managed;
+        if layer.origin.kind != SourceKind::Managed {
+            for key in managed.keys_set() {
+                warnings.push(ConfigWarning {
+                    location: layer.origin.location.clone(),
+                    path: format!("$.{key}"),
+                    message: format!("only managed policy can set `{key}`; ignored here"),
+                });
+            }
+            continue;
+        }
+        for (index, entry) in managed.plugin_allowlist.iter().flatten().enumerate() {
+            entries.push((layer.origin.location.clone(), index, entry.clone()));
+        }
+        required |= managed.require_allowlisted_plugins == Some(true);
+        if let Some(c) = &managed.ceilings {
+            any_ceiling = true;
+            macro_rules! first {
+                ($($field:ident),*) => {$(
+                    if raw.$field.is_none() && c.$field.is_some() {
+                        raw.$field = c.$field.clone();
+                        ceiling_origin.push((stringify!($field), layer.origin.location.clone()));
+                    }
+                )*};
+            }
+            first!(
+                dirs,
+                env,
+                http,
+                fuel,
+                memory_mb,
+                memory_bytes,
+                timeout,
+                handler_types
+            );
+        }
+    }
+    let (allowlist, allowlist_errors) = PluginAllowlist::new(&entries, required);
+    errors.extend(
+        allowlist_errors
+            .into_iter()
+            .map(|(location, path, message)| ConfigError {
+                location,
+                path,
+                message,
+            }),
+    );
+    let ceilings = any_ceiling.then(|| {
+        let (ceilings, problems) = Ceilings::new(&raw);
+        for (path, message) in problems {
+            let field = path
+                .trim_start_matches("$.ceilings.")
+                .split(['.', '['])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let location = ceiling_origin
+                .iter()
+                .find(|(f, _)| f.replace('_', "") == field.to_ascii_lowercase())
+                .map(|(_, l)| l.clone())
+                .unwrap_or_else(|| "managed policy".into());
+            errors.push(ConfigError {
+                location,
+                path,
+                message,
+            });
+        }
+        ceilings
+    });
+    (allowlist, ceilings)
 }
 
 fn unique_id(ids: &mut HashSet<String>, id: String) -> String {
@@ -223,6 +457,13 @@ fn unique_id(ids: &mut HashSet<String>, id: String) -> String {
 
 /// Marks hooks that governance turns off, with the reason.
 fn apply_governance(hook: &mut Hook, settings: &Settings) {
+    if let Some(reason) = settings
+        .ceilings
+        .as_ref()
+        .and_then(|c| c.refuses_type(hook.origin.kind, hook.handler.type_name()))
+    {
+        hook.skip = Some(reason);
+    }
     let managed = hook.origin.kind == SourceKind::Managed;
     let reason = if settings.managed_disable_all_hooks {
         Some("`disableAllHooks` is set in managed policy".to_string())
@@ -242,11 +483,13 @@ fn apply_governance(hook: &mut Hook, settings: &Settings) {
 }
 
 fn merge_settings(
-    layers: &[ConfigLayer],
+    layers: &[&ConfigLayer],
     options: &ResolveOptions,
     warnings: &mut Vec<ConfigWarning>,
+    errors: &mut Vec<ConfigError>,
 ) -> Settings {
-    let managed = |l: &&ConfigLayer| l.origin.kind == SourceKind::Managed;
+    let (plugin_allowlist, ceilings) = managed_governance(layers, warnings, errors);
+    let managed = |l: &&&ConfigLayer| l.origin.kind == SourceKind::Managed;
     let managed_disable_all_hooks = layers
         .iter()
         .filter(managed)
@@ -274,7 +517,7 @@ fn merge_settings(
     let union = |get: fn(&ConfigLayer) -> Option<&Vec<String>>| -> Option<Vec<String>> {
         let mut any = false;
         let mut all = Vec::new();
-        for list in layers.iter().filter_map(get) {
+        for list in layers.iter().filter_map(|l| get(l)) {
             any = true;
             for item in list {
                 if !all.contains(item) {
@@ -296,6 +539,22 @@ fn merge_settings(
             .stop_block_cap
             .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
             .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
+        plugin_allowlist: Arc::new(plugin_allowlist),
+        ceilings,
+        managed_trust: ManagedTrust::default(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    /// Settings of an empty config.
+    pub fn settings() -> super::Settings {
+        super::merge_settings(
+            &[],
+            &super::ResolveOptions::default(),
+            &mut Vec::new(),
+            &mut Vec::new(),
+        )
     }
 }
 

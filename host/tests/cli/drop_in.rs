@@ -67,6 +67,9 @@ fn recorded_claude_code_inputs_get_the_outputs_claude_code_expects() {
         &std::fs::read_to_string(env.project.join(".claude/settings.json")).unwrap(),
     )
     .unwrap();
+    // The user trusts the repository's hooks once, as they would before using them.
+    let trusted = env.run(&["trust", &project], "");
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let cases: Vec<Value> = serde_json::from_str(
         &include_str!("../fixtures/claude/cases.json").replace("$PROJECT", &project),
     )

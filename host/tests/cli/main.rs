@@ -4,10 +4,14 @@
 mod support;
 
 mod async_hooks;
+mod audit;
 mod claude_format;
 mod command;
 mod config;
 mod drop_in;
+mod governance;
 mod http;
 mod merge;
 mod serve;
+mod signing;
+mod trust;

@@ -96,8 +96,24 @@ impl TestEnv {
             .env("HOOKHOST_MANAGED_DIR", &self.managed)
             .env("HOOKHOST_DATA_DIR", &self.data)
             .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
-            .env_remove("HOOKHOST_STOP_BLOCK_CAP");
+            .env_remove("HOOKHOST_STOP_BLOCK_CAP")
+            .env_remove("HOOKHOST_AUDIT_LOG")
+            // Most tests are about what hooks do, not about trust: they trust the
+            // workspace explicitly. The trust tests use `untrusted_command`.
+            .env("HOOKHOST_TRUST_WORKSPACE", "1");
         cmd
+    }
+
+    /// `command()` without explicit trust: the workspace is judged by the trust store.
+    pub fn untrusted_command(&self) -> Command {
+        let mut cmd = self.command();
+        cmd.env_remove("HOOKHOST_TRUST_WORKSPACE");
+        cmd
+    }
+
+    /// Runs `hookhost ARGS` with `stdin`, judging trust by the store.
+    pub fn run_untrusted(&self, args: &[&str], stdin: &str) -> Run {
+        self.run_with(self.untrusted_command().args(args), stdin)
     }
 
     /// Runs `hookhost ARGS` with `stdin`.

@@ -6,4 +6,4 @@ wasmtime::component::bindgen!({
     path: "../wit",
 });
 
-pub use hookhost::hook::types::{Event, Level, Permission, PluginInfo, Response};
+pub use self::hookhost::hook::types::{Event, Level, Permission, PluginInfo, Response};

@@ -43,6 +43,7 @@ use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
 use crate::config::schema::{InstanceMode, RawCapabilities};
 use crate::event::EventSpec;
+use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{self, Declared, DirRequest, Live};
 use crate::policy::{HandlerSpec, Hook, Policy};
 use bindings::{Plugin, PluginPre};
@@ -238,15 +239,29 @@ impl WasmRuntime {
     /// version, or `describe` failed.
     pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), String> {
         let sandbox = self.sandbox()?;
-        let loaded = sandbox.load(path, None).map_err(|(_, message)| message)?;
+        let loaded = sandbox
+            .load(path, None, None)
+            .map_err(|(_, message)| message)?;
         Ok((loaded.info.clone(), loaded.cache_status.clone()))
     }
 
     /// Runs one plugin on one event outside any config: what `hookhost plugin test` does.
     pub fn call(&self, call: &PluginCall, invocation: &Invocation) -> PluginRun {
+        self.call_admitted(call, invocation, None)
+    }
+
+    /// Like [`WasmRuntime::call`], refusing (before compiling, or running a cached
+    /// compile) any plugin that managed policy's `allowlist` does not admit. The digest
+    /// checked is that of the bytes that are compiled.
+    pub fn call_admitted(
+        &self,
+        call: &PluginCall,
+        invocation: &Invocation,
+        allowlist: Option<&PluginAllowlist>,
+    ) -> PluginRun {
         let started = Instant::now();
         match self.sandbox() {
-            Ok(sandbox) => sandbox.run(call, invocation, started),
+            Ok(sandbox) => sandbox.run(call, invocation, started, allowlist),
             Err(e) => PluginRun {
                 run: HandlerRun::failed(
                     FailureKind::CannotStart,
@@ -261,7 +276,7 @@ impl WasmRuntime {
 }
 
 impl WasmRunner for WasmRuntime {
-    fn run(&self, hook: &Hook, invocation: &Invocation, _policy: &Policy) -> HandlerRun {
+    fn run(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
         let started = Instant::now();
         let Some(call) = PluginCall::from_hook(hook) else {
             return HandlerRun::failed(
@@ -270,7 +285,8 @@ impl WasmRunner for WasmRuntime {
                 started,
             );
         };
-        let mut run = self.call(&call, invocation);
+        let mut run =
+            self.call_admitted(&call, invocation, Some(&policy.settings.plugin_allowlist));
         if !run.warnings.is_empty() {
             let warnings: Vec<String> = run
                 .warnings
@@ -407,7 +423,12 @@ impl Sandbox {
     }
 
     /// The compiled plugin at `path`, loading it when new or changed.
-    fn load(&self, path: &Path, expected_sha: Option<&str>) -> Result<Arc<Loaded>, LoadError> {
+    fn load(
+        &self,
+        path: &Path,
+        expected_sha: Option<&str>,
+        allowlist: Option<&PluginAllowlist>,
+    ) -> Result<Arc<Loaded>, LoadError> {
         let shown = path.display();
         let stamp = Stamp::of(path).map_err(|e| {
             (
@@ -423,6 +444,7 @@ impl Sandbox {
             .cloned();
         if let Some(loaded) = cached.filter(|l| l.stamp == stamp) {
             check_sha(&loaded.info.sha256, expected_sha, path)?;
+            admit(allowlist, path, &loaded.info.sha256)?;
             return Ok(loaded);
         }
         let bytes = std::fs::read(path).map_err(|e| {
@@ -433,6 +455,8 @@ impl Sandbox {
         })?;
         let digest = sha256_hex(&bytes);
         check_sha(&digest, expected_sha, path)?;
+        // Managed allowlist: decided on the digest of `bytes`, which are what compiles.
+        admit(allowlist, path, &digest)?;
         if !wasmparser_is_component(&bytes) {
             return Err((
                 FailureKind::CannotStart,
@@ -594,13 +618,19 @@ impl Sandbox {
         Ok(store)
     }
 
-    fn run(&self, call: &PluginCall, invocation: &Invocation, started: Instant) -> PluginRun {
+    fn run(
+        &self,
+        call: &PluginCall,
+        invocation: &Invocation,
+        started: Instant,
+        allowlist: Option<&PluginAllowlist>,
+    ) -> PluginRun {
         let failed = |kind, message: String, warnings| PluginRun {
             run: HandlerRun::failed(kind, message, started),
             output_json: None,
             warnings,
         };
-        let loaded = match self.load(&call.plugin, call.sha256.as_deref()) {
+        let loaded = match self.load(&call.plugin, call.sha256.as_deref(), allowlist) {
             Ok(l) => l,
             Err((kind, message)) => return failed(kind, message, Vec::new()),
         };
@@ -869,6 +899,37 @@ fn check_sha(actual: &str, expected: Option<&str>, path: &Path) -> Result<(), Lo
         )),
         _ => Ok(()),
     }
+}
+
+/// Asks managed policy's allowlist about a plugin digest, reading the plugin's detached
+/// signature only when the digest alone does not admit it.
+fn admit(allowlist: Option<&PluginAllowlist>, path: &Path, digest: &str) -> Result<(), LoadError> {
+    let Some(list) = allowlist.filter(|l| l.required()) else {
+        return Ok(());
+    };
+    let signature = if list.needs_signature(digest) {
+        use std::io::Read;
+        let sig = crate::policy::allowlist::signature_path(path);
+        match std::fs::File::open(&sig) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(e.to_string())),
+            Ok(file) => {
+                // A signature is 64 bytes in hex or base64; a larger file is not one.
+                let mut bytes = Vec::new();
+                Some(
+                    file.take(4096)
+                        .read_to_end(&mut bytes)
+                        .map(|_| bytes)
+                        .map_err(|e| e.to_string()),
+                )
+            }
+        }
+    } else {
+        None
+    };
+    list.admit(path, digest, signature)
+        .map(drop)
+        .map_err(|message| (FailureKind::Refused, message))
 }
 
 /// Finds the `hookhost:hook` version of a component; refuses other versions, naming

@@ -1,0 +1,397 @@
+//! The audit log: every dispatch appends one JSON line.
+//!
+//! A line holds the time (UTC, RFC 3339), the session, the event, the tool and its input
+//! with secret-looking fields redacted ([`redact`]), the merged decision, and per hook its
+//! id, source, type, status, duration, fuel and memory. The file is
+//! `$HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in the user's data directory; it is created
+//! with mode 0600 and only ever appended to, so it can be rotated by moving it away.
+//!
+//! Concurrent writers (parallel `hookhost dispatch` processes, threads of a daemon) never
+//! interleave or lose lines: each line is written with the file opened in append mode
+//! while holding an exclusive `flock` on it, so even a line longer than one `write` is
+//! never torn.
+
+use std::fs::File;
+use std::io::{BufRead, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use crate::handlers::Invocation;
+use crate::handlers::command::is_credential_name;
+use crate::outcome::Outcome;
+
+/// Characters of one string value kept in the log; the rest is cut with a note.
+const VALUE_CAP: usize = 2000;
+/// What a redacted value is replaced with.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// An append-only JSON-lines audit log.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    path: PathBuf,
+}
+
+/// An exclusive `flock` on a file, released on drop.
+#[derive(Debug)]
+pub struct Flock<'a>(&'a File);
+
+impl<'a> Flock<'a> {
+    /// Blocks until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// `flock` failed.
+    pub fn exclusive(file: &'a File) -> std::io::Result<Flock<'a>> {
+        loop {
+            // SAFETY: flock on a file descriptor owned by `file`, which outlives the guard.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+            if rc == 0 {
+                return Ok(Flock(file));
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        }
+    }
+}
+
+impl Drop for Flock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: unlocking the descriptor locked in `exclusive`.
+        unsafe {
+            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
+        }
+    }
+}
+
+impl AuditLog {
+    /// A log in the file `path`.
+    pub fn new(path: impl Into<PathBuf>) -> AuditLog {
+        AuditLog { path: path.into() }
+    }
+
+    /// `$HOOKHOST_AUDIT_LOG` if set and not empty, else `DATA_DIR/audit.jsonl`.
+    pub fn default_path(data_dir: &Path) -> PathBuf {
+        match std::env::var_os("HOOKHOST_AUDIT_LOG") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => data_dir.join("audit.jsonl"),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends the line of one dispatch.
+    ///
+    /// # Errors
+    ///
+    /// The log cannot be opened, locked or written; the message names the file.
+    pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<(), String> {
+        self.append(&entry(invocation, outcome, SystemTime::now()))
+    }
+
+    /// Appends one JSON value as one line.
+    ///
+    /// # Errors
+    ///
+    /// The log cannot be opened, locked or written; the message names the file.
+    pub fn append(&self, entry: &Value) -> Result<(), String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let shown = self.path.display();
+        let mut line = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&self.path)
+            .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        let _lock = Flock::exclusive(&file)
+            .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
+        (&file)
+            .write_all(&line)
+            .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))
+    }
+
+    /// Reads every entry, oldest first. Lines that are not JSON are returned as errors
+    /// naming their line number.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read.
+    pub fn read(&self) -> Result<Vec<Result<Value, String>>, String> {
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("cannot read `{}`: {e}", self.path.display())),
+        };
+        let mut entries = Vec::new();
+        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|e| format!("cannot read `{}`: {e}", self.path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            entries.push(
+                serde_json::from_str(&line).map_err(|e| format!("line {}: not JSON ({e})", n + 1)),
+            );
+        }
+        Ok(entries)
+    }
+}
+
+/// The audit line of one dispatch.
+pub fn entry(invocation: &Invocation, outcome: &Outcome, now: SystemTime) -> Value {
+    let mut line = Map::new();
+    line.insert("time".into(), Value::String(rfc3339(now)));
+    line.insert(
+        "session".into(),
+        Value::String(invocation.session_id.clone()),
+    );
+    line.insert("event".into(), Value::String(outcome.event.clone()));
+    line.insert(
+        "project".into(),
+        Value::String(invocation.project_dir.display().to_string()),
+    );
+    if let Some(tool) = invocation.input.get("tool_name") {
+        line.insert("toolName".into(), tool.clone());
+    }
+    if let Some(input) = invocation.input.get("tool_input") {
+        line.insert("toolInput".into(), redact(input));
+    }
+    line.insert("decision".into(), json!(outcome.decision));
+    if let Some(reason) = &outcome.reason {
+        line.insert("reason".into(), Value::String(redact_text(reason)));
+    }
+    line.insert("continue".into(), Value::Bool(outcome.continue_));
+    let hooks: Vec<Value> = outcome
+        .hooks
+        .iter()
+        .map(|h| {
+            json!({
+                "id": h.id,
+                "source": h.source,
+                "type": h.kind,
+                "status": h.status,
+                "durationMs": h.duration_ms,
+                "exitCode": h.exit_code,
+                "fuel": h.fuel,
+                "memoryBytes": h.memory_bytes,
+                "message": h.message.as_deref().map(redact_text),
+            })
+        })
+        .collect();
+    line.insert("hooks".into(), Value::Array(hooks));
+    Value::Object(line)
+}
+
+/// A copy of `value` with secrets masked: the value of every object key that looks like a
+/// credential name ([`is_credential_name`]) is replaced by [`REDACTED`], and in strings,
+/// credential-looking assignments (`API_TOKEN=…`), bearer tokens, URL passwords, private
+/// key blocks and well-known token formats are masked. Long strings are cut.
+pub fn redact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if is_credential_name(k) && !v.is_null() {
+                        Value::String(REDACTED.into())
+                    } else {
+                        redact(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(s) => Value::String(redact_text(s)),
+        other => other.clone(),
+    }
+}
+
+fn secret_patterns() -> &'static [(Regex, &'static str)] {
+    static PATTERNS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        let rules: &[(&str, &'static str)] = &[
+            (
+                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
+                "[REDACTED PRIVATE KEY]",
+            ),
+            (
+                r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}",
+                "${1} [REDACTED]",
+            ),
+            // NAME=value and NAME: value where NAME looks like a credential.
+            (
+                r#"(?i)\b([A-Z0-9_.-]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)[A-Z0-9_.-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;&|]+)"#,
+                "${1}${2}[REDACTED]",
+            ),
+            (
+                r"(?i)(--(?:password|passwd|token|secret|api-key|access-key)[= ]\s*)\S+",
+                "${1}[REDACTED]",
+            ),
+            (r"(://[^/\s:@]+:)[^@\s/]+@", "${1}[REDACTED]@"),
+            (
+                r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|sk_(?:live|test)_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})",
+                "[REDACTED]",
+            ),
+        ];
+        rules
+            .iter()
+            .filter_map(|(re, with)| Regex::new(re).ok().map(|r| (r, *with)))
+            .collect()
+    })
+}
+
+/// Masks secret-looking parts of a string and cuts it at [`VALUE_CAP`] characters.
+pub fn redact_text(text: &str) -> String {
+    let mut out = text.to_string();
+    for (re, with) in secret_patterns() {
+        if re.is_match(&out) {
+            out = re.replace_all(&out, *with).into_owned();
+        }
+    }
+    if out.chars().count() > VALUE_CAP {
+        let kept: String = out.chars().take(VALUE_CAP).collect();
+        let more = out.len() - kept.len();
+        out = format!("{kept}…[{more} more bytes]");
+    }
+    out
+}
+
+/// `2026-05-01T12:34:56.789Z`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's
+/// algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let cases = [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_123, "2000-02-29T00:00:00.123Z"),
+            (1_777_638_896_789, "2026-05-01T12:34:56.789Z"),
+        ];
+        for (millis, want) in cases {
+            assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(millis)), want);
+        }
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let input = json!({
+            "command": "curl -H 'Authorization: Bearer abcdefghijklmnop' https://bob:hunter2@example.com/x && API_TOKEN=s3cr3t-value make deploy --password=pw123",
+            "file_path": "/src/main.rs",
+            "apiKey": "plain",
+            "nested": [{"client_secret": {"x": 1}, "note": "AKIAABCDEFGHIJKLMNOP and ghp_abcdefghijklmnopqrstuvwxyz0123"}],
+            "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\nrest",
+            "count": 3
+        });
+        let out = redact(&input);
+        let text = out.to_string();
+        for secret in [
+            "abcdefghijklmnop",
+            "hunter2",
+            "s3cr3t-value",
+            "pw123",
+            "plain",
+            "AKIAABCDEFGHIJKLMNOP",
+            "ghp_abcdef",
+            "AAAA",
+        ] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+        assert_eq!(out["file_path"], "/src/main.rs");
+        assert_eq!(out["apiKey"], REDACTED);
+        assert_eq!(out["nested"][0]["client_secret"], REDACTED);
+        assert_eq!(out["count"], 3);
+        assert!(
+            out["command"]
+                .as_str()
+                .unwrap()
+                .contains("API_TOKEN=[REDACTED] make deploy"),
+            "{text}"
+        );
+        assert!(
+            text.contains("https://bob:[REDACTED]@example.com"),
+            "{text}"
+        );
+        assert!(out["content"].as_str().unwrap().ends_with("\nrest"));
+        let long = redact_text(&"x".repeat(5000));
+        assert!(long.starts_with(&"x".repeat(VALUE_CAP)) && long.ends_with("[3000 more bytes]"));
+    }
+
+    #[test]
+    fn concurrent_writers_never_tear_or_lose_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/audit.jsonl");
+        let writers = 8;
+        let per_writer = 40;
+        // Lines far longer than PIPE_BUF, so that one line takes several writes.
+        let filler = "y".repeat(70_000);
+        std::thread::scope(|scope| {
+            for w in 0..writers {
+                let (path, filler) = (path.clone(), filler.clone());
+                scope.spawn(move || {
+                    // Each writer has its own handle, as separate processes would.
+                    let log = AuditLog::new(&path);
+                    for n in 0..per_writer {
+                        log.append(&json!({"w": w, "n": n, "pad": filler})).unwrap();
+                    }
+                });
+            }
+        });
+        let entries = AuditLog::new(&path).read().unwrap();
+        assert_eq!(entries.len(), writers * per_writer);
+        let mut seen = std::collections::HashSet::new();
+        for e in entries {
+            let e = e.expect("every line is whole JSON");
+            assert_eq!(e["pad"].as_str().unwrap().len(), filler.len());
+            seen.insert((e["w"].as_u64().unwrap(), e["n"].as_u64().unwrap()));
+        }
+        assert_eq!(seen.len(), writers * per_writer);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

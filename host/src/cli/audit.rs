@@ -1,0 +1,84 @@
+//! `hookhost audit [--tail N] [--session S] [--json]`: read the audit log.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::Value;
+
+use hookhost::audit::AuditLog;
+
+use super::data_dir;
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only the last N entries (after `--session`).
+    #[arg(long, value_name = "N")]
+    tail: Option<usize>,
+    /// Only the entries of this session.
+    #[arg(long, value_name = "S")]
+    session: Option<String>,
+    /// Print the entries as JSON lines, as stored.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
+    let log = AuditLog::new(AuditLog::default_path(&data_dir()));
+    let mut entries = Vec::new();
+    for entry in log.read()? {
+        match entry {
+            Ok(value) => entries.push(value),
+            Err(e) => eprintln!("warning: {}: {e}", log.path().display()),
+        }
+    }
+    if let Some(session) = &args.session {
+        entries.retain(|e| e["session"].as_str() == Some(session.as_str()));
+    }
+    if let Some(n) = args.tail {
+        let skip = entries.len().saturating_sub(n);
+        entries.drain(..skip);
+    }
+    for entry in &entries {
+        if args.json {
+            println!("{entry}");
+        } else {
+            println!("{}", line(entry));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One entry for people: time, session, event, tool, decision, and each hook's status.
+fn line(entry: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let hooks: Vec<String> = entry["hooks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            let mut s = format!(
+                "{}({}:{})={}",
+                text(&h["id"]),
+                text(&h["source"]),
+                text(&h["type"]),
+                text(&h["status"])
+            );
+            if let Some(ms) = h["durationMs"].as_f64() {
+                s.push_str(&format!(" {ms}ms"));
+            }
+            if let Some(fuel) = h["fuel"].as_u64() {
+                s.push_str(&format!(" fuel={fuel}"));
+            }
+            s
+        })
+        .collect();
+    format!(
+        "{} {} {} {} {} [{}]",
+        text(&entry["time"]),
+        text(&entry["session"]),
+        text(&entry["event"]),
+        entry["toolName"].as_str().unwrap_or("-"),
+        text(&entry["decision"]),
+        hooks.join(", ")
+    )
+}

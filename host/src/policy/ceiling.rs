@@ -1,0 +1,455 @@
+//! Capability ceilings of managed policy: the most that a hook from any other source may
+//! be granted (directories and their modes, env var names, HTTP hosts, fuel, memory,
+//! time), and which handler types each non-managed source may use.
+//!
+//! A grant above a ceiling refuses the hook at load, with a message naming the grant and
+//! the ceiling. A limit the hook leaves at its default is lowered to the ceiling instead
+//! (the default is not something the hook asked for).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::capability::{HostPattern, expand_path};
+use super::hook::{HandlerSpec, Hook};
+use crate::config::SourceKind;
+use crate::config::schema::{DirMode, HandlerType, RawCeilings, RawHandler, RawHandlerTypes};
+
+/// The ceilings of managed policy, validated.
+#[derive(Debug, Clone, Default)]
+pub struct Ceilings {
+    dirs: Option<Vec<(String, DirMode)>>,
+    env: Option<Vec<String>>,
+    http: Option<Vec<HostPattern>>,
+    fuel: Option<u64>,
+    memory_bytes: Option<u64>,
+    timeout: Option<f64>,
+    handler_types: RawHandlerTypes,
+}
+
+fn mode_name(mode: DirMode) -> &'static str {
+    match mode {
+        DirMode::ReadOnly => "ro",
+        DirMode::ReadWrite => "rw",
+    }
+}
+
+impl Ceilings {
+    /// Validates the ceilings. Invalid entries are returned as `(JSON path, message)`;
+    /// an invalid list entry is left out (the ceiling only gets lower), an invalid
+    /// number is ignored.
+    pub fn new(raw: &RawCeilings) -> (Ceilings, Vec<(String, String)>) {
+        let mut errors = Vec::new();
+        let dirs = raw.dirs.as_ref().map(|dirs| {
+            dirs.iter()
+                .enumerate()
+                .filter_map(|(i, d)| {
+                    match expand_path(&d.path, Path::new("/workspace"), Some(Path::new("/home"))) {
+                        Ok(_) => Some((d.path.clone(), d.mode)),
+                        Err(e) => {
+                            errors.push((format!("$.ceilings.dirs[{i}].path"), e));
+                            None
+                        }
+                    }
+                })
+                .collect()
+        });
+        let http = raw.http.as_ref().map(|list| {
+            list.iter()
+                .enumerate()
+                .filter_map(|(i, p)| match HostPattern::parse(p) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        errors.push((format!("$.ceilings.http[{i}]"), e));
+                        None
+                    }
+                })
+                .collect()
+        });
+        let timeout = match raw.timeout {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                errors.push((
+                    "$.ceilings.timeout".into(),
+                    format!("must be a positive number of seconds, found {t}; ignored"),
+                ));
+                None
+            }
+            t => t,
+        };
+        let ceilings = Ceilings {
+            dirs,
+            env: raw.env.clone(),
+            http,
+            fuel: raw.fuel,
+            memory_bytes: raw
+                .memory_bytes
+                .or(raw.memory_mb.map(|mb| mb.saturating_mul(1 << 20))),
+            timeout,
+            handler_types: raw.handler_types.clone().unwrap_or_default(),
+        };
+        (ceilings, errors)
+    }
+
+    /// Why a hook of type `kind` from `source` may not run, if managed policy restricts
+    /// the handler types of that source and `kind` is not among them.
+    pub fn refuses_type(&self, source: SourceKind, kind: &str) -> Option<String> {
+        let (allowed, key) = match source {
+            SourceKind::Cli => (&self.handler_types.cli, "cli"),
+            SourceKind::Local => (&self.handler_types.local, "local"),
+            SourceKind::Project => (&self.handler_types.project, "project"),
+            SourceKind::User => (&self.handler_types.user, "user"),
+            SourceKind::Managed | SourceKind::Embedded => return None,
+        };
+        let allowed = allowed.as_ref()?;
+        if allowed.iter().any(|t| t.as_str() == kind) {
+            return None;
+        }
+        let list: Vec<&str> = allowed.iter().map(|t| HandlerType::as_str(*t)).collect();
+        Some(format!(
+            "managed policy does not allow `{kind}` hooks from {key} sources \
+             (`ceilings.handlerTypes.{key}`: {})",
+            if list.is_empty() {
+                "none".to_string()
+            } else {
+                list.join(", ")
+            }
+        ))
+    }
+
+    /// Checks the grants and limits of a wasm hook against the ceilings, lowering limits
+    /// the hook left at their defaults. Hooks of other types pass unchanged.
+    ///
+    /// # Errors
+    ///
+    /// The first grant above its ceiling, naming both.
+    pub fn apply(
+        &self,
+        raw: &RawHandler,
+        hook: &mut Hook,
+        workspace: &Path,
+        home: Option<&Path>,
+        default_fuel: u64,
+        default_memory: u64,
+    ) -> Result<(), String> {
+        let HandlerSpec::Wasm(spec) = &mut hook.handler else {
+            return Ok(());
+        };
+        if let Some(ceilings) = &self.dirs {
+            for (i, grant) in spec.capabilities.dirs.iter().enumerate() {
+                let path = expand_path(&grant.path, workspace, home)
+                    .map_err(|e| format!("`capabilities.dirs[{i}].path`: {e}"))?;
+                let fits = ceilings.iter().any(|(ceiling, mode)| {
+                    let Ok(top) = expand_path(ceiling, workspace, home) else {
+                        return false;
+                    };
+                    let mode_ok = grant.mode == DirMode::ReadOnly || *mode == DirMode::ReadWrite;
+                    mode_ok && path.starts_with(&top) && resolves_within(&path, &top)
+                });
+                if !fits {
+                    let list: Vec<String> = ceilings
+                        .iter()
+                        .map(|(p, m)| format!("`{p}` ({})", mode_name(*m)))
+                        .collect();
+                    return Err(format!(
+                        "`capabilities.dirs[{i}]` `{}` ({}) is above the managed ceiling \
+                         `ceilings.dirs`: {}",
+                        grant.path,
+                        mode_name(grant.mode),
+                        if list.is_empty() {
+                            "no directories".to_string()
+                        } else {
+                            list.join(", ")
+                        }
+                    ));
+                }
+            }
+        }
+        if let Some(ceiling) = &self.env {
+            for (i, name) in spec.capabilities.env.iter().enumerate() {
+                if !crate::handlers::command::allowlisted(name, ceiling) {
+                    return Err(format!(
+                        "`capabilities.env[{i}]` `{name}` is above the managed ceiling \
+                         `ceilings.env`: [{}]",
+                        ceiling.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(ceiling) = &self.http {
+            for (i, text) in spec.capabilities.http.iter().enumerate() {
+                let pattern = HostPattern::parse(text)
+                    .map_err(|e| format!("`capabilities.http[{i}]`: {e}"))?;
+                if !ceiling.iter().any(|c| pattern.within(c)) {
+                    let list: Vec<&str> = ceiling.iter().map(HostPattern::as_str).collect();
+                    return Err(format!(
+                        "`capabilities.http[{i}]` `{text}` is above the managed ceiling \
+                         `ceilings.http`: [{}]",
+                        list.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(ceiling) = self.fuel {
+            match spec.fuel {
+                Some(fuel) if fuel > ceiling => {
+                    return Err(format!(
+                        "`limits.fuel` {fuel} is above the managed ceiling {ceiling} (`ceilings.fuel`)"
+                    ));
+                }
+                None if default_fuel > ceiling => spec.fuel = Some(ceiling),
+                _ => {}
+            }
+        }
+        if let Some(ceiling) = self.memory_bytes {
+            match spec.memory_bytes {
+                Some(bytes) if bytes > ceiling => {
+                    return Err(format!(
+                        "`limits.memoryMb` {} ({bytes} bytes) is above the managed ceiling of \
+                         {ceiling} bytes (`ceilings.memoryBytes` / `ceilings.memoryMb`)",
+                        bytes >> 20
+                    ));
+                }
+                None if default_memory > ceiling => spec.memory_bytes = Some(ceiling),
+                _ => {}
+            }
+        }
+        if let Some(ceiling) = self.timeout {
+            let asked = raw.timeout.or(raw.limits.as_ref().and_then(|l| l.timeout));
+            match asked {
+                Some(secs) if secs > ceiling => {
+                    return Err(format!(
+                        "`timeout` {secs} s is above the managed ceiling of {ceiling} s \
+                         (`ceilings.timeout`)"
+                    ));
+                }
+                None if hook.timeout.as_secs_f64() > ceiling => {
+                    hook.timeout = Duration::from_secs_f64(ceiling);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where both exist, the grant's real location (symlinks resolved) is below the
+/// ceiling's real location, so a symlink inside an allowed directory cannot reach out.
+fn resolves_within(grant: &Path, top: &Path) -> bool {
+    let real = |p: &Path| -> Option<PathBuf> { std::fs::canonicalize(p).ok() };
+    match (real(grant), real(top)) {
+        (Some(g), Some(t)) => g.starts_with(t),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::schema::{RawCapabilities, RawDirCeiling, RawDirGrant};
+    use crate::config::{ConfigLayer, Origin};
+    use crate::event::EventCatalogue;
+
+    fn wasm_hook(json: &str) -> (RawHandler, Hook) {
+        let raw: RawHandler = serde_json::from_str(json).unwrap();
+        let catalogue = EventCatalogue::default();
+        let spec = catalogue.get("PreToolUse").unwrap();
+        let layer = ConfigLayer {
+            origin: Origin {
+                kind: SourceKind::Project,
+                location: "hooks.json".into(),
+            },
+            base_dir: "/w".into(),
+            settings: Default::default(),
+        };
+        let settings = super::super::tests_support::settings();
+        let (hook, _) = super::super::hook::build(
+            &raw,
+            spec,
+            &layer,
+            "$.hooks.PreToolUse[0].hooks[0]",
+            &settings,
+            0,
+        )
+        .unwrap();
+        (raw, hook)
+    }
+
+    fn ceilings(raw: RawCeilings) -> Ceilings {
+        let (c, errors) = Ceilings::new(&raw);
+        assert!(errors.is_empty(), "{errors:?}");
+        c
+    }
+
+    fn apply(c: &Ceilings, json: &str) -> Result<Hook, String> {
+        let (raw, mut hook) = wasm_hook(json);
+        c.apply(
+            &raw,
+            &mut hook,
+            Path::new("/w"),
+            Some(Path::new("/h")),
+            100_000_000,
+            64 << 20,
+        )
+        .map(|()| hook)
+    }
+
+    #[test]
+    fn one_unit_above_each_ceiling_is_refused_naming_both() {
+        let c = ceilings(RawCeilings {
+            fuel: Some(100_000_000),
+            memory_bytes: Some((64 << 20) - 1),
+            timeout: Some(5.0),
+            ..Default::default()
+        });
+        // (hook, Ok or the refusal's words)
+        let rows: &[(&str, Result<(), &[&str]>)] = &[
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"fuel":100000000}}"#,
+                Ok(()),
+            ),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"fuel":100000001}}"#,
+                Err(&["`limits.fuel` 100000001", "ceiling 100000000"]),
+            ),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"memoryMb":63}}"#,
+                Ok(()),
+            ),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"memoryMb":64}}"#,
+                Err(&["`limits.memoryMb` 64 (67108864 bytes)", "67108863 bytes"]),
+            ),
+            (r#"{"type":"wasm","plugin":"p.wasm","timeout":5}"#, Ok(())),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","timeout":5.001}"#,
+                Err(&["`timeout` 5.001 s", "ceiling of 5 s"]),
+            ),
+            (
+                r#"{"type":"wasm","plugin":"p.wasm","limits":{"timeout":6}}"#,
+                Err(&["`timeout` 6 s"]),
+            ),
+        ];
+        for (json, want) in rows {
+            match (apply(&c, json), want) {
+                (Ok(_), Ok(())) => {}
+                (Err(message), Err(words)) => {
+                    for w in *words {
+                        assert!(message.contains(w), "{json}: {message}");
+                    }
+                }
+                (got, want) => panic!("{json}: want {want:?}, got {:?}", got.map(|h| h.id)),
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_are_lowered_to_the_ceiling() {
+        let c = ceilings(RawCeilings {
+            fuel: Some(1000),
+            memory_mb: Some(2),
+            timeout: Some(1.5),
+            ..Default::default()
+        });
+        let hook = apply(&c, r#"{"type":"wasm","plugin":"p.wasm"}"#).unwrap();
+        let HandlerSpec::Wasm(spec) = &hook.handler else {
+            panic!()
+        };
+        assert_eq!(spec.fuel, Some(1000));
+        assert_eq!(spec.memory_bytes, Some(2 << 20));
+        assert_eq!(hook.timeout, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn grants_must_fall_within_dir_env_and_http_ceilings() {
+        let c = ceilings(RawCeilings {
+            dirs: Some(vec![
+                RawDirCeiling {
+                    path: "${workspace}/src".into(),
+                    mode: DirMode::ReadOnly,
+                },
+                RawDirCeiling {
+                    path: "/tmp/scratch".into(),
+                    mode: DirMode::ReadWrite,
+                },
+            ]),
+            env: Some(vec!["HOOK_*".into()]),
+            http: Some(vec!["*.example.com".into()]),
+            ..Default::default()
+        });
+        let grant = |caps: RawCapabilities| {
+            let mut json: serde_json::Value =
+                serde_json::from_str(r#"{"type":"wasm","plugin":"p.wasm"}"#).unwrap();
+            json["capabilities"] = serde_json::to_value(caps).unwrap();
+            apply(&c, &json.to_string())
+        };
+        let dir = |path: &str, mode| RawCapabilities {
+            dirs: vec![RawDirGrant {
+                path: path.into(),
+                guest: None,
+                mode,
+            }],
+            ..Default::default()
+        };
+        assert!(grant(dir("${workspace}/src", DirMode::ReadOnly)).is_ok());
+        assert!(grant(dir("${workspace}/src/deep", DirMode::ReadOnly)).is_ok());
+        assert!(grant(dir("/tmp/scratch/x", DirMode::ReadWrite)).is_ok());
+        let e = grant(dir("${workspace}", DirMode::ReadOnly)).unwrap_err();
+        assert!(
+            e.contains("`capabilities.dirs[0]` `${workspace}` (ro) is above the managed ceiling")
+                && e.contains("`${workspace}/src` (ro)"),
+            "{e}"
+        );
+        let e = grant(dir("${workspace}/src", DirMode::ReadWrite)).unwrap_err();
+        assert!(e.contains("(rw) is above"), "{e}");
+        assert!(grant(dir("${workspace}/srcx", DirMode::ReadOnly)).is_err());
+
+        let env = |name: &str| RawCapabilities {
+            env: vec![name.into()],
+            ..Default::default()
+        };
+        assert!(grant(env("HOOK_LEVEL")).is_ok());
+        let e = grant(env("HOME")).unwrap_err();
+        assert!(
+            e.contains("`capabilities.env[0]` `HOME`") && e.contains("HOOK_*"),
+            "{e}"
+        );
+
+        let http = |host: &str| RawCapabilities {
+            http: vec![host.into()],
+            ..Default::default()
+        };
+        assert!(grant(http("api.example.com")).is_ok());
+        assert!(grant(http("*.api.example.com")).is_ok());
+        for above in [
+            "example.com",
+            "*.com",
+            "http://api.example.com",
+            "api.example.com:8443",
+            "evil.net",
+        ] {
+            let e = grant(http(above)).unwrap_err();
+            assert!(e.contains(&format!("`{above}` is above")), "{e}");
+        }
+    }
+
+    #[test]
+    fn handler_types_are_restricted_per_source() {
+        let c = ceilings(RawCeilings {
+            handler_types: Some(RawHandlerTypes {
+                project: Some(vec![HandlerType::Wasm]),
+                local: Some(vec![]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        assert_eq!(c.refuses_type(SourceKind::Project, "wasm"), None);
+        let why = c.refuses_type(SourceKind::Project, "command").unwrap();
+        assert!(
+            why.contains("`command` hooks from project sources")
+                && why.contains("ceilings.handlerTypes.project"),
+            "{why}"
+        );
+        assert!(c.refuses_type(SourceKind::Local, "wasm").is_some());
+        assert_eq!(c.refuses_type(SourceKind::User, "command"), None);
+        assert_eq!(c.refuses_type(SourceKind::Managed, "command"), None);
+    }
+}

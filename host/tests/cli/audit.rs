@@ -1,0 +1,190 @@
+//! The audit log: one JSON line per dispatch, failed hooks included, secrets redacted,
+//! concurrent processes never tearing or losing lines; `hookhost audit`.
+
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::support::{TestEnv, bash_input, hooks};
+
+fn lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line ({e}): {l}")))
+        .collect()
+}
+
+#[test]
+fn every_dispatch_appends_one_redacted_line() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "command", "id": "ok", "command": "true"},
+            {"type": "command", "id": "broken", "command": "exit 7"},
+            {"type": "command", "id": "deny", "command": "echo 'no deploys' >&2; exit 2"}
+        ]),
+    ));
+    let mut input = bash_input(
+        "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz012345 ./deploy.sh --password hunter2",
+    );
+    input["tool_input"]["api_key"] = json!("sk-live-abcdef");
+    env.dispatch("PreToolUse", input);
+    let mut other = bash_input("ls");
+    other["session_id"] = json!("s2");
+    env.dispatch("PreToolUse", other);
+    env.dispatch("Stop", json!({"session_id": "s2"}));
+
+    let entries = lines(&env.data.join("audit.jsonl"));
+    assert_eq!(entries.len(), 3);
+    let first = &entries[0];
+    assert!(first["time"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(first["session"], "s1");
+    assert_eq!(first["event"], "PreToolUse");
+    assert_eq!(first["toolName"], "Bash");
+    assert_eq!(first["decision"], "deny");
+    assert!(first["reason"].as_str().unwrap().contains("no deploys"));
+    let text = first.to_string();
+    for secret in ["ghp_abcdef", "hunter2", "sk-live-abcdef"] {
+        assert!(!text.contains(secret), "{secret} in the audit log: {text}");
+    }
+    assert_eq!(first["toolInput"]["api_key"], "[REDACTED]");
+    assert!(
+        first["toolInput"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("./deploy.sh")
+    );
+    let hooks: Vec<(String, String, String, String)> = first["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            assert!(h["durationMs"].is_number(), "{h}");
+            assert!(h.get("fuel").is_some() && h.get("memoryBytes").is_some());
+            let s = |k: &str| h[k].as_str().unwrap().to_string();
+            (s("id"), s("source"), s("type"), s("status"))
+        })
+        .collect();
+    let want =
+        |id: &str, status: &str| (id.into(), "project".into(), "command".into(), status.into());
+    assert_eq!(
+        hooks,
+        [
+            want("ok", "ok"),
+            want("broken", "failed"),
+            want("deny", "blocked")
+        ]
+    );
+    assert_eq!(entries[2]["event"], "Stop");
+    assert_eq!(entries[2]["hooks"], json!([]));
+
+    // `hookhost audit`
+    let run = env.run(&["audit", "--json", "--session", "s2"], "");
+    let got: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got, entries[1..]);
+    let run = env.run(&["audit", "--json", "--tail", "1"], "");
+    assert_eq!(run.stdout.lines().count(), 1);
+    assert!(run.stdout.contains("\"Stop\""));
+    let run = env.run(&["audit", "--tail", "3"], "");
+    let table: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(table.len(), 3);
+    assert!(
+        table[0].contains("s1 PreToolUse Bash deny")
+            && table[0].contains("broken(project:command)=failed"),
+        "{}",
+        table[0]
+    );
+}
+
+#[test]
+fn the_log_goes_where_hookhost_audit_log_says() {
+    let env = TestEnv::new();
+    let log = env.home.join("elsewhere/audit.log");
+    let run = env.run_with(
+        env.command()
+            .args(["dispatch", "Stop"])
+            .env("HOOKHOST_AUDIT_LOG", &log),
+        "{}",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lines(&log).len(), 1);
+    assert!(!env.data.join("audit.jsonl").exists());
+    let run = env.run_with(
+        env.command()
+            .args(["audit", "--json"])
+            .env("HOOKHOST_AUDIT_LOG", &log),
+        "",
+    );
+    assert_eq!(run.stdout.lines().count(), 1);
+}
+
+#[test]
+fn an_unwritable_log_is_a_notice_not_a_failure() {
+    let env = TestEnv::new();
+    let run = env.run_with(
+        env.command()
+            .args(["dispatch", "Stop"])
+            .env("HOOKHOST_AUDIT_LOG", &env.project), // a directory
+        "{}",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert!(
+        out["notices"]
+            .to_string()
+            .contains("cannot open the audit log"),
+        "{out}"
+    );
+}
+
+#[test]
+fn concurrent_dispatches_never_tear_or_lose_lines() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{"type": "command", "command": "true"}]),
+    ));
+    let processes = 16;
+    // Inputs much larger than PIPE_BUF, so that a line takes several writes.
+    let children: Vec<_> = (0..processes)
+        .map(|n| {
+            let mut input = bash_input(&format!("echo {n} {}", "z".repeat(100_000)));
+            input["session_id"] = json!(format!("session-{n}"));
+            input["tool_input"]["padding"] = json!("p".repeat(1500));
+            let mut child = env
+                .command()
+                .args(["dispatch", "PreToolUse"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                stdin.write_all(input.to_string().as_bytes()).unwrap();
+            });
+            child
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let entries = lines(&env.data.join("audit.jsonl"));
+    assert_eq!(entries.len(), processes);
+    let mut sessions: Vec<String> = entries
+        .iter()
+        .map(|e| e["session"].as_str().unwrap().to_string())
+        .collect();
+    sessions.sort();
+    sessions.dedup();
+    assert_eq!(sessions.len(), processes);
+}
