@@ -261,9 +261,25 @@ impl HostBuilder {
             self.session_files,
         )
         .with_audit(self.audit.map(AuditLog::new));
+        let mut watched = sources.watched_paths();
+        if let WorkspaceTrust::Store(store) = &self.trust {
+            watched.push(store.clone());
+        }
+        watched.extend(
+            dispatcher
+                .policy()
+                .hooks
+                .iter()
+                .filter_map(|hook| match &hook.handler {
+                    policy::HandlerSpec::Wasm(wasm) => Some(wasm.plugin.clone()),
+                    _ => None,
+                }),
+        );
+        watched.sort();
+        watched.dedup();
         Host {
             dispatcher,
-            sources: Arc::new(sources),
+            watched: Arc::new(watched),
         }
     }
 }
@@ -272,13 +288,14 @@ impl HostBuilder {
 #[derive(Debug, Clone)]
 pub struct Host {
     dispatcher: Dispatcher,
-    sources: Arc<SourceOptions>,
+    watched: Arc<Vec<PathBuf>>,
 }
 
 impl Host {
-    /// Where the config came from (for watching it).
-    pub fn sources(&self) -> &SourceOptions {
-        &self.sources
+    /// Every file whose change can change this host's policy: the config sources
+    /// (present or not), the trust store, and the plugins its hooks reference.
+    pub fn watched_paths(&self) -> &[PathBuf] {
+        &self.watched
     }
 
     /// The resolved policy.

@@ -47,14 +47,13 @@ pub type HostFactory = Arc<dyn Fn(&Path, Arc<dyn SessionStore>) -> Host + Send +
 type Fingerprint = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
 
 fn fingerprint(host: &Host) -> Fingerprint {
-    host.sources()
-        .watched_paths()
-        .into_iter()
+    host.watched_paths()
+        .iter()
         .map(|path| {
             let state = std::fs::metadata(&path)
                 .ok()
                 .and_then(|m| Some((m.modified().ok()?, m.len())));
-            (path, state)
+            (path.clone(), state)
         })
         .collect()
 }

@@ -17,9 +17,12 @@ struct Daemon {
 
 impl Daemon {
     fn start(env: &TestEnv) -> Daemon {
+        Daemon::start_with(env, env.command())
+    }
+
+    fn start_with(env: &TestEnv, mut command: std::process::Command) -> Daemon {
         let socket = env.data.join("hookhost.sock");
-        let child = env
-            .command()
+        let child = command
             .args(["serve", "--socket", socket.to_str().unwrap()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -369,4 +372,20 @@ fn the_python_and_node_clients_work() {
             "{script}: {stdout}"
         );
     }
+}
+
+#[test]
+fn trusting_the_workspace_reaches_a_running_daemon() {
+    let env = TestEnv::new();
+    deny_hook(&env);
+    let daemon = Daemon::start_with(&env, env.untrusted_command());
+    let mut client = daemon.client();
+    let before = client.call("PreToolUse", bash_input("ls"));
+    assert_eq!(before["decision"], "none");
+    assert_eq!(before["hooks"][0]["status"], "skipped", "{before}");
+    let trusted = env.run_untrusted(&["trust", env.project.to_str().unwrap()], "");
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    wait_until("the daemon to see the trust", || {
+        client.call("PreToolUse", bash_input("ls"))["decision"] == "deny"
+    });
 }
