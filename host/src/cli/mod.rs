@@ -3,6 +3,7 @@
 mod demo;
 mod dispatch;
 mod hooks;
+mod plugin;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +34,11 @@ enum Command {
     Events,
     /// Run a scripted agent session through example hooks.
     Demo(demo::DemoArgs),
+    /// Inspect or test a wasm plugin.
+    Plugin {
+        #[command(subcommand)]
+        command: plugin::PluginCommand,
+    },
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
@@ -112,6 +118,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Validate(args) => hooks::validate(args),
         Command::Events => hooks::events(),
         Command::Demo(args) => demo::run(args),
+        Command::Plugin { command } => plugin::run(command),
         Command::RunAsync(args) => dispatch::run_async(args),
     }
 }
