@@ -183,7 +183,8 @@ impl Event {
     }
 
     fn from_wit(e: wit::Event) -> Result<Event> {
-        let input = serde_json::from_str(&e.input_json).map_err(|err| Error(format!("event input is not JSON: {err}")))?;
+        let input = serde_json::from_str(&e.input_json)
+            .map_err(|err| Error(format!("event input is not JSON: {err}")))?;
         let config = e
             .config_json
             .as_deref()
@@ -259,7 +260,12 @@ impl Event {
     ///
     /// The input does not fit `T`.
     pub fn tool_input_as<T: DeserializeOwned>(&self) -> Result<T> {
-        T::deserialize(self.tool_input()).map_err(|e| Error(format!("tool_input of {}: {e}", self.tool_name().unwrap_or("?"))))
+        T::deserialize(self.tool_input()).map_err(|e| {
+            Error(format!(
+                "tool_input of {}: {e}",
+                self.tool_name().unwrap_or("?")
+            ))
+        })
     }
 
     /// `tool_response` on PostToolUse (`None` elsewhere).
@@ -332,28 +338,46 @@ impl Response {
 
     /// Allow the tool call without asking (PreToolUse, PermissionRequest).
     pub fn allow() -> Response {
-        Response { permission: Some(Permission::Allow), ..Response::default() }
+        Response {
+            permission: Some(Permission::Allow),
+            ..Response::default()
+        }
     }
 
     /// Deny the tool call, telling the model why (PreToolUse, PermissionRequest).
     pub fn deny(reason: impl Into<String>) -> Response {
-        Response { permission: Some(Permission::Deny), reason: Some(reason.into()), ..Response::default() }
+        Response {
+            permission: Some(Permission::Deny),
+            reason: Some(reason.into()),
+            ..Response::default()
+        }
     }
 
     /// Ask the user, showing why (PreToolUse).
     pub fn ask(reason: impl Into<String>) -> Response {
-        Response { permission: Some(Permission::Ask), reason: Some(reason.into()), ..Response::default() }
+        Response {
+            permission: Some(Permission::Ask),
+            reason: Some(reason.into()),
+            ..Response::default()
+        }
     }
 
     /// Defer the tool call (PreToolUse, headless agents).
     pub fn defer() -> Response {
-        Response { permission: Some(Permission::Defer), ..Response::default() }
+        Response {
+            permission: Some(Permission::Defer),
+            ..Response::default()
+        }
     }
 
     /// Block the action: a prompt, a stop, a tool result (the reason goes to the model),
     /// or a deny on PreToolUse.
     pub fn block(reason: impl Into<String>) -> Response {
-        Response { block: true, reason: Some(reason.into()), ..Response::default() }
+        Response {
+            block: true,
+            reason: Some(reason.into()),
+            ..Response::default()
+        }
     }
 
     /// Only add context for the model.
@@ -368,7 +392,11 @@ impl Response {
 
     /// Stop the agent after the hooks, telling the user why.
     pub fn stop(reason: impl Into<String>) -> Response {
-        Response { continue_: Some(false), stop_reason: Some(reason.into()), ..Response::default() }
+        Response {
+            continue_: Some(false),
+            stop_reason: Some(reason.into()),
+            ..Response::default()
+        }
     }
 
     /// Adds context for the model (appended to any already set).
@@ -447,7 +475,11 @@ pub struct Info {
 impl Info {
     /// A plugin that handles every event and asks for nothing.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Info {
-        Info { name: name.into(), version: version.into(), ..Info::default() }
+        Info {
+            name: name.into(),
+            version: version.into(),
+            ..Info::default()
+        }
     }
 
     /// The events the plugin handles; the host does not call it for others.
@@ -488,7 +520,11 @@ impl Info {
             version: self.version,
             events: self.events,
             capabilities: wit::Capabilities {
-                dirs: self.dirs.into_iter().map(|(path, write)| wit::DirRequest { path, write }).collect(),
+                dirs: self
+                    .dirs
+                    .into_iter()
+                    .map(|(path, write)| wit::DirRequest { path, write })
+                    .collect(),
                 env: self.env,
                 http: self.http,
             },
@@ -589,9 +625,14 @@ pub fn __describe<H: Hook>() -> wit::PluginInfo {
 }
 
 #[doc(hidden)]
-pub fn __handle<H: Hook>(hook: &mut H, event: wit::Event) -> std::result::Result<wit::Response, String> {
+pub fn __handle<H: Hook>(
+    hook: &mut H,
+    event: wit::Event,
+) -> std::result::Result<wit::Response, String> {
     let event = Event::from_wit(event).map_err(|e| e.0)?;
-    dispatch(hook, &event).map(Response::into_wit).map_err(|e| e.0)
+    dispatch(hook, &event)
+        .map(Response::into_wit)
+        .map_err(|e| e.0)
 }
 
 /// Structured logging to the host: records are attached to the hook's report.
@@ -600,7 +641,10 @@ pub mod log {
     use super::wit::Level;
 
     fn emit(level: Level, message: &str, fields: &[(&str, &str)]) {
-        let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         host::log(level, message, &fields);
     }
 
@@ -665,7 +709,11 @@ pub mod http {
         request(Method::Get, url, None)
     }
 
-    fn request(method: Method, url: &str, body: Option<(&str, &[u8])>) -> super::Result<HttpResponse> {
+    fn request(
+        method: Method,
+        url: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> super::Result<HttpResponse> {
         let (scheme, rest) = match url.split_once("://") {
             Some(("http", rest)) => (Scheme::Http, rest),
             Some(("https", rest)) => (Scheme::Https, rest),
@@ -687,15 +735,22 @@ pub mod http {
         let request = OutgoingRequest::new(headers);
         let _ = request.set_method(&method);
         let _ = request.set_scheme(Some(&scheme));
-        request.set_authority(Some(authority)).map_err(|()| format!("bad authority in `{url}`"))?;
-        request.set_path_with_query(Some(path)).map_err(|()| format!("bad path in `{url}`"))?;
+        request
+            .set_authority(Some(authority))
+            .map_err(|()| format!("bad authority in `{url}`"))?;
+        request
+            .set_path_with_query(Some(path))
+            .map_err(|()| format!("bad path in `{url}`"))?;
         let outgoing = request.body().map_err(|()| "request body unavailable")?;
-        let future = outgoing_handler::handle(request, None).map_err(|e| format!("request to {url} refused: {e:?}"))?;
+        let future = outgoing_handler::handle(request, None)
+            .map_err(|e| format!("request to {url} refused: {e:?}"))?;
         // A request the host refuses closes the body stream; the response future then
         // says why, which is the more useful error.
         let mut body_error = None;
         {
-            let stream = outgoing.write().map_err(|()| "request body stream unavailable")?;
+            let stream = outgoing
+                .write()
+                .map_err(|()| "request body stream unavailable")?;
             if let Some((_, bytes)) = body {
                 for chunk in bytes.chunks(4096) {
                     if let Err(e) = stream.blocking_write_and_flush(chunk) {
@@ -705,10 +760,10 @@ pub mod http {
                 }
             }
         }
-        if body_error.is_none() {
-            if let Err(e) = OutgoingBody::finish(outgoing, None) {
-                body_error = Some(format!("finishing the request to {url}: {e:?}"));
-            }
+        if body_error.is_none()
+            && let Err(e) = OutgoingBody::finish(outgoing, None)
+        {
+            body_error = Some(format!("finishing the request to {url}: {e:?}"));
         }
         future.subscribe().block();
         let response = match future.get() {
@@ -720,8 +775,12 @@ pub mod http {
             return Err(e.into());
         }
         let status = response.status();
-        let incoming = response.consume().map_err(|()| "response body unavailable")?;
-        let stream = incoming.stream().map_err(|()| "response body stream unavailable")?;
+        let incoming = response
+            .consume()
+            .map_err(|()| "response body unavailable")?;
+        let stream = incoming
+            .stream()
+            .map_err(|()| "response body stream unavailable")?;
         let mut body = Vec::new();
         loop {
             match stream.blocking_read(64 * 1024) {
@@ -778,29 +837,50 @@ mod tests {
 
     impl Hook for Counter {
         fn info() -> Info {
-            Info::new("counter", "1").events(&["PreToolUse"]).read_dir("${workspace}").env("TOKEN").http("*")
+            Info::new("counter", "1")
+                .events(&["PreToolUse"])
+                .read_dir("${workspace}")
+                .env("TOKEN")
+                .http("*")
         }
         fn pre_tool_use(&mut self, event: &Event) -> Result {
             self.seen += 1;
             let cmd: serde_json::Map<String, Value> = event.tool_input_as()?;
-            if cmd.contains_key("danger") { Ok(Response::deny("danger")) } else { Ok(Response::context(format!("seen {}", self.seen))) }
+            if cmd.contains_key("danger") {
+                Ok(Response::deny("danger"))
+            } else {
+                Ok(Response::context(format!("seen {}", self.seen)))
+            }
         }
     }
 
     #[test]
     fn dispatch_routes_by_event_name_and_defaults_to_no_opinion() {
         let mut hook = Counter::default();
-        let ev = Event::new("PreToolUse", json!({"tool_name": "Bash", "tool_input": {"danger": 1}}));
+        let ev = Event::new(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"danger": 1}}),
+        );
         assert_eq!(dispatch(&mut hook, &ev).unwrap(), Response::deny("danger"));
         let ev = Event::new("PreToolUse", json!({"tool_name": "Bash", "tool_input": {}}));
-        assert_eq!(dispatch(&mut hook, &ev).unwrap().additional_context.as_deref(), Some("seen 2"));
+        assert_eq!(
+            dispatch(&mut hook, &ev)
+                .unwrap()
+                .additional_context
+                .as_deref(),
+            Some("seen 2")
+        );
         let ev = Event::new("Stop", json!({}));
         assert_eq!(dispatch(&mut hook, &ev).unwrap(), Response::none());
     }
 
     #[test]
     fn responses_convert_to_the_wit_record() {
-        let r = Response::deny("x").with_context("a").with_context("b").with_extra("sessionTitle", json!("t")).into_wit();
+        let r = Response::deny("x")
+            .with_context("a")
+            .with_context("b")
+            .with_extra("sessionTitle", json!("t"))
+            .into_wit();
         assert_eq!(r.permission, Some(wit::Permission::Deny));
         assert_eq!(r.additional_context.as_deref(), Some("a\nb"));
         assert_eq!(r.extras_json.as_deref(), Some(r#"{"sessionTitle":"t"}"#));
@@ -818,9 +898,15 @@ mod tests {
             #[allow(dead_code)]
             globs: Vec<String>,
         }
-        let ev = Event::new("PreToolUse", json!({"tool_name": "Edit", "tool_input": 3})).with_config(json!({"globs": 1}));
+        let ev = Event::new("PreToolUse", json!({"tool_name": "Edit", "tool_input": 3}))
+            .with_config(json!({"globs": 1}));
         assert!(ev.config_as::<Cfg>().unwrap_err().0.contains("hook config"));
-        assert!(ev.tool_input_as::<Map<String, Value>>().unwrap_err().0.contains("Edit"));
+        assert!(
+            ev.tool_input_as::<Map<String, Value>>()
+                .unwrap_err()
+                .0
+                .contains("Edit")
+        );
         let ev = Event::new("Stop", json!({}));
         assert!(ev.config_as::<Cfg>().unwrap().globs.is_empty());
     }

@@ -23,7 +23,10 @@ async fn hostile(project: &Path, mode: &str, arg: &str, extra: Value) -> Outcome
 async fn still_serves(project: &Path) {
     let outcome = hostile(project, "echo", "", json!({})).await;
     assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
-    assert_eq!(outcome.additional_context, ["event=PreToolUse session=s1 tool=Some(\"Bash\")"]);
+    assert_eq!(
+        outcome.additional_context,
+        ["event=PreToolUse session=s1 tool=Some(\"Bash\")"]
+    );
 }
 
 /// The single report is a failure with this status and a message naming the plugin and
@@ -32,19 +35,36 @@ fn assert_failed(outcome: &Outcome, status: HookStatus, expected: &[&str]) {
     let report = only_report(outcome);
     assert_eq!(report.status, status, "{report:#?}");
     let message = report.message.as_deref().unwrap_or_default();
-    assert!(message.contains("hostile.wasm"), "message does not name the plugin: {message}");
+    assert!(
+        message.contains("hostile.wasm"),
+        "message does not name the plugin: {message}"
+    );
     for part in expected {
         assert!(message.contains(part), "{part:?} missing from {message:?}");
     }
     assert_eq!(outcome.decision, Decision::None, "fail-open by default");
-    assert_eq!(outcome.notices.len(), 1, "a failure is a notice: {outcome:#?}");
+    assert_eq!(
+        outcome.notices.len(),
+        1,
+        "a failure is a notice: {outcome:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infinite_loop_runs_out_of_fuel() {
     let project = tempfile::tempdir().unwrap();
-    let outcome = hostile(project.path(), "loop", "", json!({"limits": {"fuel": 20_000_000}})).await;
-    assert_failed(&outcome, HookStatus::Failed, &["fuel exhausted after 20000000 units"]);
+    let outcome = hostile(
+        project.path(),
+        "loop",
+        "",
+        json!({"limits": {"fuel": 20_000_000}}),
+    )
+    .await;
+    assert_failed(
+        &outcome,
+        HookStatus::Failed,
+        &["fuel exhausted after 20000000 units"],
+    );
     assert_eq!(only_report(&outcome).fuel, Some(20_000_000));
     still_serves(project.path()).await;
 }
@@ -64,15 +84,28 @@ async fn sleeping_plugins_hit_the_deadline_too() {
     let outcome = hostile(project.path(), "sleep", "30", json!({"timeout": 0.3})).await;
     assert_failed(&outcome, HookStatus::Timeout, &["timed out after 300 ms"]);
     let report = only_report(&outcome);
-    assert!(report.duration_ms.unwrap() < 5_000.0, "the sleep was not cut short: {report:#?}");
+    assert!(
+        report.duration_ms.unwrap() < 5_000.0,
+        "the sleep was not cut short: {report:#?}"
+    );
     still_serves(project.path()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_bomb_hits_the_memory_cap() {
     let project = tempfile::tempdir().unwrap();
-    let outcome = hostile(project.path(), "memory-bomb", "", json!({"limits": {"memoryMb": 16}})).await;
-    assert_failed(&outcome, HookStatus::Failed, &["memory limit of 16777216 bytes (16 MiB)"]);
+    let outcome = hostile(
+        project.path(),
+        "memory-bomb",
+        "",
+        json!({"limits": {"memoryMb": 16}}),
+    )
+    .await;
+    assert_failed(
+        &outcome,
+        HookStatus::Failed,
+        &["memory limit of 16777216 bytes (16 MiB)"],
+    );
     let peak = only_report(&outcome).memory_bytes.unwrap();
     assert!(peak <= 16 << 20 && peak > 8 << 20, "peak {peak}");
     still_serves(project.path()).await;
@@ -85,7 +118,11 @@ async fn deep_recursion_is_stopped() {
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Failed, "{report:#?}");
     let message = report.message.as_deref().unwrap();
-    assert!(message.contains("hostile.wasm") && (message.contains("stack") || message.contains("out of bounds")), "{message}");
+    assert!(
+        message.contains("hostile.wasm")
+            && (message.contains("stack") || message.contains("out of bounds")),
+        "{message}"
+    );
     still_serves(project.path()).await;
 }
 
@@ -93,9 +130,17 @@ async fn deep_recursion_is_stopped() {
 async fn huge_stdout_hits_the_output_cap() {
     let project = tempfile::tempdir().unwrap();
     let outcome = hostile(project.path(), "stdout-flood", "", json!({})).await;
-    assert_failed(&outcome, HookStatus::Failed, &["stdout exceeded its cap of 1048576 bytes"]);
+    assert_failed(
+        &outcome,
+        HookStatus::Failed,
+        &["stdout exceeded its cap of 1048576 bytes"],
+    );
     let diagnostics = only_report(&outcome).diagnostics.clone().unwrap();
-    assert!(diagnostics.len() < 20_000, "diagnostics are capped: {} bytes", diagnostics.len());
+    assert!(
+        diagnostics.len() < 20_000,
+        "diagnostics are capped: {} bytes",
+        diagnostics.len()
+    );
     still_serves(project.path()).await;
 }
 
@@ -103,7 +148,11 @@ async fn huge_stdout_hits_the_output_cap() {
 async fn panics_and_traps_are_failures_with_the_guest_message() {
     let project = tempfile::tempdir().unwrap();
     let outcome = hostile(project.path(), "panic", "", json!({})).await;
-    assert_failed(&outcome, HookStatus::Failed, &["panicked", "hostile plugin panicked on purpose"]);
+    assert_failed(
+        &outcome,
+        HookStatus::Failed,
+        &["panicked", "hostile plugin panicked on purpose"],
+    );
     let outcome = hostile(project.path(), "trap", "", json!({})).await;
     assert_failed(&outcome, HookStatus::Failed, &["trapped", "unreachable"]);
     still_serves(project.path()).await;
@@ -116,7 +165,10 @@ async fn on_failure_block_turns_a_limit_into_a_deny() {
     let outcome = hostile(project.path(), "loop", "", extra).await;
     assert_eq!(outcome.decision, Decision::Deny);
     let reason = outcome.reason.as_deref().unwrap();
-    assert!(reason.contains("fuel exhausted after 1000000 units") && reason.contains("hostile-loop"), "{reason}");
+    assert!(
+        reason.contains("fuel exhausted after 1000000 units") && reason.contains("hostile-loop"),
+        "{reason}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,13 +186,35 @@ async fn a_trapped_session_instance_is_never_used_again() {
     };
     let prompt = json!({"session_id": "trap-session", "prompt": "x"});
     for expected in ["count=1", "count=2"] {
-        let outcome = dispatch(project.path(), &hook("count"), "UserPromptSubmit", prompt.clone()).await;
+        let outcome = dispatch(
+            project.path(),
+            &hook("count"),
+            "UserPromptSubmit",
+            prompt.clone(),
+        )
+        .await;
         assert_eq!(outcome.additional_context, [expected]);
     }
-    let outcome = dispatch(project.path(), &hook("loop"), "UserPromptSubmit", prompt.clone()).await;
-    assert!(only_report(&outcome).message.as_deref().unwrap().contains("fuel exhausted"));
+    let outcome = dispatch(
+        project.path(),
+        &hook("loop"),
+        "UserPromptSubmit",
+        prompt.clone(),
+    )
+    .await;
+    assert!(
+        only_report(&outcome)
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("fuel exhausted")
+    );
     let outcome = dispatch(project.path(), &hook("count"), "UserPromptSubmit", prompt).await;
-    assert_eq!(outcome.additional_context, ["count=1"], "a fresh instance after the trap");
+    assert_eq!(
+        outcome.additional_context,
+        ["count=1"],
+        "a fresh instance after the trap"
+    );
 }
 
 /// A workspace with a granted directory `inside/` (mounted at `/sandbox`), a secret next
@@ -162,7 +236,11 @@ async fn paths_out_of_a_preopen_are_denied() {
     let (root, grant) = sandbox_fixture();
     let project = root.path();
     let ok = hostile(project, "read", "/sandbox/ok.txt", grant.clone()).await;
-    assert_eq!(ok.additional_context, ["read ok: visible"], "the grant works: {ok:#?}");
+    assert_eq!(
+        ok.additional_context,
+        ["read ok: visible"],
+        "the grant works: {ok:#?}"
+    );
     let secret = root.path().join("secret.txt");
     for path in [
         "/sandbox/../secret.txt",
@@ -188,14 +266,20 @@ async fn writes_to_a_read_only_preopen_are_denied() {
         let context = outcome.additional_context.join("");
         assert!(context.starts_with("write denied:"), "{path}: {context}");
     }
-    assert_eq!(std::fs::read_to_string(root.path().join("inside/ok.txt")).unwrap(), "visible");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("inside/ok.txt")).unwrap(),
+        "visible"
+    );
     assert!(!root.path().join("inside/new.txt").exists());
 
     // The same write under a read-write grant goes through: the denial above is the grant's doing.
     let rw = json!({"capabilities": {"dirs": [{"path": root.path().join("inside").to_str().unwrap(), "guest": "/sandbox", "mode": "rw"}]}});
     let outcome = hostile(root.path(), "write", "/sandbox/new.txt", rw).await;
     assert_eq!(outcome.additional_context, ["write ok"]);
-    assert_eq!(std::fs::read_to_string(root.path().join("inside/new.txt")).unwrap(), "pwned");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("inside/new.txt")).unwrap(),
+        "pwned"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,17 +288,35 @@ async fn http_to_a_host_not_granted_and_raw_tcp_are_denied() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let grant = json!({"capabilities": {"http": ["api.example.com"]}});
-    let outcome = hostile(project.path(), "http", &format!("http://127.0.0.1:{port}/x"), grant.clone()).await;
+    let outcome = hostile(
+        project.path(),
+        "http",
+        &format!("http://127.0.0.1:{port}/x"),
+        grant.clone(),
+    )
+    .await;
     let context = outcome.additional_context.join("");
-    assert!(context.starts_with("http denied:") && context.contains("HttpRequestDenied"), "{context}");
-    let diagnostics = only_report(&outcome).diagnostics.clone().unwrap_or_default();
-    assert!(diagnostics.contains(&format!("request to http://127.0.0.1:{port} denied")), "{diagnostics}");
+    assert!(
+        context.starts_with("http denied:") && context.contains("HttpRequestDenied"),
+        "{context}"
+    );
+    let diagnostics = only_report(&outcome)
+        .diagnostics
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        diagnostics.contains(&format!("request to http://127.0.0.1:{port} denied")),
+        "{diagnostics}"
+    );
 
     let outcome = hostile(project.path(), "tcp", &format!("127.0.0.1:{port}"), grant).await;
     let context = outcome.additional_context.join("");
     assert!(context.starts_with("tcp denied:"), "{context}");
     listener.set_nonblocking(true).unwrap();
-    assert!(listener.accept().is_err(), "no connection may reach the listener");
+    assert!(
+        listener.accept().is_err(),
+        "no connection may reach the listener"
+    );
     still_serves(project.path()).await;
 }
 
@@ -224,11 +326,22 @@ async fn env_vars_not_granted_are_absent() {
     // Both are set by cargo for the test process; the plugin declares both; only one is granted.
     let granted = std::env::var("CARGO_PKG_NAME").unwrap();
     assert!(std::env::var("CARGO_MANIFEST_DIR").is_ok());
-    let outcome = hostile(project.path(), "env", "", json!({"capabilities": {"env": ["CARGO_PKG_NAME"]}})).await;
+    let outcome = hostile(
+        project.path(),
+        "env",
+        "",
+        json!({"capabilities": {"env": ["CARGO_PKG_NAME"]}}),
+    )
+    .await;
     assert_eq!(
         outcome.additional_context,
-        [format!("granted=Some({granted:?}) secret=None all=[\"CARGO_PKG_NAME\"]")]
+        [format!(
+            "granted=Some({granted:?}) secret=None all=[\"CARGO_PKG_NAME\"]"
+        )]
     );
     let outcome = hostile(project.path(), "env", "", json!({})).await;
-    assert_eq!(outcome.additional_context, ["granted=None secret=None all=[]"]);
+    assert_eq!(
+        outcome.additional_context,
+        ["granted=None secret=None all=[]"]
+    );
 }

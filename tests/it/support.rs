@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 /// The sandbox shared by the tests of this binary (one engine; each plugin compiles once).
 pub fn runtime() -> Arc<WasmRuntime> {
     static RUNTIME: OnceLock<Arc<WasmRuntime>> = OnceLock::new();
-    RUNTIME.get_or_init(|| Arc::new(WasmRuntime::new(Some(cache_dir())))).clone()
+    RUNTIME
+        .get_or_init(|| Arc::new(WasmRuntime::new(Some(cache_dir()))))
+        .clone()
 }
 
 /// The compile cache of the tests.
@@ -37,8 +39,15 @@ pub fn settings(event: &str, matcher: &str, hooks: Vec<Value>) -> Value {
 
 /// Dispatches one event through a full host over `project`.
 pub async fn dispatch(project: &Path, settings: &Value, event: &str, input: Value) -> Outcome {
-    let host = HostBuilder::new(project).settings(settings.to_string()).wasm_runner(runtime()).build();
-    assert!(host.policy().errors.is_empty(), "config errors: {:?}", host.policy().errors);
+    let host = HostBuilder::new(project)
+        .settings(settings.to_string())
+        .wasm_runner(runtime())
+        .build();
+    assert!(
+        host.policy().errors.is_empty(),
+        "config errors: {:?}",
+        host.policy().errors
+    );
     host.dispatch(event, input).await.expect("dispatch")
 }
 
@@ -56,7 +65,11 @@ pub fn bash(command: &str) -> Value {
 /// A plugin call with default limits.
 pub fn call(plugin: &str) -> PluginCall {
     PluginCall {
-        label: Path::new(plugin).file_name().unwrap().to_string_lossy().into_owned(),
+        label: Path::new(plugin)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
         plugin: plugin.into(),
         sha256: None,
         capabilities: Default::default(),
@@ -70,7 +83,10 @@ pub fn call(plugin: &str) -> PluginCall {
 
 /// Runs one plugin call on the calling thread.
 pub fn run(call: &PluginCall, event: &str, input: Value, project: &Path) -> PluginRun {
-    let spec = EventCatalogue::default().get(event).expect("known event").clone();
+    let spec = EventCatalogue::default()
+        .get(event)
+        .expect("known event")
+        .clone();
     let invocation = invocation(spec, input, project).expect("object input");
     runtime().call(call, &invocation)
 }

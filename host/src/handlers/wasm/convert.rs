@@ -14,14 +14,19 @@ pub fn event(invocation: &Invocation, config: Option<&Value>) -> Event {
         session_id: invocation.session_id.clone(),
         cwd: invocation.cwd.to_string_lossy().into_owned(),
         workspace: invocation.project_dir.to_string_lossy().into_owned(),
-        tool_name: invocation.input.get("tool_name").and_then(Value::as_str).map(str::to_string),
+        tool_name: invocation
+            .input
+            .get("tool_name")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         input_json: invocation.input_json.clone(),
         config_json: config.map(Value::to_string),
     }
 }
 
 fn parse_json(text: &str, field: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("response field `{field}` is not valid JSON: {e}"))
+    serde_json::from_str(text)
+        .map_err(|e| format!("response field `{field}` is not valid JSON: {e}"))
 }
 
 fn permission_name(p: Permission) -> &'static str {
@@ -52,7 +57,11 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
         None => Map::new(),
         Some(text) => match parse_json(text, "extras-json")? {
             Value::Object(map) => map,
-            other => return Err(format!("response field `extras-json` must be a JSON object, found {other}")),
+            other => {
+                return Err(format!(
+                    "response field `extras-json` must be a JSON object, found {other}"
+                ));
+            }
         },
     };
     if let Some(c) = r.continue_ {
@@ -67,16 +76,30 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
     if let Some(c) = r.additional_context {
         specific.insert("additionalContext".into(), Value::String(c));
     }
-    let updated_input = r.updated_input_json.as_deref().map(|t| parse_json(t, "updated-input-json")).transpose()?;
+    let updated_input = r
+        .updated_input_json
+        .as_deref()
+        .map(|t| parse_json(t, "updated-input-json"))
+        .transpose()?;
     if let Some(v) = r.updated_output_json.as_deref() {
-        specific.insert("updatedToolOutput".into(), parse_json(v, "updated-output-json")?);
+        specific.insert(
+            "updatedToolOutput".into(),
+            parse_json(v, "updated-output-json")?,
+        );
     }
     let mut blocking_error = None;
     match spec.decision {
         DecisionStyle::Permission => {
-            let permission = if r.block { Some(Permission::Deny) } else { r.permission };
+            let permission = if r.block {
+                Some(Permission::Deny)
+            } else {
+                r.permission
+            };
             if let Some(p) = permission {
-                specific.insert("permissionDecision".into(), Value::String(permission_name(p).into()));
+                specific.insert(
+                    "permissionDecision".into(),
+                    Value::String(permission_name(p).into()),
+                );
             }
             if let Some(reason) = r.reason {
                 specific.insert("permissionDecisionReason".into(), Value::String(reason));
@@ -116,7 +139,11 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
         }
         DecisionStyle::ContinueOnly | DecisionStyle::None => {
             if r.block {
-                blocking_error = Some(r.reason.clone().unwrap_or_else(|| "blocked by a wasm hook".to_string()));
+                blocking_error = Some(
+                    r.reason
+                        .clone()
+                        .unwrap_or_else(|| "blocked by a wasm hook".to_string()),
+                );
             }
             if let Some(reason) = r.reason {
                 top.insert("reason".into(), Value::String(reason));
@@ -132,7 +159,14 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
     }
     let json = Value::Object(top);
     let output = HookOutput::from_json(json.clone(), &spec.name)?;
-    Ok((Answer { output, blocking_error, plain_text: None }, json))
+    Ok((
+        Answer {
+            output,
+            blocking_error,
+            plain_text: None,
+        },
+        json,
+    ))
 }
 
 #[cfg(test)]
@@ -189,19 +223,29 @@ mod tests {
             }
         });
         assert_eq!(json, expected);
-        assert_eq!(answer.output, HookOutput::from_json(expected, "PreToolUse").unwrap());
+        assert_eq!(
+            answer.output,
+            HookOutput::from_json(expected, "PreToolUse").unwrap()
+        );
     }
 
     #[test]
     fn block_maps_per_event_style() {
-        let block = || Response { block: true, reason: Some("no".into()), ..empty() };
+        let block = || Response {
+            block: true,
+            reason: Some("no".into()),
+            ..empty()
+        };
         let (_, json) = convert("PreToolUse", block()).unwrap();
         assert_eq!(json["hookSpecificOutput"]["permissionDecision"], "deny");
         let (answer, json) = convert("Stop", block()).unwrap();
         assert_eq!(json, json!({"decision": "block", "reason": "no"}));
         assert_eq!(answer.output.decision.as_deref(), Some("block"));
         let (_, json) = convert("PermissionRequest", block()).unwrap();
-        assert_eq!(json["hookSpecificOutput"]["decision"], json!({"behavior": "deny", "message": "no"}));
+        assert_eq!(
+            json["hookSpecificOutput"]["decision"],
+            json!({"behavior": "deny", "message": "no"})
+        );
         let (answer, _) = convert("TaskCompleted", block()).unwrap();
         assert_eq!(answer.blocking_error.as_deref(), Some("no"));
     }
@@ -222,11 +266,32 @@ mod tests {
 
     #[test]
     fn bad_json_fields_are_named() {
-        let r = Response { updated_input_json: Some("{oops".into()), ..empty() };
-        assert!(convert("PreToolUse", r).unwrap_err().contains("updated-input-json"));
-        let r = Response { extras_json: Some("[1]".into()), ..empty() };
-        assert!(convert("PreToolUse", r).unwrap_err().contains("extras-json"));
-        let r = Response { extras_json: Some(r#"{"additionalContext": 3}"#.into()), ..empty() };
-        assert!(convert("PreToolUse", r).unwrap_err().contains("additionalContext"));
+        let r = Response {
+            updated_input_json: Some("{oops".into()),
+            ..empty()
+        };
+        assert!(
+            convert("PreToolUse", r)
+                .unwrap_err()
+                .contains("updated-input-json")
+        );
+        let r = Response {
+            extras_json: Some("[1]".into()),
+            ..empty()
+        };
+        assert!(
+            convert("PreToolUse", r)
+                .unwrap_err()
+                .contains("extras-json")
+        );
+        let r = Response {
+            extras_json: Some(r#"{"additionalContext": 3}"#.into()),
+            ..empty()
+        };
+        assert!(
+            convert("PreToolUse", r)
+                .unwrap_err()
+                .contains("additionalContext")
+        );
     }
 }

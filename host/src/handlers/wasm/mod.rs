@@ -118,7 +118,14 @@ pub struct DeclaredDir {
 impl DeclaredCapabilities {
     fn to_declared(&self) -> Declared {
         Declared {
-            dirs: self.dirs.iter().map(|d| DirRequest { path: d.path.clone(), write: d.write }).collect(),
+            dirs: self
+                .dirs
+                .iter()
+                .map(|d| DirRequest {
+                    path: d.path.clone(),
+                    write: d.write,
+                })
+                .collect(),
             env: self.env.clone(),
             http: self.http.clone(),
         }
@@ -151,7 +158,9 @@ pub struct PluginCall {
 impl PluginCall {
     /// The call a configured wasm hook makes; `None` for other handler types.
     pub fn from_hook(hook: &Hook) -> Option<PluginCall> {
-        let HandlerSpec::Wasm(spec) = &hook.handler else { return None };
+        let HandlerSpec::Wasm(spec) = &hook.handler else {
+            return None;
+        };
         Some(PluginCall {
             label: hook.id.clone(),
             plugin: spec.plugin.clone(),
@@ -194,18 +203,26 @@ impl Default for WasmRuntime {
 impl WasmRuntime {
     /// A runtime that caches compiled plugins in `cache_dir` (`None`: no disk cache).
     pub fn new(cache_dir: Option<PathBuf>) -> WasmRuntime {
-        WasmRuntime { cache_dir, sandbox: OnceLock::new() }
+        WasmRuntime {
+            cache_dir,
+            sandbox: OnceLock::new(),
+        }
     }
 
     /// The runtime shared by every host of the process that was not given one: one engine,
     /// one set of compiled plugins.
     pub fn shared() -> Arc<dyn WasmRunner> {
         static SHARED: OnceLock<Arc<WasmRuntime>> = OnceLock::new();
-        SHARED.get_or_init(|| Arc::new(WasmRuntime::default())).clone()
+        SHARED
+            .get_or_init(|| Arc::new(WasmRuntime::default()))
+            .clone()
     }
 
     fn sandbox(&self) -> Result<&Arc<Sandbox>, String> {
-        self.sandbox.get_or_init(|| Sandbox::new(self.cache_dir.clone()).map(Arc::new)).as_ref().map_err(Clone::clone)
+        self.sandbox
+            .get_or_init(|| Sandbox::new(self.cache_dir.clone()).map(Arc::new))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The compile cache directory, if any.
@@ -231,7 +248,11 @@ impl WasmRuntime {
         match self.sandbox() {
             Ok(sandbox) => sandbox.run(call, invocation, started),
             Err(e) => PluginRun {
-                run: HandlerRun::failed(FailureKind::CannotStart, format!("the wasm sandbox cannot start: {e}"), started),
+                run: HandlerRun::failed(
+                    FailureKind::CannotStart,
+                    format!("the wasm sandbox cannot start: {e}"),
+                    started,
+                ),
                 output_json: None,
                 warnings: Vec::new(),
             },
@@ -243,11 +264,19 @@ impl WasmRunner for WasmRuntime {
     fn run(&self, hook: &Hook, invocation: &Invocation, _policy: &Policy) -> HandlerRun {
         let started = Instant::now();
         let Some(call) = PluginCall::from_hook(hook) else {
-            return HandlerRun::failed(FailureKind::CannotStart, format!("hook `{}` is not a wasm hook", hook.id), started);
+            return HandlerRun::failed(
+                FailureKind::CannotStart,
+                format!("hook `{}` is not a wasm hook", hook.id),
+                started,
+            );
         };
         let mut run = self.call(&call, invocation);
         if !run.warnings.is_empty() {
-            let warnings: Vec<String> = run.warnings.iter().map(|w| format!("warning: {w}")).collect();
+            let warnings: Vec<String> = run
+                .warnings
+                .iter()
+                .map(|w| format!("warning: {w}"))
+                .collect();
             let joined = warnings.join("\n");
             run.run.diagnostics = Some(match run.run.diagnostics.take() {
                 Some(d) => cap_text(&format!("{joined}\n{d}")),
@@ -268,7 +297,10 @@ struct Stamp {
 impl Stamp {
     fn of(path: &Path) -> std::io::Result<Stamp> {
         let meta = std::fs::metadata(path)?;
-        Ok(Stamp { len: meta.len(), modified: meta.modified().ok() })
+        Ok(Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
     }
 }
 
@@ -304,7 +336,9 @@ struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox").field("cache", &self.cache).finish_non_exhaustive()
+        f.debug_struct("Sandbox")
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
     }
 }
 
@@ -317,9 +351,10 @@ impl Drop for Sandbox {
 /// Why a load failed: the failure kind for the report, and the message.
 type LoadError = (FailureKind, String);
 
-/// The engine configuration; part of the compile cache key through wasmtime's
-/// compatibility hash.
-fn engine_config() -> Config {
+/// The engine configuration of the sandbox (component model, fuel, epoch interruption,
+/// a 512 KiB wasm stack); part of the compile cache key through wasmtime's compatibility
+/// hash. Public so that tools and benchmarks can build a compatible [`Engine`].
+pub fn engine_config() -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.consume_fuel(true);
@@ -330,9 +365,11 @@ fn engine_config() -> Config {
 
 impl Sandbox {
     fn new(cache_dir: Option<PathBuf>) -> Result<Sandbox, String> {
-        let engine = Engine::new(&engine_config()).map_err(|e| format!("cannot create the wasm engine: {e}"))?;
+        let engine = Engine::new(&engine_config())
+            .map_err(|e| format!("cannot create the wasm engine: {e}"))?;
         let mut linker = Linker::<State>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| format!("cannot link WASI: {e}"))?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
             .map_err(|e| format!("cannot link wasi-http: {e}"))?;
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
@@ -373,31 +410,58 @@ impl Sandbox {
     /// The compiled plugin at `path`, loading it when new or changed.
     fn load(&self, path: &Path, expected_sha: Option<&str>) -> Result<Arc<Loaded>, LoadError> {
         let shown = path.display();
-        let stamp = Stamp::of(path).map_err(|e| (FailureKind::CannotStart, format!("cannot read plugin `{shown}`: {e}")))?;
-        let cached = self.plugins.lock().unwrap_or_else(|e| e.into_inner()).get(path).cloned();
+        let stamp = Stamp::of(path).map_err(|e| {
+            (
+                FailureKind::CannotStart,
+                format!("cannot read plugin `{shown}`: {e}"),
+            )
+        })?;
+        let cached = self
+            .plugins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .cloned();
         if let Some(loaded) = cached.filter(|l| l.stamp == stamp) {
             check_sha(&loaded.info.sha256, expected_sha, path)?;
             return Ok(loaded);
         }
-        let bytes = std::fs::read(path).map_err(|e| (FailureKind::CannotStart, format!("cannot read plugin `{shown}`: {e}")))?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            (
+                FailureKind::CannotStart,
+                format!("cannot read plugin `{shown}`: {e}"),
+            )
+        })?;
         let digest = sha256_hex(&bytes);
         check_sha(&digest, expected_sha, path)?;
         if !wasmparser_is_component(&bytes) {
             return Err((
                 FailureKind::CannotStart,
-                format!("plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"),
+                format!(
+                    "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
+                ),
             ));
         }
-        let file_name: Arc<str> = path.file_name().map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned()).into();
-        let (component, cache_status) =
-            self.cache.load(&self.engine, &bytes, &digest, &file_name).map_err(|e| (FailureKind::CannotStart, e))?;
+        let file_name: Arc<str> = path
+            .file_name()
+            .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned())
+            .into();
+        let (component, cache_status) = self
+            .cache
+            .load(&self.engine, &bytes, &digest, &file_name)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
         let (imports, exports) = self.interface_names(&component);
         let wit_version = check_wit_version(&imports, &exports, path)?;
         let pre = self
             .linker
             .instantiate_pre(&component)
             .and_then(PluginPre::new)
-            .map_err(|e| (FailureKind::CannotStart, format!("plugin `{shown}` cannot be linked: {e:#}")))?;
+            .map_err(|e| {
+                (
+                    FailureKind::CannotStart,
+                    format!("plugin `{shown}` cannot be linked: {e:#}"),
+                )
+            })?;
         let described = self.describe(&pre, &file_name)?;
         let info = PluginInfo {
             path: path.to_path_buf(),
@@ -412,7 +476,10 @@ impl Sandbox {
                     .capabilities
                     .dirs
                     .into_iter()
-                    .map(|d| DeclaredDir { path: d.path, write: d.write })
+                    .map(|d| DeclaredDir {
+                        path: d.path,
+                        write: d.write,
+                    })
                     .collect(),
                 env: described.capabilities.env,
                 http: described.capabilities.http,
@@ -420,50 +487,109 @@ impl Sandbox {
             imports,
             exports,
         };
-        let loaded =
-            Arc::new(Loaded { stamp, pre, declared: info.capabilities.to_declared(), info, cache_status, file_name });
-        self.plugins.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf(), loaded.clone());
+        let loaded = Arc::new(Loaded {
+            stamp,
+            pre,
+            declared: info.capabilities.to_declared(),
+            info,
+            cache_status,
+            file_name,
+        });
+        self.plugins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), loaded.clone());
         Ok(loaded)
     }
 
     fn interface_names(&self, component: &Component) -> (Vec<String>, Vec<String>) {
         let ty = component.component_type();
-        let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let imports = ty
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let exports = ty
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
         (imports, exports)
     }
 
     /// Calls `describe` in a throwaway instance with no capabilities.
-    fn describe(&self, pre: &PluginPre<State>, file_name: &Arc<str>) -> Result<bindings::PluginInfo, LoadError> {
-        let limits = Limits { fuel: DESCRIBE_FUEL, memory_bytes: DESCRIBE_MEMORY, timeout: DESCRIBE_TIMEOUT };
-        let mut store = self.store(file_name, &Live::default(), limits.memory_bytes, &[]).map_err(|e| (FailureKind::CannotStart, e))?;
-        limits.arm(&mut store).map_err(|e| (FailureKind::CannotStart, e))?;
-        let result = pre.instantiate(&mut store).and_then(|p| p.hookhost_hook_hook().call_describe(&mut store));
+    fn describe(
+        &self,
+        pre: &PluginPre<State>,
+        file_name: &Arc<str>,
+    ) -> Result<bindings::PluginInfo, LoadError> {
+        let limits = Limits {
+            fuel: DESCRIBE_FUEL,
+            memory_bytes: DESCRIBE_MEMORY,
+            timeout: DESCRIBE_TIMEOUT,
+        };
+        let mut store = self
+            .store(file_name, &Live::default(), limits.memory_bytes, &[])
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        limits
+            .arm(&mut store)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        let result = pre
+            .instantiate(&mut store)
+            .and_then(|p| p.hookhost_hook_hook().call_describe(&mut store));
         result.map_err(|e| {
             let (kind, message) = classify_error(&e, &mut store, &limits);
-            (kind, format!("plugin `{file_name}`: `describe` failed: {message}"))
+            (
+                kind,
+                format!("plugin `{file_name}`: `describe` failed: {message}"),
+            )
         })
     }
 
     /// A fresh store for one instance of a plugin, with the hook's live capabilities.
-    fn store(&self, plugin: &Arc<str>, live: &Live, memory_bytes: u64, env: &[(String, String)]) -> Result<Store<State>, String> {
+    fn store(
+        &self,
+        plugin: &Arc<str>,
+        live: &Live,
+        memory_bytes: u64,
+        env: &[(String, String)],
+    ) -> Result<Store<State>, String> {
         let stdout = CappedPipe::new(OUTPUT_CAP);
         let stderr = CappedPipe::new(OUTPUT_CAP);
         let clock = Clock::new();
         let mut builder = WasiCtxBuilder::new();
-        builder.stdout(stdout.clone()).stderr(stderr.clone()).monotonic_clock(clock).allow_blocking_current_thread(true);
+        builder
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .monotonic_clock(clock)
+            .allow_blocking_current_thread(true);
         for (name, value) in env {
             builder.env(name, value);
         }
         for dir in &live.dirs {
-            let perms = if dir.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            let perms = if dir.write {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
             builder
                 .preopened_dir(&dir.host, &dir.guest, perms)
-                .map_err(|e| format!("cannot open granted directory `{}`: {e}", dir.host.display()))?;
+                .map_err(|e| {
+                    format!(
+                        "cannot open granted directory `{}`: {e}",
+                        dir.host.display()
+                    )
+                })?;
         }
         let wasi = builder.build();
         let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
-        let state = State::new(plugin.clone(), wasi, clock, Arc::new(live.clone()), memory, stdout, stderr);
+        let state = State::new(
+            plugin.clone(),
+            wasi,
+            clock,
+            Arc::new(live.clone()),
+            memory,
+            stdout,
+            stderr,
+        );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         Ok(store)
@@ -480,7 +606,13 @@ impl Sandbox {
             Err((kind, message)) => return failed(kind, message, Vec::new()),
         };
         let event_name = invocation.spec.name.as_ref();
-        if !loaded.info.events.is_empty() && !loaded.info.events.iter().any(|e| e == event_name || e == "*") {
+        if !loaded.info.events.is_empty()
+            && !loaded
+                .info
+                .events
+                .iter()
+                .any(|e| e == event_name || e == "*")
+        {
             let mut run = HandlerRun {
                 verdict: Verdict::Answer(Answer::default()),
                 exit_code: None,
@@ -488,46 +620,104 @@ impl Sandbox {
                 usage: Usage::default(),
                 diagnostics: None,
             };
-            run.diagnostics = Some(format!("plugin `{}` does not handle `{event_name}`; not called", loaded.file_name));
-            return PluginRun { run, output_json: None, warnings: Vec::new() };
-        }
-        let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
-        let (live, warnings) =
-            match capability::intersect(&call.capabilities, &loaded.declared, &invocation.project_dir, home.as_deref()) {
-                Ok(x) => x,
-                Err(e) => return failed(FailureKind::CannotStart, format!("plugin `{}`: {e}", loaded.file_name), Vec::new()),
+            run.diagnostics = Some(format!(
+                "plugin `{}` does not handle `{event_name}`; not called",
+                loaded.file_name
+            ));
+            return PluginRun {
+                run,
+                output_json: None,
+                warnings: Vec::new(),
             };
+        }
+        let (live, warnings) = match capability::intersect(
+            &call.capabilities,
+            &loaded.declared,
+            &invocation.project_dir,
+            home_dir(),
+        ) {
+            Ok(x) => x,
+            Err(e) => {
+                return failed(
+                    FailureKind::CannotStart,
+                    format!("plugin `{}`: {e}", loaded.file_name),
+                    Vec::new(),
+                );
+            }
+        };
         let event = convert::event(invocation, call.config.as_ref());
-        let limits = Limits { fuel: call.fuel, memory_bytes: call.memory_bytes, timeout: call.timeout };
+        let limits = Limits {
+            fuel: call.fuel,
+            memory_bytes: call.memory_bytes,
+            timeout: call.timeout,
+        };
         let outcome = match call.instance {
             InstanceMode::Event => self.run_fresh(&loaded, &live, &limits, &event),
-            InstanceMode::Session => self.run_in_session(call, &loaded, &live, &limits, &event, invocation),
+            InstanceMode::Session => {
+                self.run_in_session(call, &loaded, &live, &limits, &event, invocation)
+            }
         };
-        let CallOutcome { result, usage, diagnostics } = match outcome {
+        let CallOutcome {
+            result,
+            usage,
+            diagnostics,
+        } = match outcome {
             Ok(o) => o,
-            Err(message) => return failed(FailureKind::CannotStart, format!("plugin `{}`: {message}", loaded.file_name), warnings),
+            Err(message) => {
+                return failed(
+                    FailureKind::CannotStart,
+                    format!("plugin `{}`: {message}", loaded.file_name),
+                    warnings,
+                );
+            }
         };
         let (verdict, output_json) = match result {
             Ok(response) => match convert::response(response, &invocation.spec) {
                 Ok((output, json)) => (Verdict::Answer(output), Some(json)),
                 Err(message) => (
-                    Verdict::failed(FailureKind::InvalidOutput, format!("plugin `{}`: {message}", loaded.file_name)),
+                    Verdict::failed(
+                        FailureKind::InvalidOutput,
+                        format!("plugin `{}`: {message}", loaded.file_name),
+                    ),
                     None,
                 ),
             },
-            Err((kind, message)) => (Verdict::failed(kind, format!("plugin `{}`: {message}", loaded.file_name)), None),
+            Err((kind, message)) => (
+                Verdict::failed(kind, format!("plugin `{}`: {message}", loaded.file_name)),
+                None,
+            ),
         };
         PluginRun {
-            run: HandlerRun { verdict, exit_code: None, duration: started.elapsed(), usage, diagnostics },
+            run: HandlerRun {
+                verdict,
+                exit_code: None,
+                duration: started.elapsed(),
+                usage,
+                diagnostics,
+            },
             output_json,
             warnings,
         }
     }
 
-    fn run_fresh(&self, loaded: &Loaded, live: &Live, limits: &Limits, event: &bindings::Event) -> Result<CallOutcome, String> {
-        let mut store = self.store(&loaded.file_name, live, limits.memory_bytes, &env_values(live))?;
+    fn run_fresh(
+        &self,
+        loaded: &Loaded,
+        live: &Live,
+        limits: &Limits,
+        event: &bindings::Event,
+    ) -> Result<CallOutcome, String> {
+        let mut store = self.store(
+            &loaded.file_name,
+            live,
+            limits.memory_bytes,
+            &env_values(live),
+        )?;
         limits.arm(&mut store)?;
-        let result = loaded.pre.instantiate(&mut store).and_then(|p| p.hookhost_hook_hook().call_handle(&mut store, event));
+        let result = loaded
+            .pre
+            .instantiate(&mut store)
+            .and_then(|p| p.hookhost_hook_hook().call_handle(&mut store, event));
         Ok(finish(&mut store, limits, result))
     }
 
@@ -549,17 +739,29 @@ impl Sandbox {
             sessions.entry(key.clone()).or_default().clone()
         };
         let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.as_ref().is_some_and(|i| i.digest != loaded.info.sha256) {
+        if guard
+            .as_ref()
+            .is_some_and(|i| i.digest != loaded.info.sha256)
+        {
             *guard = None;
         }
         let mut fresh_outcome = None;
         if guard.is_none() {
-            let mut store = self.store(&loaded.file_name, live, limits.memory_bytes, &env_values(live))?;
+            let mut store = self.store(
+                &loaded.file_name,
+                live,
+                limits.memory_bytes,
+                &env_values(live),
+            )?;
             limits.arm(&mut store)?;
             match loaded.pre.instantiate(&mut store) {
                 Ok(plugin) => {
-                    *guard =
-                        Some(SessionInstance { store, plugin, digest: loaded.info.sha256.clone(), last_used: Instant::now() })
+                    *guard = Some(SessionInstance {
+                        store,
+                        plugin,
+                        digest: loaded.info.sha256.clone(),
+                        last_used: Instant::now(),
+                    })
                 }
                 Err(e) => fresh_outcome = Some(finish(&mut store, limits, Err(e))),
             }
@@ -572,7 +774,10 @@ impl Sandbox {
         let instance = guard.as_mut().expect("instance was just created");
         instance.last_used = Instant::now();
         limits.arm(&mut instance.store)?;
-        let result = instance.plugin.hookhost_hook_hook().call_handle(&mut instance.store, event);
+        let result = instance
+            .plugin
+            .hookhost_hook_hook()
+            .call_handle(&mut instance.store, event);
         let trapped = result.is_err();
         let outcome = finish(&mut instance.store, limits, result);
         let ends = invocation.spec.name == "SessionEnd";
@@ -586,7 +791,10 @@ impl Sandbox {
     }
 
     fn forget_session(&self, key: &(String, String)) {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
     }
 }
 
@@ -601,15 +809,20 @@ fn clamp_sleeps(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     let mut clock = linker.instance("wasi:clocks/monotonic-clock@0.2.12")?;
     clock.func_wrap(
         "subscribe-duration",
-        |mut store: StoreContextMut<'_, State>, (nanos,): (u64,)| -> wasmtime::Result<(Resource<DynPollable>,)> {
+        |mut store: StoreContextMut<'_, State>,
+         (nanos,): (u64,)|
+         -> wasmtime::Result<(Resource<DynPollable>,)> {
             let until = std::time::Instant::now().checked_add(Duration::from_nanos(nanos));
-            let until = until.unwrap_or_else(|| std::time::Instant::now() + Duration::from_secs(86_400 * 365));
+            let until = until
+                .unwrap_or_else(|| std::time::Instant::now() + Duration::from_secs(86_400 * 365));
             Ok((store.data_mut().sleep_until(until)?,))
         },
     )?;
     clock.func_wrap(
         "subscribe-instant",
-        |mut store: StoreContextMut<'_, State>, (when,): (u64,)| -> wasmtime::Result<(Resource<DynPollable>,)> {
+        |mut store: StoreContextMut<'_, State>,
+         (when,): (u64,)|
+         -> wasmtime::Result<(Resource<DynPollable>,)> {
             let until = store.data().clock.instant(when);
             Ok((store.data_mut().sleep_until(until)?,))
         },
@@ -632,8 +845,18 @@ fn evict_oldest(sessions: &mut HashMap<(String, String), SessionSlot>) {
     }
 }
 
+/// The user's home directory, for `${home}` grants (looked up once).
+fn home_dir() -> Option<&'static Path> {
+    static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+    HOME.get_or_init(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
+        .as_deref()
+}
+
 fn env_values(live: &Live) -> Vec<(String, String)> {
-    live.env.iter().filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v))).collect()
+    live.env
+        .iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+        .collect()
 }
 
 /// Whether the bytes are a component (not a core module): the layer field of the
@@ -646,7 +869,10 @@ fn check_sha(actual: &str, expected: Option<&str>, path: &Path) -> Result<(), Lo
     match expected {
         Some(expected) if !expected.eq_ignore_ascii_case(actual) => Err((
             FailureKind::Refused,
-            format!("plugin `{}` refused: `sha256` is {expected} in config but the file's is {actual}", path.display()),
+            format!(
+                "plugin `{}` refused: `sha256` is {expected} in config but the file's is {actual}",
+                path.display()
+            ),
         )),
         _ => Ok(()),
     }
@@ -654,15 +880,31 @@ fn check_sha(actual: &str, expected: Option<&str>, path: &Path) -> Result<(), Lo
 
 /// Finds the `hookhost:hook` version of a component; refuses other versions, naming
 /// both.
-fn check_wit_version(imports: &[String], exports: &[String], path: &Path) -> Result<String, LoadError> {
-    let version_of = |name: &str| name.strip_prefix("hookhost:hook/").and_then(|rest| rest.split_once('@')).map(|(_, v)| v.to_string());
-    let Some(version) = exports.iter().find(|n| n.starts_with(&format!("{HOOK_EXPORT}@"))).and_then(|n| version_of(n)) else {
+fn check_wit_version(
+    imports: &[String],
+    exports: &[String],
+    path: &Path,
+) -> Result<String, LoadError> {
+    let version_of = |name: &str| {
+        name.strip_prefix("hookhost:hook/")
+            .and_then(|rest| rest.split_once('@'))
+            .map(|(_, v)| v.to_string())
+    };
+    let Some(version) = exports
+        .iter()
+        .find(|n| n.starts_with(&format!("{HOOK_EXPORT}@")))
+        .and_then(|n| version_of(n))
+    else {
         return Err((
             FailureKind::CannotStart,
             format!(
                 "`{}` is not a hookhost plugin: it exports no `{HOOK_EXPORT}` interface (exports: {})",
                 path.display(),
-                if exports.is_empty() { "none".to_string() } else { exports.join(", ") }
+                if exports.is_empty() {
+                    "none".to_string()
+                } else {
+                    exports.join(", ")
+                }
             ),
         ));
     };
@@ -693,12 +935,25 @@ struct Limits {
 impl Limits {
     /// Sets fuel and the epoch deadline for the next call, and clears per-call records.
     fn arm(&self, store: &mut Store<State>) -> Result<(), String> {
-        store.set_fuel(self.fuel).map_err(|e| format!("cannot set fuel: {e}"))?;
-        let ticks = self.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()).max(1) + 1;
+        store
+            .set_fuel(self.fuel)
+            .map_err(|e| format!("cannot set fuel: {e}"))?;
+        let ticks = self
+            .timeout
+            .as_nanos()
+            .div_ceil(EPOCH_TICK.as_nanos())
+            .max(1)
+            + 1;
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.data_mut().limiter.refused = None;
         store.data_mut().http_policy.deadline = Some(tokio::time::Instant::now() + self.timeout);
-        store.data().http_policy.denied.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        store
+            .data()
+            .http_policy
+            .denied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         Ok(())
     }
 }
@@ -716,20 +971,38 @@ fn finish(
     limits: &Limits,
     result: wasmtime::Result<Result<bindings::Response, String>>,
 ) -> CallOutcome {
-    let interrupted = matches!(&result, Err(e) if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt));
+    let interrupted =
+        matches!(&result, Err(e) if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt));
     // After an epoch interrupt the fuel counter is stale; don't report it.
-    let fuel = if interrupted { None } else { store.get_fuel().ok().map(|left| limits.fuel.saturating_sub(left)) };
-    let usage = Usage { fuel, memory_bytes: Some(store.data().limiter.peak as u64) };
+    let fuel = if interrupted {
+        None
+    } else {
+        store
+            .get_fuel()
+            .ok()
+            .map(|left| limits.fuel.saturating_sub(left))
+    };
+    let usage = Usage {
+        fuel,
+        memory_bytes: Some(store.data().limiter.peak as u64),
+    };
     let result = match result {
         Ok(Ok(response)) => Ok(response),
         Ok(Err(message)) => match store.data().limiter.refused {
-            Some(asked) => Err((FailureKind::Limit, memory_message(limits, asked, &format!("the plugin returned: {message}")))),
+            Some(asked) => Err((
+                FailureKind::Limit,
+                memory_message(limits, asked, &format!("the plugin returned: {message}")),
+            )),
             None => Err((FailureKind::Trap, format!("returned an error: {message}"))),
         },
         Err(e) => Err(classify_error(&e, store, limits)),
     };
     let diagnostics = collect_diagnostics(store);
-    CallOutcome { result, usage, diagnostics }
+    CallOutcome {
+        result,
+        usage,
+        diagnostics,
+    }
 }
 
 fn memory_message(limits: &Limits, asked: usize, detail: &str) -> String {
@@ -741,7 +1014,11 @@ fn memory_message(limits: &Limits, asked: usize, detail: &str) -> String {
 }
 
 /// Maps a wasmtime error to a failure kind and a message naming the limit hit.
-fn classify_error(error: &wasmtime::Error, store: &mut Store<State>, limits: &Limits) -> (FailureKind, String) {
+fn classify_error(
+    error: &wasmtime::Error,
+    store: &mut Store<State>,
+    limits: &Limits,
+) -> (FailureKind, String) {
     let trap = error.downcast_ref::<Trap>().copied();
     let (stdout_over, stderr_over) = {
         let data = store.data();
@@ -749,20 +1026,44 @@ fn classify_error(error: &wasmtime::Error, store: &mut Store<State>, limits: &Li
     };
     if stdout_over || stderr_over {
         let which = if stdout_over { "stdout" } else { "stderr" };
-        return (FailureKind::Limit, format!("{which} exceeded its cap of {OUTPUT_CAP} bytes"));
+        return (
+            FailureKind::Limit,
+            format!("{which} exceeded its cap of {OUTPUT_CAP} bytes"),
+        );
     }
     match trap {
-        Some(Trap::OutOfFuel) => return (FailureKind::Limit, format!("fuel exhausted after {} units", limits.fuel)),
+        Some(Trap::OutOfFuel) => {
+            return (
+                FailureKind::Limit,
+                format!("fuel exhausted after {} units", limits.fuel),
+            );
+        }
         Some(Trap::Interrupt) => {
-            return (FailureKind::Timeout, format!("timed out after {} (wall-clock limit)", human_duration(limits.timeout)));
+            return (
+                FailureKind::Timeout,
+                format!(
+                    "timed out after {} (wall-clock limit)",
+                    human_duration(limits.timeout)
+                ),
+            );
         }
         Some(Trap::StackOverflow) => {
-            return (FailureKind::Limit, format!("call stack exhausted (wasm stack limit of {MAX_WASM_STACK} bytes)"));
+            return (
+                FailureKind::Limit,
+                format!("call stack exhausted (wasm stack limit of {MAX_WASM_STACK} bytes)"),
+            );
         }
         _ => {}
     }
     if let Some(asked) = store.data().limiter.refused {
-        return (FailureKind::Limit, memory_message(limits, asked, &format!("then it trapped: {}", short_error(error))));
+        return (
+            FailureKind::Limit,
+            memory_message(
+                limits,
+                asked,
+                &format!("then it trapped: {}", short_error(error)),
+            ),
+        );
     }
     let panic = store.data().stderr.last_line_matching("panicked at");
     match (trap, panic) {
@@ -775,20 +1076,34 @@ fn classify_error(error: &wasmtime::Error, store: &mut Store<State>, limits: &Li
 fn short_error(error: &wasmtime::Error) -> String {
     match error.downcast_ref::<Trap>() {
         Some(trap) => trap.to_string(),
-        None => format!("{error:#}").lines().next().unwrap_or_default().to_string(),
+        None => format!("{error:#}")
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
     }
 }
 
 fn human_duration(d: Duration) -> String {
     let secs = d.as_secs_f64();
-    if secs < 1.0 { format!("{} ms", d.as_millis()) } else { format!("{secs} s") }
+    if secs < 1.0 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{secs} s")
+    }
 }
 
 /// stdout, stderr, log records and refused requests of the call, capped.
 fn collect_diagnostics(store: &mut Store<State>) -> Option<String> {
     let data = store.data_mut();
     let mut parts = Vec::new();
-    let denied = std::mem::take(&mut *data.http_policy.denied.lock().unwrap_or_else(|e| e.into_inner()));
+    let denied = std::mem::take(
+        &mut *data
+            .http_policy
+            .denied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
     for target in denied {
         parts.push(format!("http: request to {target} denied (not granted)"));
     }
@@ -812,13 +1127,36 @@ fn collect_diagnostics(store: &mut Store<State>) -> Option<String> {
 /// # Errors
 ///
 /// The input is not an object.
-pub fn invocation(spec: Arc<EventSpec>, mut input: Value, project_dir: &Path) -> Result<Invocation, String> {
-    let object = input.as_object_mut().ok_or("the input must be a JSON object")?;
-    object.entry("hook_event_name").or_insert_with(|| Value::String(spec.name.to_string()));
-    let session_id = object.get("session_id").and_then(Value::as_str).unwrap_or("").to_string();
-    let cwd = object.get("cwd").and_then(Value::as_str).map_or_else(|| project_dir.to_path_buf(), PathBuf::from);
+pub fn invocation(
+    spec: Arc<EventSpec>,
+    mut input: Value,
+    project_dir: &Path,
+) -> Result<Invocation, String> {
+    let object = input
+        .as_object_mut()
+        .ok_or("the input must be a JSON object")?;
+    object
+        .entry("hook_event_name")
+        .or_insert_with(|| Value::String(spec.name.to_string()));
+    let session_id = object
+        .get("session_id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let cwd = object
+        .get("cwd")
+        .and_then(Value::as_str)
+        .map_or_else(|| project_dir.to_path_buf(), PathBuf::from);
     let input_json = input.to_string();
-    Ok(Invocation { spec, input, input_json, session_id, cwd, project_dir: project_dir.to_path_buf(), env_file: None })
+    Ok(Invocation {
+        spec,
+        input,
+        input_json,
+        session_id,
+        cwd,
+        project_dir: project_dir.to_path_buf(),
+        env_file: None,
+    })
 }
 
 /// Adds one `--grant` of `hookhost plugin test` to `capabilities`:
@@ -830,9 +1168,9 @@ pub fn invocation(spec: Arc<EventSpec>, mut input: Value, project_dir: &Path) ->
 /// A message naming the grant and what is wrong with it.
 pub fn parse_grant(grant: &str, capabilities: &mut RawCapabilities) -> Result<(), String> {
     use crate::config::schema::{DirMode, RawDirGrant};
-    let (kind, value) = grant
-        .split_once('=')
-        .ok_or_else(|| format!("grant `{grant}` must look like dir=PATH[:ro|:rw], env=NAME or http=HOST"))?;
+    let (kind, value) = grant.split_once('=').ok_or_else(|| {
+        format!("grant `{grant}` must look like dir=PATH[:ro|:rw], env=NAME or http=HOST")
+    })?;
     if value.is_empty() {
         return Err(format!("grant `{grant}` has no value"));
     }
@@ -847,13 +1185,22 @@ pub fn parse_grant(grant: &str, capabilities: &mut RawCapabilities) -> Result<()
                 Some((path, guest)) => (path, Some(guest.to_string())),
                 None => (rest, None),
             };
-            capabilities.dirs.push(RawDirGrant { path: path.to_string(), guest, mode });
+            capabilities.dirs.push(RawDirGrant {
+                path: path.to_string(),
+                guest,
+                mode,
+            });
         }
         "env" => capabilities.env.push(value.to_string()),
         "http" => capabilities.http.push(value.to_string()),
-        other => return Err(format!("grant `{grant}`: unknown kind `{other}` (expected dir, env or http)")),
+        other => {
+            return Err(format!(
+                "grant `{grant}`: unknown kind `{other}` (expected dir, env or http)"
+            ));
+        }
     }
-    capability::validate(capabilities).map_err(|(field, message)| format!("grant `{grant}`: {field}: {message}"))
+    capability::validate(capabilities)
+        .map_err(|(field, message)| format!("grant `{grant}`: {field}: {message}"))
 }
 
 /// What `hookhost plugin test` prints: the response and the resource use of one run.
@@ -899,14 +1246,27 @@ pub fn test_plugin(
     project_dir: &Path,
 ) -> Result<PluginTestReport, String> {
     let catalogue = crate::event::EventCatalogue::default();
-    let spec = catalogue.get(event).ok_or_else(|| format!("unknown event `{event}`; `hookhost events` lists them"))?;
+    let spec = catalogue
+        .get(event)
+        .ok_or_else(|| format!("unknown event `{event}`; `hookhost events` lists them"))?;
     let invocation = invocation(spec.clone(), input, project_dir)?;
-    let PluginRun { run, output_json, warnings } = runtime.call(call, &invocation);
+    let PluginRun {
+        run,
+        output_json,
+        warnings,
+    } = runtime.call(call, &invocation);
     let (status, failure, message, blocking_error) = match &run.verdict {
         Verdict::Answer(answer) => ("ok", None, None, answer.blocking_error.clone()),
-        Verdict::Failed(f) => {
-            (if f.kind == FailureKind::Timeout { "timeout" } else { "failed" }, Some(f.kind), Some(f.message.clone()), None)
-        }
+        Verdict::Failed(f) => (
+            if f.kind == FailureKind::Timeout {
+                "timeout"
+            } else {
+                "failed"
+            },
+            Some(f.kind),
+            Some(f.message.clone()),
+            None,
+        ),
     };
     Ok(PluginTestReport {
         status,
@@ -932,17 +1292,29 @@ mod tests {
     #[test]
     fn grants_parse_from_the_command_line() {
         let mut caps = RawCapabilities::default();
-        for g in ["dir=${workspace}", "dir=/data:rw", "dir=${home}/x@/home:ro", "env=TOKEN", "http=api.example.com"] {
+        for g in [
+            "dir=${workspace}",
+            "dir=/data:rw",
+            "dir=${home}/x@/home:ro",
+            "env=TOKEN",
+            "http=api.example.com",
+        ] {
             parse_grant(g, &mut caps).unwrap();
         }
         assert_eq!(caps.dirs[0].path, "${workspace}");
         assert_eq!(caps.dirs[0].mode, DirMode::ReadOnly);
-        assert_eq!((caps.dirs[1].path.as_str(), caps.dirs[1].mode), ("/data", DirMode::ReadWrite));
+        assert_eq!(
+            (caps.dirs[1].path.as_str(), caps.dirs[1].mode),
+            ("/data", DirMode::ReadWrite)
+        );
         assert_eq!(caps.dirs[2].guest.as_deref(), Some("/home"));
         assert_eq!(caps.env, ["TOKEN"]);
         assert_eq!(caps.http, ["api.example.com"]);
         for bad in ["nothing", "dir=", "dir=relative", "net=x", "http=ftp://x"] {
-            assert!(parse_grant(bad, &mut RawCapabilities::default()).is_err(), "{bad}");
+            assert!(
+                parse_grant(bad, &mut RawCapabilities::default()).is_err(),
+                "{bad}"
+            );
         }
     }
 
@@ -954,10 +1326,17 @@ mod tests {
         let imports = vec!["hookhost:hook/host@0.3.0".to_string()];
         let (kind, message) = check_wit_version(&imports, &exports, path).unwrap_err();
         assert_eq!(kind, FailureKind::Refused);
-        assert!(message.contains("hookhost:hook@0.3.0") && message.contains("hookhost:hook@0.1.0"), "{message}");
-        let (kind, message) = check_wit_version(&[], &["wasi:cli/run@0.2.0".to_string()], path).unwrap_err();
+        assert!(
+            message.contains("hookhost:hook@0.3.0") && message.contains("hookhost:hook@0.1.0"),
+            "{message}"
+        );
+        let (kind, message) =
+            check_wit_version(&[], &["wasi:cli/run@0.2.0".to_string()], path).unwrap_err();
         assert_eq!(kind, FailureKind::CannotStart);
-        assert!(message.contains("not a hookhost plugin") && message.contains("wasi:cli/run"), "{message}");
+        assert!(
+            message.contains("not a hookhost plugin") && message.contains("wasi:cli/run"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -35,13 +35,25 @@ pub struct Limiter {
 impl Limiter {
     /// A limiter capping every linear memory at `bytes`.
     pub fn new(bytes: usize) -> Limiter {
-        let inner = StoreLimitsBuilder::new().memory_size(bytes).trap_on_grow_failure(false).build();
-        Limiter { inner, peak: 0, refused: None }
+        let inner = StoreLimitsBuilder::new()
+            .memory_size(bytes)
+            .trap_on_grow_failure(false)
+            .build();
+        Limiter {
+            inner,
+            peak: 0,
+            refused: None,
+        }
     }
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let allowed = self.inner.memory_growing(current, desired, maximum)?;
         if allowed {
             self.peak = self.peak.max(desired);
@@ -51,7 +63,12 @@ impl ResourceLimiter for Limiter {
         Ok(allowed)
     }
 
-    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         self.inner.table_growing(current, desired, maximum)
     }
 
@@ -86,7 +103,10 @@ pub struct CappedPipe {
 impl CappedPipe {
     /// A pipe that keeps at most `cap` bytes per call.
     pub fn new(cap: usize) -> CappedPipe {
-        CappedPipe { cap, state: Arc::default() }
+        CappedPipe {
+            cap,
+            state: Arc::default(),
+        }
     }
 
     /// Takes what was written since the last call, and whether the guest overflowed.
@@ -110,7 +130,10 @@ impl CappedPipe {
         let lines: Vec<&str> = text.lines().collect();
         let at = lines.iter().rposition(|l| l.contains(needle))?;
         let mut found = lines[at].trim().to_string();
-        if let Some(next) = lines.get(at + 1).filter(|l| !l.trim().is_empty() && !l.starts_with("note:")) {
+        if let Some(next) = lines
+            .get(at + 1)
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("note:"))
+        {
             found.push_str(": ");
             found.push_str(next.trim());
         }
@@ -160,8 +183,11 @@ impl Pollable for CappedPipe {
 
 impl OutputStream for CappedPipe {
     fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
-        self.push(&bytes)
-            .map_err(|cap| StreamError::Trap(wasmtime::format_err!("output exceeded its cap of {cap} bytes")))
+        self.push(&bytes).map_err(|cap| {
+            StreamError::Trap(wasmtime::format_err!(
+                "output exceeded its cap of {cap} bytes"
+            ))
+        })
     }
 
     fn flush(&mut self) -> Result<(), StreamError> {
@@ -174,10 +200,16 @@ impl OutputStream for CappedPipe {
 }
 
 impl tokio::io::AsyncWrite for CappedPipe {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         Poll::Ready(match self.push(buf) {
             Ok(()) => Ok(buf.len()),
-            Err(cap) => Err(std::io::Error::other(format!("output exceeded its cap of {cap} bytes"))),
+            Err(cap) => Err(std::io::Error::other(format!(
+                "output exceeded its cap of {cap} bytes"
+            ))),
         })
     }
 
@@ -246,7 +278,12 @@ impl WasiHttpHooks for HttpPolicy {
         let allowed = scheme.is_some_and(|s| self.live.allows_http(s, host, port));
         if !allowed {
             let mut denied = self.denied.lock().unwrap_or_else(|e| e.into_inner());
-            denied.push(format!("{}://{}{}", uri.scheme_str().unwrap_or("?"), host, port.map(|p| format!(":{p}")).unwrap_or_default()));
+            denied.push(format!(
+                "{}://{}{}",
+                uri.scheme_str().unwrap_or("?"),
+                host,
+                port.map(|p| format!(":{p}")).unwrap_or_default()
+            ));
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         let _ = fut;
@@ -260,7 +297,10 @@ impl WasiHttpHooks for HttpPolicy {
                     .map_err(|_| wasmtime_wasi_http::Error::ConnectionTimeout)??,
                 None => send.await?,
             };
-            Ok((response.map(BodyExt::boxed_unsync), Box::new(io) as Box<dyn Future<Output = _> + Send>))
+            Ok((
+                response.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ))
         })
     }
 }
@@ -278,7 +318,9 @@ pub struct Clock {
 impl Clock {
     /// A clock starting now.
     pub fn new() -> Clock {
-        Clock { start: std::time::Instant::now() }
+        Clock {
+            start: std::time::Instant::now(),
+        }
     }
 
     /// The instant of a guest timestamp.
@@ -312,7 +354,10 @@ impl Pollable for Sleep {
 
 impl State {
     /// A pollable for a sleep until `until`, clamped to the call's deadline.
-    pub fn sleep_until(&mut self, until: std::time::Instant) -> wasmtime::Result<wasmtime::component::Resource<wasmtime_wasi::p2::DynPollable>> {
+    pub fn sleep_until(
+        &mut self,
+        until: std::time::Instant,
+    ) -> wasmtime::Result<wasmtime::component::Resource<wasmtime_wasi::p2::DynPollable>> {
         let mut until = tokio::time::Instant::from_std(until);
         if let Some(deadline) = self.http_policy.deadline {
             until = until.min(deadline + SLEEP_GRACE);
@@ -361,7 +406,11 @@ impl State {
             wasi,
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
-            http_policy: HttpPolicy { live, deadline: None, denied: Arc::default() },
+            http_policy: HttpPolicy {
+                live,
+                deadline: None,
+                denied: Arc::default(),
+            },
             limiter: Limiter::new(memory_bytes),
             stdout,
             stderr,
@@ -374,13 +423,20 @@ impl State {
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl WasiHttpView for State {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_policy }
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_policy,
+        }
     }
 }
 
@@ -400,7 +456,8 @@ impl bindings::hookhost::hook::host::Host for State {
             line.push_str(&format!(" {k}={v}"));
         }
         tracing::debug!(plugin = %self.plugin, "{line}");
-        if self.log.records.len() >= MAX_LOG_RECORDS || self.log.bytes + line.len() > MAX_LOG_BYTES {
+        if self.log.records.len() >= MAX_LOG_RECORDS || self.log.bytes + line.len() > MAX_LOG_BYTES
+        {
             self.log.dropped += 1;
             return;
         }
