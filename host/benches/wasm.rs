@@ -4,7 +4,8 @@
 //! plugin vs loading it from the compile cache. Prints a table with ratios.
 //!
 //! Run with `cargo bench -p hookhost --bench wasm` (builds `plugins/deny-dangerous-bash`
-//! for wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the iteration counts.
+//! for wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the iteration counts;
+//! `HOOKHOST_BENCH_ONLY=wasm` runs only the wasm rows (for profiling).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,6 +71,13 @@ fn main() {
         "wasm hook, fresh store (sandbox call only)".to_string(),
         sandbox,
     ));
+    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("wasm") {
+        // For profiling the wasm path alone.
+        for (name, times) in &rows {
+            println!("{name}: p50 {}", fmt(percentile(times, 0.5)));
+        }
+        return;
+    }
     let sh = dispatch_times(&rt, project.path(), &runtime, &sh_hook, &input, n(300));
     rows.push(("command hook: sh -c".to_string(), sh.clone()));
     let py = dispatch_times(&rt, project.path(), &runtime, &py_hook, &input, n(40));
