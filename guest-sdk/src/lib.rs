@@ -73,7 +73,7 @@
 //! it needs in [`Hook::info`] ([`Info::read_dir`], [`Info::write_dir`], [`Info::env`],
 //! [`Info::http`]); the user grants it in the hook's `capabilities`. Only what is both
 //! asked for and granted is live; anything else fails with a permission error in the
-//! guest (`std::fs`, `std::env::var`, [`http::post`] with the `http` feature).
+//! guest (`std::fs`, `std::env::var`, `http::post` with the `http` feature).
 //!
 //! # State
 //!

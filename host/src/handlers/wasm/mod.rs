@@ -17,7 +17,7 @@
 //!   when the plugin declares it in `describe` and the config grants it
 //!   ([`crate::policy::capability`]).
 //!
-//! The plugin's typed response becomes a [`HookOutput`], exactly what a command hook's
+//! The plugin's typed response becomes a [`HookOutput`](super::HookOutput), exactly what a command hook's
 //! JSON would have parsed to, so the merge treats both alike.
 
 mod bindings;
