@@ -73,7 +73,7 @@
 //! it needs in [`Hook::info`] ([`Info::read_dir`], [`Info::write_dir`], [`Info::env`],
 //! [`Info::http`]); the user grants it in the hook's `capabilities`. Only what is both
 //! asked for and granted is live; anything else fails with a permission error in the
-//! guest (`std::fs`, `std::env::var`, [`http::post`] with the `http` feature).
+//! guest (`std::fs`, `std::env::var`, `http::post` with the `http` feature).
 //!
 //! # State
 //!
@@ -85,6 +85,7 @@
 
 #![warn(missing_docs)]
 
+use std::cell::OnceCell;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -147,6 +148,10 @@ impl From<std::io::Error> for Error {
 pub type Result<T = Response, E = Error> = std::result::Result<T, E>;
 
 /// One event, as the agent sent it.
+///
+/// The input JSON is parsed lazily: [`Event::tool_input_as`] deserializes `tool_input`
+/// straight from the JSON text, and the whole input is parsed into a [`Value`] only when
+/// a method returns one. Hooks that look at the tool input alone stay cheap in fuel.
 #[derive(Debug, Clone)]
 pub struct Event {
     name: String,
@@ -155,8 +160,16 @@ pub struct Event {
     workspace: String,
     tool_name: Option<String>,
     input_json: String,
-    input: Value,
-    config: Option<Value>,
+    input: OnceCell<Value>,
+    config_json: Option<String>,
+    config: OnceCell<Option<Value>>,
+}
+
+/// The top level of an input, with `tool_input` left as JSON text.
+#[derive(serde::Deserialize)]
+struct RawToolInput<'a> {
+    #[serde(borrow, default)]
+    tool_input: Option<&'a serde_json::value::RawValue>,
 }
 
 impl Event {
@@ -171,36 +184,37 @@ impl Event {
             workspace: get("cwd").unwrap_or_default(),
             tool_name: get("tool_name"),
             input_json: input.to_string(),
-            input,
-            config: None,
+            input: OnceCell::from(input),
+            config_json: None,
+            config: OnceCell::from(None),
         }
     }
 
     /// Sets the hook's `config` (for unit tests).
     pub fn with_config(mut self, config: Value) -> Event {
-        self.config = Some(config);
+        self.config_json = Some(config.to_string());
+        self.config = OnceCell::from(Some(config));
         self
     }
 
-    fn from_wit(e: wit::Event) -> Result<Event> {
-        let input = serde_json::from_str(&e.input_json)
-            .map_err(|err| Error(format!("event input is not JSON: {err}")))?;
-        let config = e
-            .config_json
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()
-            .map_err(|err| Error(format!("hook config is not JSON: {err}")))?;
-        Ok(Event {
+    fn from_wit(e: wit::Event) -> Event {
+        Event {
             name: e.name,
             session_id: e.session_id,
             cwd: e.cwd,
             workspace: e.workspace,
             tool_name: e.tool_name,
             input_json: e.input_json,
-            input,
-            config,
-        })
+            input: OnceCell::new(),
+            config_json: e.config_json,
+            config: OnceCell::new(),
+        }
+    }
+
+    fn parsed(&self) -> &Value {
+        // The host always sends a JSON object; `Null` only if that contract broke.
+        self.input
+            .get_or_init(|| serde_json::from_str(&self.input_json).unwrap_or(Value::Null))
     }
 
     /// The event name (`PreToolUse`, `Stop`, ...).
@@ -231,7 +245,7 @@ impl Event {
 
     /// The whole input object.
     pub fn input(&self) -> &Value {
-        &self.input
+        self.parsed()
     }
 
     /// The input as the compact JSON the host sent.
@@ -241,17 +255,17 @@ impl Event {
 
     /// One field of the input.
     pub fn field(&self, name: &str) -> Option<&Value> {
-        self.input.get(name)
+        self.parsed().get(name)
     }
 
     /// One string field of the input.
     pub fn str_field(&self, name: &str) -> Option<&str> {
-        self.input.get(name).and_then(Value::as_str)
+        self.parsed().get(name).and_then(Value::as_str)
     }
 
     /// `tool_input` (`Value::Null` when absent).
     pub fn tool_input(&self) -> &Value {
-        self.input.get("tool_input").unwrap_or(&Value::Null)
+        self.parsed().get("tool_input").unwrap_or(&Value::Null)
     }
 
     /// `tool_input` deserialized into your type.
@@ -260,22 +274,32 @@ impl Event {
     ///
     /// The input does not fit `T`.
     pub fn tool_input_as<T: DeserializeOwned>(&self) -> Result<T> {
-        T::deserialize(self.tool_input()).map_err(|e| {
-            Error(format!(
-                "tool_input of {}: {e}",
-                self.tool_name().unwrap_or("?")
-            ))
-        })
+        let tool = self.tool_name().unwrap_or("?");
+        let fail = |e: serde_json::Error| Error(format!("tool_input of {tool}: {e}"));
+        if let Some(input) = self.input.get() {
+            return T::deserialize(input.get("tool_input").unwrap_or(&Value::Null)).map_err(fail);
+        }
+        let raw: RawToolInput<'_> = serde_json::from_str(&self.input_json).map_err(fail)?;
+        match raw.tool_input {
+            Some(text) => serde_json::from_str(text.get()).map_err(fail),
+            None => T::deserialize(&Value::Null).map_err(fail),
+        }
     }
 
     /// `tool_response` on PostToolUse (`None` elsewhere).
     pub fn tool_response(&self) -> Option<&Value> {
-        self.input.get("tool_response")
+        self.parsed().get("tool_response")
     }
 
     /// The hook's `config` object from the settings file.
     pub fn config(&self) -> Option<&Value> {
-        self.config.as_ref()
+        self.config
+            .get_or_init(|| {
+                self.config_json
+                    .as_deref()
+                    .and_then(|c| serde_json::from_str(c).ok())
+            })
+            .as_ref()
     }
 
     /// The hook's `config` deserialized into your type (`T::default()` when absent).
@@ -284,9 +308,11 @@ impl Event {
     ///
     /// The config does not fit `T`.
     pub fn config_as<T: DeserializeOwned + Default>(&self) -> Result<T> {
-        match &self.config {
-            None => Ok(T::default()),
-            Some(v) => T::deserialize(v).map_err(|e| Error(format!("hook config: {e}"))),
+        let fail = |e: serde_json::Error| Error(format!("hook config: {e}"));
+        match (self.config.get(), &self.config_json) {
+            (Some(Some(v)), _) => T::deserialize(v).map_err(fail),
+            (_, Some(text)) => serde_json::from_str(text).map_err(fail),
+            (_, None) => Ok(T::default()),
         }
     }
 }
@@ -629,7 +655,7 @@ pub fn __handle<H: Hook>(
     hook: &mut H,
     event: wit::Event,
 ) -> std::result::Result<wit::Response, String> {
-    let event = Event::from_wit(event).map_err(|e| e.0)?;
+    let event = Event::from_wit(event);
     dispatch(hook, &event)
         .map(Response::into_wit)
         .map_err(|e| e.0)
@@ -760,10 +786,10 @@ pub mod http {
                 }
             }
         }
-        if body_error.is_none() {
-            if let Err(e) = OutgoingBody::finish(outgoing, None) {
-                body_error = Some(format!("finishing the request to {url}: {e:?}"));
-            }
+        if body_error.is_none()
+            && let Err(e) = OutgoingBody::finish(outgoing, None)
+        {
+            body_error = Some(format!("finishing the request to {url}: {e:?}"));
         }
         future.subscribe().block();
         let response = match future.get() {
@@ -889,6 +915,54 @@ mod tests {
         let info = Counter::info().into_wit();
         assert_eq!(info.capabilities.dirs[0].path, "${workspace}");
         assert!(!info.capabilities.dirs[0].write);
+    }
+
+    #[test]
+    fn events_from_the_host_parse_lazily_and_agree_with_the_eager_path() {
+        let wit_event = || wit::Event {
+            name: "PreToolUse".into(),
+            session_id: "s".into(),
+            cwd: "/w".into(),
+            workspace: "/w".into(),
+            tool_name: Some("Bash".into()),
+            input_json: r#"{"tool_name":"Bash","tool_input":{"command":"ls"},"other":[1,2]}"#
+                .into(),
+            config_json: Some(r#"{"globs":["a"]}"#.into()),
+        };
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Bash {
+            command: String,
+        }
+        let lazy = Event::from_wit(wit_event());
+        assert!(lazy.input.get().is_none());
+        assert_eq!(
+            lazy.tool_input_as::<Bash>().unwrap(),
+            Bash {
+                command: "ls".into()
+            }
+        );
+        assert!(
+            lazy.input.get().is_none(),
+            "tool_input_as does not parse the whole input"
+        );
+        assert_eq!(lazy.field("other"), Some(&json!([1, 2])));
+        assert_eq!(
+            lazy.tool_input_as::<Bash>().unwrap(),
+            Bash {
+                command: "ls".into()
+            }
+        );
+        assert_eq!(lazy.config(), Some(&json!({"globs": ["a"]})));
+        let wrong = lazy.tool_input_as::<Vec<u8>>().unwrap_err();
+        assert!(wrong.0.contains("tool_input of Bash"), "{wrong}");
+        let mut no_tool = wit_event();
+        no_tool.input_json = "{}".into();
+        assert_eq!(
+            Event::from_wit(no_tool)
+                .tool_input_as::<Option<Bash>>()
+                .unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn fingerprint(host: &Host) -> Fingerprint {
     host.watched_paths()
         .iter()
         .map(|path| {
-            let state = std::fs::metadata(&path)
+            let state = std::fs::metadata(path)
                 .ok()
                 .and_then(|m| Some((m.modified().ok()?, m.len())));
             (path.clone(), state)

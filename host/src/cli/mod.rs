@@ -4,6 +4,7 @@ mod audit;
 mod demo;
 mod dispatch;
 mod hooks;
+mod plugin;
 mod serve;
 mod signing;
 mod trust;
@@ -47,21 +48,14 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Create an ed25519 key pair for signing plugins.
     Keygen(signing::KeygenArgs),
-    /// Work with wasm plugins.
-    #[command(subcommand)]
-    Plugin(PluginCommand),
+    /// Inspect, test, sign or verify a wasm plugin.
+    Plugin {
+        #[command(subcommand)]
+        command: plugin::PluginCommand,
+    },
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
-}
-
-/// `hookhost plugin ...`.
-#[derive(Debug, Subcommand)]
-enum PluginCommand {
-    /// Sign a plugin: write `PLUGIN.wasm.sig` (ed25519 over the file's sha256).
-    Sign(signing::SignArgs),
-    /// Check a plugin's signature against a public key.
-    Verify(signing::VerifyArgs),
 }
 
 /// Where the config comes from.
@@ -161,8 +155,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Untrust(args) => trust::untrust(args),
         Command::Audit(args) => audit::run(args),
         Command::Keygen(args) => signing::keygen(args),
-        Command::Plugin(PluginCommand::Sign(args)) => signing::sign(args),
-        Command::Plugin(PluginCommand::Verify(args)) => signing::verify(args),
+        Command::Plugin { command } => plugin::run(command),
         Command::RunAsync(args) => dispatch::run_async(args),
     }
 }

@@ -28,11 +28,18 @@ impl Hook for AuditHttp {
             "tool": event.tool_name(),
             "input": event.input(),
         });
-        let response = hookhost_guest::http::post(&url, "application/json", body.to_string().as_bytes())?;
+        let response =
+            hookhost_guest::http::post(&url, "application/json", body.to_string().as_bytes())?;
         if !(200..300).contains(&response.status) {
             return Err(format!("audit endpoint {url} answered {}", response.status).into());
         }
-        hookhost_guest::log::debug("audited", &[("event", event.name()), ("status", &response.status.to_string())]);
+        hookhost_guest::log::debug(
+            "audited",
+            &[
+                ("event", event.name()),
+                ("status", &response.status.to_string()),
+            ],
+        );
         Ok(Response::none())
     }
 }

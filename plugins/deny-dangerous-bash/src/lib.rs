@@ -19,27 +19,50 @@ pub fn danger(command: &str) -> Option<&'static str> {
     let normalized: String = command.split_whitespace().collect::<Vec<_>>().join(" ");
     let c = normalized.as_str();
     for segment in c.split(['&', ';', '|']).map(str::trim) {
-        let words: Vec<&str> =
-            segment.split(' ').skip_while(|w| matches!(*w, "sudo" | "doas" | "nohup" | "command" | "exec")).collect();
-        if words.first().is_some_and(|w| *w == "rm" || w.ends_with("/rm")) {
-            let flags: String = words.iter().filter(|w| w.starts_with('-')).map(|w| w.trim_start_matches('-')).collect();
-            let recursive = flags.contains('r') || flags.contains('R') || words.contains(&"--recursive");
+        let words: Vec<&str> = segment
+            .split(' ')
+            .skip_while(|w| matches!(*w, "sudo" | "doas" | "nohup" | "command" | "exec"))
+            .collect();
+        if words
+            .first()
+            .is_some_and(|w| *w == "rm" || w.ends_with("/rm"))
+        {
+            let flags: String = words
+                .iter()
+                .filter(|w| w.starts_with('-'))
+                .map(|w| w.trim_start_matches('-'))
+                .collect();
+            let recursive =
+                flags.contains('r') || flags.contains('R') || words.contains(&"--recursive");
             let targets = words.iter().skip(1).filter(|w| !w.starts_with('-'));
-            if recursive && targets.into_iter().any(|t| matches!(*t, "/" | "/*" | "~" | "~/" | "$HOME" | "${HOME}" | "/." | "--no-preserve-root")) {
+            if recursive
+                && targets.into_iter().any(|t| {
+                    matches!(
+                        *t,
+                        "/" | "/*" | "~" | "~/" | "$HOME" | "${HOME}" | "/." | "--no-preserve-root"
+                    )
+                })
+            {
                 return Some("recursive delete of the filesystem root or home directory");
             }
             if words.contains(&"--no-preserve-root") {
                 return Some("rm with --no-preserve-root");
             }
         }
-        if words.first().is_some_and(|w| w.starts_with("mkfs")) || (words.first() == Some(&"dd") && segment.contains("of=/dev/")) {
+        if words.first().is_some_and(|w| w.starts_with("mkfs"))
+            || (words.first() == Some(&"dd") && segment.contains("of=/dev/"))
+        {
             return Some("writes to a raw disk device");
         }
     }
     if (c.contains("curl ") || c.contains("wget ")) && pipes_into_shell(c) {
         return Some("pipes a download straight into a shell");
     }
-    if c.contains("git push") && (c.contains("--force") || c.contains(" -f") || c.contains("+main") || c.contains("+master"))
+    if c.contains("git push")
+        && (c.contains("--force")
+            || c.contains(" -f")
+            || c.contains("+main")
+            || c.contains("+master"))
         && (c.contains("main") || c.contains("master"))
     {
         return Some("force-push to main/master");
@@ -53,7 +76,10 @@ pub fn danger(command: &str) -> Option<&'static str> {
 fn pipes_into_shell(c: &str) -> bool {
     c.split('|').skip(1).any(|part| {
         let first = part.trim().split(' ').find(|w| *w != "sudo").unwrap_or("");
-        matches!(first.rsplit('/').next().unwrap_or(""), "sh" | "bash" | "zsh" | "dash" | "ksh" | "python" | "python3")
+        matches!(
+            first.rsplit('/').next().unwrap_or(""),
+            "sh" | "bash" | "zsh" | "dash" | "ksh" | "python" | "python3"
+        )
     })
 }
 
@@ -68,7 +94,10 @@ impl Hook for DenyDangerousBash {
         }
         let input: BashInput = event.tool_input_as()?;
         Ok(match danger(&input.command) {
-            Some(why) => Response::deny(format!("deny-dangerous-bash: {why}: `{}`", input.command.trim())),
+            Some(why) => Response::deny(format!(
+                "deny-dangerous-bash: {why}: `{}`",
+                input.command.trim()
+            )),
             None => Response::none(),
         })
     }
@@ -102,7 +131,15 @@ mod tests {
 
     #[test]
     fn ordinary_commands_pass() {
-        for c in ["ls -la", "rm -rf ./target", "rm file.txt", "curl https://x -o f", "git push origin main", "git push -f origin feature", "echo '/ | sh'"] {
+        for c in [
+            "ls -la",
+            "rm -rf ./target",
+            "rm file.txt",
+            "curl https://x -o f",
+            "git push origin main",
+            "git push -f origin feature",
+            "echo '/ | sh'",
+        ] {
             assert!(danger(c).is_none(), "{c}");
         }
     }

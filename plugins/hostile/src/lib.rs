@@ -23,7 +23,9 @@ struct Config {
 #[inline(never)]
 fn recurse(n: u64, acc: &mut [u64; 8]) -> u64 {
     acc[(n % 8) as usize] = acc[(n % 8) as usize].wrapping_add(n);
-    if n == u64::MAX { return 0 }
+    if n == u64::MAX {
+        return 0;
+    }
     let mut local = [n; 8];
     local[0] = recurse(n + 1, &mut local);
     std::hint::black_box(&local);
@@ -45,7 +47,12 @@ impl Hook for Hostile {
         let arg = config.arg.as_str();
         self.count += 1;
         match config.mode.as_str() {
-            "echo" => Ok(Response::context(format!("event={} session={} tool={:?}", event.name(), event.session_id(), event.tool_name()))),
+            "echo" => Ok(Response::context(format!(
+                "event={} session={} tool={:?}",
+                event.name(),
+                event.session_id(),
+                event.tool_name()
+            ))),
             "count" => Ok(Response::context(format!("count={}", self.count))),
             "loop" => {
                 let mut x: u64 = 0;
@@ -104,15 +111,25 @@ impl Hook for Hostile {
                 std::env::var("CARGO_MANIFEST_DIR").ok(),
                 std::env::vars().map(|(k, _)| k).collect::<Vec<_>>()
             ))),
-            "http" => match hookhost_guest::http::post(arg, "application/json", br#"{"hostile":true}"#) {
-                Ok(r) => Ok(Response::context(format!("http ok: {} {}", r.status, String::from_utf8_lossy(&r.body)))),
-                Err(e) => Ok(Response::context(format!("http denied: {e}"))),
-            },
+            "http" => {
+                match hookhost_guest::http::post(arg, "application/json", br#"{"hostile":true}"#) {
+                    Ok(r) => Ok(Response::context(format!(
+                        "http ok: {} {}",
+                        r.status,
+                        String::from_utf8_lossy(&r.body)
+                    ))),
+                    Err(e) => Ok(Response::context(format!("http denied: {e}"))),
+                }
+            }
             "tcp" => match std::net::TcpStream::connect(arg) {
                 Ok(_) => Ok(Response::context("tcp ok")),
                 Err(e) => Ok(Response::context(format!("tcp denied: {e}"))),
             },
-            "bad-json" => Ok(Response { updated_input: None, ..Response::none() }.with_extra("additionalContext", json!(3))),
+            "bad-json" => Ok(Response {
+                updated_input: None,
+                ..Response::none()
+            }
+            .with_extra("additionalContext", json!(3))),
             other => Err(format!("unknown mode `{other}`").into()),
         }
     }

@@ -17,12 +17,17 @@ struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { globs: default_globs() }
+        Config {
+            globs: default_globs(),
+        }
     }
 }
 
 fn default_globs() -> Vec<String> {
-    [".env", ".env.*", ".git/**", "**/*.pem", "**/id_rsa*"].iter().map(|s| s.to_string()).collect()
+    [".env", ".env.*", ".git/**", "**/*.pem", "**/id_rsa*"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 const EDIT_TOOLS: [&str; 4] = ["Edit", "Write", "MultiEdit", "NotebookEdit"];
@@ -37,7 +42,9 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
                 let rest = rest.strip_prefix(b"/").unwrap_or(rest);
                 (0..=t.len()).any(|i| go(rest, &t[i..]))
             }
-            Some((b'*', rest)) => (0..=t.len()).take_while(|&i| i == 0 || t[i - 1] != b'/').any(|i| go(rest, &t[i..])),
+            Some((b'*', rest)) => (0..=t.len())
+                .take_while(|&i| i == 0 || t[i - 1] != b'/')
+                .any(|i| go(rest, &t[i..])),
             Some((b'?', rest)) => t.first().is_some_and(|c| *c != b'/') && go(rest, &t[1..]),
             Some((c, rest)) => t.first() == Some(c) && go(rest, &t[1..]),
         }
@@ -69,13 +76,22 @@ impl Hook for ProtectPaths {
         };
         let config: Config = event.config_as()?;
         let input = event.tool_input();
-        let Some(path) = input.get("file_path").or_else(|| input.get("notebook_path")).and_then(|v| v.as_str()) else {
+        let Some(path) = input
+            .get("file_path")
+            .or_else(|| input.get("notebook_path"))
+            .and_then(|v| v.as_str())
+        else {
             return Ok(Response::none());
         };
         let cwd = event.cwd().trim_end_matches('/');
-        let relative = path.strip_prefix(cwd).map(|p| p.trim_start_matches('/')).unwrap_or(path);
+        let relative = path
+            .strip_prefix(cwd)
+            .map(|p| p.trim_start_matches('/'))
+            .unwrap_or(path);
         Ok(match protected_by(&config.globs, relative) {
-            Some(glob) => Response::deny(format!("protect-paths: `{path}` is protected (matches `{glob}`); {tool} refused")),
+            Some(glob) => Response::deny(format!(
+                "protect-paths: `{path}` is protected (matches `{glob}`); {tool} refused"
+            )),
             None => Response::none(),
         })
     }
@@ -100,7 +116,15 @@ mod tests {
     #[test]
     fn default_globs_protect_secrets_and_git() {
         let g = default_globs();
-        for p in [".env", "app/.env", ".env.local", ".git/config", "keys/server.pem", "/abs/.git/HEAD", "home/id_rsa.pub"] {
+        for p in [
+            ".env",
+            "app/.env",
+            ".env.local",
+            ".git/config",
+            "keys/server.pem",
+            "/abs/.git/HEAD",
+            "home/id_rsa.pub",
+        ] {
             assert!(protected_by(&g, p).is_some(), "{p}");
         }
         for p in ["src/main.rs", "environment.md", "git/notes"] {

@@ -9,7 +9,18 @@ use hookhost_guest::{Event, Hook, Info, Response, Value, register};
 #[derive(Default)]
 pub struct RedactSecrets;
 
-const PREFIXES: [&str; 10] = ["ghp_", "gho_", "ghs_", "github_pat_", "AKIA", "xoxb-", "xoxp-", "sk-ant-", "sk-", "glpat-"];
+const PREFIXES: [&str; 10] = [
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "github_pat_",
+    "AKIA",
+    "xoxb-",
+    "xoxp-",
+    "sk-ant-",
+    "sk-",
+    "glpat-",
+];
 const MASK: &str = "[REDACTED]";
 
 fn token_char(c: char) -> bool {
@@ -22,17 +33,18 @@ pub fn redact(text: &str) -> (String, usize) {
     let mut count = 0;
     let mut rest = text;
     'outer: while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix("-----BEGIN ") {
-            if let Some(end) = after.find("-----END ") {
-                let tail = &after[end..];
-                let close = tail[9..].find("-----").map(|i| end + 9 + i + 5).unwrap_or(after.len());
-                if after[..end].contains("PRIVATE KEY") {
-                    out.push_str(MASK);
-                    count += 1;
-                    rest = &after[close..];
-                    continue;
-                }
-            }
+        if let Some(after) = rest.strip_prefix("-----BEGIN ")
+            && let Some(end) = after.find("-----END ")
+            && after[..end].contains("PRIVATE KEY")
+        {
+            let close = after[end + 9..]
+                .find("-----")
+                .map(|i| end + 9 + i + 5)
+                .unwrap_or(after.len());
+            out.push_str(MASK);
+            count += 1;
+            rest = &after[close..];
+            continue;
         }
         let boundary = out.chars().last().is_none_or(|c| !token_char(c));
         if boundary {
@@ -49,7 +61,9 @@ pub fn redact(text: &str) -> (String, usize) {
             }
             for bearer in ["Bearer ", "bearer "] {
                 if let Some(after) = rest.strip_prefix(bearer) {
-                    let len = after.find(|c: char| c.is_whitespace() || c == '"' || c == '\'').unwrap_or(after.len());
+                    let len = after
+                        .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+                        .unwrap_or(after.len());
                     if len >= 16 {
                         out.push_str(bearer);
                         out.push_str(MASK);
@@ -76,12 +90,26 @@ pub fn redact_value(value: &Value) -> (Value, usize) {
         }
         Value::Array(items) => {
             let mut total = 0;
-            let items = items.iter().map(|v| { let (v, n) = redact_value(v); total += n; v }).collect();
+            let items = items
+                .iter()
+                .map(|v| {
+                    let (v, n) = redact_value(v);
+                    total += n;
+                    v
+                })
+                .collect();
             (Value::Array(items), total)
         }
         Value::Object(map) => {
             let mut total = 0;
-            let map = map.iter().map(|(k, v)| { let (v, n) = redact_value(v); total += n; (k.clone(), v) }).collect();
+            let map = map
+                .iter()
+                .map(|(k, v)| {
+                    let (v, n) = redact_value(v);
+                    total += n;
+                    (k.clone(), v)
+                })
+                .collect();
             (Value::Object(map), total)
         }
         other => (other.clone(), 0),
@@ -90,7 +118,8 @@ pub fn redact_value(value: &Value) -> (Value, usize) {
 
 impl Hook for RedactSecrets {
     fn info() -> Info {
-        Info::new("redact-secrets", env!("CARGO_PKG_VERSION")).events(&["PreToolUse", "PostToolUse"])
+        Info::new("redact-secrets", env!("CARGO_PKG_VERSION"))
+            .events(&["PreToolUse", "PostToolUse"])
     }
 
     fn pre_tool_use(&mut self, event: &Event) -> hookhost_guest::Result {
@@ -99,19 +128,25 @@ impl Hook for RedactSecrets {
             Response::none()
         } else {
             hookhost_guest::log::info("masked secrets in tool input", &[("count", &n.to_string())]);
-            Response::rewrite_input(masked).with_context(format!("redact-secrets masked {n} secret(s) in the tool input"))
+            Response::rewrite_input(masked).with_context(format!(
+                "redact-secrets masked {n} secret(s) in the tool input"
+            ))
         })
     }
 
     fn post_tool_use(&mut self, event: &Event) -> hookhost_guest::Result {
-        let Some(output) = event.tool_response() else { return Ok(Response::none()) };
+        let Some(output) = event.tool_response() else {
+            return Ok(Response::none());
+        };
         let (masked, n) = redact_value(output);
         Ok(if n == 0 {
             Response::none()
         } else {
             Response::none()
                 .with_updated_output(masked)
-                .with_context(format!("redact-secrets masked {n} secret(s) in the tool output"))
+                .with_context(format!(
+                    "redact-secrets masked {n} secret(s) in the tool output"
+                ))
         })
     }
 }
@@ -124,13 +159,15 @@ mod tests {
 
     #[test]
     fn masks_tokens_and_keeps_the_rest() {
-        let (out, n) = redact("token=ghp_abcdefghijklmnopqrstuvwxyz0123 ok AKIAABCDEFGHIJKLMNOP done");
+        let (out, n) =
+            redact("token=ghp_abcdefghijklmnopqrstuvwxyz0123 ok AKIAABCDEFGHIJKLMNOP done");
         assert_eq!(out, "token=[REDACTED] ok [REDACTED] done");
         assert_eq!(n, 2);
         let (out, n) = redact("Authorization: Bearer abcdefghijklmnopqrstuvwxyz\n");
         assert_eq!(out, "Authorization: Bearer [REDACTED]\n");
         assert_eq!(n, 1);
-        let (out, n) = redact("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nb");
+        let (out, n) =
+            redact("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nb");
         assert_eq!(out, "a\n[REDACTED]\nb");
         assert_eq!(n, 1);
         assert_eq!(redact("task-1234 sk-short my_ghp_notatoken_x").1, 0);

@@ -20,7 +20,10 @@ struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { marker: default_marker(), workspace_guest: None }
+        Config {
+            marker: default_marker(),
+            workspace_guest: None,
+        }
     }
 }
 
@@ -30,19 +33,33 @@ fn default_marker() -> String {
 
 /// Whether the marker's content says the tests passed.
 pub fn says_passed(content: &str) -> bool {
-    let first = content.trim().lines().next().unwrap_or("").trim().to_ascii_lowercase();
+    let first = content
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     matches!(first.as_str(), "pass" | "passed" | "ok")
 }
 
 impl Hook for TestGate {
     fn info() -> Info {
-        Info::new("test-gate", env!("CARGO_PKG_VERSION")).events(&["Stop", "SubagentStop"]).read_dir("${workspace}")
+        Info::new("test-gate", env!("CARGO_PKG_VERSION"))
+            .events(&["Stop", "SubagentStop"])
+            .read_dir("${workspace}")
     }
 
     fn stop(&mut self, event: &Event) -> hookhost_guest::Result {
         let config: Config = event.config_as()?;
-        let root = config.workspace_guest.unwrap_or_else(|| event.workspace().to_string());
-        let path = format!("{}/{}", root.trim_end_matches('/'), config.marker.trim_start_matches('/'));
+        let root = config
+            .workspace_guest
+            .unwrap_or_else(|| event.workspace().to_string());
+        let path = format!(
+            "{}/{}",
+            root.trim_end_matches('/'),
+            config.marker.trim_start_matches('/')
+        );
         Ok(match std::fs::read_to_string(&path) {
             Ok(content) if says_passed(&content) => Response::none(),
             Ok(content) => Response::block(format!(
@@ -54,7 +71,12 @@ impl Hook for TestGate {
                 "test-gate: no test result yet (`{}` is missing); run the tests before stopping",
                 config.marker
             )),
-            Err(e) => return Err(format!("test-gate: cannot read `{path}`: {e} (is `${{workspace}}` granted read-only?)").into()),
+            Err(e) => {
+                return Err(format!(
+                    "test-gate: cannot read `{path}`: {e} (is `${{workspace}}` granted read-only?)"
+                )
+                .into());
+            }
         })
     }
 

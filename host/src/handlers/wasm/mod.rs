@@ -17,7 +17,7 @@
 //!   when the plugin declares it in `describe` and the config grants it
 //!   ([`crate::policy::capability`]).
 //!
-//! The plugin's typed response becomes a [`HookOutput`], exactly what a command hook's
+//! The plugin's typed response becomes a [`HookOutput`](super::HookOutput), exactly what a command hook's
 //! JSON would have parsed to, so the merge treats both alike.
 
 mod bindings;
@@ -367,9 +367,10 @@ impl Drop for Sandbox {
 /// Why a load failed: the failure kind for the report, and the message.
 type LoadError = (FailureKind, String);
 
-/// The engine configuration; part of the compile cache key through wasmtime's
-/// compatibility hash.
-fn engine_config() -> Config {
+/// The engine configuration of the sandbox (component model, fuel, epoch interruption,
+/// a 512 KiB wasm stack); part of the compile cache key through wasmtime's compatibility
+/// hash. Public so that tools and benchmarks can build a compatible [`Engine`].
+pub fn engine_config() -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.consume_fuel(true);
@@ -659,12 +660,11 @@ impl Sandbox {
                 warnings: Vec::new(),
             };
         }
-        let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
         let (live, warnings) = match capability::intersect(
             &call.capabilities,
             &loaded.declared,
             &invocation.project_dir,
-            home.as_deref(),
+            home_dir(),
         ) {
             Ok(x) => x,
             Err(e) => {
@@ -873,6 +873,13 @@ fn evict_oldest(sessions: &mut HashMap<(String, String), SessionSlot>) {
     if let Some(key) = oldest {
         sessions.remove(&key);
     }
+}
+
+/// The user's home directory, for `${home}` grants (looked up once).
+fn home_dir() -> Option<&'static Path> {
+    static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+    HOME.get_or_init(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
+        .as_deref()
 }
 
 fn env_values(live: &Live) -> Vec<(String, String)> {
@@ -1211,4 +1218,192 @@ pub fn invocation(
         project_dir: project_dir.to_path_buf(),
         env_file: None,
     })
+}
+
+/// Adds one `--grant` of `hookhost plugin test` to `capabilities`:
+/// `dir=PATH[:ro|:rw]` (PATH may start with `${workspace}` or `${home}`; add
+/// `@GUEST` after it to mount it elsewhere), `env=NAME`, `http=PATTERN`.
+///
+/// # Errors
+///
+/// A message naming the grant and what is wrong with it.
+pub fn parse_grant(grant: &str, capabilities: &mut RawCapabilities) -> Result<(), String> {
+    use crate::config::schema::{DirMode, RawDirGrant};
+    let (kind, value) = grant.split_once('=').ok_or_else(|| {
+        format!("grant `{grant}` must look like dir=PATH[:ro|:rw], env=NAME or http=HOST")
+    })?;
+    if value.is_empty() {
+        return Err(format!("grant `{grant}` has no value"));
+    }
+    match kind {
+        "dir" => {
+            let (rest, mode) = match value.rsplit_once(':') {
+                Some((rest, "ro")) => (rest, DirMode::ReadOnly),
+                Some((rest, "rw")) => (rest, DirMode::ReadWrite),
+                _ => (value, DirMode::ReadOnly),
+            };
+            let (path, guest) = match rest.split_once('@') {
+                Some((path, guest)) => (path, Some(guest.to_string())),
+                None => (rest, None),
+            };
+            capabilities.dirs.push(RawDirGrant {
+                path: path.to_string(),
+                guest,
+                mode,
+            });
+        }
+        "env" => capabilities.env.push(value.to_string()),
+        "http" => capabilities.http.push(value.to_string()),
+        other => {
+            return Err(format!(
+                "grant `{grant}`: unknown kind `{other}` (expected dir, env or http)"
+            ));
+        }
+    }
+    capability::validate(capabilities)
+        .map_err(|(field, message)| format!("grant `{grant}`: {field}: {message}"))
+}
+
+/// What `hookhost plugin test` prints: the response and the resource use of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginTestReport {
+    /// `ok`, `failed` or `timeout`.
+    pub status: &'static str,
+    /// The failure kind, when it failed.
+    pub failure: Option<FailureKind>,
+    /// The failure message, when it failed.
+    pub message: Option<String>,
+    /// The response as Claude Code hook output JSON, when it answered.
+    pub response: Option<Value>,
+    /// A blocking error (a block on an event without a decision field), if any.
+    pub blocking_error: Option<String>,
+    /// Fuel used.
+    pub fuel: Option<u64>,
+    /// Fuel budget.
+    pub fuel_limit: u64,
+    /// Peak linear memory in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Memory cap in bytes.
+    pub memory_limit: u64,
+    /// Wall-clock time of the run, including loading the plugin.
+    pub duration_ms: f64,
+    /// Captured stdout / stderr / log records.
+    pub diagnostics: Option<String>,
+    /// Grants the plugin did not declare.
+    pub warnings: Vec<String>,
+}
+
+/// Runs one plugin on one event outside any config, as `hookhost plugin test` does.
+///
+/// # Errors
+///
+/// An unknown event or an input that is not a JSON object.
+pub fn test_plugin(
+    runtime: &WasmRuntime,
+    call: &PluginCall,
+    event: &str,
+    input: Value,
+    project_dir: &Path,
+) -> Result<PluginTestReport, String> {
+    let catalogue = crate::event::EventCatalogue::default();
+    let spec = catalogue
+        .get(event)
+        .ok_or_else(|| format!("unknown event `{event}`; `hookhost events` lists them"))?;
+    let invocation = invocation(spec.clone(), input, project_dir)?;
+    let PluginRun {
+        run,
+        output_json,
+        warnings,
+    } = runtime.call(call, &invocation);
+    let (status, failure, message, blocking_error) = match &run.verdict {
+        Verdict::Answer(answer) => ("ok", None, None, answer.blocking_error.clone()),
+        Verdict::Failed(f) => (
+            if f.kind == FailureKind::Timeout {
+                "timeout"
+            } else {
+                "failed"
+            },
+            Some(f.kind),
+            Some(f.message.clone()),
+            None,
+        ),
+    };
+    Ok(PluginTestReport {
+        status,
+        failure,
+        message,
+        response: output_json,
+        blocking_error,
+        fuel: run.usage.fuel,
+        fuel_limit: call.fuel,
+        memory_bytes: run.usage.memory_bytes,
+        memory_limit: call.memory_bytes,
+        duration_ms: (run.duration.as_secs_f64() * 1e6).round() / 1e3,
+        diagnostics: run.diagnostics,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::schema::DirMode;
+
+    #[test]
+    fn grants_parse_from_the_command_line() {
+        let mut caps = RawCapabilities::default();
+        for g in [
+            "dir=${workspace}",
+            "dir=/data:rw",
+            "dir=${home}/x@/home:ro",
+            "env=TOKEN",
+            "http=api.example.com",
+        ] {
+            parse_grant(g, &mut caps).unwrap();
+        }
+        assert_eq!(caps.dirs[0].path, "${workspace}");
+        assert_eq!(caps.dirs[0].mode, DirMode::ReadOnly);
+        assert_eq!(
+            (caps.dirs[1].path.as_str(), caps.dirs[1].mode),
+            ("/data", DirMode::ReadWrite)
+        );
+        assert_eq!(caps.dirs[2].guest.as_deref(), Some("/home"));
+        assert_eq!(caps.env, ["TOKEN"]);
+        assert_eq!(caps.http, ["api.example.com"]);
+        for bad in ["nothing", "dir=", "dir=relative", "net=x", "http=ftp://x"] {
+            assert!(
+                parse_grant(bad, &mut RawCapabilities::default()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn wit_versions_are_checked_on_every_hookhost_interface() {
+        let path = Path::new("p.wasm");
+        let exports = vec!["hookhost:hook/hook@0.1.0".to_string()];
+        assert_eq!(check_wit_version(&[], &exports, path).unwrap(), "0.1.0");
+        let imports = vec!["hookhost:hook/host@0.3.0".to_string()];
+        let (kind, message) = check_wit_version(&imports, &exports, path).unwrap_err();
+        assert_eq!(kind, FailureKind::Refused);
+        assert!(
+            message.contains("hookhost:hook@0.3.0") && message.contains("hookhost:hook@0.1.0"),
+            "{message}"
+        );
+        let (kind, message) =
+            check_wit_version(&[], &["wasi:cli/run@0.2.0".to_string()], path).unwrap_err();
+        assert_eq!(kind, FailureKind::CannotStart);
+        assert!(
+            message.contains("not a hookhost plugin") && message.contains("wasi:cli/run"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn component_preamble_is_told_apart_from_core_modules() {
+        assert!(wasmparser_is_component(b"\0asm\x0d\0\x01\0"));
+        assert!(!wasmparser_is_component(b"\0asm\x01\0\0\0"));
+        assert!(!wasmparser_is_component(b"nope"));
+    }
 }

@@ -1,0 +1,299 @@
+//! Benchmark: one PreToolUse hook with the same logic ("deny `rm -rf /`") as a wasm
+//! plugin (fresh store per event), as an `sh` command hook and as a `python3` command
+//! hook, dispatched in process through the same host, in one run; and compiling a
+//! plugin vs loading it from the compile cache. Prints a table with ratios.
+//!
+//! Run with `cargo bench -p hookhost --bench wasm` (builds `plugins/deny-dangerous-bash`
+//! for wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the iteration counts;
+//! `HOOKHOST_BENCH_ONLY=wasm` runs only the wasm rows (for profiling).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hookhost::handlers::wasm::{
+    CompileCache, PluginCall, WasmRuntime, engine_config, invocation, sha256_hex,
+};
+use hookhost::outcome::{Decision, HookStatus};
+use hookhost::{EventCatalogue, HostBuilder};
+use serde_json::{Value, json};
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let plugin = build_plugin(&root);
+    let scale: f64 = std::env::var("HOOKHOST_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1.0);
+    let n = |base: usize| ((base as f64 * scale) as usize).max(5);
+    let input = input_1kb();
+    let input_len = input.to_string().len();
+    let project = tempfile::tempdir().expect("tempdir");
+    let cache = tempfile::tempdir().expect("tempdir");
+    let runtime = Arc::new(WasmRuntime::new(Some(cache.path().to_path_buf())));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    println!("hookhost wasm benchmark");
+    println!(
+        "  input: PreToolUse Bash, {input_len} bytes of JSON; RUST_BACKTRACE={}",
+        std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
+    );
+    println!(
+        "  plugin: {} ({} bytes)",
+        plugin.display(),
+        std::fs::metadata(&plugin).map(|m| m.len()).unwrap_or(0)
+    );
+    println!();
+
+    // The same logic three ways.
+    let wasm_hook = json!({"type": "wasm", "plugin": plugin.to_str().unwrap()});
+    let sh_hook = json!({"type": "command", "command": SH_HOOK});
+    let python = if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    };
+    let py_hook = json!({"type": "command", "command": python, "args": ["-c", PY_HOOK]});
+
+    let mut rows = Vec::new();
+    let wasm = dispatch_times(&rt, project.path(), &runtime, &wasm_hook, &input, n(5000));
+    rows.push((
+        "wasm hook, fresh store (dispatch)".to_string(),
+        wasm.clone(),
+    ));
+    let sandbox = sandbox_times(&runtime, &plugin, project.path(), &input, n(5000));
+    rows.push((
+        "wasm hook, fresh store (sandbox call only)".to_string(),
+        sandbox,
+    ));
+    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("wasm") {
+        // For profiling the wasm path alone.
+        for (name, times) in &rows {
+            println!("{name}: p50 {}", fmt(percentile(times, 0.5)));
+        }
+        return;
+    }
+    let sh = dispatch_times(&rt, project.path(), &runtime, &sh_hook, &input, n(300));
+    rows.push(("command hook: sh -c".to_string(), sh.clone()));
+    let py = dispatch_times(&rt, project.path(), &runtime, &py_hook, &input, n(40));
+    rows.push((format!("command hook: {python} -c"), py.clone()));
+
+    println!(
+        "{:<44} {:>7} {:>10} {:>10} {:>10} {:>12}",
+        "in-process dispatch of one PreToolUse hook", "n", "p50", "p90", "p99", "p50 vs wasm"
+    );
+    let wasm_p50 = percentile(&wasm, 0.5);
+    for (name, times) in &rows {
+        let p50 = percentile(times, 0.5);
+        println!(
+            "{:<44} {:>7} {:>10} {:>10} {:>10} {:>11.1}×",
+            name,
+            times.len(),
+            fmt(p50),
+            fmt(percentile(times, 0.9)),
+            fmt(percentile(times, 0.99)),
+            p50.as_secs_f64() / wasm_p50.as_secs_f64()
+        );
+    }
+    println!();
+    let sh_ratio = percentile(&sh, 0.5).as_secs_f64() / wasm_p50.as_secs_f64();
+    println!(
+        "targets: wasm p50 ≤ 50 µs: {} ({}); wasm ≥ 40× faster than sh: {} ({sh_ratio:.0}×)",
+        if wasm_p50 <= Duration::from_micros(50) {
+            "met"
+        } else {
+            "NOT met"
+        },
+        fmt(wasm_p50),
+        if sh_ratio >= 40.0 { "met" } else { "NOT met" },
+    );
+    println!();
+
+    // Compile vs cached load.
+    let bytes = std::fs::read(&plugin).expect("plugin");
+    let digest = sha256_hex(&bytes);
+    let engine = wasmtime::Engine::new(&engine_config()).expect("engine");
+    let mut compile = Vec::new();
+    let mut load = Vec::new();
+    for _ in 0..n(5) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = CompileCache::new(Some(dir.path().to_path_buf()), &engine);
+        let t = Instant::now();
+        cache
+            .load(&engine, &bytes, &digest, "bench")
+            .expect("compile");
+        compile.push(t.elapsed());
+        for _ in 0..20 {
+            let t = Instant::now();
+            let (_, status) = cache.load(&engine, &bytes, &digest, "bench").expect("load");
+            load.push(t.elapsed());
+            assert_eq!(status, hookhost::handlers::wasm::CacheStatus::Hit);
+        }
+    }
+    compile.sort();
+    load.sort();
+    println!(
+        "{:<44} {:>7} {:>10} {:>10}",
+        "plugin load (deny-dangerous-bash)", "n", "p50", "p90"
+    );
+    println!(
+        "{:<44} {:>7} {:>10} {:>10}",
+        "compile (precompile_component + store)",
+        compile.len(),
+        fmt(percentile(&compile, 0.5)),
+        fmt(percentile(&compile, 0.9))
+    );
+    println!(
+        "{:<44} {:>7} {:>10} {:>10}",
+        "cached (digest check + deserialize_file)",
+        load.len(),
+        fmt(percentile(&load, 0.5)),
+        fmt(percentile(&load, 0.9))
+    );
+    println!(
+        "cached load is {:.0}× faster than compiling",
+        percentile(&compile, 0.5).as_secs_f64() / percentile(&load, 0.5).as_secs_f64()
+    );
+}
+
+const SH_HOOK: &str = r#"input=$(cat); case "$input" in *'"rm -rf /'*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"rm -rf /"}}';; *) echo '{}';; esac"#;
+
+const PY_HOOK: &str = r#"import sys, json
+d = json.load(sys.stdin)
+c = d.get("tool_input", {}).get("command", "")
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "rm -rf /"}}) if "rm -rf /" in c else "{}")"#;
+
+/// A realistic PreToolUse input of about 1 KB that no hook denies.
+fn input_1kb() -> Value {
+    let padding = "x".repeat(640);
+    json!({
+        "session_id": "bench-2b8f6a1e-5c3d-4e7f-9a0b-1c2d3e4f5a6b",
+        "transcript_path": "/home/user/.claude/projects/-home-user-project/2b8f6a1e.jsonl",
+        "cwd": "/home/user/project",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": format!("cargo test --workspace -- --nocapture # {padding}"), "description": "Run the test suite"},
+        "tool_use_id": "toolu_01ABCDEFGHIJKLMNOPQRSTUV"
+    })
+}
+
+fn dispatch_times(
+    rt: &tokio::runtime::Runtime,
+    project: &Path,
+    runtime: &Arc<WasmRuntime>,
+    hook: &Value,
+    input: &Value,
+    n: usize,
+) -> Vec<Duration> {
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}});
+    let host = HostBuilder::new(project)
+        .settings(settings.to_string())
+        .wasm_runner(runtime.clone())
+        .build();
+    assert!(
+        host.policy().errors.is_empty(),
+        "{:?}",
+        host.policy().errors
+    );
+    // Warm up (loads the plugin) and check that the hook answers as expected.
+    for _ in 0..3 {
+        let outcome = rt
+            .block_on(host.dispatch("PreToolUse", input.clone()))
+            .expect("dispatch");
+        assert_eq!(outcome.decision, Decision::None, "{outcome:?}");
+        assert_eq!(outcome.hooks[0].status, HookStatus::Ok, "{outcome:?}");
+    }
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let input = input.clone();
+        let t = Instant::now();
+        let outcome = rt
+            .block_on(host.dispatch("PreToolUse", input))
+            .expect("dispatch");
+        times.push(t.elapsed());
+        std::hint::black_box(outcome);
+    }
+    times.sort();
+    times
+}
+
+fn sandbox_times(
+    runtime: &WasmRuntime,
+    plugin: &Path,
+    project: &Path,
+    input: &Value,
+    n: usize,
+) -> Vec<Duration> {
+    let call = PluginCall {
+        label: "bench".into(),
+        plugin: plugin.to_path_buf(),
+        sha256: None,
+        capabilities: Default::default(),
+        fuel: hookhost::handlers::wasm::DEFAULT_FUEL,
+        memory_bytes: hookhost::handlers::wasm::DEFAULT_MEMORY_BYTES,
+        timeout: Duration::from_secs(10),
+        instance: Default::default(),
+        config: None,
+    };
+    let spec = EventCatalogue::default()
+        .get("PreToolUse")
+        .expect("event")
+        .clone();
+    let invocation = invocation(spec, input.clone(), project).expect("invocation");
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let run = runtime.call(&call, &invocation);
+        times.push(t.elapsed());
+        std::hint::black_box(run);
+    }
+    times.sort();
+    times
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+/// Builds `plugins/deny-dangerous-bash` for wasm32-wasip2 into `target/bench-plugins`.
+fn build_plugin(root: &Path) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("bench-plugins");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--target=wasm32-wasip2",
+            "-p",
+            "deny-dangerous-bash",
+            "--manifest-path",
+        ])
+        .arg(root.join("plugins/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .status()
+        .expect("cargo");
+    assert!(
+        status.success(),
+        "building the plugin failed (is wasm32-wasip2 installed?)"
+    );
+    target.join("wasm32-wasip2/release/deny_dangerous_bash.wasm")
+}

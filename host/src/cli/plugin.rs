@@ -1,0 +1,213 @@
+//! `hookhost plugin inspect|test`: look at a wasm plugin and run it on one event, outside
+//! any config.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use hookhost::config::schema::{InstanceMode, RawCapabilities};
+use hookhost::handlers::wasm::{
+    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, WasmRuntime,
+    parse_grant, test_plugin,
+};
+
+/// The `plugin` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Show a plugin's WIT version, exports, declared events and capabilities, and sha256.
+    Inspect {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one plugin on one event: input JSON on stdin; prints its response and
+    /// resource use. Exits 1 when the plugin fails.
+    Test {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// The event name (`PreToolUse`, `Stop`, ...).
+        #[arg(long)]
+        event: String,
+        /// A capability grant: `dir=PATH[:ro|:rw]`, `dir=PATH@GUEST[:ro|:rw]`, `env=NAME`,
+        /// `http=HOST` (repeatable). Nothing is granted by default.
+        #[arg(long = "grant", value_name = "GRANT")]
+        grants: Vec<String>,
+        /// The hook's `config` object, as JSON.
+        #[arg(long, value_name = "JSON")]
+        config: Option<String>,
+        /// Fuel for the call (default 100000000).
+        #[arg(long)]
+        fuel: Option<u64>,
+        /// Memory cap in MiB (default 64).
+        #[arg(long = "memory-mb")]
+        memory_mb: Option<u64>,
+        /// Wall-clock limit in seconds (default 60).
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// The project directory `${workspace}` expands to (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+    },
+    /// Sign a plugin: write `PLUGIN.wasm.sig` (ed25519 over the file's sha256).
+    Sign(super::signing::SignArgs),
+    /// Check a plugin's signature against a public key.
+    Verify(super::signing::VerifyArgs),
+}
+
+/// Runs a `plugin` subcommand.
+///
+/// # Errors
+///
+/// A message for the user: unreadable file, bad input JSON, bad grant.
+pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
+    let runtime = WasmRuntime::default();
+    match cmd {
+        PluginCommand::Sign(args) => super::signing::sign(args),
+        PluginCommand::Verify(args) => super::signing::verify(args),
+        PluginCommand::Inspect { file, json } => {
+            let (info, cache) = runtime.inspect(&file)?;
+            if json {
+                let mut value = serde_json::to_value(&info).map_err(|e| e.to_string())?;
+                value["cache"] = Value::String(cache_label(&cache));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", describe(&info, &cache));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::Test {
+            file,
+            event,
+            grants,
+            config,
+            fuel,
+            memory_mb,
+            timeout,
+            project,
+        } => {
+            let mut capabilities = RawCapabilities::default();
+            for grant in &grants {
+                parse_grant(grant, &mut capabilities)?;
+            }
+            let config = config
+                .map(|c| {
+                    serde_json::from_str::<Value>(&c)
+                        .map_err(|e| format!("`--config` is not JSON: {e}"))
+                })
+                .transpose()?;
+            let timeout = match timeout {
+                None => Duration::from_secs(60),
+                Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
+                Some(t) => {
+                    return Err(format!(
+                        "`--timeout` must be a positive number of seconds, found {t}"
+                    ));
+                }
+            };
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .map_err(|e| format!("cannot read the input on stdin: {e}"))?;
+            let input: Value = if input.trim().is_empty() {
+                Value::Object(Default::default())
+            } else {
+                serde_json::from_str(&input)
+                    .map_err(|e| format!("the input on stdin is not JSON: {e}"))?
+            };
+            let project = match project {
+                Some(p) => p,
+                None => std::env::current_dir()
+                    .map_err(|e| format!("cannot read the current directory: {e}"))?,
+            };
+            let project =
+                std::path::absolute(&project).map_err(|e| format!("bad project directory: {e}"))?;
+            let call = PluginCall {
+                label: file.display().to_string(),
+                plugin: std::path::absolute(&file).map_err(|e| format!("bad plugin path: {e}"))?,
+                sha256: None,
+                capabilities,
+                fuel: fuel.unwrap_or(DEFAULT_FUEL),
+                memory_bytes: memory_mb
+                    .map_or(DEFAULT_MEMORY_BYTES, |mb| mb.saturating_mul(1 << 20)),
+                timeout,
+                instance: InstanceMode::Event,
+                config,
+            };
+            let report = test_plugin(&runtime, &call, &event, input, &project)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+            );
+            Ok(if report.status == "ok" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
+
+fn cache_label(status: &CacheStatus) -> String {
+    match status {
+        CacheStatus::Hit => "hit".into(),
+        CacheStatus::Compiled => "compiled and cached".into(),
+        CacheStatus::Rebuilt(reason) => format!("rebuilt ({reason})"),
+        CacheStatus::Uncached => "compiled (no cache)".into(),
+    }
+}
+
+fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    let dirs: Vec<String> = info
+        .capabilities
+        .dirs
+        .iter()
+        .map(|d| format!("{} ({})", d.path, if d.write { "rw" } else { "ro" }))
+        .collect();
+    let mut out = String::new();
+    out.push_str(&format!("plugin:       {} {}\n", info.name, info.version));
+    out.push_str(&format!(
+        "file:         {} ({} bytes)\n",
+        info.path.display(),
+        info.size
+    ));
+    out.push_str(&format!("sha256:       {}\n", info.sha256));
+    out.push_str(&format!(
+        "wit:          hookhost:hook@{}\n",
+        info.wit_version
+    ));
+    out.push_str(&format!(
+        "events:       {}\n",
+        if info.events.is_empty() {
+            "all".to_string()
+        } else {
+            info.events.join(", ")
+        }
+    ));
+    out.push_str("capabilities: (requested; live only when granted)\n");
+    out.push_str(&format!("  dirs:       {}\n", list(&dirs)));
+    out.push_str(&format!("  env:        {}\n", list(&info.capabilities.env)));
+    out.push_str(&format!(
+        "  http:       {}\n",
+        list(&info.capabilities.http)
+    ));
+    out.push_str(&format!("exports:      {}\n", list(&info.exports)));
+    out.push_str(&format!("imports:      {}\n", list(&info.imports)));
+    out.push_str(&format!("compile:      {}\n", cache_label(cache)));
+    out
+}
