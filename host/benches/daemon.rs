@@ -11,6 +11,8 @@
 //! Run with `cargo bench -p hookhost --bench daemon` (builds the example plugins for
 //! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -18,6 +20,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use common::{percentile, time_process};
 
 const WINDOW: usize = 8;
 
@@ -38,10 +42,6 @@ fn input(n: usize) -> Value {
         "tool_input": {"command": format!("cargo test --workspace -- --test-threads {n}"), "description": "run the tests"},
         "tool_use_id": format!("toolu_{n}"),
     })
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn us(d: Duration) -> f64 {
@@ -139,25 +139,6 @@ fn throughput(socket: &Path, clients: usize, total: usize) -> f64 {
         t.join().expect("client");
     }
     (per_client * clients) as f64 / started.elapsed().as_secs_f64()
-}
-
-fn time_process(command: &mut Command, stdin: &str) -> Duration {
-    let started = Instant::now();
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("stdin");
-    let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "benchmark process failed");
-    started.elapsed()
 }
 
 fn main() {

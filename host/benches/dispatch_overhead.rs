@@ -8,9 +8,12 @@
 //! Run with `cargo bench -p hookhost --bench dispatch_overhead`; `HOOKHOST_BENCH_RUNS`
 //! sets the number of runs (default 300).
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{percentile, time_process};
 
 const HOOK: &str = "cat >/dev/null; echo '{}'";
 
@@ -23,29 +26,6 @@ fn input() -> String {
         "tool_use_id": "toolu_bench",
     })
     .to_string()
-}
-
-fn time(command: &mut Command, stdin: &str) -> Duration {
-    let started = Instant::now();
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    let output = child.wait_with_output().expect("wait");
-    assert!(output.status.success(), "benchmark command failed");
-    started.elapsed()
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn ms(d: Duration) -> f64 {
@@ -64,13 +44,13 @@ fn main() {
     let mut direct = Vec::with_capacity(runs);
     let mut hosted = Vec::with_capacity(runs);
     for _ in 0..runs {
-        direct.push(time(
+        direct.push(time_process(
             Command::new("sh")
                 .args(["-c", HOOK])
                 .current_dir(dir.path()),
             &input,
         ));
-        hosted.push(time(
+        hosted.push(time_process(
             Command::new(hookhost)
                 .args([
                     "dispatch",

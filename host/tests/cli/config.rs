@@ -3,25 +3,14 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input, hooks};
+use crate::support::{TestEnv, bash_input, hook_fields, hooks};
 
 fn marker(id: &str) -> Value {
     json!({"type": "command", "id": id, "command": format!("echo {id} >> order.txt")})
 }
 
 fn sources(out: &Value) -> Vec<String> {
-    out["hooks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            format!(
-                "{}:{}",
-                h["source"].as_str().unwrap(),
-                h["status"].as_str().unwrap()
-            )
-        })
-        .collect()
+    hook_fields(out, "source", "status")
 }
 
 #[test]

@@ -4,25 +4,14 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input, hooks};
+use crate::support::{TestEnv, bash_input, hook_fields, hooks};
 
 fn notices(out: &Value) -> String {
     out["notices"].to_string()
 }
 
 fn ids(out: &Value) -> Vec<String> {
-    out["hooks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            format!(
-                "{}:{}",
-                h["id"].as_str().unwrap(),
-                h["status"].as_str().unwrap()
-            )
-        })
-        .collect()
+    hook_fields(out, "id", "status")
 }
 
 fn wasm(id: &str, extra: Value) -> Value {

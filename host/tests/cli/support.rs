@@ -154,6 +154,15 @@ impl TestEnv {
     }
 }
 
+/// `"<a>:<b>"` for each hook of an outcome, e.g. `hook_fields(out, "id", "status")`.
+pub fn hook_fields(out: &Value, a: &str, b: &str) -> Vec<String> {
+    let hooks = out["hooks"].as_array().expect("an outcome has hooks");
+    hooks
+        .iter()
+        .map(|h| format!("{}:{}", h[a].as_str().unwrap(), h[b].as_str().unwrap()))
+        .collect()
+}
+
 /// A PreToolUse input for a Bash command.
 pub fn bash_input(command: &str) -> Value {
     serde_json::json!({

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Run, TestEnv, bash_input, hooks};
+use crate::support::{Run, TestEnv, bash_input, hook_fields, hooks};
 
 fn marker(id: &str) -> Value {
     json!({"type": "command", "id": id, "command": format!("echo {id} >> ran.txt")})
@@ -22,18 +22,7 @@ fn ran(env: &TestEnv) -> String {
 }
 
 fn statuses(out: &Value) -> Vec<String> {
-    out["hooks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            format!(
-                "{}:{}",
-                h["id"].as_str().unwrap(),
-                h["status"].as_str().unwrap()
-            )
-        })
-        .collect()
+    hook_fields(out, "id", "status")
 }
 
 fn message<'a>(out: &'a Value, id: &str) -> &'a str {
