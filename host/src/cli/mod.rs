@@ -3,6 +3,7 @@
 mod demo;
 mod dispatch;
 mod hooks;
+mod plugin;
 mod serve;
 
 use std::path::PathBuf;
@@ -36,6 +37,13 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a scripted agent session through example hooks.
     Demo(demo::DemoArgs),
+    /// Scaffold a wasm plugin.
+    Plugin {
+        #[command(subcommand)]
+        command: plugin::PluginCommand,
+    },
+    /// Print the JSON Schema of settings files (committed as `docs/hookhost.schema.json`).
+    Schema,
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
@@ -126,6 +134,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Validate(args) => hooks::validate(args),
         Command::Events => hooks::events(),
         Command::Demo(args) => demo::run(args),
+        Command::Plugin { command } => plugin::run(command),
+        Command::Schema => {
+            print!("{}", hookhost::config::schema::json_schema_text());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve(args) => serve::run(args),
         Command::RunAsync(args) => dispatch::run_async(args),
     }

@@ -10,4 +10,5 @@ mod config;
 mod drop_in;
 mod http;
 mod merge;
+mod schema;
 mod serve;
