@@ -2,5 +2,6 @@
 
 mod demo;
 mod hostile;
+mod lang;
 mod support;
 mod wasm;
