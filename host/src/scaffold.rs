@@ -43,27 +43,75 @@ impl Lang {
     fn files(self) -> &'static [(&'static str, &'static str, bool)] {
         match self {
             Lang::Rust => &[
-                ("Cargo.toml", include_str!("../templates/rust/Cargo.toml"), false),
-                ("src/lib.rs", include_str!("../templates/rust/src/lib.rs"), false),
-                ("README.md", include_str!("../templates/rust/README.md"), false),
+                (
+                    "Cargo.toml",
+                    include_str!("../templates/rust/Cargo.toml"),
+                    false,
+                ),
+                (
+                    "src/lib.rs",
+                    include_str!("../templates/rust/src/lib.rs"),
+                    false,
+                ),
+                (
+                    "README.md",
+                    include_str!("../templates/rust/README.md"),
+                    false,
+                ),
                 (".gitignore", "/target\n", false),
             ],
             Lang::Python => &[
                 ("app.py", include_str!("../templates/python/app.py"), false),
-                ("rules.py", include_str!("../templates/python/rules.py"), false),
-                ("test_rules.py", include_str!("../templates/python/test_rules.py"), false),
-                ("build.sh", include_str!("../templates/python/build.sh"), true),
-                ("README.md", include_str!("../templates/python/README.md"), false),
+                (
+                    "rules.py",
+                    include_str!("../templates/python/rules.py"),
+                    false,
+                ),
+                (
+                    "test_rules.py",
+                    include_str!("../templates/python/test_rules.py"),
+                    false,
+                ),
+                (
+                    "build.sh",
+                    include_str!("../templates/python/build.sh"),
+                    true,
+                ),
+                (
+                    "README.md",
+                    include_str!("../templates/python/README.md"),
+                    false,
+                ),
                 ("wit/hook.wit", WIT, false),
                 (".gitignore", "*.wasm\n__pycache__\n", false),
             ],
             Lang::Js => &[
                 ("app.js", include_str!("../templates/js/app.js"), false),
-                ("rules.mjs", include_str!("../templates/js/rules.mjs"), false),
-                ("rules.test.mjs", include_str!("../templates/js/rules.test.mjs"), false),
-                ("build.mjs", include_str!("../templates/js/build.mjs"), false),
-                ("package.json", include_str!("../templates/js/package.json"), false),
-                ("README.md", include_str!("../templates/js/README.md"), false),
+                (
+                    "rules.mjs",
+                    include_str!("../templates/js/rules.mjs"),
+                    false,
+                ),
+                (
+                    "rules.test.mjs",
+                    include_str!("../templates/js/rules.test.mjs"),
+                    false,
+                ),
+                (
+                    "build.mjs",
+                    include_str!("../templates/js/build.mjs"),
+                    false,
+                ),
+                (
+                    "package.json",
+                    include_str!("../templates/js/package.json"),
+                    false,
+                ),
+                (
+                    "README.md",
+                    include_str!("../templates/js/README.md"),
+                    false,
+                ),
                 ("wit/hook.wit", WIT, false),
                 (".gitignore", "*.wasm\nnode_modules\n", false),
             ],

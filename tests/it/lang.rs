@@ -12,8 +12,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use hookhost::handlers::wasm::{CacheStatus, WasmRuntime};
 use hookhost::handlers::Verdict;
+use hookhost::handlers::wasm::{CacheStatus, WasmRuntime};
 use hookhost::outcome::{Decision, HookStatus, Outcome};
 use hookhost::scaffold::{Lang, NewPlugin, new_plugin};
 use hookhost_tests::plugins;
@@ -218,11 +218,18 @@ async fn js_protect_paths_decides_like_the_rust_one() {
     let bad = Some(json!({"globs": "not-a-list"}));
     let input = json!({"session_id": "s1", "cwd": cwd, "tool_name": "Edit",
         "tool_input": {"file_path": ".env"}});
-    for plugin in [Path::new(plugins::PROTECT_PATHS), lang.js_protect_paths.as_path()] {
+    for plugin in [
+        Path::new(plugins::PROTECT_PATHS),
+        lang.js_protect_paths.as_path(),
+    ] {
         let config = settings("PreToolUse", "*", vec![lang_hook(plugin, bad.clone())]);
         let outcome = dispatch(project.path(), &config, "PreToolUse", input.clone()).await;
         assert_eq!(outcome.decision, Decision::None, "{}", plugin.display());
-        assert_eq!(only_report(&outcome).status, HookStatus::Failed, "{outcome:#?}");
+        assert_eq!(
+            only_report(&outcome).status,
+            HookStatus::Failed,
+            "{outcome:#?}"
+        );
     }
 }
 
@@ -234,7 +241,10 @@ fn lang_plugins_compile_once_then_load_from_the_cache() {
     let Some(lang) = lang_plugins() else { return };
     let cache = tempfile::tempdir().unwrap();
     for (plugin, name) in [
-        (&lang.python_deny_dangerous_bash, "python-deny-dangerous-bash"),
+        (
+            &lang.python_deny_dangerous_bash,
+            "python-deny-dangerous-bash",
+        ),
         (&lang.js_protect_paths, "js-protect-paths"),
     ] {
         let started = Instant::now();
@@ -337,7 +347,13 @@ async fn check_scaffold_plugin(plugin: &Path) {
         "Bash",
         vec![lang_hook(plugin, Some(json!({"deny": ["deploy"]})))],
     );
-    let outcome = dispatch(project.path(), &configured, "PreToolUse", bash("make deploy")).await;
+    let outcome = dispatch(
+        project.path(),
+        &configured,
+        "PreToolUse",
+        bash("make deploy"),
+    )
+    .await;
     assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
 }
 
@@ -361,7 +377,12 @@ async fn rust_scaffold_passes_its_test_builds_and_runs() {
     };
     let tested = must(&mut cargo(&["test", "--quiet"]));
     assert!(tested.contains("1 passed"), "{tested}");
-    must(&mut cargo(&["build", "--release", "--target", "wasm32-wasip2"]));
+    must(&mut cargo(&[
+        "build",
+        "--release",
+        "--target",
+        "wasm32-wasip2",
+    ]));
     let wasm = target.join("wasm32-wasip2/release/my_hook.wasm");
     let (info, _) = runtime().inspect(&wasm).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(info.name, "my-hook");

@@ -210,13 +210,13 @@ pub fn validate(raw: &RawCapabilities) -> Result<(), (String, String)> {
     for (i, dir) in raw.dirs.iter().enumerate() {
         expand_path(&dir.path, any_workspace, Some(any_home))
             .map_err(|e| (format!("capabilities.dirs[{i}].path"), e))?;
-        if let Some(guest) = &dir.guest {
-            if !guest.starts_with('/') || guest.split('/').any(|part| part == "..") {
-                return Err((
-                    format!("capabilities.dirs[{i}].guest"),
-                    format!("`{guest}` must be absolute, without `..`"),
-                ));
-            }
+        if let Some(guest) = &dir.guest
+            && (!guest.starts_with('/') || guest.split('/').any(|part| part == ".."))
+        {
+            return Err((
+                format!("capabilities.dirs[{i}].guest"),
+                format!("`{guest}` must be absolute, without `..`"),
+            ));
         }
     }
     for (i, name) in raw.env.iter().enumerate() {

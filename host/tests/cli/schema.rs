@@ -56,7 +56,10 @@ fn example_configs_reference_the_schema_and_load() {
         let target = path.parent().unwrap().join(reference);
         assert_eq!(
             target.canonicalize().unwrap(),
-            repo().join("docs/hookhost.schema.json").canonicalize().unwrap(),
+            repo()
+                .join("docs/hookhost.schema.json")
+                .canonicalize()
+                .unwrap(),
             "{file}: `$schema` {reference}"
         );
         let (_, warnings) = parse_settings(&text, file, false, &EventCatalogue::default())
@@ -88,7 +91,9 @@ fn doc_with(def: &str, key: &str, value: Value) -> Value {
             json!({"hooks": {"Stop": [group]}})
         }
         "RawHandler" => json!({"hooks": {"Stop": [{"hooks": [handler(object)]}]}}),
-        "RawLimits" => json!({"hooks": {"Stop": [{"hooks": [handler(json!({"limits": object}))]}]}}),
+        "RawLimits" => {
+            json!({"hooks": {"Stop": [{"hooks": [handler(json!({"limits": object}))]}]}})
+        }
         "RawCapabilities" => {
             json!({"hooks": {"Stop": [{"hooks": [handler(json!({"capabilities": object}))]}]}})
         }
@@ -140,7 +145,10 @@ fn schema_and_parser_accept_the_same_keys() {
         let doc = doc_with(def, "notAField", json!(1));
         let e = parse_settings(&doc.to_string(), "f.json", false, &catalogue)
             .expect_err("an unknown key is an error");
-        assert!(e.message.contains("unknown field `notAField`"), "{def}: {e}");
+        assert!(
+            e.message.contains("unknown field `notAField`"),
+            "{def}: {e}"
+        );
         assert!(e.path.ends_with("notAField"), "{def}: {}", e.path);
     }
     // Enums: the values the schema lists are the ones the parser takes.
@@ -198,14 +206,32 @@ fn plugin_new_scaffolds_from_the_command_line() {
         "",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("created python plugin `my-hook`"), "{}", run.stdout);
-    for file in ["app.py", "rules.py", "test_rules.py", "build.sh", "wit/hook.wit"] {
+    assert!(
+        run.stdout.contains("created python plugin `my-hook`"),
+        "{}",
+        run.stdout
+    );
+    for file in [
+        "app.py",
+        "rules.py",
+        "test_rules.py",
+        "build.sh",
+        "wit/hook.wit",
+    ] {
         assert!(dir.join(file).is_file(), "{file}");
     }
     let run = env.run(&["plugin", "new", "--lang", "cobol", "x"], "");
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("unknown language `cobol`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown language `cobol`"),
+        "{}",
+        run.stderr
+    );
     let run = env.run(&["plugin", "new", "--lang", "js", "Bad_Name"], "");
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("bad plugin name `Bad_Name`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("bad plugin name `Bad_Name`"),
+        "{}",
+        run.stderr
+    );
 }
