@@ -431,3 +431,164 @@ async fn js_scaffold_passes_its_test_builds_and_runs() {
     must(Command::new("node").arg("build.mjs").current_dir(&dir));
     check_scaffold_plugin(&dir.join("my_hook.wasm")).await;
 }
+
+/// p50 and p90 of `samples`, in milliseconds.
+fn percentiles(mut samples: Vec<f64>) -> (f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.9))
+}
+
+/// Benchmark, in one run: per-event cost through the host of the Python and JS plugins
+/// (fresh instance per event, cached component) beside the same rules as `python3` and
+/// `node` command hooks, and each component's uncached vs cached load.
+///
+/// `cargo test -p hookhost-tests --test it lang::benchmark -- --ignored --nocapture`
+/// (dependencies are built with opt-level 2 in the dev profile; see docs/plugins-in-other-languages.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run explicitly with --ignored --nocapture"]
+async fn benchmark() {
+    let Some(lang) = lang_plugins() else { return };
+    const EVENTS: usize = 40;
+    let project = tempfile::tempdir().unwrap();
+    let cwd = project.path().display().to_string();
+    let py_dir = repo().join("plugins/python-deny-dangerous-bash");
+    let js_dir = repo().join("plugins/js-protect-paths");
+    let python3 = if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    };
+    let node = if Path::new("/usr/bin/node").exists() {
+        "/usr/bin/node"
+    } else {
+        "node"
+    };
+    let bash_input = bash("rm -rf /");
+    let edit_input = json!({"session_id": "s1", "cwd": cwd, "tool_name": "Edit",
+        "tool_input": {"file_path": format!("{cwd}/.env")}});
+    let cases: Vec<(String, Value, Value)> = vec![
+        (
+            "python wasm (deny-dangerous-bash)".into(),
+            settings(
+                "PreToolUse",
+                "*",
+                vec![lang_hook(&lang.python_deny_dangerous_bash, None)],
+            ),
+            bash_input.clone(),
+        ),
+        (
+            format!("{python3} command hook (same rules)"),
+            settings(
+                "PreToolUse",
+                "*",
+                vec![json!({"type": "command", "command": python3,
+                    "args": [py_dir.join("command_hook.py")]})],
+            ),
+            bash_input.clone(),
+        ),
+        (
+            "rust wasm (deny-dangerous-bash)".into(),
+            settings(
+                "PreToolUse",
+                "*",
+                vec![lang_hook(Path::new(plugins::DENY_DANGEROUS_BASH), None)],
+            ),
+            bash_input,
+        ),
+        (
+            "js wasm (protect-paths)".into(),
+            settings(
+                "PreToolUse",
+                "*",
+                vec![lang_hook(&lang.js_protect_paths, None)],
+            ),
+            edit_input.clone(),
+        ),
+        (
+            format!("{node} command hook (same rules)"),
+            settings(
+                "PreToolUse",
+                "*",
+                vec![json!({"type": "command", "command": node,
+                    "args": [js_dir.join("command-hook.mjs")]})],
+            ),
+            edit_input.clone(),
+        ),
+        (
+            "rust wasm (protect-paths)".into(),
+            settings(
+                "PreToolUse",
+                "*",
+                vec![lang_hook(Path::new(plugins::PROTECT_PATHS), None)],
+            ),
+            edit_input,
+        ),
+    ];
+    println!(
+        "\nper event through the host ({EVENTS} events, fresh wasm instance each; RUST_BACKTRACE={}):",
+        std::env::var("RUST_BACKTRACE").unwrap_or_default()
+    );
+    println!(
+        "{:<48} {:>9} {:>9} {:>12}",
+        "hook", "p50 ms", "p90 ms", "fuel/event"
+    );
+    for (name, config, input) in cases {
+        let host = hookhost::HostBuilder::new(project.path())
+            .settings(config.to_string())
+            .wasm_runner(runtime())
+            .build();
+        // Warm-up: compile or load from the cache, first instantiation.
+        let first = host.dispatch("PreToolUse", input.clone()).await.unwrap();
+        assert_eq!(first.decision, Decision::Deny, "{name}: {first:#?}");
+        let mut samples = Vec::with_capacity(EVENTS);
+        let mut fuel = None;
+        for _ in 0..EVENTS {
+            let started = Instant::now();
+            let outcome = host.dispatch("PreToolUse", input.clone()).await.unwrap();
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(outcome.decision, Decision::Deny, "{name}");
+            fuel = outcome.hooks[0].fuel;
+        }
+        let (p50, p90) = percentiles(samples);
+        let fuel = fuel.map_or("-".to_string(), |f| f.to_string());
+        println!("{name:<48} {p50:>9.2} {p90:>9.2} {fuel:>12}");
+    }
+
+    println!("\ncomponent load (new runtime each time):");
+    println!(
+        "{:<30} {:>9} {:>12} {:>14}",
+        "component", "size MB", "compile ms", "cached load ms"
+    );
+    let cache = tempfile::tempdir().unwrap();
+    for (name, plugin) in [
+        (
+            "python_deny_dangerous_bash",
+            &lang.python_deny_dangerous_bash,
+        ),
+        ("js_protect_paths", &lang.js_protect_paths),
+        (
+            "deny_dangerous_bash (rust)",
+            &PathBuf::from(plugins::DENY_DANGEROUS_BASH),
+        ),
+    ] {
+        let size = std::fs::metadata(plugin).unwrap().len() as f64 / 1e6;
+        let started = Instant::now();
+        let (_, status) = WasmRuntime::new(Some(cache.path().into()))
+            .inspect(plugin)
+            .unwrap();
+        let compile = started.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(status, CacheStatus::Compiled);
+        let mut loads = Vec::new();
+        for _ in 0..5 {
+            let started = Instant::now();
+            let (_, status) = WasmRuntime::new(Some(cache.path().into()))
+                .inspect(plugin)
+                .unwrap();
+            loads.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(status, CacheStatus::Hit);
+        }
+        let (load, _) = percentiles(loads);
+        println!("{name:<30} {size:>9.1} {compile:>12.0} {load:>14.1}");
+    }
+}
