@@ -59,6 +59,7 @@ pub mod handlers;
 pub mod matcher;
 pub mod outcome;
 pub mod policy;
+pub mod scaffold;
 pub mod serve;
 pub mod session;
 pub mod trust;

@@ -3,5 +3,6 @@
 mod allowlist;
 mod demo;
 mod hostile;
+mod lang;
 mod support;
 mod wasm;

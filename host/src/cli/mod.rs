@@ -48,11 +48,13 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Create an ed25519 key pair for signing plugins.
     Keygen(signing::KeygenArgs),
-    /// Inspect, test, sign or verify a wasm plugin.
+    /// Scaffold, inspect, test, sign or verify a wasm plugin.
     Plugin {
         #[command(subcommand)]
         command: plugin::PluginCommand,
     },
+    /// Print the JSON Schema of settings files (committed as `docs/hookhost.schema.json`).
+    Schema,
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
@@ -150,12 +152,16 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Validate(args) => hooks::validate(args),
         Command::Events => hooks::events(),
         Command::Demo(args) => demo::run(args),
+        Command::Plugin { command } => plugin::run(command),
+        Command::Schema => {
+            print!("{}", hookhost::config::schema::json_schema_text());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve(args) => serve::run(args),
         Command::Trust(args) => trust::trust(args),
         Command::Untrust(args) => trust::untrust(args),
         Command::Audit(args) => audit::run(args),
         Command::Keygen(args) => signing::keygen(args),
-        Command::Plugin { command } => plugin::run(command),
         Command::RunAsync(args) => dispatch::run_async(args),
     }
 }

@@ -14,10 +14,26 @@ use hookhost::handlers::wasm::{
     CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, WasmRuntime,
     parse_grant, test_plugin,
 };
+use hookhost::scaffold::{Lang, NewPlugin, new_plugin, next_steps};
 
 /// The `plugin` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
+    /// Scaffold a plugin that builds and passes its own test out of the box.
+    New {
+        /// `rust`, `python` or `js`.
+        #[arg(long, value_name = "LANG")]
+        lang: String,
+        /// The plugin name (lowercase letters, digits, `-`).
+        name: String,
+        /// Where to create it (default: `./NAME`).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Rust only: the `guest-sdk` directory to depend on (default: the SDK of the
+        /// hookhost source tree this binary was built from).
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
     /// Show a plugin's WIT version, exports, declared events and capabilities, and sha256.
     Inspect {
         /// The component (`.wasm`).
@@ -68,6 +84,12 @@ pub enum PluginCommand {
 pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
     let runtime = WasmRuntime::default();
     match cmd {
+        PluginCommand::New {
+            lang,
+            name,
+            dir,
+            sdk,
+        } => new(&lang, name, dir, sdk),
         PluginCommand::Sign(args) => super::signing::sign(args),
         PluginCommand::Verify(args) => super::signing::verify(args),
         PluginCommand::Inspect { file, json } => {
@@ -210,4 +232,32 @@ fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
     out.push_str(&format!("imports:      {}\n", list(&info.imports)));
     out.push_str(&format!("compile:      {}\n", cache_label(cache)));
     out
+}
+
+/// `hookhost plugin new`.
+fn new(
+    lang: &str,
+    name: String,
+    dir: Option<PathBuf>,
+    sdk: Option<PathBuf>,
+) -> Result<ExitCode, String> {
+    let lang = Lang::parse(lang)
+        .ok_or_else(|| format!("unknown language `{lang}`; expected `rust`, `python` or `js`"))?;
+    let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+    let files = new_plugin(&NewPlugin {
+        lang,
+        name: name.clone(),
+        dir: dir.clone(),
+        sdk,
+    })?;
+    println!(
+        "created {} plugin `{name}` in {}:",
+        lang.as_str(),
+        dir.display()
+    );
+    for file in files {
+        println!("  {}", file.display());
+    }
+    println!("next, in {}:\n{}", dir.display(), next_steps(lang, &name));
+    Ok(ExitCode::SUCCESS)
 }

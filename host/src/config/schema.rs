@@ -6,11 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One matcher group: `{"matcher": "...", "hooks": [...]}`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawMatcherGroup {
     /// Which subjects (tool names, sources, ...) the group applies to.
@@ -24,7 +25,7 @@ pub struct RawMatcherGroup {
 }
 
 /// The handler types a settings file may name.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HandlerType {
     /// A process: shell form (`command`) or exec form (`command` + `args`).
@@ -57,7 +58,7 @@ impl HandlerType {
 
 /// What a failing hook (cannot start, timeout, unexpected exit, invalid output, trap)
 /// does to the action.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum OnFailure {
     /// Fail open: a non-blocking error notice (Claude Code's default).
@@ -68,7 +69,7 @@ pub enum OnFailure {
 }
 
 /// Where a wasm plugin keeps its instance.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum InstanceMode {
     /// A fresh instance for every event (the default; nothing leaks between events).
@@ -81,7 +82,7 @@ pub enum InstanceMode {
 /// One hook handler. All types share this struct so a field on the wrong type is caught
 /// by validation with a message that names the type ("`url` is not a field of a command
 /// hook"), not by serde's generic "unknown variant".
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawHandler {
     /// The handler type.
@@ -184,7 +185,7 @@ pub struct RawHandler {
 }
 
 /// Capability grants of a wasm hook. Each is live only if the plugin also declares it.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawCapabilities {
     /// Directories to preopen.
@@ -199,7 +200,7 @@ pub struct RawCapabilities {
 }
 
 /// A preopened directory.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawDirGrant {
     /// Host path: absolute, or `${workspace}` / `${home}` based.
@@ -213,7 +214,7 @@ pub struct RawDirGrant {
 }
 
 /// Access mode of a directory grant.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, Hash, JsonSchema)]
 pub enum DirMode {
     /// Read-only.
     #[default]
@@ -225,7 +226,7 @@ pub enum DirMode {
 }
 
 /// Resource limits of a wasm hook.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawLimits {
     /// Fuel per call.
@@ -383,4 +384,113 @@ pub struct RawHandlerTypes {
     /// The user's `hooks.json`.
     #[serde(default)]
     pub user: Option<Vec<HandlerType>>,
+}
+
+/// The top level of a hookhost settings file, for the JSON Schema only: parsing goes
+/// through [`crate::config::parse_settings`], which checks the same shape key by key so
+/// that every error names its JSON path.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    title = "hookhost settings",
+    description = "Hooks for coding agents: Claude Code's `hooks` block plus hookhost's own \
+                   fields (wasm hooks, limits, capabilities)."
+)]
+pub struct SettingsFile {
+    /// The schema of this file (editors use it for completion and checks).
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Free text, ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Matcher groups per event name (`PreToolUse`, `Stop`, ...). An unknown event name is
+    /// a warning and its groups are skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<BTreeMap<String, Vec<RawMatcherGroup>>>,
+    /// Turn every hook off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_all_hooks: Option<bool>,
+    /// Run managed-policy hooks only (honoured in managed policy only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_managed_hooks_only: Option<bool>,
+    /// URL patterns HTTP hooks may post to (merges across files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_http_hook_urls: Option<Vec<String>>,
+    /// Outer limit on each HTTP hook's `allowedEnvVars`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_hook_allowed_env_vars: Option<Vec<String>>,
+    /// Credential-looking environment variables that command hooks still get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_allowlist: Option<Vec<String>>,
+    /// Consecutive Stop blocks before the block is overridden.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_block_cap: Option<u32>,
+}
+
+/// The JSON Schema (draft 2020-12) of a hookhost settings file, generated from the config
+/// types. Optional fields do not accept `null`. The `hooks` object lists every built-in event name as a property so that
+/// editors complete them; other names are still allowed (custom events).
+pub fn json_schema() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(SettingsFile))
+        .expect("a schema serializes to JSON");
+    // `null` is not offered for optional fields: leave the key out instead.
+    strip_null(&mut schema);
+    if let Some(hooks) = schema.pointer_mut("/properties/hooks") {
+        let groups = serde_json::json!({
+            "type": "array",
+            "items": {"$ref": "#/$defs/RawMatcherGroup"}
+        });
+        let properties: serde_json::Map<String, Value> = crate::event::built_in_names()
+            .map(|name| (name.to_string(), groups.clone()))
+            .collect();
+        if let Value::Object(hooks) = hooks {
+            hooks.insert("properties".into(), Value::Object(properties));
+        }
+    }
+    schema
+}
+
+/// Removes the `null` alternative schemars adds for `Option` fields:
+/// `"type": ["string", "null"]` becomes `"type": "string"`, and
+/// `"anyOf": [X, {"type": "null"}]` becomes X, and `"default": null` goes.
+fn strip_null(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+            }
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            if let Some(Value::Array(any)) = map.get("anyOf") {
+                let rest: Vec<Value> = any
+                    .iter()
+                    .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"))
+                    .cloned()
+                    .collect();
+                if rest.len() == 1 && rest.len() < any.len() {
+                    map.remove("anyOf");
+                    if let Value::Object(inner) = &rest[0] {
+                        for (k, v) in inner {
+                            map.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            map.values_mut().for_each(strip_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_null),
+        _ => {}
+    }
+}
+
+/// [`json_schema`] as the pretty-printed text committed in `docs/hookhost.schema.json`.
+pub fn json_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&json_schema()).expect("JSON serializes");
+    text.push('\n');
+    text
 }

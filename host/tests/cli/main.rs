@@ -12,6 +12,7 @@ mod drop_in;
 mod governance;
 mod http;
 mod merge;
+mod schema;
 mod serve;
 mod signing;
 mod trust;
