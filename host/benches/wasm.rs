@@ -43,6 +43,12 @@ fn main() {
         "  input: PreToolUse Bash, {input_len} bytes of JSON; RUST_BACKTRACE={}",
         std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
     );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "  machine: {} cores, load average {} (other work on the machine inflates wall times)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+    );
     println!(
         "  plugin: {} ({} bytes)",
         plugin.display(),
@@ -258,7 +264,7 @@ fn sandbox_times(
     times.sort();
     cpu.sort();
     println!(
-        "  (sandbox call on-CPU time, immune to other load on the machine: p50 {}, p90 {})",
+        "  (sandbox call, on-CPU time of the calling thread: p50 {}, p90 {})",
         fmt(percentile(&cpu, 0.5)),
         fmt(percentile(&cpu, 0.9))
     );
