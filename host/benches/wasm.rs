@@ -43,6 +43,12 @@ fn main() {
         "  input: PreToolUse Bash, {input_len} bytes of JSON; RUST_BACKTRACE={}",
         std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
     );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "  machine: {} cores, load average {} (other work on the machine inflates wall times)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+    );
     println!(
         "  plugin: {} ({} bytes)",
         plugin.display(),
@@ -247,14 +253,33 @@ fn sandbox_times(
         .clone();
     let invocation = invocation(spec, input.clone(), project).expect("invocation");
     let mut times = Vec::with_capacity(n);
+    let mut cpu = Vec::with_capacity(n);
     for _ in 0..n {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), thread_cpu_time());
         let run = runtime.call(&call, &invocation);
         times.push(t.elapsed());
+        cpu.push(thread_cpu_time().saturating_sub(c));
         std::hint::black_box(run);
     }
     times.sort();
+    cpu.sort();
+    println!(
+        "  (sandbox call, on-CPU time of the calling thread: p50 {}, p90 {})",
+        fmt(percentile(&cpu, 0.5)),
+        fmt(percentile(&cpu, 0.9))
+    );
     times
+}
+
+/// CPU time consumed by the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec and the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -345,3 +345,33 @@ async fn env_vars_not_granted_are_absent() {
         ["granted=None secret=None all=[]"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_host_that_never_answers_cannot_outlive_the_timeout() {
+    let project = tempfile::tempdir().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accept and hold connections without ever answering.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let extra =
+        json!({"timeout": 0.5, "capabilities": {"http": [format!("http://127.0.0.1:{port}")]}});
+    let started = std::time::Instant::now();
+    let outcome = hostile(
+        project.path(),
+        "http",
+        &format!("http://127.0.0.1:{port}/slow"),
+        extra,
+    )
+    .await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{outcome:#?}"
+    );
+    assert_failed(&outcome, HookStatus::Timeout, &["timed out after 500 ms"]);
+    still_serves(project.path()).await;
+}
