@@ -196,6 +196,20 @@ impl Handlers {
                         started,
                     );
                 };
+                // On a multi-thread runtime the call runs in place: wasm hooks are short
+                // and bounded by fuel and their deadline, and a hop to the blocking pool
+                // costs more (tens of µs) than a typical hook. Elsewhere (a current-thread
+                // runtime cannot block in place) it goes to the blocking pool.
+                let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| {
+                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                });
+                if multi_thread {
+                    let call = std::panic::AssertUnwindSafe(|| wasm.run(hook, invocation, policy));
+                    return tokio::task::block_in_place(|| std::panic::catch_unwind(call))
+                        .unwrap_or_else(|_| {
+                            HandlerRun::failed(FailureKind::Trap, "wasm runner crashed", started)
+                        });
+                }
                 let (hook, invocation, policy) = (hook.clone(), invocation.clone(), policy.clone());
                 tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy))
                     .await
