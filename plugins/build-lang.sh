@@ -27,7 +27,8 @@ if [[ $install == 1 ]]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check componentize-py==0.25.1
     py_tool="$venv/bin/componentize-py"
   fi
-  if [[ ! -d "$js_dir/node_modules/@bytecodealliance/componentize-js" ]]; then
+  # (Re)install when node_modules is missing or older than the lockfile.
+  if [[ ! "$js_dir/node_modules/.package-lock.json" -nt "$js_dir/package-lock.json" ]]; then
     (cd "$js_dir" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi
