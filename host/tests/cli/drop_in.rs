@@ -2,7 +2,7 @@
 //! Claude Code reads the settings, runs the configured command with recorded inputs on
 //! stdin, and gets exactly the stdout, stderr and exit code it expects.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -24,31 +24,15 @@ fn claude_settings(hookhost: &str) -> Value {
 
 /// What Claude Code does with a command hook: `sh -c` in the project, input on stdin.
 fn run_like_claude_code(env: &TestEnv, command: &str, input: &Value) -> (i32, String, String) {
-    let mut child = Command::new("sh")
-        .args(["-c", command])
+    let mut sh = Command::new("sh");
+    sh.args(["-c", command])
         .current_dir(&env.project)
         .env("CLAUDE_PROJECT_DIR", &env.project)
         .env("HOOKHOST_HOME", &env.home)
         .env("HOOKHOST_MANAGED_DIR", &env.managed)
-        .env("HOOKHOST_DATA_DIR", &env.data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+        .env("HOOKHOST_DATA_DIR", &env.data);
+    let run = env.run_with(&mut sh, &input.to_string());
+    (run.code, run.stdout, run.stderr)
 }
 
 #[test]
