@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use super::{SourceArgs, runtime};
+use super::{SourceArgs, one_shot_runtime};
 
 /// What `dispatch` prints.
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
@@ -59,7 +59,7 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
         }
     };
     let host = args.sources.host()?;
-    let outcome = runtime()?
+    let outcome = one_shot_runtime()?
         .block_on(host.dispatch(&event, input))
         .map_err(|e| e.to_string())?;
     match args.format {
@@ -109,7 +109,7 @@ pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
     }
     let input = read_input()?;
     let host = args.sources.host()?;
-    runtime()?
+    one_shot_runtime()?
         .block_on(
             host.dispatcher()
                 .run_async_hook(&args.event, &args.hook, input),

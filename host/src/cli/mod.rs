@@ -135,10 +135,20 @@ pub fn data_dir() -> PathBuf {
     hookhost::data_dir()
 }
 
-/// A tokio runtime for one command.
+/// A tokio runtime for a long-running command (the daemon, the demo).
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// A tokio runtime for one event: no worker threads to start and join, since the process
+/// lives for a single dispatch. Hooks still run in parallel: command and HTTP hooks are
+/// I/O the one thread multiplexes, and wasm hooks go to blocking threads.
+fn one_shot_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))

@@ -14,7 +14,7 @@
 //! - the environment is the host's, minus credential-looking variables (see
 //!   [`is_credential_name`]) unless `envAllowlist` names them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -111,6 +111,33 @@ fn substitute(arg: &str, invocation: &Invocation) -> String {
         .replace("${CLAUDE_CODE_SESSION_ID}", &invocation.session_id)
 }
 
+/// Finds `program` the way `execvp` would in the hook's environment: a name with a `/`
+/// as it is, else the first executable file of that name in `search_path` (relative
+/// entries against `cwd`, the hook's working directory; `/bin:/usr/bin` when unset).
+///
+/// Why not leave the search to the spawn: with a cleared environment and a bare name,
+/// the standard library must `fork` the whole host to search in the child, while an
+/// absolute path lets it use `posix_spawn` (a `vfork`), which does not copy the host's
+/// page tables: a large share of a command hook's start-up. A name found nowhere is
+/// returned unchanged, so the spawn reports the same error it always did.
+fn resolve_program(program: &str, search_path: Option<&str>, cwd: &Path) -> PathBuf {
+    if program.contains('/') {
+        return PathBuf::from(program);
+    }
+    search_path
+        .unwrap_or("/bin:/usr/bin")
+        .split(':')
+        .map(|dir| cwd.join(dir).join(program))
+        .find(|candidate| is_executable_file(candidate))
+        .unwrap_or_else(|| PathBuf::from(program))
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// Kills the process group when dropped, unless disarmed: a cancelled dispatch (a
 /// disconnected client, a timeout) leaves no process behind.
 struct GroupGuard(Option<i32>);
@@ -141,25 +168,38 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
-    let mut command = match &spec.args {
+    let env = hook_env(invocation, settings);
+    let search_path = env
+        .iter()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.as_str());
+    let (program, args) = match &spec.args {
         None => {
-            let mut c = Command::new(match spec.shell {
+            let shell = match spec.shell {
                 Shell::Sh => "sh",
                 Shell::Bash => "bash",
-            });
-            c.arg("-c").arg(&spec.command);
-            c
+            };
+            (
+                shell.to_string(),
+                vec!["-c".to_string(), spec.command.clone()],
+            )
         }
-        Some(args) => {
-            let mut c = Command::new(substitute(&spec.command, invocation));
-            c.args(args.iter().map(|a| substitute(a, invocation)));
-            c
-        }
+        Some(args) => (
+            substitute(&spec.command, invocation),
+            args.iter().map(|a| substitute(a, invocation)).collect(),
+        ),
     };
+    let mut command = Command::new(resolve_program(
+        &program,
+        search_path,
+        &invocation.project_dir,
+    ));
     command
+        .arg0(&program)
+        .args(&args)
         .current_dir(&invocation.project_dir)
         .env_clear()
-        .envs(hook_env(invocation, settings))
+        .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -491,5 +531,46 @@ mod tests {
         assert!(wildcard_match("a*b*c", "aXbYc"));
         assert!(!wildcard_match("a*b*c", "aXcYb"));
         assert!(!wildcard_match("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn programs_are_found_like_execvp_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let write = |path: &Path, mode: u32| {
+            std::fs::write(path, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        write(&bin.join("tool"), 0o644); // not executable: skipped, as execvp does
+        write(&other.join("tool"), 0o755);
+        std::fs::create_dir_all(bin.join("dir-not-file")).unwrap();
+        let path = format!("{}:{}", bin.display(), other.display());
+        assert_eq!(
+            resolve_program("tool", Some(&path), dir.path()),
+            other.join("tool")
+        );
+        // Relative entries are relative to the hook's working directory.
+        assert_eq!(
+            resolve_program("tool", Some("bin:other"), dir.path()),
+            other.join("tool")
+        );
+        assert_eq!(
+            resolve_program("dir-not-file", Some(&path), dir.path()),
+            PathBuf::from("dir-not-file")
+        );
+        // Names with a slash are used as they are; unknown names are left to the spawn.
+        assert_eq!(
+            resolve_program("./tool", Some(&path), dir.path()),
+            PathBuf::from("./tool")
+        );
+        assert_eq!(
+            resolve_program("no-such-tool", Some(&path), dir.path()),
+            PathBuf::from("no-such-tool")
+        );
+        assert!(resolve_program("sh", None, dir.path()).is_absolute());
     }
 }
