@@ -1,15 +1,17 @@
 //! The daemon and the one-shot CLI with sandboxed plugins, side by side in one run.
 //!
 //! 1. `hookhost serve` over a unix socket with one wasm hook (`deny-dangerous-bash` on
-//!    PreToolUse): round-trip latency with one client in lockstep, then throughput with
-//!    1, 4 and 16 concurrent clients, each keeping 8 requests in flight. Target: at least
-//!    20,000 events/s on 2 cores.
+//!    PreToolUse), with a fresh instance per event and then one instance per session:
+//!    round-trip latency with one client in lockstep, then throughput with 1, 4 and 16
+//!    concurrent clients, each keeping 8 requests in flight. Target: at least 20,000
+//!    events/s on 2 cores.
 //! 2. The one-shot `hookhost dispatch` with three wasm plugins and a warm compile cache,
 //!    interleaved with spawning one `sh` hook that reads its stdin with `cat` and prints
 //!    `{}`. Target: no slower than the shell hook.
 //!
 //! Run with `cargo bench -p hookhost --bench daemon` (builds the example plugins for
-//! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts.
+//! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts;
+//! `HOOKHOST_BENCH_ONLY=daemon` runs only the daemon part (for profiling).
 
 mod common;
 
@@ -141,31 +143,13 @@ fn throughput(socket: &Path, clients: usize, total: usize) -> f64 {
     (per_client * clients) as f64 / started.elapsed().as_secs_f64()
 }
 
-fn main() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-    let plugins = hookhost::demo::build_plugins(
-        &workspace,
-        &["deny-dangerous-bash", "protect-paths", "redact-secrets"],
-    )
-    .expect("build the example plugins");
-    let plugin = |name: &str| plugins.join(format!("{name}.wasm")).display().to_string();
-    let dir = tempfile::tempdir().expect("tempdir");
-
-    println!(
-        "hookhost daemon and one-shot benchmark (RUST_BACKTRACE={})",
-        std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
-    );
-    println!();
-
-    // 1. The daemon, one wasm hook.
-    let one_hook = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "wasm", "plugin": plugin("deny_dangerous_bash")}
-    ]}]}});
-    let daemon = start_daemon(dir.path(), &one_hook);
+/// Latency and throughput of `hookhost serve` running `settings`.
+fn bench_daemon(dir: &Path, settings: &Value, instance: &str) {
+    let daemon = start_daemon(dir, settings);
     client(&daemon.socket, 300, 1, 0); // warm: compile, caches, connections
     let mut latency = client(&daemon.socket, scaled(3000), 1, 0);
     latency.sort();
-    println!("daemon round trip over a unix socket, one wasm hook (fresh instance per event):");
+    println!("daemon round trip over a unix socket, one wasm hook, one instance per {instance}:");
     println!();
     println!("| what | p50 µs | p90 µs | p99 µs |");
     println!("|---|---:|---:|---:|");
@@ -183,8 +167,40 @@ fn main() {
         let rate = throughput(&daemon.socket, clients, scaled(40_000));
         println!("| {clients} | {rate:.0} | {:.2}x |", rate / 20_000.0);
     }
-    drop(daemon);
     println!();
+}
+
+fn main() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+    let plugins = hookhost::demo::build_plugins(
+        &workspace,
+        &["deny-dangerous-bash", "protect-paths", "redact-secrets"],
+    )
+    .expect("build the example plugins");
+    let plugin = |name: &str| plugins.join(format!("{name}.wasm")).display().to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    println!(
+        "hookhost daemon and one-shot benchmark (RUST_BACKTRACE={})",
+        std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
+    );
+    println!();
+
+    // 1. The daemon, one wasm hook: a fresh instance per event (the default), then one
+    //    instance per session (`"instance": "session"`; the bench's requests spread
+    //    over 64 sessions).
+    for instance in ["event", "session"] {
+        let one_hook = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "wasm", "plugin": plugin("deny_dangerous_bash"), "instance": instance}
+        ]}]}});
+        bench_daemon(dir.path(), &one_hook, instance);
+    }
+    if std::env::var("HOOKHOST_BENCH_ONLY").is_ok_and(|only| only == "daemon") {
+        return;
+    }
+    if std::env::var("HOOKHOST_BENCH_ONLY").is_ok_and(|only| only == "daemon") {
+        return;
+    }
 
     // 2. The one-shot CLI with three plugins and a warm cache vs one shell hook.
     let three = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
