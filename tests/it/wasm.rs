@@ -546,7 +546,27 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
         "{name}"
     );
 
-    // Corrupt the artifact: its digest no longer matches the sidecar.
+    // The sidecar records the artifact's sha256 and its stamp as written. An unchanged
+    // stamp is trusted without reading the artifact: a wrong digest beside it goes
+    // unnoticed, which shows that the tens of megabytes are not hashed on a hit.
+    let sidecar = entry.with_extension("sha256");
+    let recorded = std::fs::read_to_string(&sidecar).unwrap();
+    let (artifact_digest, stamp) = recorded.trim_end().split_once('\n').unwrap();
+    assert_eq!(
+        artifact_digest,
+        hookhost::handlers::wasm::sha256_hex(&std::fs::read(&entry).unwrap())
+    );
+    assert!(
+        stamp.contains("ino=") && stamp.contains("ctime="),
+        "{stamp}"
+    );
+    std::fs::write(&sidecar, format!("{}\n{stamp}\n", "0".repeat(64))).unwrap();
+    let (_, status) = fresh().inspect(plugin).unwrap();
+    assert_eq!(status, CacheStatus::Hit);
+    std::fs::write(&sidecar, &recorded).unwrap();
+
+    // Corrupt the artifact: its stamp changes, so it is hashed, and its digest no longer
+    // matches the sidecar.
     let mut bytes = std::fs::read(&entry).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
@@ -571,6 +591,21 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
     assert!(
         matches!(&status, CacheStatus::Rebuilt(r) if r.contains("wasmtime refused")),
         "{status:?}"
+    );
+
+    // An entry from an older hookhost (a sidecar with the digest alone) is verified
+    // once, then stamped.
+    let artifact = std::fs::read(&entry).unwrap();
+    std::fs::write(&sidecar, hookhost::handlers::wasm::sha256_hex(&artifact)).unwrap();
+    let (_, status) = fresh().inspect(plugin).unwrap();
+    assert_eq!(status, CacheStatus::Hit);
+    let upgraded = std::fs::read_to_string(&sidecar).unwrap();
+    assert!(
+        upgraded
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("ctime=")),
+        "{upgraded}"
     );
 
     // No cache directory: compiled every time, never fails.

@@ -1,18 +1,27 @@
 //! The on-disk compile cache: one precompiled artifact per (component sha256, wasmtime
 //! version, engine config), loaded with `Component::deserialize_file`.
 //!
-//! An entry is `<key>.cwasm` plus `<key>.sha256`, the digest of the artifact. An entry is
-//! used only when the artifact's digest matches its sidecar and wasmtime accepts it;
-//! anything else (truncated, corrupt, built by another engine config) is rebuilt.
-//! Writes go to a temporary file that is renamed into place, so a crash never leaves a
-//! half-written entry under the final name.
+//! An entry is `<key>.cwasm` plus `<key>.sha256`: the artifact's sha256 and the stamp
+//! (device, inode, size, mtime, ctime) the artifact had when this host wrote it. An
+//! entry whose stamp is unchanged is the very file the host wrote, since any write to it
+//! changes its mtime and ctime, and a ctime cannot be set back: it is mapped as it is,
+//! without reading its tens of megabytes. An entry with another stamp (copied, touched,
+//! written by someone else, or from an older hookhost) is used only when its sha256
+//! matches the sidecar, and wasmtime must accept it in every case; anything else
+//! (truncated, corrupt, built by another engine config) is rebuilt. Writes go to a
+//! temporary file that is renamed into place, so a crash never leaves a half-written
+//! entry under the final name.
+//!
+//! A plugin's own sha256 (its cache key, and what `sha256` pins and allowlists check) is
+//! memoized the same way, under `digests/`: a 20 MB Python component is hashed once
+//! per change, not once per process.
 
 use std::hash::{Hash, Hasher};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -20,6 +29,9 @@ use wasmtime::component::Component;
 
 /// The wasmtime release the host is built with; part of every cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
+
+/// How long a plugin file must have been left alone before its digest is memoized.
+const SETTLE_TIME: Duration = Duration::from_secs(1);
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +73,37 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// What identifies one version of a file: any write changes its mtime and ctime, and a
+/// ctime cannot be set back by a user, so an unchanged stamp means unchanged content.
+fn file_stamp(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
+}
+
+/// Writes `text` to `path` through a temporary file renamed into place.
+fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
+    ));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 impl CompileCache {
     /// A cache in `dir` (`None`: no cache) for components of `engine`.
     pub fn new(dir: Option<PathBuf>, engine: &Engine) -> CompileCache {
@@ -98,21 +141,74 @@ impl CompileCache {
         })
     }
 
-    /// Loads the component with digest `digest` from the cache, or compiles `bytes` and
-    /// stores it. `label` names the plugin in progress messages.
+    /// The sha256 of the plugin file at `path` (whose metadata is `meta`), from the memo
+    /// when the file is unchanged since it was last hashed; else read and hashed, and
+    /// then the bytes read are returned too.
     ///
     /// # Errors
     ///
-    /// The component does not compile.
+    /// The file cannot be read.
+    pub fn plugin_digest(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+    ) -> std::io::Result<(String, Option<Vec<u8>>)> {
+        let stamp = file_stamp(meta);
+        let memo = self.dir.as_ref().map(|dir| {
+            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            let key = sha256_hex(canonical.as_os_str().as_encoded_bytes());
+            dir.join("digests").join(&key[..32])
+        });
+        if let Some(memo) = &memo
+            && let Ok(text) = std::fs::read_to_string(memo)
+            && let Some((memo_stamp, digest)) = text.trim_end().split_once('\n')
+            && memo_stamp == stamp
+            && digest.len() == 64
+        {
+            return Ok((digest.to_string(), None));
+        }
+        let bytes = std::fs::read(path)?;
+        let digest = sha256_hex(&bytes);
+        // Stamped with the metadata taken before the read: a file changed meanwhile has
+        // another stamp next time. File times have the kernel's tick as resolution, so a
+        // file changed in the last moments could change again without a new stamp: like
+        // git's "racily clean" entries, such a file is not memoized.
+        let settled = |time: std::io::Result<SystemTime>| {
+            time.ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age >= SETTLE_TIME)
+        };
+        let changed_at = {
+            use std::os::unix::fs::MetadataExt;
+            UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32)
+        };
+        if let Some(memo) = &memo
+            && settled(meta.modified())
+            && settled(Ok(changed_at))
+            && let Err(e) = write_atomically(memo, format!("{stamp}\n{digest}\n").as_bytes())
+        {
+            tracing::debug!("cannot memoize the digest of {}: {e}", path.display());
+        }
+        Ok((digest, Some(bytes)))
+    }
+
+    /// Loads the component with digest `digest` from the cache, or compiles the bytes
+    /// that `read` returns and stores them. `read` is only called on a cache miss, and
+    /// must return bytes whose sha256 is `digest`. `label` names the plugin in progress
+    /// messages.
+    ///
+    /// # Errors
+    ///
+    /// `read` fails, or the component does not compile.
     pub fn load(
         &self,
         engine: &Engine,
-        bytes: &[u8],
+        read: impl FnOnce() -> Result<Vec<u8>, String>,
         digest: &str,
         label: &str,
     ) -> Result<(Component, CacheStatus), String> {
         let Some(path) = self.entry_path(digest) else {
-            return compile(engine, bytes, label).map(|c| (c, CacheStatus::Uncached));
+            return compile(engine, &read()?, label).map(|c| (c, CacheStatus::Uncached));
         };
         let sidecar = path.with_extension("sha256");
         let mut rebuilt = None;
@@ -125,8 +221,9 @@ impl CompileCache {
                 }
             }
         }
+        let bytes = read()?;
         let started = Instant::now();
-        let artifact = with_progress(label, || engine.precompile_component(bytes))
+        let artifact = with_progress(label, || engine.precompile_component(&bytes))
             .map_err(|e| format!("`{label}` does not compile: {e:#}"))?;
         tracing::debug!(plugin = label, "compiled in {:?}", started.elapsed());
         let stored = store(&path, &sidecar, &artifact);
@@ -146,20 +243,31 @@ impl CompileCache {
     }
 
     fn try_load(&self, engine: &Engine, path: &Path, sidecar: &Path) -> Result<Component, String> {
-        let expected =
+        let recorded =
             std::fs::read_to_string(sidecar).map_err(|e| format!("no digest sidecar ({e})"))?;
-        let artifact = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
-        let actual = sha256_hex(&artifact);
-        if actual != expected.trim() {
-            return Err(format!(
-                "artifact digest {actual} does not match its sidecar {}",
-                expected.trim()
-            ));
+        let mut lines = recorded.lines();
+        let expected = lines.next().unwrap_or_default().trim();
+        let written_as = lines.next();
+        let meta = std::fs::metadata(path).map_err(|e| format!("unreadable ({e})"))?;
+        if written_as != Some(file_stamp(&meta).as_str()) {
+            let artifact = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
+            let actual = sha256_hex(&artifact);
+            if actual != expected {
+                return Err(format!(
+                    "artifact digest {actual} does not match its sidecar {expected}"
+                ));
+            }
+            // Verified: stamp it, so that the next load maps it without hashing.
+            let stamped = format!("{expected}\n{}\n", file_stamp(&meta));
+            if let Err(e) = write_atomically(sidecar, stamped.as_bytes()) {
+                tracing::debug!("cannot update {}: {e}", sidecar.display());
+            }
         }
-        // SAFETY: the artifact was written by `store` from `precompile_component` output,
-        // and its digest matches the one recorded when it was written, so it is not
-        // truncated or corrupted; wasmtime itself checks that it was built by a
-        // compatible engine (version and codegen config) and refuses it otherwise.
+        // SAFETY: the artifact is the file `store` wrote from `precompile_component`
+        // output (its stamp is unchanged since), or its digest matches the one recorded
+        // when it was written; so it is not truncated or corrupted. wasmtime itself
+        // checks that it was built by a compatible engine (version and codegen config)
+        // and refuses it otherwise.
         unsafe { Component::deserialize_file(engine, path) }
             .map_err(|e| format!("wasmtime refused it: {e}"))
     }
@@ -171,18 +279,12 @@ fn compile(engine: &Engine, bytes: &[u8], label: &str) -> Result<Component, Stri
 }
 
 fn store(path: &Path, sidecar: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
-    ));
-    std::fs::write(&tmp, artifact)?;
-    std::fs::write(sidecar, sha256_hex(artifact))?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    write_atomically(path, artifact)?;
+    let stamp = file_stamp(&std::fs::metadata(path)?);
+    write_atomically(
+        sidecar,
+        format!("{}\n{stamp}\n", sha256_hex(artifact)).as_bytes(),
+    )
 }
 
 /// Runs a compile; when it takes more than a second and stderr is a terminal, shows a
@@ -222,4 +324,50 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_digests_are_memoized_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(Some(dir.path().join("cache")), &Engine::default());
+        let file = dir.path().join("p.wasm");
+        std::fs::write(&file, "first version").unwrap();
+        let digest = |cache: &CompileCache| {
+            let meta = std::fs::metadata(&file).unwrap();
+            cache.plugin_digest(&file, &meta).unwrap()
+        };
+
+        // Just written: hashed, and hashed again (not memoized while it may still change
+        // within one timestamp tick).
+        let (first, read) = digest(&cache);
+        assert_eq!(first, sha256_hex(b"first version"));
+        assert!(read.is_some());
+        assert!(digest(&cache).1.is_some(), "a fresh file is not memoized");
+
+        std::thread::sleep(SETTLE_TIME + Duration::from_millis(100));
+        assert!(digest(&cache).1.is_some(), "hashed once more, and memoized");
+        let (memoized, read) = digest(&cache);
+        assert_eq!((memoized.as_str(), read), (first.as_str(), None));
+
+        // Same size, same mtime, other bytes: the ctime gives the change away.
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::fs::write(&file, "other version").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let (changed, read) = digest(&cache);
+        assert_eq!(changed, sha256_hex(b"other version"));
+        assert!(read.is_some());
+
+        // Without a cache directory, nothing is memoized.
+        let uncached = CompileCache::new(None, &Engine::default());
+        assert!(digest(&uncached).1.is_some());
+    }
 }

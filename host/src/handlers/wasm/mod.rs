@@ -448,31 +448,48 @@ impl Sandbox {
             admit(allowlist, path, &loaded.info.sha256)?;
             return Ok(loaded);
         }
-        let bytes = std::fs::read(path).map_err(|e| {
+        let cannot_read = |e: std::io::Error| {
             (
                 FailureKind::CannotStart,
                 format!("cannot read plugin `{shown}`: {e}"),
             )
-        })?;
-        let digest = sha256_hex(&bytes);
+        };
+        let meta = std::fs::metadata(path).map_err(cannot_read)?;
+        let (digest, bytes) = self.cache.plugin_digest(path, &meta).map_err(cannot_read)?;
         check_sha(&digest, expected_sha, path)?;
-        // Managed allowlist: decided on the digest of `bytes`, which are what compiles.
+        // Managed allowlist: decided on the digest of the bytes that compile (`read`
+        // below refuses bytes with another digest).
         admit(allowlist, path, &digest)?;
-        if !wasmparser_is_component(&bytes) {
-            return Err((
-                FailureKind::CannotStart,
-                format!(
-                    "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
-                ),
-            ));
-        }
         let file_name: Arc<str> = path
             .file_name()
             .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned())
             .into();
+        // Only a cache miss reads (or re-reads) the file.
+        let read = || {
+            // Bytes from the digest step were hashed there; re-read ones must match it.
+            let bytes = match bytes {
+                Some(bytes) => bytes,
+                None => {
+                    let bytes = std::fs::read(path)
+                        .map_err(|e| format!("cannot read plugin `{shown}`: {e}"))?;
+                    if sha256_hex(&bytes) != digest {
+                        return Err(format!(
+                            "plugin `{shown}` changed while it was being loaded; try again"
+                        ));
+                    }
+                    bytes
+                }
+            };
+            if !wasmparser_is_component(&bytes) {
+                return Err(format!(
+                    "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
+                ));
+            }
+            Ok(bytes)
+        };
         let (component, cache_status) = self
             .cache
-            .load(&self.engine, &bytes, &digest, &file_name)
+            .load(&self.engine, read, &digest, &file_name)
             .map_err(|e| (FailureKind::CannotStart, e))?;
         let (imports, exports) = self.interface_names(&component);
         let wit_version = check_wit_version(&imports, &exports, path)?;
@@ -490,7 +507,7 @@ impl Sandbox {
         let info = PluginInfo {
             path: path.to_path_buf(),
             sha256: digest,
-            size: bytes.len() as u64,
+            size: meta.len(),
             wit_version,
             name: described.name,
             version: described.version,
