@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::{BufRead, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use regex::Regex;
@@ -31,9 +31,27 @@ const VALUE_CAP: usize = 2000;
 pub const REDACTED: &str = "[REDACTED]";
 
 /// An append-only JSON-lines audit log.
-#[derive(Debug, Clone)]
+///
+/// The file stays open between appends (a daemon appends thousands of lines a second):
+/// each append only checks that the path still names the open file, and reopens it when
+/// the log was rotated away or deleted.
+#[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
+    open: Mutex<Option<OpenLog>>,
+}
+
+/// The open log file and the (device, inode) it was opened as.
+#[derive(Debug)]
+struct OpenLog {
+    file: File,
+    id: (u64, u64),
+}
+
+impl Clone for AuditLog {
+    fn clone(&self) -> AuditLog {
+        AuditLog::new(self.path.clone())
+    }
 }
 
 /// An exclusive `flock` on a file, released on drop.
@@ -73,7 +91,10 @@ impl Drop for Flock<'_> {
 impl AuditLog {
     /// A log in the file `path`.
     pub fn new(path: impl Into<PathBuf>) -> AuditLog {
-        AuditLog { path: path.into() }
+        AuditLog {
+            path: path.into(),
+            open: Mutex::new(None),
+        }
     }
 
     /// `$HOOKHOST_AUDIT_LOG` if set and not empty, else `DATA_DIR/audit.jsonl`.
@@ -104,25 +125,45 @@ impl AuditLog {
     ///
     /// The log cannot be opened, locked or written; the message names the file.
     pub fn append(&self, entry: &Value) -> Result<(), String> {
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::MetadataExt;
         let shown = self.path.display();
         let mut line = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
         line.push(b'\n');
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let current = std::fs::metadata(&self.path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if open.as_ref().map(|o| Some(o.id)) != Some(current) {
+            *open = None;
+            let file = self.open_file()?;
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+            *open = Some(OpenLog {
+                file,
+                id: (meta.dev(), meta.ino()),
+            });
+        }
+        let file = &open.as_ref().expect("opened above").file;
+        let _lock = Flock::exclusive(file)
+            .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
+        (&*file)
+            .write_all(&line)
+            .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))
+    }
+
+    fn open_file(&self) -> Result<File, String> {
+        use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
         }
-        let file = std::fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
             .open(&self.path)
-            .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
-        let _lock = Flock::exclusive(&file)
-            .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
-        (&file)
-            .write_all(&line)
-            .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))
+            .map_err(|e| format!("cannot open the audit log `{}`: {e}", self.path.display()))
     }
 
     /// Reads every entry, oldest first. Lines that are not JSON are returned as errors
@@ -447,6 +488,38 @@ mod tests {
         }
         assert_ne!(redact_text(samples[0]), samples[0], "the samples do mask");
     }
+    /// The log stays open between appends, yet a log moved away (rotated) or deleted is
+    /// followed by a new file at the configured path.
+    #[test]
+    fn rotated_or_deleted_logs_are_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/audit.jsonl");
+        let log = AuditLog::new(&path);
+        let lines = |p: &Path| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        log.append(&json!({"n": 1})).unwrap();
+        log.append(&json!({"n": 2})).unwrap();
+        assert_eq!(lines(&path), 2);
+
+        let rotated = dir.path().join("logs/audit.jsonl.1");
+        std::fs::rename(&path, &rotated).unwrap();
+        log.append(&json!({"n": 3})).unwrap();
+        assert_eq!((lines(&rotated), lines(&path)), (2, 1));
+
+        std::fs::remove_file(&path).unwrap();
+        log.append(&json!({"n": 4})).unwrap();
+        let entries = log.read().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].as_ref().unwrap()["n"], 4);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "a reopened log is private too");
+    }
+
     #[test]
     fn concurrent_writers_never_tear_or_lose_lines() {
         let dir = tempfile::tempdir().unwrap();
