@@ -13,7 +13,7 @@ pub mod output;
 pub mod wasm;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -151,7 +151,9 @@ pub trait WasmRunner: Send + Sync + std::fmt::Debug {
 /// The shared state of the runners: one HTTP client, the wasm sandbox.
 #[derive(Clone)]
 pub struct Handlers {
-    http: reqwest::Client,
+    /// Built on the first HTTP hook: it loads the system's trusted certificates, which a
+    /// one-shot `hookhost dispatch` without HTTP hooks should not pay for.
+    http: Arc<OnceLock<reqwest::Client>>,
     wasm: Option<Arc<dyn WasmRunner>>,
 }
 
@@ -166,11 +168,21 @@ impl std::fmt::Debug for Handlers {
 impl Handlers {
     /// Runners for command and HTTP hooks, and wasm hooks when `wasm` is given.
     pub fn new(wasm: Option<Arc<dyn WasmRunner>>) -> Handlers {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
-        Handlers { http, wasm }
+        Handlers {
+            http: Arc::default(),
+            wasm,
+        }
+    }
+
+    /// The HTTP client of HTTP hooks: no redirects; TLS with the system's trusted
+    /// certificates (`SSL_CERT_FILE` / `SSL_CERT_DIR` honoured) and the Mozilla roots.
+    fn http_client(&self) -> &reqwest::Client {
+        self.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default()
+        })
     }
 
     /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`].
@@ -186,7 +198,7 @@ impl Handlers {
                 command::run(spec, hook, invocation, &policy.settings).await
             }
             HandlerSpec::Http(spec) => {
-                http::run(&self.http, spec, hook, invocation, &policy.settings).await
+                http::run(self.http_client(), spec, hook, invocation, &policy.settings).await
             }
             HandlerSpec::Wasm(_) => {
                 let Some(wasm) = self.wasm.clone() else {

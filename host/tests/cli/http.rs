@@ -39,6 +39,50 @@ fn a_2xx_json_answer_decides_and_the_input_is_posted() {
     assert_eq!(body["tool_input"]["command"], "ls");
 }
 
+/// `https://` hooks work, and trust the system's certificate store (here a test CA
+/// named by `SSL_CERT_FILE`); an untrusted certificate is a non-blocking error.
+#[test]
+fn https_hooks_verify_the_server_certificate() {
+    let env = TestEnv::new();
+    let (server, cert_pem) = TestServer::start_tls(|_| (200, DENY.to_string(), Duration::ZERO));
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "http", "url": format!("{}/deny", server.url)}]),
+    ));
+    let trusted = env.project.join("test-ca.pem");
+    std::fs::write(&trusted, cert_pem).unwrap();
+    let input = bash_input("ls").to_string();
+
+    let run = env.run_with(
+        env.command()
+            .args(["dispatch", "PreToolUse"])
+            .env("SSL_CERT_FILE", &trusted),
+        &input,
+    );
+    let out = run.json();
+    assert_eq!(out["decision"], "deny", "{out}");
+    assert_eq!(out["hooks"][0]["exitCode"], 200);
+    assert_eq!(server.requests().len(), 1);
+
+    // Not trusted: the request fails before anything is sent, and the agent goes on.
+    let elsewhere = env.project.join("empty.pem");
+    std::fs::write(&elsewhere, "").unwrap();
+    let run = env.run_with(
+        env.command()
+            .args(["dispatch", "PreToolUse"])
+            .env("SSL_CERT_FILE", &elsewhere)
+            .env("SSL_CERT_DIR", env.project.join("no-such-dir")),
+        &input,
+    );
+    let out = run.json();
+    assert_eq!(out["decision"], "none", "{out}");
+    assert_eq!(out["hooks"][0]["status"], "failed", "{out}");
+    let message = out["hooks"][0]["message"].as_str().unwrap();
+    assert!(message.contains("certificate"), "{message}");
+    assert_eq!(server.requests().len(), 1, "no request reached the server");
+}
+
 #[test]
 fn other_answers_are_non_blocking_errors() {
     let env = TestEnv::new();

@@ -2,7 +2,7 @@
 //! server.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -209,6 +209,36 @@ impl TestServer {
     pub fn start(
         respond: impl Fn(&Request) -> (u16, String, Duration) + Send + Sync + 'static,
     ) -> TestServer {
+        TestServer::listen(None, respond)
+    }
+
+    /// An HTTPS server for `localhost` with a fresh self-signed certificate; its PEM is
+    /// returned for the client to trust (`SSL_CERT_FILE`).
+    pub fn start_tls(
+        respond: impl Fn(&Request) -> (u16, String, Duration) + Send + Sync + 'static,
+    ) -> (TestServer, String) {
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+            .expect("a self-signed certificate");
+        let cert_pem = certified.cert.pem();
+        let key =
+            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)
+        .unwrap();
+        let mut server = TestServer::listen(Some(Arc::new(config)), respond);
+        server.url = server.url.replace("http://127.0.0.1", "https://localhost");
+        (server, cert_pem)
+    }
+
+    fn listen(
+        tls: Option<Arc<rustls::ServerConfig>>,
+        respond: impl Fn(&Request) -> (u16, String, Duration) + Send + Sync + 'static,
+    ) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -217,8 +247,20 @@ impl TestServer {
         std::thread::spawn(move || {
             // Bounded: a test never sends more than a few hundred requests.
             for stream in listener.incoming().take(500).flatten() {
-                let (respond, seen) = (respond.clone(), seen.clone());
-                std::thread::spawn(move || serve(stream, &*respond, &seen));
+                let (respond, seen, tls) = (respond.clone(), seen.clone(), tls.clone());
+                std::thread::spawn(move || {
+                    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                    match tls {
+                        None => serve(stream, &*respond, &seen),
+                        Some(config) => {
+                            let Ok(connection) = rustls::ServerConnection::new(config) else {
+                                return;
+                            };
+                            let tls = rustls::StreamOwned::new(connection, stream);
+                            serve(tls, &*respond, &seen);
+                        }
+                    }
+                });
             }
         });
         TestServer { url, requests }
@@ -229,9 +271,8 @@ impl TestServer {
     }
 }
 
-fn serve(stream: TcpStream, respond: &Responder, seen: &Mutex<Vec<Request>>) {
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+fn serve(stream: impl Read + Write, respond: &Responder, seen: &Mutex<Vec<Request>>) {
+    let mut reader = BufReader::new(stream);
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() {
         return;
@@ -261,12 +302,13 @@ fn serve(stream: TcpStream, respond: &Responder, seen: &Mutex<Vec<Request>>) {
     let (status, body, delay) = respond(&request);
     seen.lock().unwrap().push(request);
     std::thread::sleep(delay);
-    let mut stream = stream;
+    let mut stream = reader.into_inner();
     let _ = write!(
         stream,
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
+    let _ = stream.flush();
 }
 
 /// Whether any process is still running with `marker` in its command line.
