@@ -274,10 +274,11 @@ impl Dispatcher {
     fn start_async(&self, hook: &Arc<Hook>, invocation: &Arc<Invocation>) -> Result<(), String> {
         match &self.launcher {
             AsyncLauncher::InProcess => {
-                let (handlers, policy, sessions) = (
+                let (handlers, policy, sessions, audit) = (
                     self.handlers.clone(),
                     self.policy.clone(),
                     self.sessions.clone(),
+                    self.audit.clone(),
                 );
                 let (hook, invocation) = (hook.clone(), invocation.clone());
                 tokio::spawn(async move {
@@ -286,6 +287,7 @@ impl Dispatcher {
                         &invocation.session_id,
                         async_result(&hook, &invocation, &run),
                     );
+                    audit_async_run(audit.as_deref(), &hook, &invocation, run);
                 });
                 Ok(())
             }
@@ -421,6 +423,31 @@ impl Dispatcher {
             &invocation.session_id,
             async_result(hook, &invocation, &run),
         );
+        audit_async_run(self.audit.as_deref(), hook, &invocation, run);
         Ok(())
+    }
+}
+
+/// Appends the line of an async hook's run, which finishes after its event's line was
+/// written: the run is audited on its own, marked `"async": true`. A log that cannot be
+/// written is reported where an async run can report: the tracing log.
+fn audit_async_run(
+    audit: Option<&crate::audit::AuditLog>,
+    hook: &Arc<Hook>,
+    invocation: &Invocation,
+    run: HandlerRun,
+) {
+    let Some(log) = audit else { return };
+    let executed = [Executed {
+        hook: hook.clone(),
+        result: HookResult::Ran(Box::new(run)),
+    }];
+    let outcome = merge(&invocation.spec, &executed);
+    let mut entry = crate::audit::entry(invocation, &outcome, std::time::SystemTime::now());
+    if let Some(line) = entry.as_object_mut() {
+        line.insert("async".into(), Value::Bool(true));
+    }
+    if let Err(e) = log.append(&entry) {
+        tracing::error!(hook = %hook.id, "audit: {e}");
     }
 }

@@ -9,6 +9,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Warnings of the library (a compile-cache entry rebuilt, an audit line that could
+    // not be written by a background run) on stderr; `HOOKHOST_LOG=debug` for more.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HOOKHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,

@@ -43,6 +43,28 @@ fn async_results_join_a_later_outcome_of_the_session() {
     assert_eq!(first["additionalContext"], json!([]));
 
     wait_for_result(&env, "sa");
+    // The async run has an audit line of its own, after its event's line.
+    let audit = env.data.join("audit.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let async_line = loop {
+        let found = std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["async"] == true);
+        match found {
+            Some(line) => break line,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            None => panic!("no audit line for the async run"),
+        }
+    };
+    assert_eq!(async_line["session"], "sa");
+    assert_eq!(async_line["event"], "PreToolUse");
+    assert_eq!(async_line["hooks"][0]["id"], "bg");
+    // What the hook answered, though an async hook cannot decide.
+    assert_eq!(async_line["hooks"][0]["status"], "blocked");
+    assert_eq!(async_line["decision"], "deny");
+
     let other = env.dispatch(
         "PostToolUse",
         json!({"session_id": "other", "tool_name": "Bash"}),
