@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
@@ -93,9 +93,13 @@ fn file_stamp(meta: &std::fs::Metadata) -> String {
 fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    // Unique per process and per write: two threads storing the same entry must not
+    // write into one temporary file.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed),
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
     ));
     std::fs::write(&tmp, text)?;
