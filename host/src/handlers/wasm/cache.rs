@@ -75,18 +75,48 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// What identifies one version of a file: any write changes its mtime and ctime, and a
 /// ctime cannot be set back by a user, so an unchanged stamp means unchanged content.
-fn file_stamp(meta: &std::fs::Metadata) -> String {
-    use std::os::unix::fs::MetadataExt;
-    format!(
-        "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    )
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    pub(super) fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether the file has been left alone for [`SETTLE_TIME`]. File times have the
+    /// kernel's tick as resolution, so a file changed in the last moments could change
+    /// again without a new stamp: like git's "racily clean" entries, such a stamp is not
+    /// trusted for later runs.
+    fn settled(&self) -> bool {
+        let latest = self.mtime.max(self.ctime);
+        let changed = UNIX_EPOCH + Duration::new(latest.0.max(0) as u64, latest.1 as u32);
+        SystemTime::now()
+            .duration_since(changed)
+            .is_ok_and(|age| age >= SETTLE_TIME)
+    }
+}
+
+impl std::fmt::Display for FileStamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
+            self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
+        )
+    }
 }
 
 /// Writes `text` to `path` through a temporary file renamed into place.
@@ -157,7 +187,7 @@ impl CompileCache {
         path: &Path,
         meta: &std::fs::Metadata,
     ) -> std::io::Result<(String, Option<Vec<u8>>)> {
-        let stamp = file_stamp(meta);
+        let stamp = FileStamp::of(meta).to_string();
         let memo = self.dir.as_ref().map(|dir| {
             let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
             let key = sha256_hex(canonical.as_os_str().as_encoded_bytes());
@@ -174,21 +204,9 @@ impl CompileCache {
         let bytes = std::fs::read(path)?;
         let digest = sha256_hex(&bytes);
         // Stamped with the metadata taken before the read: a file changed meanwhile has
-        // another stamp next time. File times have the kernel's tick as resolution, so a
-        // file changed in the last moments could change again without a new stamp: like
-        // git's "racily clean" entries, such a file is not memoized.
-        let settled = |time: std::io::Result<SystemTime>| {
-            time.ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-                .is_some_and(|age| age >= SETTLE_TIME)
-        };
-        let changed_at = {
-            use std::os::unix::fs::MetadataExt;
-            UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32)
-        };
+        // another stamp next time. A file changed in the last moments is not memoized.
         if let Some(memo) = &memo
-            && settled(meta.modified())
-            && settled(Ok(changed_at))
+            && FileStamp::of(meta).settled()
             && let Err(e) = write_atomically(memo, format!("{stamp}\n{digest}\n").as_bytes())
         {
             tracing::debug!("cannot memoize the digest of {}: {e}", path.display());
@@ -253,7 +271,7 @@ impl CompileCache {
         let expected = lines.next().unwrap_or_default().trim();
         let written_as = lines.next();
         let meta = std::fs::metadata(path).map_err(|e| format!("unreadable ({e})"))?;
-        if written_as != Some(file_stamp(&meta).as_str()) {
+        if written_as != Some(FileStamp::of(&meta).to_string().as_str()) {
             let artifact = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
             let actual = sha256_hex(&artifact);
             if actual != expected {
@@ -262,7 +280,7 @@ impl CompileCache {
                 ));
             }
             // Verified: stamp it, so that the next load maps it without hashing.
-            let stamped = format!("{expected}\n{}\n", file_stamp(&meta));
+            let stamped = format!("{expected}\n{}\n", FileStamp::of(&meta));
             if let Err(e) = write_atomically(sidecar, stamped.as_bytes()) {
                 tracing::debug!("cannot update {}: {e}", sidecar.display());
             }
@@ -284,7 +302,7 @@ fn compile(engine: &Engine, bytes: &[u8], label: &str) -> Result<Component, Stri
 
 fn store(path: &Path, sidecar: &Path, artifact: &[u8]) -> std::io::Result<()> {
     write_atomically(path, artifact)?;
-    let stamp = file_stamp(&std::fs::metadata(path)?);
+    let stamp = FileStamp::of(&std::fs::metadata(path)?);
     write_atomically(
         sidecar,
         format!("{}\n{stamp}\n", sha256_hex(artifact)).as_bytes(),

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -37,6 +37,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use cache::FileStamp;
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
 
 use super::output::cap_text;
@@ -303,26 +304,10 @@ impl WasmRunner for WasmRuntime {
     }
 }
 
-/// Modification stamp of a plugin file, to notice when it changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-}
-
-impl Stamp {
-    fn of(path: &Path) -> std::io::Result<Stamp> {
-        let meta = std::fs::metadata(path)?;
-        Ok(Stamp {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-        })
-    }
-}
-
 /// A compiled plugin, ready to instantiate.
 struct Loaded {
-    stamp: Stamp,
+    /// The file as it was when loaded; another stamp means it changed.
+    stamp: FileStamp,
     pre: PluginPre<State>,
     info: PluginInfo,
     declared: Declared,
@@ -431,12 +416,14 @@ impl Sandbox {
         allowlist: Option<&PluginAllowlist>,
     ) -> Result<Arc<Loaded>, LoadError> {
         let shown = path.display();
-        let stamp = Stamp::of(path).map_err(|e| {
+        let cannot_read = |e: std::io::Error| {
             (
                 FailureKind::CannotStart,
                 format!("cannot read plugin `{shown}`: {e}"),
             )
-        })?;
+        };
+        let meta = std::fs::metadata(path).map_err(cannot_read)?;
+        let stamp = FileStamp::of(&meta);
         let cached = self
             .plugins
             .lock()
@@ -448,13 +435,6 @@ impl Sandbox {
             admit(allowlist, path, &loaded.info.sha256)?;
             return Ok(loaded);
         }
-        let cannot_read = |e: std::io::Error| {
-            (
-                FailureKind::CannotStart,
-                format!("cannot read plugin `{shown}`: {e}"),
-            )
-        };
-        let meta = std::fs::metadata(path).map_err(cannot_read)?;
         let (digest, bytes) = self.cache.plugin_digest(path, &meta).map_err(cannot_read)?;
         check_sha(&digest, expected_sha, path)?;
         // Managed allowlist: decided on the digest of the bytes that compile (`read`
