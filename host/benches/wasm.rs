@@ -240,14 +240,7 @@ fn sandbox_times(
 ) -> Vec<Duration> {
     let call = PluginCall {
         label: "bench".into(),
-        plugin: plugin.to_path_buf(),
-        sha256: None,
-        capabilities: Default::default(),
-        fuel: hookhost::handlers::wasm::DEFAULT_FUEL,
-        memory_bytes: hookhost::handlers::wasm::DEFAULT_MEMORY_BYTES,
-        timeout: Duration::from_secs(10),
-        instance: Default::default(),
-        config: None,
+        ..PluginCall::new(plugin)
     };
     let spec = EventCatalogue::default()
         .get("PreToolUse")

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use hookhost::handlers::wasm::{PluginCall, PluginRun, WasmRuntime, invocation};
 use hookhost::outcome::{HookReport, Outcome};
@@ -64,21 +63,7 @@ pub fn bash(command: &str) -> Value {
 
 /// A plugin call with default limits.
 pub fn call(plugin: &str) -> PluginCall {
-    PluginCall {
-        label: Path::new(plugin)
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned(),
-        plugin: plugin.into(),
-        sha256: None,
-        capabilities: Default::default(),
-        fuel: hookhost::handlers::wasm::DEFAULT_FUEL,
-        memory_bytes: hookhost::handlers::wasm::DEFAULT_MEMORY_BYTES,
-        timeout: Duration::from_secs(10),
-        instance: Default::default(),
-        config: None,
-    }
+    PluginCall::new(plugin)
 }
 
 /// Runs one plugin call on the calling thread.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Subcommand;
 use serde_json::Value;
 
-use hookhost::config::schema::{InstanceMode, RawCapabilities};
+use hookhost::config::schema::RawCapabilities;
 use hookhost::handlers::wasm::{
     CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, WasmRuntime,
     parse_grant, test_plugin,
@@ -154,15 +154,15 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
                 std::path::absolute(&project).map_err(|e| format!("bad project directory: {e}"))?;
             let call = PluginCall {
                 label: file.display().to_string(),
-                plugin: std::path::absolute(&file).map_err(|e| format!("bad plugin path: {e}"))?,
-                sha256: None,
                 capabilities,
                 fuel: fuel.unwrap_or(DEFAULT_FUEL),
                 memory_bytes: memory_mb
                     .map_or(DEFAULT_MEMORY_BYTES, |mb| mb.saturating_mul(1 << 20)),
                 timeout,
-                instance: InstanceMode::Event,
                 config,
+                ..PluginCall::new(
+                    std::path::absolute(&file).map_err(|e| format!("bad plugin path: {e}"))?,
+                )
             };
             let report = test_plugin(&runtime, &call, &event, input, &project)?;
             println!(

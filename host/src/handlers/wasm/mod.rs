@@ -158,6 +158,27 @@ pub struct PluginCall {
 }
 
 impl PluginCall {
+    /// A call of the plugin file at `plugin` with the defaults of a configured hook (no
+    /// grants, default fuel and memory, a fresh instance per event), a 10-second timeout,
+    /// and the file name as its label.
+    pub fn new(plugin: impl Into<PathBuf>) -> PluginCall {
+        let plugin = plugin.into();
+        PluginCall {
+            label: plugin.file_name().map_or_else(
+                || plugin.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            plugin,
+            sha256: None,
+            capabilities: RawCapabilities::default(),
+            fuel: DEFAULT_FUEL,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            timeout: Duration::from_secs(10),
+            instance: InstanceMode::Event,
+            config: None,
+        }
+    }
+
     /// The call a configured wasm hook makes; `None` for other handler types.
     pub fn from_hook(hook: &Hook) -> Option<PluginCall> {
         let HandlerSpec::Wasm(spec) = &hook.handler else {
