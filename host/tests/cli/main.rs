@@ -12,6 +12,7 @@ mod drop_in;
 mod governance;
 mod http;
 mod merge;
+mod plugin;
 mod schema;
 mod serve;
 mod signing;

@@ -1,0 +1,81 @@
+//! `hookhost plugin inspect` and `hookhost plugin test` on a real plugin (built from
+//! `plugins/` for wasm32-wasip2, like the demo does).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::support::{TestEnv, bash_input};
+
+fn deny_dangerous_bash() -> &'static Path {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+        hookhost::demo::build_plugins(&workspace, &["deny-dangerous-bash"])
+            .expect("build the example plugin")
+            .join("deny_dangerous_bash.wasm")
+    })
+}
+
+#[test]
+fn inspect_shows_what_the_plugin_declares_and_its_digest() {
+    let env = TestEnv::new();
+    let plugin = deny_dangerous_bash().to_str().unwrap();
+    let run = env.run(&["plugin", "inspect", "--json", plugin], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let info = run.json();
+    assert_eq!(info["name"], "deny-dangerous-bash");
+    assert_eq!(info["witVersion"], "0.1.0", "{info}");
+    let digest = hookhost::handlers::wasm::sha256_hex(&std::fs::read(plugin).unwrap());
+    assert_eq!(info["sha256"], digest);
+    assert!(
+        info["events"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("PreToolUse")),
+        "{info}"
+    );
+    // The first run of this environment compiled it; a second one loads the cache.
+    assert_ne!(info["cache"], "hit", "{info}");
+    let again = env.run(&["plugin", "inspect", "--json", plugin], "").json();
+    assert_eq!(again["cache"], "hit", "{again}");
+}
+
+#[test]
+fn test_runs_one_event_and_reports_limits() {
+    let env = TestEnv::new();
+    let plugin = deny_dangerous_bash().to_str().unwrap();
+    let test = |extra: &[&str], command: &str| {
+        let mut args = vec!["plugin", "test", plugin, "--event", "PreToolUse"];
+        args.extend_from_slice(extra);
+        env.run(&args, &bash_input(command).to_string())
+    };
+
+    let run = test(&[], "rm -rf /");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = run.json();
+    assert_eq!(report["status"], "ok");
+    assert_eq!(
+        report["response"]["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{report}"
+    );
+    assert!(report["fuel"].as_u64().is_some_and(|f| f > 0), "{report}");
+
+    let run = test(&[], "cargo test");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.json()["response"]["hookSpecificOutput"]["permissionDecision"].is_null(),
+        "no opinion on an ordinary command"
+    );
+
+    // Too little fuel: exit 1, and the report names the limit.
+    let run = test(&["--fuel", "1000"], "rm -rf /");
+    assert_eq!(run.code, 1);
+    let report = run.json();
+    assert_eq!(report["status"], "failed", "{report}");
+    assert!(
+        report["message"].as_str().unwrap().contains("fuel"),
+        "{report}"
+    );
+}
