@@ -121,18 +121,13 @@ impl Dispatcher {
             .get("cwd")
             .and_then(Value::as_str)
             .map_or_else(|| project_dir.clone(), PathBuf::from);
+        // Only the path: the command handler, its one user, creates the file.
         let env_file = match (&self.session_files, spec.env_file) {
-            (Some(dir), true) => {
-                let path = crate::session::DiskStore::new(dir)
+            (Some(dir), true) => Some(
+                crate::session::DiskStore::new(dir)
                     .session_dir(&session_id)
-                    .join("env");
-                let _ = std::fs::create_dir_all(path.parent().expect("env file has a parent"));
-                let _ = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path);
-                Some(path)
-            }
+                    .join("env"),
+            ),
             _ => None,
         };
         let input_json = input.to_string();

@@ -168,6 +168,15 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
+    if let Some(file) = &invocation.env_file {
+        // The hook appends `export NAME=value` lines; the file exists, empty, before it
+        // runs. Failing to create it is not the hook's failure: it then finds no file.
+        let _ = std::fs::create_dir_all(file.parent().expect("an env file has a parent"));
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file);
+    }
     let env = hook_env(invocation, settings);
     let search_path = env
         .iter()
