@@ -234,6 +234,14 @@ fn subscribers_get_async_results_and_wakeups_as_they_finish() {
     assert_eq!(push["session"], "sub-1");
     assert_eq!(push["async"]["hook"], "slow-tests");
     assert_eq!(push["async"]["wake"], "tests failed");
+    // The daemon's in-process async run is audited on its own line too.
+    wait_until("the async run's audit line", || {
+        std::fs::read_to_string(env.data.join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| e["async"] == true && e["hooks"][0]["id"] == "slow-tests")
+    });
 }
 
 #[test]
