@@ -79,3 +79,45 @@ fn test_runs_one_event_and_reports_limits() {
         "{report}"
     );
 }
+
+/// Where the instance pool's address space (about 4 TiB of reservations) cannot be had,
+/// as under `ulimit -v`, the engine allocates per instance and plugins still run.
+#[test]
+fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let plugin = deny_dangerous_bash().to_str().unwrap();
+    let mut cmd = env.command();
+    cmd.args(["plugin", "test", plugin, "--event", "PreToolUse"]);
+    // 64 GiB: room for one instance's 4 GiB reservation, not for a pool of them.
+    let limit = 64 << 30;
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &rlimit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let run = env.run_with(&mut cmd, &bash_input("rm -rf /").to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.json()["response"]["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stdout
+    );
+    if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
+        assert!(
+            run.stderr.contains("allocating per instance"),
+            "the pool was tried first: {}",
+            run.stderr
+        );
+    }
+}

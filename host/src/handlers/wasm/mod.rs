@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, Store, Trap};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use cache::FileStamp;
@@ -70,6 +70,15 @@ const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_SESSION_INSTANCES: usize = 64;
 /// Stack available to wasm code.
 const MAX_WASM_STACK: usize = 512 * 1024;
+/// Bytes of linear memory (and of tables) a pooled slot resets by copy and keeps
+/// resident between instances; a plugin's dirty pages above this are returned to the
+/// kernel.
+const POOL_KEEP_RESIDENT: usize = 1 << 20;
+/// Warm pool slots kept for reuse: bounds the memory the pool keeps resident to about
+/// this many times [`POOL_KEEP_RESIDENT`] per kind (memories, tables).
+const POOL_WARM_SLOTS: u32 = 32;
+/// Elements of a pooled table.
+const POOL_TABLE_ELEMENTS: usize = 100_000;
 
 /// What a plugin says about itself, and what the host found in the file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -377,6 +386,16 @@ type LoadError = (FailureKind, String);
 /// a 512 KiB wasm stack); part of the compile cache key through wasmtime's compatibility
 /// hash. Public so that tools and benchmarks can build a compatible [`Engine`].
 pub fn engine_config() -> Config {
+    let mut config = on_demand_engine_config();
+    if let Some(pool) = pooled_allocation() {
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+/// [`engine_config`] with instances allocated one by one: the fallback when the pool's
+/// address space cannot be reserved (for example under `ulimit -v`).
+fn on_demand_engine_config() -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.consume_fuel(true);
@@ -385,9 +404,37 @@ pub fn engine_config() -> Config {
     config
 }
 
+/// The pooling allocator, where the kernel can tell which pages an instance wrote
+/// (`PAGEMAP_SCAN`, Linux 6.7+). A fresh instance per event then reuses a warm slot:
+/// no `mmap`/`munmap` of a 4 GiB reservation and no page faults on the pages the last
+/// instance touched, since only those are reset (up to [`POOL_KEEP_RESIDENT`] bytes, by
+/// copy; beyond that by `madvise`). Without the scan the pool would reset by `memset`
+/// or `madvise` of whole regions and is no faster than allocating per instance, so it
+/// is not used.
+fn pooled_allocation() -> Option<PoolingAllocationConfig> {
+    if !PoolingAllocationConfig::is_pagemap_scan_available() {
+        return None;
+    }
+    let mut pool = PoolingAllocationConfig::new();
+    pool.pagemap_scan(wasmtime::Enabled::Yes)
+        .linear_memory_keep_resident(POOL_KEEP_RESIDENT)
+        .table_keep_resident(POOL_KEEP_RESIDENT)
+        .max_unused_warm_slots(POOL_WARM_SLOTS)
+        // Interpreted guests (Python, JS) have tables far above the default 20,000.
+        .table_elements(POOL_TABLE_ELEMENTS)
+        // Stacks are pooled for async calls only, which this host does not make; each
+        // pooled stack costs an `mprotect` when the engine starts.
+        .total_stacks(1);
+    Some(pool)
+}
+
 impl Sandbox {
     fn new(cache_dir: Option<PathBuf>) -> Result<Sandbox, String> {
         let engine = Engine::new(&engine_config())
+            .or_else(|pooled| {
+                tracing::warn!("wasm: no instance pool ({pooled}); allocating per instance");
+                Engine::new(&on_demand_engine_config())
+            })
             .map_err(|e| format!("cannot create the wasm engine: {e}"))?;
         let mut linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
