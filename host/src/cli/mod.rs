@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::session::DiskStore;
 use hookhost::{AsyncLauncher, Host, HostBuilder, WorkspaceTrust};
 
@@ -122,7 +123,11 @@ impl SourceArgs {
             },
             Err(_) => AsyncLauncher::InProcess,
         };
+        // A process per event instantiates each plugin once: the instance pool, which
+        // pays off over many events, would only add its set-up.
+        let wasm = WasmRuntime::default().with_instance_pool(false);
         Ok(builder
+            .wasm_runner(std::sync::Arc::new(wasm))
             .session_store(std::sync::Arc::new(DiskStore::new(&sessions)))
             .session_files(sessions)
             .async_launcher(launcher)

@@ -82,7 +82,8 @@ pub enum PluginCommand {
 ///
 /// A message for the user: unreadable file, bad input JSON, bad grant.
 pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
-    let runtime = WasmRuntime::default();
+    // One process, one or two instances: the instance pool would not pay for itself.
+    let runtime = WasmRuntime::default().with_instance_pool(false);
     match cmd {
         PluginCommand::New {
             lang,

@@ -81,14 +81,18 @@ fn test_runs_one_event_and_reports_limits() {
 }
 
 /// Where the instance pool's address space (about 4 TiB of reservations) cannot be had,
-/// as under `ulimit -v`, the engine allocates per instance and plugins still run.
+/// as under `ulimit -v`, the daemon (which uses the pool) allocates per instance and
+/// plugins still run.
 #[test]
 fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
     use std::os::unix::process::CommandExt;
     let env = TestEnv::new();
     let plugin = deny_dangerous_bash().to_str().unwrap();
+    let settings = serde_json::json!({"hooks": {"PreToolUse": [
+        {"hooks": [{"type": "wasm", "plugin": plugin}]}
+    ]}});
     let mut cmd = env.command();
-    cmd.args(["plugin", "test", plugin, "--event", "PreToolUse"]);
+    cmd.args(["serve", "--stdio", "--settings", &settings.to_string()]);
     // 64 GiB: room for one instance's 4 GiB reservation, not for a pool of them.
     let limit = 64 << 30;
     // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
@@ -105,14 +109,12 @@ fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
             }
         });
     }
-    let run = env.run_with(&mut cmd, &bash_input("rm -rf /").to_string());
+    let request =
+        serde_json::json!({"id": 1, "event": "PreToolUse", "input": bash_input("rm -rf /")});
+    let run = env.run_with(&mut cmd, &format!("{request}\n"));
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(
-        run.json()["response"]["hookSpecificOutput"]["permissionDecision"],
-        "deny",
-        "{}",
-        run.stdout
-    );
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("one answer line");
+    assert_eq!(answer["outcome"]["decision"], "deny", "{answer}");
     if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
         assert!(
             run.stderr.contains("allocating per instance"),

@@ -223,6 +223,7 @@ pub struct PluginRun {
 #[derive(Debug)]
 pub struct WasmRuntime {
     cache_dir: Option<PathBuf>,
+    instance_pool: bool,
     sandbox: OnceLock<Result<Arc<Sandbox>, String>>,
 }
 
@@ -237,8 +238,17 @@ impl WasmRuntime {
     pub fn new(cache_dir: Option<PathBuf>) -> WasmRuntime {
         WasmRuntime {
             cache_dir,
+            instance_pool: true,
             sandbox: OnceLock::new(),
         }
+    }
+
+    /// Whether instances come from a pool of reusable slots where the kernel supports it
+    /// (the default; see [`engine_config`]). The pool pays off over many events; a
+    /// process that runs one event saves its set-up (about 0.3 ms) without it.
+    pub fn with_instance_pool(mut self, pool: bool) -> WasmRuntime {
+        self.instance_pool = pool;
+        self
     }
 
     /// The runtime shared by every host of the process that was not given one: one engine,
@@ -252,7 +262,7 @@ impl WasmRuntime {
 
     fn sandbox(&self) -> Result<&Arc<Sandbox>, String> {
         self.sandbox
-            .get_or_init(|| Sandbox::new(self.cache_dir.clone()).map(Arc::new))
+            .get_or_init(|| Sandbox::new(self.cache_dir.clone(), self.instance_pool).map(Arc::new))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -383,8 +393,9 @@ impl Drop for Sandbox {
 type LoadError = (FailureKind, String);
 
 /// The engine configuration of the sandbox (component model, fuel, epoch interruption,
-/// a 512 KiB wasm stack); part of the compile cache key through wasmtime's compatibility
-/// hash. Public so that tools and benchmarks can build a compatible [`Engine`].
+/// a 512 KiB wasm stack, the instance pool where it helps); part of the compile cache
+/// key through wasmtime's compatibility hash. Public so that tools and benchmarks can
+/// build a compatible [`Engine`].
 pub fn engine_config() -> Config {
     let mut config = on_demand_engine_config();
     if let Some(pool) = pooled_allocation() {
@@ -429,13 +440,17 @@ fn pooled_allocation() -> Option<PoolingAllocationConfig> {
 }
 
 impl Sandbox {
-    fn new(cache_dir: Option<PathBuf>) -> Result<Sandbox, String> {
-        let engine = Engine::new(&engine_config())
-            .or_else(|pooled| {
-                tracing::warn!("wasm: no instance pool ({pooled}); allocating per instance");
-                Engine::new(&on_demand_engine_config())
+    fn new(cache_dir: Option<PathBuf>, instance_pool: bool) -> Result<Sandbox, String> {
+        let pooled = instance_pool.then(engine_config).map(|config| {
+            Engine::new(&config).inspect_err(|e| {
+                tracing::warn!("wasm: no instance pool ({e}); allocating per instance");
             })
-            .map_err(|e| format!("cannot create the wasm engine: {e}"))?;
+        });
+        let engine = match pooled {
+            Some(Ok(engine)) => engine,
+            _ => Engine::new(&on_demand_engine_config())
+                .map_err(|e| format!("cannot create the wasm engine: {e}"))?,
+        };
         let mut linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| format!("cannot link WASI: {e}"))?;
