@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
@@ -338,15 +339,37 @@ fn rule_regex(index: usize) -> &'static Regex {
         .get_or_init(|| Regex::new(SECRET_RULES[index].pattern).expect("secret patterns are valid"))
 }
 
+/// Every rule's triggers in one automaton (ASCII case-insensitive), each pattern
+/// mapped back to its rule: one pass over a string tells which rules could match.
+fn triggers() -> &'static (AhoCorasick, Vec<usize>) {
+    static TRIGGERS: OnceLock<(AhoCorasick, Vec<usize>)> = OnceLock::new();
+    TRIGGERS.get_or_init(|| {
+        let (patterns, rules): (Vec<&str>, Vec<usize>) = SECRET_RULES
+            .iter()
+            .enumerate()
+            .flat_map(|(index, rule)| rule.triggers.iter().map(move |t| (*t, index)))
+            .unzip();
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(patterns)
+            .expect("secret triggers are valid literals");
+        (automaton, rules)
+    })
+}
+
 /// Masks secret-looking parts of a string and cuts it at [`VALUE_CAP`] characters.
 pub fn redact_text(text: &str) -> String {
     // Triggers are looked for in the original text only: replacements add no trigger a
     // later rule could need ("[REDACTED PRIVATE KEY]" follows a "PRIVATE KEY" that was
     // already there).
-    let lowercase = text.to_ascii_lowercase();
+    let (automaton, rule_of) = triggers();
+    let mut triggered = [false; SECRET_RULES.len()];
+    for found in automaton.find_overlapping_iter(text) {
+        triggered[rule_of[found.pattern().as_usize()]] = true;
+    }
     let mut out = text.to_string();
     for (index, rule) in SECRET_RULES.iter().enumerate() {
-        if !rule.triggers.iter().any(|t| lowercase.contains(t)) {
+        if !triggered[index] {
             continue;
         }
         let regex = rule_regex(index);

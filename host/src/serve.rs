@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::Host;
+use crate::outcome::Outcome;
 use crate::session::{AsyncResult, MemoryStore, SessionStore};
 
 /// Longest request line accepted: 16 MiB.
@@ -227,9 +228,9 @@ impl Server {
         }
     }
 
-    /// Serves one request line; returns the answer line.
-    async fn answer(&self, line: &str) -> Value {
-        let request: Request = match serde_json::from_str(line) {
+    /// Answers one request line, parsed as `request`; returns the answer line.
+    async fn answer(&self, request: Result<Request, serde_json::Error>, line: &str) -> String {
+        let request = match request {
             Ok(r) => r,
             Err(e) => {
                 // Salvage the id of a request that is JSON but not a valid request.
@@ -237,11 +238,12 @@ impl Server {
                     .ok()
                     .and_then(|v| v.get("id").cloned())
                     .unwrap_or(Value::Null);
-                return json!({"id": id, "error": format!("bad request: {e}")});
+                return json!({"id": id, "error": format!("bad request: {e}")}).to_string();
             }
         };
         let Some(event) = request.event else {
-            return json!({"id": request.id, "error": "bad request: `event` is required"});
+            return json!({"id": request.id, "error": "bad request: `event` is required"})
+                .to_string();
         };
         let dir = request
             .project
@@ -259,9 +261,22 @@ impl Server {
                 if let Some(notice) = notice {
                     outcome.host_notice(notice);
                 }
-                json!({"id": request.id, "outcome": outcome})
+                /// `{"id": …, "outcome": …}`, serialized without an intermediate `Value`.
+                #[derive(Serialize)]
+                struct Answer<'a> {
+                    id: &'a Value,
+                    outcome: &'a Outcome,
+                }
+                serde_json::to_string(&Answer {
+                    id: &request.id,
+                    outcome: &outcome,
+                })
+                .unwrap_or_else(|e| {
+                    json!({"id": request.id, "error": format!("cannot encode the outcome: {e}")})
+                        .to_string()
+                })
             }
-            Err(e) => json!({"id": request.id, "error": e.to_string()}),
+            Err(e) => json!({"id": request.id, "error": e.to_string()}).to_string(),
         }
     }
 
@@ -302,11 +317,12 @@ impl Server {
                 }
                 Some(Ok(line)) if line.trim().is_empty() => {}
                 Some(Ok(line)) => {
+                    let request = serde_json::from_str::<Request>(&line);
                     if let Ok(Request {
                         id,
                         subscribe: Some(session),
                         ..
-                    }) = serde_json::from_str::<Request>(&line)
+                    }) = request
                     {
                         let mut results = self.sessions.subscribe(&session);
                         let _ = out.send(json!({"id": id, "subscribed": session}).to_string());
@@ -323,8 +339,7 @@ impl Server {
                     }
                     let (server, out) = (self.clone(), out.clone());
                     requests.spawn(async move {
-                        let answer = server.answer(&line).await;
-                        let _ = out.send(answer.to_string());
+                        let _ = out.send(server.answer(request, &line).await);
                     });
                 }
             }
