@@ -380,6 +380,8 @@ async fn session_instances_keep_state_per_session_and_event_instances_do_not() {
             json!({"config": {"mode": "count"}}),
         )],
     );
+    // With the instance pool, the second event reuses the first one's slot: the counter
+    // in its linear memory must have been reset.
     for _ in 0..2 {
         let outcome = dispatch(project.path(), &fresh, "UserPromptSubmit", prompt("a")).await;
         assert_eq!(outcome.additional_context, ["count=1"]);
