@@ -315,6 +315,17 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
     if !std::io::stderr().is_terminal() {
         return work();
     }
+    progress_while(label, Duration::from_secs(1), std::io::stderr, work)
+}
+
+/// Runs `work`; once it has taken `after`, writes a spinner line to `out()` every
+/// 100 ms, and a closing line when it is done. Nothing is written for quick work.
+fn progress_while<T, W: std::io::Write + 'static>(
+    label: &str,
+    after: Duration,
+    out: fn() -> W,
+    work: impl FnOnce() -> T,
+) -> T {
     let done = Arc::new(AtomicBool::new(false));
     let shown = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
@@ -324,11 +335,12 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
             let mut frame = 0usize;
             while !done.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(100));
-                if started.elapsed() >= Duration::from_secs(1) && !done.load(Ordering::Acquire) {
+                if started.elapsed() >= after && !done.load(Ordering::Acquire) {
                     shown.store(true, Ordering::Release);
                     let spinner = ['|', '/', '-', '\\'][frame % 4];
                     frame += 1;
-                    eprint!(
+                    let _ = write!(
+                        out(),
                         "\r{spinner} hookhost: compiling {label} ({:.1} s)",
                         started.elapsed().as_secs_f64()
                     );
@@ -336,21 +348,79 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
             }
         })
     };
-    let out = work();
+    let result = work();
     done.store(true, Ordering::Release);
     let _ = ticker.join();
     if shown.load(Ordering::Acquire) {
-        eprintln!(
+        let _ = writeln!(
+            out(),
             "\r✓ hookhost: compiled {label} in {:.1} s (cached for next time)",
             started.elapsed().as_secs_f64()
         );
     }
-    out
+    result
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `progress_while` wrote in the test below.
+    static PROGRESS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+    struct ProgressOut;
+
+    impl std::io::Write for ProgressOut {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            PROGRESS.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn progress_text() -> String {
+        String::from_utf8(std::mem::take(&mut *PROGRESS.lock().unwrap())).unwrap()
+    }
+
+    #[test]
+    fn slow_compiles_show_progress_and_quick_ones_stay_silent() {
+        // 250 ms of work under a 500 ms threshold: the ticker wakes twice, shows nothing.
+        let answer = progress_while(
+            "quick.wasm",
+            Duration::from_millis(500),
+            || ProgressOut,
+            || {
+                std::thread::sleep(Duration::from_millis(250));
+                7
+            },
+        );
+        assert_eq!(answer, 7);
+        assert_eq!(
+            progress_text(),
+            "",
+            "nothing for work shorter than the threshold"
+        );
+
+        let answer = progress_while(
+            "slow.wasm",
+            Duration::from_millis(150),
+            || ProgressOut,
+            || {
+                std::thread::sleep(Duration::from_millis(600));
+                8
+            },
+        );
+        assert_eq!(answer, 8);
+        let text = progress_text();
+        assert!(text.contains("hookhost: compiling slow.wasm ("), "{text:?}");
+        assert!(
+            text.ends_with("s (cached for next time)\n")
+                && text.contains("\r✓ hookhost: compiled slow.wasm in "),
+            "{text:?}"
+        );
+    }
 
     #[test]
     fn plugin_digests_are_memoized_until_the_file_changes() {
