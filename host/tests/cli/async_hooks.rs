@@ -1,28 +1,18 @@
 //! `async` and `asyncRewake`: results arrive with a later outcome of the same session.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input};
+use crate::support::{TestEnv, bash_input, wait_until};
 
 /// Waits (bounded) until the session has a queued async result.
 fn wait_for_result(env: &TestEnv, session: &str) {
     let dir = env.data.join("sessions").join(session).join("async");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let ready = std::fs::read_dir(&dir)
-            .map(|d| {
-                d.flatten()
-                    .any(|e| e.path().extension().is_some_and(|x| x == "json"))
-            })
-            .unwrap_or(false);
-        if ready {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("no async result for session {session} in {}", dir.display());
+    wait_until(&format!("an async result in {}", dir.display()), || {
+        std::fs::read_dir(&dir).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+        })
+    });
 }
 
 fn input(session: &str) -> Value {
@@ -44,20 +34,12 @@ fn async_results_join_a_later_outcome_of_the_session() {
 
     wait_for_result(&env, "sa");
     // The async run has an audit line of its own, after its event's line.
-    let audit = env.data.join("audit.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let async_line = loop {
-        let found = std::fs::read_to_string(&audit)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|e| e["async"] == true);
-        match found {
-            Some(line) => break line,
-            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            None => panic!("no audit line for the async run"),
-        }
-    };
+    let mut async_line = None;
+    wait_until("the async run's audit line", || {
+        async_line = env.audit_entries().into_iter().find(|e| e["async"] == true);
+        async_line.is_some()
+    });
+    let async_line = async_line.unwrap();
     assert_eq!(async_line["session"], "sa");
     assert_eq!(async_line["event"], "PreToolUse");
     assert_eq!(async_line["hooks"][0]["id"], "bg");

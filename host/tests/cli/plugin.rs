@@ -1,22 +1,9 @@
 //! `hookhost plugin inspect` and `hookhost plugin test` on a real plugin (built from
 //! `plugins/` for wasm32-wasip2, like the demo does).
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
 use serde_json::Value;
 
-use crate::support::{TestEnv, bash_input};
-
-fn deny_dangerous_bash() -> &'static Path {
-    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
-    PLUGIN.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-        hookhost::demo::build_plugins(&workspace, &["deny-dangerous-bash"])
-            .expect("build the example plugin")
-            .join("deny_dangerous_bash.wasm")
-    })
-}
+use crate::support::{TestEnv, bash_input, deny_dangerous_bash};
 
 #[test]
 fn inspect_shows_what_the_plugin_declares_and_its_digest() {
@@ -78,48 +65,4 @@ fn test_runs_one_event_and_reports_limits() {
         report["message"].as_str().unwrap().contains("fuel"),
         "{report}"
     );
-}
-
-/// Where the instance pool's address space (about 4 TiB of reservations) cannot be had,
-/// as under `ulimit -v`, the daemon (which uses the pool) allocates per instance and
-/// plugins still run.
-#[test]
-fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
-    use std::os::unix::process::CommandExt;
-    let env = TestEnv::new();
-    let plugin = deny_dangerous_bash().to_str().unwrap();
-    let settings = serde_json::json!({"hooks": {"PreToolUse": [
-        {"hooks": [{"type": "wasm", "plugin": plugin}]}
-    ]}});
-    let mut cmd = env.command();
-    cmd.args(["serve", "--stdio", "--settings", &settings.to_string()]);
-    // 64 GiB: room for one instance's 4 GiB reservation, not for a pool of them.
-    let limit = 64 << 30;
-    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(move || {
-            let rlimit = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &rlimit) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
-    let request =
-        serde_json::json!({"id": 1, "event": "PreToolUse", "input": bash_input("rm -rf /")});
-    let run = env.run_with(&mut cmd, &format!("{request}\n"));
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("one answer line");
-    assert_eq!(answer["outcome"]["decision"], "deny", "{answer}");
-    if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
-        assert!(
-            run.stderr.contains("allocating per instance"),
-            "the pool was tried first: {}",
-            run.stderr
-        );
-    }
 }

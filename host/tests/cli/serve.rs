@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input, hooks, process_running};
+use crate::support::{
+    TestEnv, bash_input, deny_dangerous_bash, hooks, process_running, wait_until,
+};
 
 struct Daemon {
     child: Child,
@@ -95,14 +97,6 @@ impl Client {
         let answer = self.read();
         assert_eq!(answer["id"], "call", "{answer}");
         answer["outcome"].clone()
-    }
-}
-
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -236,10 +230,8 @@ fn subscribers_get_async_results_and_wakeups_as_they_finish() {
     assert_eq!(push["async"]["wake"], "tests failed");
     // The daemon's in-process async run is audited on its own line too.
     wait_until("the async run's audit line", || {
-        std::fs::read_to_string(env.data.join("audit.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        env.audit_entries()
+            .iter()
             .any(|e| e["async"] == true && e["hooks"][0]["id"] == "slow-tests")
     });
 }
@@ -396,4 +388,47 @@ fn trusting_the_workspace_reaches_a_running_daemon() {
     wait_until("the daemon to see the trust", || {
         client.call("PreToolUse", bash_input("ls"))["decision"] == "deny"
     });
+}
+
+/// Where the instance pool's address space (about 4 TiB of reservations) cannot be had,
+/// as under `ulimit -v`, the daemon (which uses the pool) allocates per instance and
+/// plugins still run.
+#[test]
+fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let plugin = deny_dangerous_bash().to_str().unwrap();
+    let settings = json!({"hooks": {"PreToolUse": [
+        {"hooks": [{"type": "wasm", "plugin": plugin}]}
+    ]}});
+    let mut cmd = env.command();
+    cmd.args(["serve", "--stdio", "--settings", &settings.to_string()]);
+    // 64 GiB: room for one instance's 4 GiB reservation, not for a pool of them.
+    let limit = 64 << 30;
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &rlimit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let request = json!({"id": 1, "event": "PreToolUse", "input": bash_input("rm -rf /")});
+    let run = env.run_with(&mut cmd, &format!("{request}\n"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("one answer line");
+    assert_eq!(answer["outcome"]["decision"], "deny", "{answer}");
+    if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
+        assert!(
+            run.stderr.contains("allocating per instance"),
+            "the pool was tried first: {}",
+            run.stderr
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -39,7 +39,37 @@ impl Run {
     }
 }
 
+/// Polls `ready` every 20 ms; panics naming `what` after 20 s.
+pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The example plugin `deny-dangerous-bash`, built once from `plugins/` for
+/// wasm32-wasip2 (as the demo builds it).
+pub fn deny_dangerous_bash() -> &'static Path {
+    static PLUGIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PLUGIN.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+        hookhost::demo::build_plugins(&workspace, &["deny-dangerous-bash"])
+            .expect("build the example plugin")
+            .join("deny_dangerous_bash.wasm")
+    })
+}
+
 impl TestEnv {
+    /// The audit log's entries so far; a line still being written is skipped.
+    pub fn audit_entries(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.data.join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     pub fn new() -> TestEnv {
         let root = tempfile::tempdir().unwrap();
         // Canonical paths, so that comparisons with what hooks print (pwd) hold.
