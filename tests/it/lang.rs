@@ -20,6 +20,7 @@ use hookhost_tests::plugins;
 use serde_json::{Value, json};
 
 use crate::support::*;
+use hookhost::handlers::wasm::PluginCall;
 
 /// The Python and JS components.
 struct LangPlugins {
@@ -269,7 +270,7 @@ fn lang_plugins_compile_once_then_load_from_the_cache() {
 fn python_plugin_needs_its_memory_and_says_so() {
     let Some(lang) = lang_plugins() else { return };
     let project = tempfile::tempdir().unwrap();
-    let mut small = call(lang.python_deny_dangerous_bash.to_str().unwrap());
+    let mut small = PluginCall::new(lang.python_deny_dangerous_bash.to_str().unwrap());
     small.memory_bytes = 8 << 20;
     let run = run(&small, "PreToolUse", bash("rm -rf /"), project.path());
     match &run.run.verdict {

@@ -61,11 +61,6 @@ pub fn bash(command: &str) -> Value {
     json!({"session_id": "s1", "cwd": "/tmp", "tool_name": "Bash", "tool_input": {"command": command}})
 }
 
-/// A plugin call with default limits.
-pub fn call(plugin: &str) -> PluginCall {
-    PluginCall::new(plugin)
-}
-
 /// Runs one plugin call on the calling thread.
 pub fn run(call: &PluginCall, event: &str, input: Value, project: &Path) -> PluginRun {
     let spec = EventCatalogue::default()

@@ -11,6 +11,7 @@ use hookhost_tests::plugins;
 use serde_json::{Value, json};
 
 use crate::support::*;
+use hookhost::handlers::wasm::PluginCall;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_dangerous_bash_denies_with_a_reason_and_reports_usage() {
@@ -418,7 +419,7 @@ async fn stdout_stderr_and_log_records_are_attached_to_the_report() {
 #[test]
 fn the_event_record_carries_the_common_fields_and_the_whole_input() {
     let project = tempfile::tempdir().unwrap();
-    let mut c = call(plugins::HOSTILE);
+    let mut c = PluginCall::new(plugins::HOSTILE);
     c.config = Some(json!({"mode": "echo"}));
     let run = run(
         &c,
@@ -444,7 +445,7 @@ fn the_event_record_carries_the_common_fields_and_the_whole_input() {
 fn plugins_are_not_called_for_events_they_do_not_declare() {
     let project = tempfile::tempdir().unwrap();
     let run = run(
-        &call(plugins::DENY_DANGEROUS_BASH),
+        &PluginCall::new(plugins::DENY_DANGEROUS_BASH),
         "Stop",
         json!({"session_id": "s"}),
         project.path(),
@@ -462,7 +463,7 @@ fn plugins_are_not_called_for_events_they_do_not_declare() {
 #[test]
 fn grants_the_plugin_did_not_declare_are_warnings_and_stay_off() {
     let project = tempfile::tempdir().unwrap();
-    let mut c = call(plugins::TEST_GATE);
+    let mut c = PluginCall::new(plugins::TEST_GATE);
     c.capabilities = serde_json::from_value(json!({
         "dirs": [{"path": "${workspace}"}, {"path": "/etc"}],
         "env": ["HOME"],
@@ -745,7 +746,7 @@ async fn invalid_capability_grants_are_config_errors_naming_the_field() {
 #[test]
 fn failure_kinds_are_mapped() {
     let project = tempfile::tempdir().unwrap();
-    let mut c = call(plugins::HOSTILE);
+    let mut c = PluginCall::new(plugins::HOSTILE);
     c.config = Some(json!({"mode": "error"}));
     let result = run(&c, "Stop", json!({}), project.path());
     assert!(
@@ -767,7 +768,7 @@ fn plugin_test_reports_the_response_and_resource_use() {
     let project = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(project.path().join(".hookhost")).unwrap();
     std::fs::write(project.path().join(".hookhost/tests-passed"), "fail\n").unwrap();
-    let mut c = call(plugins::TEST_GATE);
+    let mut c = PluginCall::new(plugins::TEST_GATE);
     hookhost::handlers::wasm::parse_grant("dir=${workspace}:ro", &mut c.capabilities).unwrap();
     let report = hookhost::handlers::wasm::test_plugin(
         &runtime(),
