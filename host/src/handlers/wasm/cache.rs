@@ -19,7 +19,7 @@
 use std::hash::{Hash, Hasher};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -315,23 +315,31 @@ fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
     if !std::io::stderr().is_terminal() {
         return work();
     }
-    progress_while(label, Duration::from_secs(1), std::io::stderr, work)
+    progress_while(
+        label,
+        Duration::from_secs(1),
+        &Mutex::new(std::io::stderr()),
+        work,
+    )
 }
 
-/// Runs `work`; once it has taken `after`, writes a spinner line to `out()` every
-/// 100 ms, and a closing line when it is done. Nothing is written for quick work.
-fn progress_while<T, W: std::io::Write + 'static>(
+/// Runs `work`; once it has taken `after`, writes a spinner line to `out` every 100 ms,
+/// and a closing line when it is done. Nothing is written for quick work.
+fn progress_while<T, W: std::io::Write + Send>(
     label: &str,
     after: Duration,
-    out: fn() -> W,
+    out: &Mutex<W>,
     work: impl FnOnce() -> T,
 ) -> T {
-    let done = Arc::new(AtomicBool::new(false));
-    let shown = Arc::new(AtomicBool::new(false));
+    let done = AtomicBool::new(false);
+    let shown = AtomicBool::new(false);
     let started = Instant::now();
-    let ticker = {
-        let (done, shown, label) = (done.clone(), shown.clone(), label.to_string());
-        std::thread::spawn(move || {
+    let write = |line: std::fmt::Arguments<'_>| {
+        let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = out.write_fmt(line);
+    };
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
             let mut frame = 0usize;
             while !done.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(100));
@@ -339,24 +347,22 @@ fn progress_while<T, W: std::io::Write + 'static>(
                     shown.store(true, Ordering::Release);
                     let spinner = ['|', '/', '-', '\\'][frame % 4];
                     frame += 1;
-                    let _ = write!(
-                        out(),
+                    write(format_args!(
                         "\r{spinner} hookhost: compiling {label} ({:.1} s)",
                         started.elapsed().as_secs_f64()
-                    );
+                    ));
                 }
             }
-        })
-    };
-    let result = work();
-    done.store(true, Ordering::Release);
-    let _ = ticker.join();
+        });
+        let result = work();
+        done.store(true, Ordering::Release);
+        result
+    });
     if shown.load(Ordering::Acquire) {
-        let _ = writeln!(
-            out(),
-            "\r✓ hookhost: compiled {label} in {:.1} s (cached for next time)",
+        write(format_args!(
+            "\r✓ hookhost: compiled {label} in {:.1} s (cached for next time)\n",
             started.elapsed().as_secs_f64()
-        );
+        ));
     }
     result
 }
@@ -365,55 +371,21 @@ fn progress_while<T, W: std::io::Write + 'static>(
 mod tests {
     use super::*;
 
-    /// What `progress_while` wrote in the test below.
-    static PROGRESS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
-
-    struct ProgressOut;
-
-    impl std::io::Write for ProgressOut {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            PROGRESS.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    fn progress_text() -> String {
-        String::from_utf8(std::mem::take(&mut *PROGRESS.lock().unwrap())).unwrap()
-    }
-
     #[test]
     fn slow_compiles_show_progress_and_quick_ones_stay_silent() {
-        // 250 ms of work under a 500 ms threshold: the ticker wakes twice, shows nothing.
-        let answer = progress_while(
-            "quick.wasm",
-            Duration::from_millis(500),
-            || ProgressOut,
-            || {
-                std::thread::sleep(Duration::from_millis(250));
-                7
-            },
-        );
-        assert_eq!(answer, 7);
-        assert_eq!(
-            progress_text(),
-            "",
-            "nothing for work shorter than the threshold"
-        );
-
-        let answer = progress_while(
-            "slow.wasm",
-            Duration::from_millis(150),
-            || ProgressOut,
-            || {
-                std::thread::sleep(Duration::from_millis(600));
-                8
-            },
-        );
-        assert_eq!(answer, 8);
-        let text = progress_text();
+        // What `progress_while` writes, for `work_ms` of work under an `after_ms` threshold.
+        let shown = |label: &str, after_ms: u64, work_ms: u64| {
+            let out = Mutex::new(Vec::new());
+            let answer = progress_while(label, Duration::from_millis(after_ms), &out, || {
+                std::thread::sleep(Duration::from_millis(work_ms));
+                work_ms
+            });
+            assert_eq!(answer, work_ms, "the work's result is passed through");
+            String::from_utf8(out.into_inner().unwrap()).unwrap()
+        };
+        // The ticker wakes twice before the work ends and shows nothing.
+        assert_eq!(shown("quick.wasm", 500, 250), "");
+        let text = shown("slow.wasm", 150, 600);
         assert!(text.contains("hookhost: compiling slow.wasm ("), "{text:?}");
         assert!(
             text.ends_with("s (cached for next time)\n")
