@@ -187,7 +187,7 @@ impl CompileCache {
         path: &Path,
         meta: &std::fs::Metadata,
     ) -> std::io::Result<(String, Option<Vec<u8>>)> {
-        let stamp = FileStamp::of(meta).to_string();
+        let stamp = FileStamp::of(meta);
         let memo = self.dir.as_ref().map(|dir| {
             let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
             let key = sha256_hex(canonical.as_os_str().as_encoded_bytes());
@@ -196,7 +196,7 @@ impl CompileCache {
         if let Some(memo) = &memo
             && let Ok(text) = std::fs::read_to_string(memo)
             && let Some((memo_stamp, digest)) = text.trim_end().split_once('\n')
-            && memo_stamp == stamp
+            && memo_stamp == stamp.to_string()
             && digest.len() == 64
         {
             return Ok((digest.to_string(), None));
@@ -206,7 +206,7 @@ impl CompileCache {
         // Stamped with the metadata taken before the read: a file changed meanwhile has
         // another stamp next time. A file changed in the last moments is not memoized.
         if let Some(memo) = &memo
-            && FileStamp::of(meta).settled()
+            && stamp.settled()
             && let Err(e) = write_atomically(memo, format!("{stamp}\n{digest}\n").as_bytes())
         {
             tracing::debug!("cannot memoize the digest of {}: {e}", path.display());
