@@ -397,21 +397,20 @@ type LoadError = (FailureKind, String);
 /// key through wasmtime's compatibility hash. Public so that tools and benchmarks can
 /// build a compatible [`Engine`].
 pub fn engine_config() -> Config {
-    let mut config = on_demand_engine_config();
-    if let Some(pool) = pooled_allocation() {
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    }
-    config
+    engine_config_with(pooled_allocation())
 }
 
-/// [`engine_config`] with instances allocated one by one: the fallback when the pool's
-/// address space cannot be reserved (for example under `ulimit -v`).
-fn on_demand_engine_config() -> Config {
+/// The sandbox's engine configuration, with instances from `pool` or, without one,
+/// allocated one by one.
+fn engine_config_with(pool: Option<PoolingAllocationConfig>) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.consume_fuel(true);
     config.epoch_interruption(true);
     config.max_wasm_stack(MAX_WASM_STACK);
+    if let Some(pool) = pool {
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
     config
 }
 
@@ -443,14 +442,21 @@ fn pooled_allocation() -> Option<PoolingAllocationConfig> {
 
 impl Sandbox {
     fn new(cache_dir: Option<PathBuf>, instance_pool: bool) -> Result<Sandbox, String> {
-        let pooled = instance_pool.then(engine_config).map(|config| {
-            Engine::new(&config).inspect_err(|e| {
-                tracing::warn!("wasm: no instance pool ({e}); allocating per instance");
-            })
-        });
+        // A pool whose address space cannot be reserved (`ulimit -v`) is not fatal:
+        // instances are then allocated one by one.
+        let pooled = instance_pool
+            .then(pooled_allocation)
+            .flatten()
+            .and_then(|pool| {
+                Engine::new(&engine_config_with(Some(pool)))
+                    .inspect_err(|e| {
+                        tracing::warn!("wasm: no instance pool ({e}); allocating per instance")
+                    })
+                    .ok()
+            });
         let engine = match pooled {
-            Some(Ok(engine)) => engine,
-            _ => Engine::new(&on_demand_engine_config())
+            Some(engine) => engine,
+            None => Engine::new(&engine_config_with(None))
                 .map_err(|e| format!("cannot create the wasm engine: {e}"))?,
         };
         let mut linker = Linker::<State>::new(&engine);
