@@ -12,7 +12,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hookhost::handlers::wasm::{CompileCache, PluginCall, WasmRuntime, engine_config, invocation};
+use hookhost::handlers::wasm::{
+    CompileCache, PluginCall, WasmRuntime, engine_config, instance_pool_available, invocation,
+};
 use hookhost::outcome::{Decision, HookStatus};
 use hookhost::{EventCatalogue, HostBuilder};
 use serde_json::{Value, json};
@@ -46,6 +48,14 @@ fn main() {
         "  machine: {} cores, load average {} (other work on the machine inflates wall times)",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!(
+        "  instances: {}",
+        if instance_pool_available() {
+            "from the pool (the kernel has PAGEMAP_SCAN)"
+        } else {
+            "allocated one by one (no PAGEMAP_SCAN)"
+        }
     );
     println!(
         "  plugin: {} ({} bytes)",

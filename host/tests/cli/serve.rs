@@ -424,7 +424,7 @@ fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let answer: Value = serde_json::from_str(run.stdout.trim()).expect("one answer line");
     assert_eq!(answer["outcome"]["decision"], "deny", "{answer}");
-    if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
+    if hookhost::handlers::wasm::instance_pool_available() {
         assert!(
             run.stderr.contains("allocating per instance"),
             "the pool was tried first: {}",

@@ -414,6 +414,12 @@ fn engine_config_with(pool: Option<PoolingAllocationConfig>) -> Config {
     config
 }
 
+/// Whether a [`WasmRuntime`] on this machine takes its instances from a pool: the kernel
+/// must report which pages an instance wrote (`PAGEMAP_SCAN`, Linux 6.7+).
+pub fn instance_pool_available() -> bool {
+    PoolingAllocationConfig::is_pagemap_scan_available()
+}
+
 /// The pooling allocator, where the kernel can tell which pages an instance wrote
 /// (`PAGEMAP_SCAN`, Linux 6.7+). A fresh instance per event then reuses a warm slot:
 /// no `mmap`/`munmap` of a 4 GiB reservation and no page faults on the pages the last
@@ -422,7 +428,7 @@ fn engine_config_with(pool: Option<PoolingAllocationConfig>) -> Config {
 /// or `madvise` of whole regions and is no faster than allocating per instance, so it
 /// is not used.
 fn pooled_allocation() -> Option<PoolingAllocationConfig> {
-    if !PoolingAllocationConfig::is_pagemap_scan_available() {
+    if !instance_pool_available() {
         return None;
     }
     let mut pool = PoolingAllocationConfig::new();
