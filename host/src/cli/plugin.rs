@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use hookhost::config::schema::RawCapabilities;
 use hookhost::handlers::wasm::{
-    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, WasmRuntime,
-    parse_grant, test_plugin,
+    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, parse_grant,
+    test_plugin,
 };
 use hookhost::scaffold::{Lang, NewPlugin, new_plugin, next_steps};
 
@@ -82,8 +82,7 @@ pub enum PluginCommand {
 ///
 /// A message for the user: unreadable file, bad input JSON, bad grant.
 pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
-    // One process, one or two instances: the instance pool would not pay for itself.
-    let runtime = WasmRuntime::default().with_instance_pool(false);
+    let runtime = super::one_shot_wasm();
     match cmd {
         PluginCommand::New {
             lang,
