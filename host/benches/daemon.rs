@@ -6,12 +6,13 @@
 //!    concurrent clients, each keeping 8 requests in flight. Target: at least 20,000
 //!    events/s on 2 cores.
 //! 2. The one-shot `hookhost dispatch` with three wasm plugins and a warm compile cache,
+//!    in-process and answered by its dispatch daemon (`HOOKHOST_DISPATCH_DAEMON=auto`),
 //!    interleaved with spawning one `sh` hook that reads its stdin with `cat` and prints
 //!    `{}`. Target: no slower than the shell hook.
 //!
 //! Run with `cargo bench -p hookhost --bench daemon` (builds the example plugins for
 //! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts;
-//! `HOOKHOST_BENCH_ONLY=daemon` runs only the daemon part (for profiling).
+//! `HOOKHOST_BENCH_ONLY=daemon` or `=one-shot` runs only that part (for profiling).
 
 mod common;
 
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::{percentile, time_process};
+use common::{percentile, start_dispatch_daemon, time_process};
 
 const WINDOW: usize = 8;
 
@@ -189,16 +190,17 @@ fn main() {
     // 1. The daemon, one wasm hook: a fresh instance per event (the default), then one
     //    instance per session (`"instance": "session"`; the bench's requests spread
     //    over 64 sessions).
-    for instance in ["event", "session"] {
+    let only = std::env::var("HOOKHOST_BENCH_ONLY").unwrap_or_default();
+    for instance in ["event", "session"]
+        .into_iter()
+        .filter(|_| only != "one-shot")
+    {
         let one_hook = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
             {"type": "wasm", "plugin": plugin("deny_dangerous_bash"), "instance": instance}
         ]}]}});
         bench_daemon(dir.path(), &one_hook, instance);
     }
-    if std::env::var("HOOKHOST_BENCH_ONLY").is_ok_and(|only| only == "daemon") {
-        return;
-    }
-    if std::env::var("HOOKHOST_BENCH_ONLY").is_ok_and(|only| only == "daemon") {
+    if only == "daemon" {
         return;
     }
 
@@ -210,42 +212,58 @@ fn main() {
     ]}]}})
     .to_string();
     let stdin = input(1).to_string();
-    let dispatch = || {
+    let dispatch = |daemon: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
         cmd.args(["dispatch", "PreToolUse", "--settings", &three])
             .current_dir(dir.path())
-            .envs(isolated_env(dir.path()));
+            .envs(isolated_env(dir.path()))
+            .env_remove("HOOKHOST_DISPATCH_DAEMON");
+        if daemon {
+            cmd.env("HOOKHOST_DISPATCH_DAEMON", "auto");
+        }
         time_process(&mut cmd, &stdin)
     };
-    dispatch(); // fills the compile cache
+    dispatch(false); // fills the compile cache
+    start_dispatch_daemon(&dir.path().join("data"), || dispatch(true));
     let runs = scaled(200);
-    let (mut cli, mut shell) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    let (mut cli, mut via_daemon, mut shell) = (
+        Vec::with_capacity(runs),
+        Vec::with_capacity(runs),
+        Vec::with_capacity(runs),
+    );
     for _ in 0..runs {
-        cli.push(dispatch());
+        cli.push(dispatch(false));
+        via_daemon.push(dispatch(true));
         shell.push(time_process(
             Command::new("sh").args(["-c", "cat >/dev/null; echo '{}'"]),
             &stdin,
         ));
     }
     cli.sort();
+    via_daemon.sort();
     shell.sort();
     println!("one-shot process per event, {runs} interleaved runs each:");
     println!();
     println!("| what | p50 ms | p90 ms |");
     println!("|---|---:|---:|");
-    println!(
-        "| `sh -c 'cat >/dev/null; echo {{}}'` spawned directly | {:.3} | {:.3} |",
-        us(percentile(&shell, 0.5)) / 1e3,
-        us(percentile(&shell, 0.9)) / 1e3
-    );
-    println!(
-        "| `hookhost dispatch` with 3 wasm plugins, warm cache | {:.3} | {:.3} |",
-        us(percentile(&cli, 0.5)) / 1e3,
-        us(percentile(&cli, 0.9)) / 1e3
-    );
+    let row = |what: &str, samples: &[Duration]| {
+        println!(
+            "| {what} | {:.3} | {:.3} |",
+            us(percentile(samples, 0.5)) / 1e3,
+            us(percentile(samples, 0.9)) / 1e3
+        );
+    };
+    row("`sh -c 'cat >/dev/null; echo {}'` spawned directly", &shell);
+    row("`hookhost dispatch` with 3 wasm plugins, warm cache", &cli);
+    row("the same with `HOOKHOST_DISPATCH_DAEMON=auto`", &via_daemon);
     println!();
-    println!(
-        "hookhost with three sandboxed plugins / one shell hook (p50): {:.2}x (target: at most 1.00x)",
-        percentile(&cli, 0.5).as_secs_f64() / percentile(&shell, 0.5).as_secs_f64()
-    );
+    for (how, samples) in [
+        ("in-process", &cli),
+        ("via its dispatch daemon", &via_daemon),
+    ] {
+        println!(
+            "hookhost with three sandboxed plugins {how} / one shell hook (p50): {:.2}x (target: at most 1.00x)",
+            percentile(samples, 0.5).as_secs_f64() / percentile(&shell, 0.5).as_secs_f64()
+        );
+    }
 }

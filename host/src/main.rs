@@ -9,6 +9,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // First of all: a dispatch answered by its daemon should cost little more than the
+    // process start.
+    if let Some(code) = cli::dispatch_daemon::forward() {
+        return code;
+    }
     // Warnings of the library (a compile-cache entry rebuilt, an audit line that could
     // not be written by a background run) on stderr; `HOOKHOST_LOG=debug` for more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("HOOKHOST_LOG")
@@ -18,6 +23,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
+    if let Some(code) = cli::dispatch_daemon::serve_if_started() {
+        return code;
+    }
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 //! percentiles.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,4 +30,26 @@ pub fn time_process(command: &mut Command, stdin: &str) -> Duration {
 /// The `p` percentile (0..=1) of sorted samples.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Runs `dispatch` (a `hookhost dispatch` command with `HOOKHOST_DISPATCH_DAEMON=auto`)
+/// until its daemon listens in `data_dir`: the first call starts it in the background.
+pub fn start_dispatch_daemon(data_dir: &Path, mut dispatch: impl FnMut() -> Duration) {
+    let listening = || {
+        std::fs::read_dir(data_dir.join("daemons"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    dispatch();
+    while !listening() {
+        assert!(
+            Instant::now() < deadline,
+            "the dispatch daemon did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    dispatch(); // the daemon's first answer loads what it caches
 }

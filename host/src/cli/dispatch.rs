@@ -2,8 +2,10 @@
 
 use std::io::Read;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
+use hookhost::handlers::WasmRunner;
 use serde_json::Value;
 
 use super::{SourceArgs, one_shot_runtime};
@@ -33,19 +35,60 @@ pub struct DispatchArgs {
     pretty: bool,
 }
 
-fn read_input() -> Result<Value, String> {
+fn read_stdin() -> Result<String, String> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+    Ok(text)
+}
+
+fn parse_input(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_str(&text).map_err(|e| format!("the input on stdin is not valid JSON: {e}"))
+    serde_json::from_str(text).map_err(|e| format!("the input on stdin is not valid JSON: {e}"))
+}
+
+/// What one `hookhost dispatch` prints and its exit status.
+pub struct Printed {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: u8,
+}
+
+impl Printed {
+    /// A host error as `main` reports it: exit 1, never 2, since under `--format claude`
+    /// exit 2 means "block" and a host error must not block the agent.
+    pub fn error(message: &str) -> Printed {
+        Printed {
+            stdout: String::new(),
+            stderr: format!("hookhost: error: {message}\n"),
+            code: 1,
+        }
+    }
 }
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
-    let input = read_input()?;
+    let text = read_stdin()?;
+    let printed = one_shot_runtime()?.block_on(dispatch_text(
+        &args,
+        &text,
+        Arc::new(super::one_shot_wasm()),
+    ))?;
+    print!("{}", printed.stdout);
+    eprint!("{}", printed.stderr);
+    Ok(ExitCode::from(printed.code))
+}
+
+/// Dispatches the event of `args` with `text` as its stdin; the process and the dispatch
+/// daemon both answer through here, so they print the same bytes.
+pub async fn dispatch_text(
+    args: &DispatchArgs,
+    text: &str,
+    wasm: Arc<dyn WasmRunner>,
+) -> Result<Printed, String> {
+    let input = parse_input(text)?;
     let event = match (
         &args.event,
         input.get("hook_event_name").and_then(Value::as_str),
@@ -58,9 +101,10 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
             );
         }
     };
-    let host = args.sources.host()?;
-    let outcome = one_shot_runtime()?
-        .block_on(host.dispatch(&event, input))
+    let host = args.sources.host_with(wasm)?;
+    let outcome = host
+        .dispatch(&event, input)
+        .await
         .map_err(|e| e.to_string())?;
     match args.format {
         Format::Outcome => {
@@ -69,8 +113,11 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
             } else {
                 serde_json::to_string(&outcome)
             };
-            println!("{}", json.map_err(|e| e.to_string())?);
-            Ok(ExitCode::SUCCESS)
+            Ok(Printed {
+                stdout: json.map_err(|e| e.to_string())? + "\n",
+                stderr: String::new(),
+                code: 0,
+            })
         }
         Format::Claude => {
             let spec = host
@@ -79,11 +126,16 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
                 .get(&event)
                 .expect("dispatch checked the event");
             let response = hookhost::outcome::to_claude(spec, &outcome);
-            if !response.stdout.is_empty() {
-                println!("{}", response.stdout);
-            }
-            eprint!("{}", response.stderr);
-            Ok(ExitCode::from(response.exit_code as u8))
+            let stdout = if response.stdout.is_empty() {
+                String::new()
+            } else {
+                response.stdout + "\n"
+            };
+            Ok(Printed {
+                stdout,
+                stderr: response.stderr,
+                code: response.exit_code as u8,
+            })
         }
     }
 }
@@ -107,7 +159,7 @@ pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
     unsafe {
         libc::setsid();
     }
-    let input = read_input()?;
+    let input = parse_input(&read_stdin()?)?;
     let host = args.sources.host()?;
     one_shot_runtime()?
         .block_on(

@@ -3,6 +3,7 @@
 mod audit;
 mod demo;
 mod dispatch;
+pub mod dispatch_daemon;
 mod hooks;
 mod plugin;
 mod serve;
@@ -14,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use hookhost::handlers::WasmRunner;
 use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::session::DiskStore;
 use hookhost::{AsyncLauncher, Host, HostBuilder, WorkspaceTrust};
@@ -103,6 +105,11 @@ impl SourceArgs {
     /// A host over the standard sources, with session state on disk so that consecutive
     /// one-shot processes of a session share it.
     fn host(&self) -> Result<Host, String> {
+        self.host_with(std::sync::Arc::new(one_shot_wasm()))
+    }
+
+    /// [`SourceArgs::host`] running wasm hooks in `wasm` (the dispatch daemon's warm one).
+    fn host_with(&self, wasm: std::sync::Arc<dyn WasmRunner>) -> Result<Host, String> {
         let builder = self.builder(&self.project_dir()?);
         let data = data_dir();
         let sessions = data.join("sessions");
@@ -124,7 +131,7 @@ impl SourceArgs {
             Err(_) => AsyncLauncher::InProcess,
         };
         Ok(builder
-            .wasm_runner(std::sync::Arc::new(one_shot_wasm()))
+            .wasm_runner(wasm)
             .session_store(std::sync::Arc::new(DiskStore::new(&sessions)))
             .session_files(sessions)
             .async_launcher(launcher)

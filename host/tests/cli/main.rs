@@ -8,6 +8,7 @@ mod audit;
 mod claude_format;
 mod command;
 mod config;
+mod dispatch_daemon;
 mod drop_in;
 mod governance;
 mod http;

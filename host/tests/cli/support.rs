@@ -22,6 +22,8 @@ pub struct TestEnv {
 
 /// One finished `hookhost` process.
 pub struct Run {
+    /// The process id of `hookhost`.
+    pub pid: u32,
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -128,6 +130,8 @@ impl TestEnv {
             .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
             .env_remove("HOOKHOST_STOP_BLOCK_CAP")
             .env_remove("HOOKHOST_AUDIT_LOG")
+            .env_remove("HOOKHOST_DISPATCH_DAEMON")
+            .env_remove("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS")
             // Most tests are about what hooks do, not about trust: they trust the
             // workspace explicitly. The trust tests use `untrusted_command`.
             .env("HOOKHOST_TRUST_WORKSPACE", "1");
@@ -158,6 +162,7 @@ impl TestEnv {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let pid = child.id();
         child
             .stdin
             .take()
@@ -170,6 +175,7 @@ impl TestEnv {
             stderr,
         } = child.wait_with_output().unwrap();
         Run {
+            pid,
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),

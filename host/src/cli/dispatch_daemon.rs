@@ -1,0 +1,430 @@
+//! The dispatch daemon: with `HOOKHOST_DISPATCH_DAEMON=auto`, `hookhost dispatch` hands
+//! its stdin to a background process that runs the very same command line and stays
+//! warm (compiled plugins in memory, pooled instances, no process start-up of its own),
+//! and prints what that process answers.
+//!
+//! The daemon is keyed by everything a dispatch depends on besides its stdin: the
+//! `hookhost` executable (path and file stamp), the working directory, the arguments and
+//! the whole environment. Two callers share a daemon only when their dispatches would be
+//! the same process, so command hooks see the caller's environment and directory, and
+//! every request reloads the config from disk exactly as a one-shot process does; only
+//! the caches are warm. With no daemon listening, the caller dispatches in-process and
+//! starts one in the background for the next call, so the first call never waits.
+//!
+//! Protocol, one request per connection: the client writes its stdin and shuts down its
+//! write side; the daemon answers with the exit code (1 byte), the lengths of stdout and
+//! stderr (u32 each, little-endian), then stdout and stderr.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use hookhost::handlers::wasm::WasmRuntime;
+
+use super::dispatch::{DispatchArgs, Printed, dispatch_text};
+
+/// `auto`: use a dispatch daemon, starting one when none listens. Unset or anything
+/// else: dispatch in-process.
+const MODE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON";
+/// Seconds without a request after which a daemon exits (default 600).
+const IDLE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_IDLE_SECS";
+/// Set only in the environment of a daemon being started: the socket it serves on.
+const SOCKET_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_SOCKET";
+const DEFAULT_IDLE: Duration = Duration::from_secs(600);
+/// At most this many daemons per data directory; beyond, callers dispatch in-process
+/// (an agent whose hook environment changes on every call must not fill the machine).
+const MAX_DAEMONS: usize = 16;
+/// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
+const MAX_SOCKET_PATH: usize = 100;
+
+/// Where the daemon of this process's command line lives.
+struct Place {
+    socket: PathBuf,
+    lock: PathBuf,
+    log: PathBuf,
+    dir: PathBuf,
+}
+
+impl Place {
+    /// The place for this process's executable, directory, arguments and environment;
+    /// `None` when there can be none (no private directory for the socket, a socket path
+    /// too long to bind).
+    fn of_this_process() -> Option<Place> {
+        let exe = std::env::current_exe().ok()?;
+        let stamp = std::fs::metadata(&exe).ok()?;
+        let cwd = std::env::current_dir().ok()?;
+        let mut key = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            key.update((bytes.len() as u64).to_le_bytes());
+            key.update(bytes);
+        };
+        field(b"hookhost dispatch daemon 1");
+        field(exe.as_os_str().as_bytes());
+        for n in [
+            stamp.ino(),
+            stamp.size(),
+            stamp.mtime() as u64,
+            stamp.mtime_nsec() as u64,
+        ] {
+            field(&n.to_le_bytes());
+        }
+        field(cwd.as_os_str().as_bytes());
+        for arg in std::env::args_os().skip(1) {
+            field(arg.as_bytes());
+        }
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        env.sort();
+        for (name, value) in &env {
+            field(name.as_bytes());
+            field(value.as_bytes());
+        }
+        let digest = key.finalize();
+        let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let dir = hookhost::data_dir().join("daemons");
+        let place = Place {
+            socket: dir.join(format!("{name}.sock")),
+            lock: dir.join(format!("{name}.lock")),
+            log: dir.join(format!("{name}.log")),
+            dir,
+        };
+        (place.socket.as_os_str().len() <= MAX_SOCKET_PATH && place.private_dir().is_ok())
+            .then_some(place)
+    }
+
+    /// Creates the daemons' directory (mode 0700) and checks that only this user can
+    /// reach it: a socket there is trusted with the caller's hook input and output.
+    fn private_dir(&self) -> io::Result<()> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)?;
+        let meta = std::fs::metadata(&self.dir)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return Err(io::Error::other(format!(
+                "{} is not private to this user",
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts a daemon for this command line in the background, unless one holds the
+    /// lock already (it is starting) or the directory has its share of daemons.
+    fn start_daemon(&self) {
+        if !lock_is_free(&self.lock) || live_daemons(&self.dir) >= MAX_DAEMONS {
+            return;
+        }
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let Ok(log) = File::create(&self.log) else {
+            return;
+        };
+        // The daemon must not hold the caller's pipes: an agent reads a hook's stdout
+        // until every writer has closed it.
+        let _ = Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env(SOCKET_VAR, &self.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(0)
+            .spawn();
+    }
+}
+
+/// Opens (creating) a daemon's lock file.
+fn open_lock(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Takes the exclusive lock of `file` without waiting; held until the file is closed.
+fn try_lock(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on an open descriptor has no memory-safety preconditions.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Whether no daemon holds the lock at `path` (it is released on the daemon's exit,
+/// however it exits).
+fn lock_is_free(path: &Path) -> bool {
+    open_lock(path).is_ok_and(|file| try_lock(&file))
+}
+
+/// How many daemons of `dir` are alive (hold their lock).
+fn live_daemons(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "lock"))
+        .filter(|e| !lock_is_free(&e.path()))
+        .count()
+}
+
+/// In a `hookhost dispatch` process with `HOOKHOST_DISPATCH_DAEMON=auto`: the exit code
+/// after a daemon answered, or `None` to dispatch in-process (no daemon listens yet; one
+/// is being started). Runs before anything else of the process, so that a forwarded
+/// dispatch costs little more than the process start.
+pub fn forward() -> Option<ExitCode> {
+    if std::env::var_os(MODE_VAR).is_none_or(|mode| mode != "auto")
+        || std::env::var_os(SOCKET_VAR).is_some()
+        || std::env::args_os()
+            .nth(1)
+            .is_none_or(|cmd| cmd != "dispatch")
+    {
+        return None;
+    }
+    let place = Place::of_this_process()?;
+    let Ok(stream) = UnixStream::connect(&place.socket) else {
+        place.start_daemon();
+        return None;
+    };
+    // Connected: the daemon reads stdin from here on, so a failure is reported rather
+    // than dispatched again in-process (its hooks may have run).
+    Some(match exchange(stream) {
+        Ok(printed) => {
+            let mut out = io::stdout().lock();
+            let _ = out.write_all(printed.stdout.as_bytes());
+            let _ = out.flush();
+            let _ = io::stderr().write_all(printed.stderr.as_bytes());
+            ExitCode::from(printed.code)
+        }
+        Err(e) => {
+            eprintln!(
+                "hookhost: error: the dispatch daemon at {} did not answer: {e} \
+                 (unset {MODE_VAR} to dispatch in-process)",
+                place.socket.display()
+            );
+            ExitCode::from(1)
+        }
+    })
+}
+
+/// Sends stdin, reads the answer.
+fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
+    io::copy(&mut io::stdin().lock(), &mut stream)?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    decode(&answer).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the connection closed before a whole answer",
+        )
+    })
+}
+
+fn encode(printed: &Printed) -> Vec<u8> {
+    let (stdout, stderr) = (printed.stdout.as_bytes(), printed.stderr.as_bytes());
+    let mut bytes = Vec::with_capacity(9 + stdout.len() + stderr.len());
+    bytes.push(printed.code);
+    bytes.extend_from_slice(&(stdout.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&(stderr.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(stdout);
+    bytes.extend_from_slice(stderr);
+    bytes
+}
+
+/// The answer in `bytes`, if they are exactly one whole answer.
+fn decode(bytes: &[u8]) -> Option<Printed> {
+    let (&code, rest) = bytes.split_first()?;
+    let (stdout_len, rest) = rest.split_first_chunk::<4>()?;
+    let (stderr_len, rest) = rest.split_first_chunk::<4>()?;
+    let stdout_len = u32::from_le_bytes(*stdout_len) as usize;
+    if rest.len() != stdout_len.checked_add(u32::from_le_bytes(*stderr_len) as usize)? {
+        return None;
+    }
+    let (stdout, stderr) = rest.split_at(stdout_len);
+    Some(Printed {
+        stdout: String::from_utf8_lossy(stdout).into_owned(),
+        stderr: String::from_utf8_lossy(stderr).into_owned(),
+        code,
+    })
+}
+
+/// In a process started by [`Place::start_daemon`]: serves its command line until idle,
+/// then exits. `None` in any other process.
+pub fn serve_if_started() -> Option<ExitCode> {
+    let socket = PathBuf::from(std::env::var_os(SOCKET_VAR)?);
+    // SAFETY: the process is single-threaded here (nothing has started a thread yet), so
+    // nothing reads the environment concurrently; hooks must see the caller's
+    // environment, without this variable.
+    unsafe { std::env::remove_var(SOCKET_VAR) };
+    // Leave the caller's session and its descriptors: the agent may kill its process
+    // group once `dispatch` returns, and reads hook pipes until every writer closed them.
+    // SAFETY: setsid and close_range have no memory-safety preconditions, and no
+    // descriptor above 2 is owned by anything in this process yet.
+    unsafe {
+        libc::setsid();
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+    }
+    Some(match serve(&socket) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("hookhost dispatch daemon: {message}");
+            ExitCode::from(1)
+        }
+    })
+}
+
+fn serve(socket: &Path) -> Result<(), String> {
+    let args = match super::Cli::try_parse() {
+        Ok(super::Cli {
+            command: super::Command::Dispatch(args),
+        }) => Arc::new(args),
+        Ok(_) => return Err("not a `hookhost dispatch` command line".into()),
+        Err(e) => return Err(format!("bad command line: {e}")),
+    };
+    let lock_path = socket.with_extension("lock");
+    let lock = open_lock(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    if !try_lock(&lock) {
+        return Ok(()); // another daemon serves this command line
+    }
+    let idle = std::env::var(IDLE_VAR)
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_IDLE);
+    let _ = std::fs::remove_file(socket); // left by a daemon that was killed
+    let listener = std::os::unix::net::UnixListener::bind(socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let inode = std::fs::metadata(socket).map_err(|e| e.to_string())?.ino();
+    eprintln!(
+        "hookhost dispatch daemon {} on {}: serving until {}s idle",
+        std::process::id(),
+        socket.display(),
+        idle.as_secs()
+    );
+    let runtime = super::runtime()?;
+    let reason = runtime.block_on(accept_until_idle(listener, args, socket, inode, idle))?;
+    eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
+    drop(lock);
+    Ok(())
+}
+
+/// Answers connections until the daemon has been idle for `idle` or its socket file was
+/// removed or replaced; then stops listening, answers what was already queued, waits for
+/// the requests in flight and returns why it stopped.
+async fn accept_until_idle(
+    listener: std::os::unix::net::UnixListener,
+    args: Arc<DispatchArgs>,
+    socket: &Path,
+    inode: u64,
+    idle: Duration,
+) -> Result<&'static str, String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let listener = tokio::net::UnixListener::from_std(listener).map_err(|e| e.to_string())?;
+    let wasm: Arc<WasmRuntime> = Arc::new(WasmRuntime::default());
+    let mut requests = tokio::task::JoinSet::new();
+    let mut last_active = Instant::now();
+    let reason = loop {
+        match tokio::time::timeout(Duration::from_secs(1), listener.accept()).await {
+            Ok(Ok((stream, _))) => {
+                requests.spawn(answer(stream, args.clone(), wasm.clone()));
+            }
+            Ok(Err(e)) => tracing::warn!("dispatch daemon: accept: {e}"),
+            Err(_elapsed) => {}
+        }
+        while requests.try_join_next().is_some() {
+            last_active = Instant::now();
+        }
+        if !requests.is_empty() {
+            last_active = Instant::now();
+        }
+        if std::fs::metadata(socket).map_or(true, |m| m.ino() != inode) {
+            break "its socket was removed";
+        }
+        if last_active.elapsed() >= idle {
+            // Unlink first: from now on a caller finds no daemon and dispatches itself.
+            let _ = std::fs::remove_file(socket);
+            break "idle";
+        }
+    };
+    // Connections queued before the socket went away are answered, not dropped.
+    while let Ok(Ok((stream, _))) =
+        tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
+    {
+        requests.spawn(answer(stream, args.clone(), wasm.clone()));
+    }
+    while requests.join_next().await.is_some() {}
+    Ok(reason)
+}
+
+/// One request: stdin in, what `hookhost dispatch` would print out.
+async fn answer(
+    mut stream: tokio::net::UnixStream,
+    args: Arc<DispatchArgs>,
+    wasm: Arc<WasmRuntime>,
+) {
+    let mut input = Vec::new();
+    if let Err(e) = stream.read_to_end(&mut input).await {
+        tracing::warn!("dispatch daemon: reading a request: {e}");
+        return;
+    }
+    let printed = match String::from_utf8(input) {
+        Ok(text) => dispatch_text(&args, &text, wasm)
+            .await
+            .unwrap_or_else(|message| Printed::error(&message)),
+        Err(_) => {
+            Printed::error("cannot read the input from stdin: stream did not contain valid UTF-8")
+        }
+    };
+    if let Err(e) = stream.write_all(&encode(&printed)).await {
+        // The caller went away (killed by its agent); nothing to print to.
+        tracing::debug!("dispatch daemon: writing an answer: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_survive_the_wire() {
+        let printed = Printed {
+            stdout: "{\"decision\":\"deny\"}\n".into(),
+            stderr: "blocked: rm -rf\n".into(),
+            code: 2,
+        };
+        let decoded = decode(&encode(&printed)).expect("a whole answer");
+        assert_eq!(
+            (decoded.stdout, decoded.stderr, decoded.code),
+            (printed.stdout, printed.stderr, printed.code)
+        );
+        let empty = decode(&encode(&Printed::error("x"))).expect("a whole answer");
+        assert_eq!((empty.stdout.as_str(), empty.code), ("", 1));
+    }
+
+    #[test]
+    fn a_cut_answer_is_not_an_answer() {
+        let bytes = encode(&Printed {
+            stdout: "0123456789".into(),
+            stderr: "warning".into(),
+            code: 0,
+        });
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_none(), "cut at {cut} decoded");
+        }
+    }
+}
