@@ -11,9 +11,12 @@
 //! the caches are warm. With no daemon listening, the caller dispatches in-process and
 //! starts one in the background for the next call, so the first call never waits.
 //!
-//! Protocol, one request per connection: the client writes its stdin and shuts down its
-//! write side; the daemon answers with the exit code (1 byte), the lengths of stdout and
-//! stderr (u32 each, little-endian), then stdout and stderr.
+//! Protocol, one request per connection: the client writes the length of its stdin (u32,
+//! little-endian) and its stdin, then waits; the daemon answers with the exit code
+//! (1 byte), the lengths of stdout and stderr (u32 each), then stdout and stderr. A
+//! caller that goes away before the answer (its agent killed it) closes the connection,
+//! and the daemon cancels its dispatch: the hooks' processes are killed, as they would
+//! be with the caller's process group.
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -223,8 +226,12 @@ pub fn forward() -> Option<ExitCode> {
 
 /// Sends stdin, reads the answer.
 fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
-    io::copy(&mut io::stdin().lock(), &mut stream)?;
-    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut input = Vec::new();
+    io::stdin().lock().read_to_end(&mut input)?;
+    let len = u32::try_from(input.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "stdin over 4 GiB"))?;
+    stream.write_all(&len.to_le_bytes())?;
+    stream.write_all(&input)?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer)?;
     decode(&answer).ok_or_else(|| {
@@ -377,21 +384,38 @@ async fn answer(
     args: Arc<DispatchArgs>,
     wasm: Arc<WasmRuntime>,
 ) {
+    let mut len = [0; 4];
     let mut input = Vec::new();
-    if let Err(e) = stream.read_to_end(&mut input).await {
+    let read = async {
+        stream.read_exact(&mut len).await?;
+        input.resize(u32::from_le_bytes(len) as usize, 0);
+        stream.read_exact(&mut input).await
+    };
+    if let Err(e) = read.await {
         tracing::warn!("dispatch daemon: reading a request: {e}");
         return;
     }
-    let printed = match String::from_utf8(input) {
-        Ok(text) => dispatch_text(&args, &text, wasm)
-            .await
-            .unwrap_or_else(|message| Printed::error(&message)),
-        Err(_) => {
-            Printed::error("cannot read the input from stdin: stream did not contain valid UTF-8")
+    let (mut reader, mut writer) = stream.split();
+    let dispatched = async {
+        match String::from_utf8(input) {
+            Ok(text) => dispatch_text(&args, &text, wasm)
+                .await
+                .unwrap_or_else(|message| Printed::error(&message)),
+            Err(_) => Printed::error(
+                "cannot read the input from stdin: stream did not contain valid UTF-8",
+            ),
         }
     };
-    if let Err(e) = stream.write_all(&encode(&printed)).await {
-        // The caller went away (killed by its agent); nothing to print to.
+    // The caller sends nothing more: anything readable is the end of the connection.
+    let printed = tokio::select! {
+        printed = dispatched => printed,
+        _ = reader.read_u8() => {
+            tracing::debug!("dispatch daemon: the caller went away; dispatch cancelled");
+            return;
+        }
+    };
+    if let Err(e) = writer.write_all(&encode(&printed)).await {
+        // The caller went away just now; nothing to print to.
         tracing::debug!("dispatch daemon: writing an answer: {e}");
     }
 }

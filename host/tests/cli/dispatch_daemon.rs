@@ -296,3 +296,39 @@ fn a_bad_command_line_fails_as_without_a_daemon() {
     assert_eq!(own.code, 2, "clap's usage error: {}", own.stderr);
     assert_eq!((via.code, via.stderr), (own.code, own.stderr));
 }
+
+#[test]
+fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
+    let env = TestEnv::new();
+    let mut config = parent_hook_config();
+    config["hooks"]["PreToolUse"][0]["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "command", "command": "case \"$(cat)\" in *slow*) sleep 3133;; esac; echo '{}'"}));
+    env.project_hooks(config);
+    let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let mut caller = with_daemon(&env, 120)
+        .args(["dispatch", "PreToolUse"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = bash_input("slow").to_string();
+    std::io::Write::write_all(&mut caller.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    wait_until("the slow hook to run in the daemon", || {
+        crate::support::process_running("sleep 3133")
+    });
+    caller.kill().unwrap();
+    caller.wait().unwrap();
+    wait_until("the slow hook to be killed", || {
+        !crate::support::process_running("sleep 3133")
+    });
+    assert!(process_alive(daemon), "the daemon serves on");
+    let run = dispatch(
+        &env,
+        with_daemon(&env, 120),
+        &["PreToolUse"],
+        &bash_input("ls"),
+    );
+    assert_eq!(hook_parent(&run), daemon);
+}
