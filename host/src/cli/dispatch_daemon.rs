@@ -24,7 +24,6 @@ use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -49,6 +48,8 @@ const DEFAULT_IDLE: Duration = Duration::from_secs(600);
 /// At most this many daemons per data directory; beyond, callers dispatch in-process
 /// (an agent whose hook environment changes on every call must not fill the machine).
 const MAX_DAEMONS: usize = 16;
+/// A daemon's log is emptied when a new daemon starts with it beyond this size.
+const LOG_CAP: u64 = 1 << 20;
 /// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
 const MAX_SOCKET_PATH: usize = 100;
 
@@ -134,18 +135,28 @@ impl Place {
         let Ok(exe) = std::env::current_exe() else {
             return;
         };
-        let Ok(log) = File::create(&self.log) else {
+        // Appended to: a daemon started concurrently (which finds the lock taken and
+        // exits) must not cut the log of the one that serves.
+        let Ok(log) = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&self.log)
+        else {
             return;
         };
+        if log.metadata().is_ok_and(|m| m.len() > LOG_CAP) {
+            let _ = log.set_len(0);
+        }
         // The daemon must not hold the caller's pipes: an agent reads a hook's stdout
-        // until every writer has closed it.
+        // until every writer has closed it. It leaves the caller's session itself
+        // (`setsid` refuses a process group leader, so no `process_group` here).
         let _ = Command::new(exe)
             .args(std::env::args_os().skip(1))
             .env(SOCKET_VAR, &self.socket)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
-            .process_group(0)
             .spawn();
     }
 }

@@ -43,13 +43,14 @@ fn sockets(env: &TestEnv) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The pid of the daemon listening on `socket`, from the first line of its log.
+/// The pid of the daemon listening on `socket`, from the last start line of its log
+/// (`hookhost dispatch daemon PID on SOCKET: serving …`).
 fn daemon_pid(socket: &std::path::Path) -> u32 {
     let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
-    let words: Vec<&str> = log.split_whitespace().collect();
-    words[3]
-        .parse()
-        .unwrap_or_else(|_| panic!("no pid in the log: {log}"))
+    let started = log.lines().rfind(|l| l.contains(": serving until"));
+    started
+        .and_then(|line| line.split_whitespace().nth(3)?.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in the log: {log}"))
 }
 
 fn process_alive(pid: u32) -> bool {
