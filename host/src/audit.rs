@@ -18,13 +18,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::borrow::Cow;
+
 use aho_corasick::AhoCorasick;
 use regex::Regex;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::Value;
 
 use crate::handlers::Invocation;
 use crate::handlers::command::is_credential_name;
-use crate::outcome::Outcome;
+use crate::outcome::{Decision, HookStatus, Outcome};
 
 /// Characters of one string value kept in the log; the rest is cut with a note.
 const VALUE_CAP: usize = 2000;
@@ -125,7 +129,7 @@ impl AuditLog {
     /// # Errors
     ///
     /// The log cannot be opened, locked or written; the message names the file.
-    pub fn append(&self, entry: &Value) -> Result<(), String> {
+    pub fn append(&self, entry: &impl Serialize) -> Result<(), String> {
         use std::os::unix::fs::MetadataExt;
         let shown = self.path.display();
         let mut line = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
@@ -193,73 +197,130 @@ impl AuditLog {
     }
 }
 
-/// The audit line of one dispatch.
-pub fn entry(invocation: &Invocation, outcome: &Outcome, now: SystemTime) -> Value {
-    let mut line = Map::new();
-    line.insert("time".into(), Value::String(rfc3339(now)));
-    line.insert(
-        "session".into(),
-        Value::String(invocation.session_id.clone()),
-    );
-    line.insert("event".into(), Value::String(outcome.event.clone()));
-    line.insert(
-        "project".into(),
-        Value::String(invocation.project_dir.display().to_string()),
-    );
-    if let Some(tool) = invocation.input.get("tool_name") {
-        line.insert("toolName".into(), tool.clone());
-    }
-    if let Some(input) = invocation.input.get("tool_input") {
-        line.insert("toolInput".into(), redact(input));
-    }
-    line.insert("decision".into(), json!(outcome.decision));
-    if let Some(reason) = &outcome.reason {
-        line.insert("reason".into(), Value::String(redact_text(reason)));
-    }
-    line.insert("continue".into(), Value::Bool(outcome.continue_));
-    let hooks: Vec<Value> = outcome
-        .hooks
-        .iter()
-        .map(|h| {
-            json!({
-                "id": h.id,
-                "source": h.source,
-                "type": h.kind,
-                "status": h.status,
-                "durationMs": h.duration_ms,
-                "exitCode": h.exit_code,
-                "fuel": h.fuel,
-                "memoryBytes": h.memory_bytes,
-                "message": h.message.as_deref().map(redact_text),
-            })
-        })
-        .collect();
-    line.insert("hooks".into(), Value::Array(hooks));
-    Value::Object(line)
+/// The audit line of one dispatch, serialized straight from the invocation and the
+/// outcome it borrows (a daemon writes thousands a second).
+#[derive(Debug, Serialize)]
+pub struct Entry<'a> {
+    time: String,
+    session: &'a str,
+    event: &'a str,
+    #[serde(serialize_with = "lossy_path")]
+    project: &'a Path,
+    #[serde(rename = "toolName", skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a Value>,
+    #[serde(rename = "toolInput", skip_serializing_if = "Option::is_none")]
+    tool_input: Option<Redacted<'a>>,
+    decision: Decision,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<RedactedText<'a>>,
+    #[serde(rename = "continue")]
+    continue_: bool,
+    hooks: Vec<HookLine<'a>>,
+    /// The line of an async hook's run, written after its event's line.
+    #[serde(rename = "async", skip_serializing_if = "std::ops::Not::not")]
+    is_async: bool,
 }
 
-/// A copy of `value` with secrets masked: the value of every object key that looks like a
-/// credential name ([`is_credential_name`]) is replaced by [`REDACTED`], and in strings,
-/// credential-looking assignments (`API_TOKEN=…`), bearer tokens, URL passwords, private
-/// key blocks and well-known token formats are masked. Long strings are cut.
-pub fn redact(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let v = if is_credential_name(k) && !v.is_null() {
-                        Value::String(REDACTED.into())
-                    } else {
-                        redact(v)
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
-        Value::String(s) => Value::String(redact_text(s)),
-        other => other.clone(),
+/// A path as text, with any invalid UTF-8 replaced (a log line is never refused).
+fn lossy_path<S: Serializer>(path: &&Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&path.display())
+}
+
+/// One hook of an [`Entry`].
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HookLine<'a> {
+    id: &'a str,
+    source: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    status: HookStatus,
+    duration_ms: Option<f64>,
+    exit_code: Option<i32>,
+    fuel: Option<u64>,
+    memory_bytes: Option<u64>,
+    message: Option<RedactedText<'a>>,
+}
+
+impl Entry<'_> {
+    /// Marks the line as that of an async hook's run.
+    pub fn of_async_run(mut self) -> Self {
+        self.is_async = true;
+        self
     }
+}
+
+/// The audit line of one dispatch.
+pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTime) -> Entry<'a> {
+    Entry {
+        time: rfc3339(now),
+        session: &invocation.session_id,
+        event: &outcome.event,
+        project: &invocation.project_dir,
+        tool_name: invocation.input.get("tool_name"),
+        tool_input: invocation.input.get("tool_input").map(Redacted),
+        decision: outcome.decision,
+        reason: outcome.reason.as_deref().map(RedactedText),
+        continue_: outcome.continue_,
+        hooks: outcome
+            .hooks
+            .iter()
+            .map(|h| HookLine {
+                id: &h.id,
+                source: &h.source,
+                kind: &h.kind,
+                status: h.status,
+                duration_ms: h.duration_ms,
+                exit_code: h.exit_code,
+                fuel: h.fuel,
+                memory_bytes: h.memory_bytes,
+                message: h.message.as_deref().map(RedactedText),
+            })
+            .collect(),
+        is_async: false,
+    }
+}
+
+/// A JSON value that serializes with secrets masked: the value of every object key that
+/// looks like a credential name ([`is_credential_name`]) as [`REDACTED`], and every
+/// string through [`redact_text`]. Nothing is copied unless a string changes.
+#[derive(Debug, Clone, Copy)]
+pub struct Redacted<'a>(pub &'a Value);
+
+impl Serialize for Redacted<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, value) in map {
+                    if is_credential_name(key) && !value.is_null() {
+                        out.serialize_entry(key, REDACTED)?;
+                    } else {
+                        out.serialize_entry(key, &Redacted(value))?;
+                    }
+                }
+                out.end()
+            }
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Redacted)),
+            Value::String(text) => serializer.serialize_str(&redacted_text(text)),
+            other => other.serialize(serializer),
+        }
+    }
+}
+
+/// A string that serializes through [`redact_text`].
+#[derive(Debug, Clone, Copy)]
+struct RedactedText<'a>(&'a str);
+
+impl Serialize for RedactedText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&redacted_text(self.0))
+    }
+}
+
+/// A copy of `value` with secrets masked as [`Redacted`] writes it. Long strings are cut.
+pub fn redact(value: &Value) -> Value {
+    serde_json::to_value(Redacted(value)).expect("a JSON value serializes to a JSON value")
 }
 
 /// One masking rule: a regex, its replacement, and lowercase literals of which every
@@ -359,6 +420,11 @@ fn triggers() -> &'static (AhoCorasick, Vec<usize>) {
 
 /// Masks secret-looking parts of a string and cuts it at [`VALUE_CAP`] characters.
 pub fn redact_text(text: &str) -> String {
+    redacted_text(text).into_owned()
+}
+
+/// [`redact_text`], borrowing `text` when nothing in it is masked or cut (most strings).
+fn redacted_text(text: &str) -> Cow<'_, str> {
     // Triggers are looked for in the original text only: replacements add no trigger a
     // later rule could need ("[REDACTED PRIVATE KEY]" follows a "PRIVATE KEY" that was
     // already there).
@@ -367,20 +433,21 @@ pub fn redact_text(text: &str) -> String {
     for found in automaton.find_overlapping_iter(text) {
         triggered[rule_of[found.pattern().as_usize()]] = true;
     }
-    let mut out = text.to_string();
+    let mut out = Cow::Borrowed(text);
     for (index, rule) in SECRET_RULES.iter().enumerate() {
         if !triggered[index] {
             continue;
         }
         let regex = rule_regex(index);
-        if regex.is_match(&out) {
-            out = regex.replace_all(&out, rule.replacement).into_owned();
+        if let Cow::Owned(replaced) = regex.replace_all(&out, rule.replacement) {
+            out = Cow::Owned(replaced);
         }
     }
-    if out.chars().count() > VALUE_CAP {
+    // Cheap test first: a string of at most VALUE_CAP bytes has at most as many chars.
+    if out.len() > VALUE_CAP && out.chars().count() > VALUE_CAP {
         let kept: String = out.chars().take(VALUE_CAP).collect();
         let more = out.len() - kept.len();
-        out = format!("{kept}…[{more} more bytes]");
+        out = Cow::Owned(format!("{kept}…[{more} more bytes]"));
     }
     out
 }
@@ -418,6 +485,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::time::Duration;
 
     #[test]

@@ -438,11 +438,8 @@ fn audit_async_run(
         result: HookResult::Ran(Box::new(run)),
     }];
     let outcome = merge(&invocation.spec, &executed);
-    let mut entry = crate::audit::entry(invocation, &outcome, std::time::SystemTime::now());
-    if let Some(line) = entry.as_object_mut() {
-        line.insert("async".into(), Value::Bool(true));
-    }
-    if let Err(e) = log.append(&entry) {
+    let entry = crate::audit::entry(invocation, &outcome, std::time::SystemTime::now());
+    if let Err(e) = log.append(&entry.of_async_run()) {
         tracing::error!(hook = %hook.id, "audit: {e}");
     }
 }

@@ -40,6 +40,31 @@ fn every_dispatch_appends_one_redacted_line() {
     let entries = lines(&env.data.join("audit.jsonl"));
     assert_eq!(entries.len(), 3);
     let first = &entries[0];
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "time",
+            "session",
+            "event",
+            "project",
+            "toolName",
+            "toolInput",
+            "decision",
+            "reason",
+            "continue",
+            "hooks"
+        ],
+        "the line's fields, in order (an async run's line adds `async`)"
+    );
+    assert_eq!(first["project"], env.project.display().to_string());
+    assert_eq!(first["continue"], true);
+    assert_eq!(first["hooks"][1]["exitCode"], 7);
     assert!(first["time"].as_str().unwrap().ends_with('Z'));
     assert_eq!(first["session"], "s1");
     assert_eq!(first["event"], "PreToolUse");
