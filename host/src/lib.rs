@@ -285,6 +285,32 @@ impl HostBuilder {
     }
 }
 
+/// The modification time and length of each file a host was built from (`None`: absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcesFingerprint(Vec<(PathBuf, Option<(std::time::SystemTime, u64)>)>);
+
+impl SourcesFingerprint {
+    /// The files whose state differs between `self` and `other`.
+    pub fn changed_since(&self, other: &SourcesFingerprint) -> std::collections::BTreeSet<PathBuf> {
+        self.0
+            .iter()
+            .filter(|entry| !other.0.contains(entry))
+            .chain(other.0.iter().filter(|entry| !self.0.contains(entry)))
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+
+    /// Whether no file changed in the last second. A file written just before it was
+    /// read and then again within its timestamp's granularity could look unchanged, so a
+    /// host whose files are not settled should not be reused on its fingerprint alone.
+    pub fn is_settled(&self) -> bool {
+        let recent = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        self.0
+            .iter()
+            .all(|(_, state)| state.is_none_or(|(modified, _)| modified < recent))
+    }
+}
+
 /// A hook host: a resolved policy and the runners to dispatch events with it.
 #[derive(Debug, Clone)]
 pub struct Host {
@@ -297,6 +323,22 @@ impl Host {
     /// (present or not), the trust store, and the plugins its hooks reference.
     pub fn watched_paths(&self) -> &[PathBuf] {
         &self.watched
+    }
+
+    /// The state of [`Host::watched_paths`] now: while it is unchanged, a host built
+    /// again would be built from the same files.
+    pub fn fingerprint(&self) -> SourcesFingerprint {
+        SourcesFingerprint(
+            self.watched
+                .iter()
+                .map(|path| {
+                    let state = std::fs::metadata(path)
+                        .ok()
+                        .and_then(|m| Some((m.modified().ok()?, m.len())));
+                    (path.clone(), state)
+                })
+                .collect(),
+        )
     }
 
     /// The resolved policy.

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -32,9 +32,9 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::Host;
 use crate::outcome::Outcome;
 use crate::session::{AsyncResult, MemoryStore, SessionStore};
+use crate::{Host, SourcesFingerprint};
 
 /// Longest request line accepted: 16 MiB.
 pub const MAX_LINE: usize = 16 << 20;
@@ -44,24 +44,9 @@ pub const RELOAD_POLL: Duration = Duration::from_millis(250);
 /// Builds the host of a project, with the daemon's session store.
 pub type HostFactory = Arc<dyn Fn(&Path, Arc<dyn SessionStore>) -> Host + Send + Sync>;
 
-/// The state of the files a host was built from: path, modification time, length.
-type Fingerprint = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
-
-fn fingerprint(host: &Host) -> Fingerprint {
-    host.watched_paths()
-        .iter()
-        .map(|path| {
-            let state = std::fs::metadata(path)
-                .ok()
-                .and_then(|m| Some((m.modified().ok()?, m.len())));
-            (path.clone(), state)
-        })
-        .collect()
-}
-
 struct Project {
     host: Host,
-    fingerprint: Fingerprint,
+    fingerprint: SourcesFingerprint,
     /// A reload notice for the next outcome.
     notice: Option<String>,
 }
@@ -175,7 +160,7 @@ impl Server {
             .entry(dir.to_path_buf())
             .or_insert_with(|| {
                 let host = (self.factory)(dir, self.sessions.clone());
-                let fingerprint = fingerprint(&host);
+                let fingerprint = host.fingerprint();
                 Arc::new(Mutex::new(Project {
                     host,
                     fingerprint,
@@ -197,20 +182,17 @@ impl Server {
         for (dir, project) in projects {
             let (old, now) = {
                 let project = project.lock().unwrap_or_else(|e| e.into_inner());
-                (project.fingerprint.clone(), fingerprint(&project.host))
+                (project.fingerprint.clone(), project.host.fingerprint())
             };
             if now == old {
                 continue;
             }
             let host = (self.factory)(&dir, self.sessions.clone());
-            let new = fingerprint(&host);
+            let new = host.fingerprint();
             let changed: Vec<String> = new
+                .changed_since(&old)
                 .iter()
-                .filter(|entry| !old.contains(entry))
-                .chain(old.iter().filter(|entry| !new.contains(entry)))
-                .map(|(path, _)| path.display().to_string())
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
+                .map(|path| path.display().to_string())
                 .collect();
             let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
             project.host = host;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use hookhost::handlers::WasmRunner;
+use hookhost::Host;
 use serde_json::Value;
 
 use super::{SourceArgs, one_shot_runtime};
@@ -26,7 +26,7 @@ pub struct DispatchArgs {
     /// `--format claude` it may be omitted: the input's `hook_event_name` is used.
     event: Option<String>,
     #[command(flatten)]
-    sources: SourceArgs,
+    pub(super) sources: SourceArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
@@ -71,22 +71,21 @@ impl Printed {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let text = read_stdin()?;
-    let printed = one_shot_runtime()?.block_on(dispatch_text(
-        &args,
-        &text,
-        Arc::new(super::one_shot_wasm()),
-    ))?;
+    let printed = one_shot_runtime()?.block_on(dispatch_text(&args, &text, || {
+        args.sources.host_with(Arc::new(super::one_shot_wasm()))
+    }))?;
     print!("{}", printed.stdout);
     eprint!("{}", printed.stderr);
     Ok(ExitCode::from(printed.code))
 }
 
-/// Dispatches the event of `args` with `text` as its stdin; the process and the dispatch
-/// daemon both answer through here, so they print the same bytes.
+/// Dispatches the event of `args` with `text` as its stdin, on the host `host` builds
+/// (once the input is known to be valid); the process and the dispatch daemon both
+/// answer through here, so they print the same bytes.
 pub async fn dispatch_text(
     args: &DispatchArgs,
     text: &str,
-    wasm: Arc<dyn WasmRunner>,
+    host: impl FnOnce() -> Result<Host, String>,
 ) -> Result<Printed, String> {
     let input = parse_input(text)?;
     let event = match (
@@ -101,7 +100,7 @@ pub async fn dispatch_text(
             );
         }
     };
-    let host = args.sources.host_with(wasm)?;
+    let host = host()?;
     let outcome = host
         .dispatch(&event, input)
         .await

@@ -6,9 +6,10 @@
 //! The daemon is keyed by everything a dispatch depends on besides its stdin: the
 //! `hookhost` executable (path and file stamp), the working directory, the arguments and
 //! the whole environment. Two callers share a daemon only when their dispatches would be
-//! the same process, so command hooks see the caller's environment and directory, and
-//! every request reloads the config from disk exactly as a one-shot process does; only
-//! the caches are warm. With no daemon listening, the caller dispatches in-process and
+//! the same process, so command hooks see the caller's environment and directory. Every
+//! request checks the files the config was built from (a `stat` each) and rebuilds it
+//! when one changed, so it sees what a one-shot process would read; only the caches are
+//! warm. With no daemon listening, the caller dispatches in-process and
 //! starts one in the background for the next call, so the first call never waits.
 //!
 //! Protocol, one request per connection: the client writes the length of its stdin (u32,
@@ -26,7 +27,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -34,6 +35,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use hookhost::handlers::wasm::WasmRuntime;
+use hookhost::{Host, SourcesFingerprint};
 
 use super::dispatch::{DispatchArgs, Printed, dispatch_text};
 
@@ -310,7 +312,7 @@ fn serve(socket: &Path) -> Result<(), String> {
     let args = match super::Cli::try_parse() {
         Ok(super::Cli {
             command: super::Command::Dispatch(args),
-        }) => Arc::new(args),
+        }) => args,
         Ok(_) => return Err("not a `hookhost dispatch` command line".into()),
         Err(e) => return Err(format!("bad command line: {e}")),
     };
@@ -335,7 +337,12 @@ fn serve(socket: &Path) -> Result<(), String> {
         idle.as_secs()
     );
     let runtime = super::runtime()?;
-    let reason = runtime.block_on(accept_until_idle(listener, args, socket, inode, idle))?;
+    let daemon = Arc::new(Daemon {
+        args,
+        wasm: Arc::new(WasmRuntime::default()),
+        host: Mutex::new(None),
+    });
+    let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle))?;
     eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
     drop(lock);
     Ok(())
@@ -346,20 +353,19 @@ fn serve(socket: &Path) -> Result<(), String> {
 /// the requests in flight and returns why it stopped.
 async fn accept_until_idle(
     listener: std::os::unix::net::UnixListener,
-    args: Arc<DispatchArgs>,
+    daemon: Arc<Daemon>,
     socket: &Path,
     inode: u64,
     idle: Duration,
 ) -> Result<&'static str, String> {
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let listener = tokio::net::UnixListener::from_std(listener).map_err(|e| e.to_string())?;
-    let wasm: Arc<WasmRuntime> = Arc::new(WasmRuntime::default());
     let mut requests = tokio::task::JoinSet::new();
     let mut last_active = Instant::now();
     let reason = loop {
         match tokio::time::timeout(Duration::from_secs(1), listener.accept()).await {
             Ok(Ok((stream, _))) => {
-                requests.spawn(answer(stream, args.clone(), wasm.clone()));
+                requests.spawn(answer(stream, daemon.clone()));
             }
             Ok(Err(e)) => tracing::warn!("dispatch daemon: accept: {e}"),
             Err(_elapsed) => {}
@@ -383,18 +389,41 @@ async fn accept_until_idle(
     while let Ok(Ok((stream, _))) =
         tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
     {
-        requests.spawn(answer(stream, args.clone(), wasm.clone()));
+        requests.spawn(answer(stream, daemon.clone()));
     }
     while requests.join_next().await.is_some() {}
     Ok(reason)
 }
 
-/// One request: stdin in, what `hookhost dispatch` would print out.
-async fn answer(
-    mut stream: tokio::net::UnixStream,
-    args: Arc<DispatchArgs>,
+/// The daemon's command line and what its requests share: the wasm runtime, and the
+/// host of the last request, reused while the files it was built from are unchanged.
+struct Daemon {
+    args: DispatchArgs,
     wasm: Arc<WasmRuntime>,
-) {
+    host: Mutex<Option<(Host, SourcesFingerprint)>>,
+}
+
+impl Daemon {
+    fn host(&self) -> Result<Host, String> {
+        let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((host, built_from)) = cached.as_ref()
+            && host.fingerprint() == *built_from
+        {
+            return Ok(host.clone());
+        }
+        let host = self.args.sources.host_with(self.wasm.clone())?;
+        let fingerprint = host.fingerprint();
+        // A file written within the last second could change again without its stamp
+        // showing it: such a host is rebuilt next time.
+        *cached = fingerprint
+            .is_settled()
+            .then(|| (host.clone(), fingerprint));
+        Ok(host)
+    }
+}
+
+/// One request: stdin in, what `hookhost dispatch` would print out.
+async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
     let mut len = [0; 4];
     let mut input = Vec::new();
     let read = async {
@@ -409,7 +438,7 @@ async fn answer(
     let (mut reader, mut writer) = stream.split();
     let dispatched = async {
         match String::from_utf8(input) {
-            Ok(text) => dispatch_text(&args, &text, wasm)
+            Ok(text) => dispatch_text(&daemon.args, &text, || daemon.host())
                 .await
                 .unwrap_or_else(|message| Printed::error(&message)),
             Err(_) => Printed::error(

@@ -173,24 +173,60 @@ fn normalized(stdout: &str) -> String {
 }
 
 #[test]
-fn every_request_reads_the_config_again() {
+fn every_request_sees_the_config_as_it_is_on_disk() {
     let env = TestEnv::new();
-    env.project_hooks(parent_hook_config());
+    let config = |word: &str| {
+        let mut config = parent_hook_config();
+        config["hooks"]["PreToolUse"][0]["hooks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "command", "command": format!("echo '{{\"systemMessage\": \"{word}\"}}'")}));
+        config
+    };
+    let second_message = |run: &Run| run.json()["systemMessages"][1].clone();
+    env.project_hooks(config("first"));
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let mut config = parent_hook_config();
-    config["hooks"]["PreToolUse"][0]["hooks"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"type": "command", "command": "echo '{\"systemMessage\": \"added\"}'"}));
-    env.project_hooks(config);
+    // Files older than a second: the daemon keeps the host it builds now.
+    std::thread::sleep(Duration::from_millis(1100));
     let run = dispatch(
         &env,
         with_daemon(&env, 120),
         &["PreToolUse"],
         &bash_input("ls"),
     );
-    assert_eq!(hook_parent(&run), daemon);
-    assert_eq!(run.json()["systemMessages"][1], "added");
+    assert_eq!(
+        (hook_parent(&run), second_message(&run)),
+        (daemon, json!("first"))
+    );
+    // The same length, another content: the modification time tells.
+    env.project_hooks(config("again"));
+    let run = dispatch(
+        &env,
+        with_daemon(&env, 120),
+        &["PreToolUse"],
+        &bash_input("ls"),
+    );
+    assert_eq!(
+        (hook_parent(&run), second_message(&run)),
+        (daemon, json!("again"))
+    );
+    // A source that did not exist before (the user's hooks) is seen too.
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo '{\"systemMessage\": \"user\"}'"}]),
+    ));
+    let run = dispatch(
+        &env,
+        with_daemon(&env, 120),
+        &["PreToolUse"],
+        &bash_input("ls"),
+    );
+    let messages = run.json()["systemMessages"].clone();
+    assert!(
+        messages.as_array().unwrap().contains(&json!("user")),
+        "{messages}"
+    );
 }
 
 #[test]
