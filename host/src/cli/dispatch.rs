@@ -2,7 +2,6 @@
 
 use std::io::Read;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use hookhost::Host;
@@ -71,9 +70,8 @@ impl Printed {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let text = read_stdin()?;
-    let printed = one_shot_runtime()?.block_on(dispatch_text(&args, &text, || {
-        args.sources.host_with(Arc::new(super::one_shot_wasm()))
-    }))?;
+    let printed =
+        one_shot_runtime()?.block_on(dispatch_text(&args, &text, || args.sources.host()))?;
     print!("{}", printed.stdout);
     eprint!("{}", printed.stderr);
     Ok(ExitCode::from(printed.code))

@@ -173,17 +173,10 @@ fn open_lock(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Takes the exclusive lock of `file` without waiting; held until the file is closed.
-fn try_lock(file: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on an open descriptor has no memory-safety preconditions.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-}
-
-/// Whether no daemon holds the lock at `path` (it is released on the daemon's exit,
-/// however it exits).
+/// Whether no daemon holds the lock at `path` (an exclusive `flock`, released when the
+/// daemon exits, however it exits).
 fn lock_is_free(path: &Path) -> bool {
-    open_lock(path).is_ok_and(|file| try_lock(&file))
+    open_lock(path).is_ok_and(|file| file.try_lock().is_ok())
 }
 
 /// How many daemons of `dir` are alive (hold their lock).
@@ -318,7 +311,7 @@ fn serve(socket: &Path) -> Result<(), String> {
     };
     let lock_path = socket.with_extension("lock");
     let lock = open_lock(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
-    if !try_lock(&lock) {
+    if lock.try_lock().is_err() {
         return Ok(()); // another daemon serves this command line
     }
     let idle = std::env::var(IDLE_VAR)
@@ -361,9 +354,11 @@ async fn accept_until_idle(
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let listener = tokio::net::UnixListener::from_std(listener).map_err(|e| e.to_string())?;
     let mut requests = tokio::task::JoinSet::new();
+    const CHECK_EVERY: Duration = Duration::from_secs(1);
     let mut last_active = Instant::now();
+    let mut last_check = Instant::now();
     let reason = loop {
-        match tokio::time::timeout(Duration::from_secs(1), listener.accept()).await {
+        match tokio::time::timeout(CHECK_EVERY, listener.accept()).await {
             Ok(Ok((stream, _))) => {
                 requests.spawn(answer(stream, daemon.clone()));
             }
@@ -376,6 +371,11 @@ async fn accept_until_idle(
         if !requests.is_empty() {
             last_active = Instant::now();
         }
+        // Under load, not on every request.
+        if last_check.elapsed() < CHECK_EVERY {
+            continue;
+        }
+        last_check = Instant::now();
         if std::fs::metadata(socket).map_or(true, |m| m.ino() != inode) {
             break "its socket was removed";
         }
