@@ -14,11 +14,14 @@ use crate::support::{Run, TestEnv, bash_input, deny_dangerous_bash, hooks, wait_
 const PARENT_HOOK: &str = r#"input=$(cat); case "$input" in *'rm -rf'*) echo 'rm -rf is not allowed' >&2; exit 2;; esac; echo "{\"systemMessage\": \"parent $PPID $HOOK_TAG\"}""#;
 
 fn parent_hook_config() -> Value {
-    hooks(
-        "PreToolUse",
-        "Bash",
-        json!([{"type": "command", "command": PARENT_HOOK}]),
-    )
+    parent_hook_config_with(&[])
+}
+
+/// The parent hook and `more` handlers, in one PreToolUse group.
+fn parent_hook_config_with(more: &[Value]) -> Value {
+    let mut handlers = vec![json!({"type": "command", "command": PARENT_HOOK})];
+    handlers.extend_from_slice(more);
+    hooks("PreToolUse", "Bash", Value::Array(handlers))
 }
 
 fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
@@ -30,6 +33,16 @@ fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
 
 fn dispatch(env: &TestEnv, mut cmd: Command, args: &[&str], input: &Value) -> Run {
     env.run_with(cmd.args(["dispatch"]).args(args), &input.to_string())
+}
+
+/// `dispatch PreToolUse` of `ls` with the dispatch daemon on (idle exit after 120 s).
+fn ls_via_daemon(env: &TestEnv) -> Run {
+    dispatch(
+        env,
+        with_daemon(env, 120),
+        &["PreToolUse"],
+        &bash_input("ls"),
+    )
 }
 
 /// The sockets of the daemons listening in `env`.
@@ -91,19 +104,12 @@ fn start(env: &TestEnv, cmd: impl Fn() -> Command, args: &[&str]) -> (PathBuf, u
 #[test]
 fn the_daemon_prints_what_the_process_would_have() {
     let env = TestEnv::new();
-    let mut config = parent_hook_config();
-    config["hooks"]["PreToolUse"][0]["hooks"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"type": "wasm", "plugin": deny_dangerous_bash()}));
-    env.project_hooks(config);
+    env.project_hooks(parent_hook_config_with(&[
+        json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
+    ]));
+
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let answered = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["PreToolUse"],
-        &bash_input("ls"),
-    );
+    let answered = ls_via_daemon(&env);
     assert_eq!(
         hook_parent(&answered),
         daemon,
@@ -176,36 +182,23 @@ fn normalized(stdout: &str) -> String {
 fn every_request_sees_the_config_as_it_is_on_disk() {
     let env = TestEnv::new();
     let config = |word: &str| {
-        let mut config = parent_hook_config();
-        config["hooks"]["PreToolUse"][0]["hooks"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"type": "command", "command": format!("echo '{{\"systemMessage\": \"{word}\"}}'")}));
-        config
+        parent_hook_config_with(&[
+            json!({"type": "command", "command": format!("echo '{{\"systemMessage\": \"{word}\"}}'")}),
+        ])
     };
     let second_message = |run: &Run| run.json()["systemMessages"][1].clone();
     env.project_hooks(config("first"));
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
     // Files older than a second: the daemon keeps the host it builds now.
     std::thread::sleep(Duration::from_millis(1100));
-    let run = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["PreToolUse"],
-        &bash_input("ls"),
-    );
+    let run = ls_via_daemon(&env);
     assert_eq!(
         (hook_parent(&run), second_message(&run)),
         (daemon, json!("first"))
     );
     // The same length, another content: the modification time tells.
     env.project_hooks(config("again"));
-    let run = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["PreToolUse"],
-        &bash_input("ls"),
-    );
+    let run = ls_via_daemon(&env);
     assert_eq!(
         (hook_parent(&run), second_message(&run)),
         (daemon, json!("again"))
@@ -216,12 +209,7 @@ fn every_request_sees_the_config_as_it_is_on_disk() {
         "Bash",
         json!([{"type": "command", "command": "echo '{\"systemMessage\": \"user\"}'"}]),
     ));
-    let run = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["PreToolUse"],
-        &bash_input("ls"),
-    );
+    let run = ls_via_daemon(&env);
     let messages = run.json()["systemMessages"].clone();
     assert!(
         messages.as_array().unwrap().contains(&json!("user")),
@@ -308,12 +296,7 @@ fn no_daemon_where_other_users_could_reach_its_socket() {
     std::fs::create_dir_all(&daemons).unwrap();
     std::fs::set_permissions(&daemons, std::fs::Permissions::from_mode(0o777)).unwrap();
     for _ in 0..3 {
-        let run = dispatch(
-            &env,
-            with_daemon(&env, 120),
-            &["PreToolUse"],
-            &bash_input("ls"),
-        );
+        let run = ls_via_daemon(&env);
         assert_eq!(hook_parent(&run), run.pid);
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -337,12 +320,8 @@ fn a_bad_command_line_fails_as_without_a_daemon() {
 #[test]
 fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
     let env = TestEnv::new();
-    let mut config = parent_hook_config();
-    config["hooks"]["PreToolUse"][0]["hooks"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"type": "command", "command": "case \"$(cat)\" in *slow*) sleep 3133;; esac; echo '{}'"}));
-    env.project_hooks(config);
+    env.project_hooks(parent_hook_config_with(&[json!({"type": "command", "command": "case \"$(cat)\" in *slow*) sleep 3133;; esac; echo '{}'"})]));
+
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
     let mut caller = with_daemon(&env, 120)
         .args(["dispatch", "PreToolUse"])
@@ -361,11 +340,6 @@ fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
         !crate::support::process_running("sleep 3133")
     });
     assert!(process_alive(daemon), "the daemon serves on");
-    let run = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["PreToolUse"],
-        &bash_input("ls"),
-    );
+    let run = ls_via_daemon(&env);
     assert_eq!(hook_parent(&run), daemon);
 }
