@@ -290,6 +290,7 @@ pub fn serve_if_started() -> Option<ExitCode> {
     // descriptor above 2 is owned by anything in this process yet.
     unsafe {
         libc::setsid();
+        #[cfg(target_os = "linux")]
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
     Some(match serve(&socket) {
