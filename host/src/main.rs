@@ -30,10 +30,8 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(message) => {
-            // Exit 1, never 2: under `--format claude`, exit 2 means "block", and a host
-            // error must not block the agent.
-            eprintln!("hookhost: error: {message}");
-            ExitCode::from(1)
+            eprint!("{}", cli::error_text(&message));
+            ExitCode::from(cli::ERROR_EXIT)
         }
     }
 }

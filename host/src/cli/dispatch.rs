@@ -34,15 +34,18 @@ pub struct DispatchArgs {
     pretty: bool,
 }
 
-fn read_stdin() -> Result<String, String> {
-    let mut text = String::new();
+fn read_stdin() -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
     std::io::stdin()
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
-    Ok(text)
+    Ok(bytes)
 }
 
-fn parse_input(text: &str) -> Result<Value, String> {
+/// The input JSON of `stdin` (empty: `{}`).
+fn parse_input(stdin: &[u8]) -> Result<Value, String> {
+    let text =
+        std::str::from_utf8(stdin).map_err(|e| format!("the input on stdin is not UTF-8: {e}"))?;
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
@@ -57,35 +60,45 @@ pub struct Printed {
 }
 
 impl Printed {
-    /// A host error as `main` reports it: exit 1, never 2, since under `--format claude`
-    /// exit 2 means "block" and a host error must not block the agent.
+    /// A host error, as `main` reports one.
     pub fn error(message: &str) -> Printed {
         Printed {
             stdout: String::new(),
-            stderr: format!("hookhost: error: {message}\n"),
-            code: 1,
+            stderr: super::error_text(message),
+            code: super::ERROR_EXIT,
         }
     }
 }
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
-    let text = read_stdin()?;
+    let stdin = read_stdin()?;
     let printed =
-        one_shot_runtime()?.block_on(dispatch_text(&args, &text, || args.sources.host()))?;
+        one_shot_runtime()?.block_on(dispatch_stdin(&args, &stdin, || args.sources.host()));
     print!("{}", printed.stdout);
     eprint!("{}", printed.stderr);
     Ok(ExitCode::from(printed.code))
 }
 
-/// Dispatches the event of `args` with `text` as its stdin, on the host `host` builds
-/// (once the input is known to be valid); the process and the dispatch daemon both
-/// answer through here, so they print the same bytes.
-pub async fn dispatch_text(
+/// What `hookhost dispatch` prints for the event of `args` and its `stdin`, dispatched
+/// on the host `host` builds (once the input is known to be valid); errors included. The
+/// process and the dispatch daemon both answer through here, so they print the same
+/// bytes.
+pub async fn dispatch_stdin(
     args: &DispatchArgs,
-    text: &str,
+    stdin: &[u8],
+    host: impl FnOnce() -> Result<Host, String>,
+) -> Printed {
+    dispatch(args, stdin, host)
+        .await
+        .unwrap_or_else(|message| Printed::error(&message))
+}
+
+async fn dispatch(
+    args: &DispatchArgs,
+    stdin: &[u8],
     host: impl FnOnce() -> Result<Host, String>,
 ) -> Result<Printed, String> {
-    let input = parse_input(text)?;
+    let input = parse_input(stdin)?;
     let event = match (
         &args.event,
         input.get("hook_event_name").and_then(Value::as_str),

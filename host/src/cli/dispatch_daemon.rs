@@ -37,7 +37,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::{Host, SourcesFingerprint};
 
-use super::dispatch::{DispatchArgs, Printed, dispatch_text};
+use super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
 
 /// `auto`: use a dispatch daemon, starting one when none listens. Unset or anything
 /// else: dispatch in-process.
@@ -220,12 +220,15 @@ pub fn forward() -> Option<ExitCode> {
             ExitCode::from(printed.code)
         }
         Err(e) => {
-            eprintln!(
-                "hookhost: error: the dispatch daemon at {} did not answer: {e} \
-                 (unset {MODE_VAR} to dispatch in-process)",
-                place.socket.display()
+            eprint!(
+                "{}",
+                super::error_text(&format!(
+                    "the dispatch daemon at {} did not answer: {e} \
+                     (unset {MODE_VAR} to dispatch in-process)",
+                    place.socket.display()
+                ))
             );
-            ExitCode::from(1)
+            ExitCode::from(super::ERROR_EXIT)
         }
     })
 }
@@ -437,16 +440,7 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
         return;
     }
     let (mut reader, mut writer) = stream.split();
-    let dispatched = async {
-        match String::from_utf8(input) {
-            Ok(text) => dispatch_text(&daemon.args, &text, || daemon.host())
-                .await
-                .unwrap_or_else(|message| Printed::error(&message)),
-            Err(_) => Printed::error(
-                "cannot read the input from stdin: stream did not contain valid UTF-8",
-            ),
-        }
-    };
+    let dispatched = dispatch_stdin(&daemon.args, &input, || daemon.host());
     // The caller sends nothing more: anything readable is the end of the connection.
     let printed = tokio::select! {
         printed = dispatched => printed,

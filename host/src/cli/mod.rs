@@ -170,6 +170,15 @@ fn one_shot_wasm() -> WasmRuntime {
     WasmRuntime::default().with_instance_pool(false)
 }
 
+/// The exit status of a host error: 1, never 2, since under `--format claude` exit 2
+/// means "block" and a host error must not block the agent.
+pub const ERROR_EXIT: u8 = 1;
+
+/// How a host error is reported on stderr.
+pub fn error_text(message: &str) -> String {
+    format!("hookhost: error: {message}\n")
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
