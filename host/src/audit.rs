@@ -1,7 +1,7 @@
 //! The audit log: every dispatch appends one JSON line.
 //!
 //! A line holds the time (UTC, RFC 3339), the session, the event, the tool and its input
-//! with secret-looking fields redacted ([`redact`]), the merged decision, and per hook its
+//! with secret-looking fields redacted ([`Redacted`]), the merged decision, and per hook its
 //! id, source, type, status, duration, fuel and memory. The file is
 //! `$HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in the user's data directory; it is created
 //! with mode 0600 and only ever appended to, so it can be rotated by moving it away.
@@ -11,14 +11,13 @@
 //! while holding an exclusive `flock` on it, so even a line longer than one `write` is
 //! never torn.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use std::borrow::Cow;
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;
@@ -302,7 +301,7 @@ impl Serialize for Redacted<'_> {
                 out.end()
             }
             Value::Array(items) => serializer.collect_seq(items.iter().map(Redacted)),
-            Value::String(text) => serializer.serialize_str(&redacted_text(text)),
+            Value::String(text) => serializer.serialize_str(&redact_text(text)),
             other => other.serialize(serializer),
         }
     }
@@ -314,13 +313,8 @@ struct RedactedText<'a>(&'a str);
 
 impl Serialize for RedactedText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&redacted_text(self.0))
+        serializer.serialize_str(&redact_text(self.0))
     }
-}
-
-/// A copy of `value` with secrets masked as [`Redacted`] writes it. Long strings are cut.
-pub fn redact(value: &Value) -> Value {
-    serde_json::to_value(Redacted(value)).expect("a JSON value serializes to a JSON value")
 }
 
 /// One masking rule: a regex, its replacement, and lowercase literals of which every
@@ -418,13 +412,9 @@ fn triggers() -> &'static (AhoCorasick, Vec<usize>) {
     })
 }
 
-/// Masks secret-looking parts of a string and cuts it at [`VALUE_CAP`] characters.
-pub fn redact_text(text: &str) -> String {
-    redacted_text(text).into_owned()
-}
-
-/// [`redact_text`], borrowing `text` when nothing in it is masked or cut (most strings).
-fn redacted_text(text: &str) -> Cow<'_, str> {
+/// Masks secret-looking parts of a string and cuts it at [`VALUE_CAP`] characters;
+/// borrows `text` when nothing in it is masked or cut (most strings).
+pub fn redact_text(text: &str) -> Cow<'_, str> {
     // Triggers are looked for in the original text only: replacements add no trigger a
     // later rule could need ("[REDACTED PRIVATE KEY]" follows a "PRIVATE KEY" that was
     // already there).
@@ -510,7 +500,7 @@ mod tests {
             "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\nrest",
             "count": 3
         });
-        let out = redact(&input);
+        let out = serde_json::to_value(Redacted(&input)).unwrap();
         let text = out.to_string();
         for secret in [
             "abcdefghijklmnop",
@@ -540,7 +530,7 @@ mod tests {
             "{text}"
         );
         assert!(out["content"].as_str().unwrap().ends_with("\nrest"));
-        let long = redact_text(&"x".repeat(5000));
+        let long = redact_text(&"x".repeat(5000)).into_owned();
         assert!(long.starts_with(&"x".repeat(VALUE_CAP)) && long.ends_with("[3000 more bytes]"));
     }
 
