@@ -304,7 +304,11 @@ impl SourcesFingerprint {
     /// read and then again within its timestamp's granularity could look unchanged, so a
     /// host whose files are not settled should not be reused on its fingerprint alone.
     pub fn is_settled(&self) -> bool {
-        let recent = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        let Some(recent) =
+            std::time::SystemTime::now().checked_sub(std::time::Duration::from_secs(1))
+        else {
+            return false;
+        };
         self.0
             .iter()
             .all(|(_, state)| state.is_none_or(|(modified, _)| modified < recent))
