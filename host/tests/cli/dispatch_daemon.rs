@@ -141,6 +141,22 @@ fn the_daemon_prints_what_the_process_would_have() {
             );
         }
     }
+    // Input that is not JSON: the same host error, exit 1.
+    let run_text =
+        |cmd: &mut Command| env.run_with(cmd.args(["dispatch", "PreToolUse"]), "{not json");
+    let (own, via) = (
+        run_text(&mut env.command()),
+        run_text(&mut with_daemon(&env, 120)),
+    );
+    assert_eq!(own.code, 1, "{}", own.stderr);
+    assert!(
+        own.stderr
+            .starts_with("hookhost: error: the input on stdin is not valid JSON")
+    );
+    assert_eq!(
+        (via.code, via.stdout, via.stderr),
+        (own.code, own.stdout, own.stderr)
+    );
     let claude = dispatch(
         &env,
         with_daemon(&env, 120),
@@ -342,4 +358,61 @@ fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
     assert!(process_alive(daemon), "the daemon serves on");
     let run = ls_via_daemon(&env);
     assert_eq!(hook_parent(&run), daemon);
+}
+
+#[test]
+fn a_killed_daemon_is_replaced_by_the_next_call() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    let (socket, first) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &first.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    wait_until("the daemon to die", || !process_alive(first));
+    assert!(socket.exists(), "a killed daemon leaves its socket behind");
+    // Nothing listens on the socket: the call dispatches itself and starts a new daemon,
+    // which replaces the stale socket.
+    let run = ls_via_daemon(&env);
+    assert_eq!(hook_parent(&run), run.pid);
+    wait_until("a new daemon", || {
+        std::fs::read_to_string(socket.with_extension("log"))
+            .is_ok_and(|log| log.matches(": serving until").count() == 2)
+    });
+    let second = daemon_pid(&socket);
+    assert_ne!(second, first);
+    assert_eq!(hook_parent(&ls_via_daemon(&env)), second);
+}
+
+#[test]
+fn no_more_than_sixteen_daemons_per_data_directory() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    // Sixteen live daemons, as far as the directory can tell: their locks are held.
+    let daemons = env.data.join("daemons");
+    std::fs::create_dir_all(&daemons).unwrap();
+    std::fs::set_permissions(
+        &daemons,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let held: Vec<std::fs::File> = (0..16)
+        .map(|n| {
+            let file = std::fs::File::create(daemons.join(format!("other{n}.lock"))).unwrap();
+            file.lock().unwrap();
+            file
+        })
+        .collect();
+    for _ in 0..3 {
+        let run = ls_via_daemon(&env);
+        assert_eq!(hook_parent(&run), run.pid, "no daemon beyond the cap");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(sockets(&env).is_empty());
+    // One daemon fewer: the next call starts one.
+    drop(held);
+    start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
 }
