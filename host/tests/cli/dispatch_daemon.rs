@@ -305,18 +305,29 @@ fn removing_the_socket_stops_the_daemon() {
 
 #[test]
 fn no_daemon_where_other_users_could_reach_its_socket() {
-    use std::os::unix::fs::PermissionsExt;
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config());
+    daemons_dir(&env, 0o777);
+    assert_no_daemon_is_used(&env);
+}
+
+/// Creates the daemons' directory of `env` with `mode`.
+fn daemons_dir(env: &TestEnv, mode: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let daemons = env.data.join("daemons");
     std::fs::create_dir_all(&daemons).unwrap();
-    std::fs::set_permissions(&daemons, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&daemons, std::fs::Permissions::from_mode(mode)).unwrap();
+    daemons
+}
+
+/// Three calls with the daemon on, each dispatched in-process, and no daemon started.
+fn assert_no_daemon_is_used(env: &TestEnv) {
     for _ in 0..3 {
-        let run = ls_via_daemon(&env);
-        assert_eq!(hook_parent(&run), run.pid);
+        let run = ls_via_daemon(env);
+        assert_eq!(hook_parent(&run), run.pid, "dispatched in-process");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(sockets(&env).is_empty());
+    assert!(sockets(env).is_empty());
 }
 
 #[test]
@@ -392,13 +403,7 @@ fn no_more_than_sixteen_daemons_per_data_directory() {
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config());
     // Sixteen live daemons, as far as the directory can tell: their locks are held.
-    let daemons = env.data.join("daemons");
-    std::fs::create_dir_all(&daemons).unwrap();
-    std::fs::set_permissions(
-        &daemons,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
+    let daemons = daemons_dir(&env, 0o700);
     let held: Vec<std::fs::File> = (0..16)
         .map(|n| {
             let file = std::fs::File::create(daemons.join(format!("other{n}.lock"))).unwrap();
@@ -406,12 +411,7 @@ fn no_more_than_sixteen_daemons_per_data_directory() {
             file
         })
         .collect();
-    for _ in 0..3 {
-        let run = ls_via_daemon(&env);
-        assert_eq!(hook_parent(&run), run.pid, "no daemon beyond the cap");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(sockets(&env).is_empty());
+    assert_no_daemon_is_used(&env);
     // One daemon fewer: the next call starts one.
     drop(held);
     start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
