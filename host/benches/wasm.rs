@@ -259,9 +259,14 @@ fn sandbox_times(
     let invocation = invocation(spec, input.clone(), project).expect("invocation");
     let mut times = Vec::with_capacity(n);
     let mut cpu = Vec::with_capacity(n);
+    // The call runs on this thread, as it does in the one-shot CLI.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     for _ in 0..n {
         let (t, c) = (Instant::now(), thread_cpu_time());
-        let run = runtime.call(&call, &invocation);
+        let run = rt.block_on(runtime.call(&call, &invocation));
         times.push(t.elapsed());
         cpu.push(thread_cpu_time().saturating_sub(c));
         std::hint::black_box(run);

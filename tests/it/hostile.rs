@@ -78,6 +78,31 @@ async fn infinite_loop_with_ample_fuel_hits_the_wall_clock_deadline() {
     still_serves(project.path()).await;
 }
 
+/// A spinning plugin gives its thread back at every epoch tick: on a one-thread runtime,
+/// an event that arrives while it spins is answered before the spinner times out.
+#[tokio::test(flavor = "current_thread")]
+async fn a_spinning_plugin_does_not_hold_up_its_thread() {
+    let project = tempfile::tempdir().unwrap();
+    let finished = std::sync::Mutex::new(Vec::new());
+    let spin = async {
+        let limits = json!({"limits": {"fuel": 1_000_000_000_000u64, "timeout": 2}});
+        let outcome = hostile(project.path(), "loop", "", limits).await;
+        finished.lock().unwrap().push("spin");
+        outcome
+    };
+    let echo = async {
+        // A timer on the same thread: it fires only if the spinner yields.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let outcome = hostile(project.path(), "echo", "", json!({})).await;
+        finished.lock().unwrap().push("echo");
+        outcome
+    };
+    let (spun, echoed) = tokio::join!(spin, echo);
+    assert_failed(&spun, HookStatus::Timeout, &["timed out after 2"]);
+    assert_eq!(only_report(&echoed).status, HookStatus::Ok, "{echoed:#?}");
+    assert_eq!(*finished.lock().unwrap(), ["echo", "spin"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sleeping_plugins_hit_the_deadline_too() {
     let project = tempfile::tempdir().unwrap();

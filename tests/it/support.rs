@@ -61,12 +61,16 @@ pub fn bash(command: &str) -> Value {
     json!({"session_id": "s1", "cwd": "/tmp", "tool_name": "Bash", "tool_input": {"command": command}})
 }
 
-/// Runs one plugin call on the calling thread.
+/// Runs one plugin call on the calling thread, as the one-shot CLI does.
 pub fn run(call: &PluginCall, event: &str, input: Value, project: &Path) -> PluginRun {
     let spec = EventCatalogue::default()
         .get(event)
         .expect("known event")
         .clone();
     let invocation = invocation(spec, input, project).expect("object input");
-    runtime().call(call, &invocation)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(runtime().call(call, &invocation))
 }

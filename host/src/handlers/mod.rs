@@ -12,10 +12,13 @@ pub mod http;
 pub mod output;
 pub mod wasm;
 
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -143,9 +146,15 @@ impl HandlerRun {
 
 /// Something that can run wasm hooks; implemented by the sandbox.
 pub trait WasmRunner: Send + Sync + std::fmt::Debug {
-    /// Runs one wasm hook to completion on the calling thread (the dispatcher calls it
-    /// from a blocking task).
-    fn run(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun;
+    /// Runs one wasm hook to completion. The future is polled by the dispatching task
+    /// and must not block the thread for long: the sandbox runs wasm on a fiber that
+    /// yields at every epoch tick.
+    fn run<'a>(
+        &'a self,
+        hook: &'a Hook,
+        invocation: &'a Invocation,
+        policy: &'a Policy,
+    ) -> BoxFuture<'a, HandlerRun>;
 }
 
 /// The shared state of the runners: one HTTP client, the wasm sandbox.
@@ -201,36 +210,18 @@ impl Handlers {
                 http::run(self.http_client(), spec, hook, invocation, &policy.settings).await
             }
             HandlerSpec::Wasm(_) => {
-                let Some(wasm) = self.wasm.clone() else {
+                let Some(wasm) = &self.wasm else {
                     return HandlerRun::failed(
                         FailureKind::CannotStart,
                         "this host runs no wasm hooks",
                         started,
                     );
                 };
-                // On a multi-thread runtime the call runs in place: wasm hooks are short
-                // and bounded by fuel and their deadline, and a hop to the blocking pool
-                // costs more (tens of µs) than a typical hook. Elsewhere (a current-thread
-                // runtime cannot block in place) it goes to the blocking pool.
-                let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| {
-                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-                });
-                if multi_thread {
-                    let call = std::panic::AssertUnwindSafe(|| wasm.run(hook, invocation, policy));
-                    return tokio::task::block_in_place(|| std::panic::catch_unwind(call))
-                        .unwrap_or_else(|_| {
-                            HandlerRun::failed(FailureKind::Trap, "wasm runner crashed", started)
-                        });
-                }
-                let (hook, invocation, policy) = (hook.clone(), invocation.clone(), policy.clone());
-                tokio::task::spawn_blocking(move || wasm.run(&hook, &invocation, &policy))
+                AssertUnwindSafe(wasm.run(hook, invocation, policy))
+                    .catch_unwind()
                     .await
-                    .unwrap_or_else(|e| {
-                        HandlerRun::failed(
-                            FailureKind::Trap,
-                            format!("wasm runner crashed: {e}"),
-                            started,
-                        )
+                    .unwrap_or_else(|_| {
+                        HandlerRun::failed(FailureKind::Trap, "wasm runner crashed", started)
                     })
             }
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,

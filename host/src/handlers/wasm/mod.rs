@@ -34,7 +34,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
+};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use cache::FileStamp;
@@ -48,6 +51,7 @@ use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{self, Declared, DirRequest, Live};
 use crate::policy::{HandlerSpec, Hook, Policy};
 use bindings::{Plugin, PluginPre};
+use futures_util::future::BoxFuture;
 use state::{CappedPipe, Clock, State};
 
 /// The WIT package version this host implements.
@@ -79,6 +83,9 @@ const POOL_KEEP_RESIDENT: usize = 1 << 20;
 const POOL_WARM_SLOTS: u32 = 32;
 /// Elements of a pooled table.
 const POOL_TABLE_ELEMENTS: usize = 100_000;
+/// Instances alive at once in the pool (wasmtime's default), and fiber stacks for
+/// their calls.
+const POOL_INSTANCES: u32 = 1_000;
 
 /// What a plugin says about itself, and what the host found in the file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -273,6 +280,7 @@ impl WasmRuntime {
     }
 
     /// Loads a plugin (compiling or reading the cache) and returns what it declares.
+    /// Blocks until done (`describe` runs in the plugin).
     ///
     /// # Errors
     ///
@@ -280,21 +288,19 @@ impl WasmRuntime {
     /// version, or `describe` failed.
     pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), String> {
         let sandbox = self.sandbox()?;
-        let loaded = sandbox
-            .load(path, None, None)
-            .map_err(|(_, message)| message)?;
+        let loaded = block_on(sandbox.load(path, None, None))?.map_err(|(_, message)| message)?;
         Ok((loaded.info.clone(), loaded.cache_status.clone()))
     }
 
     /// Runs one plugin on one event outside any config: what `hookhost plugin test` does.
-    pub fn call(&self, call: &PluginCall, invocation: &Invocation) -> PluginRun {
-        self.call_admitted(call, invocation, None)
+    pub async fn call(&self, call: &PluginCall, invocation: &Invocation) -> PluginRun {
+        self.call_admitted(call, invocation, None).await
     }
 
     /// Like [`WasmRuntime::call`], refusing (before compiling, or running a cached
     /// compile) any plugin that managed policy's `allowlist` does not admit. The digest
     /// checked is that of the bytes that are compiled.
-    pub fn call_admitted(
+    pub async fn call_admitted(
         &self,
         call: &PluginCall,
         invocation: &Invocation,
@@ -302,7 +308,7 @@ impl WasmRuntime {
     ) -> PluginRun {
         let started = Instant::now();
         match self.sandbox() {
-            Ok(sandbox) => sandbox.run(call, invocation, started, allowlist),
+            Ok(sandbox) => sandbox.run(call, invocation, started, allowlist).await,
             Err(e) => PluginRun {
                 run: HandlerRun::failed(
                     FailureKind::CannotStart,
@@ -317,7 +323,18 @@ impl WasmRuntime {
 }
 
 impl WasmRunner for WasmRuntime {
-    fn run(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
+    fn run<'a>(
+        &'a self,
+        hook: &'a Hook,
+        invocation: &'a Invocation,
+        policy: &'a Policy,
+    ) -> BoxFuture<'a, HandlerRun> {
+        Box::pin(self.run_hook(hook, invocation, policy))
+    }
+}
+
+impl WasmRuntime {
+    async fn run_hook(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
         let started = Instant::now();
         let Some(call) = PluginCall::from_hook(hook) else {
             return HandlerRun::failed(
@@ -326,8 +343,9 @@ impl WasmRunner for WasmRuntime {
                 started,
             );
         };
-        let mut run =
-            self.call_admitted(&call, invocation, Some(&policy.settings.plugin_allowlist));
+        let mut run = self
+            .call_admitted(&call, invocation, Some(&policy.settings.plugin_allowlist))
+            .await;
         if !run.warnings.is_empty() {
             let warnings: Vec<String> = run
                 .warnings
@@ -363,7 +381,8 @@ struct SessionInstance {
     last_used: Instant,
 }
 
-type SessionSlot = Arc<Mutex<Option<SessionInstance>>>;
+/// Held across the call: a session's events reach its instance one at a time.
+type SessionSlot = Arc<tokio::sync::Mutex<Option<SessionInstance>>>;
 
 /// The engine and everything shared across plugins.
 struct Sandbox {
@@ -432,7 +451,8 @@ fn pooled_allocation() -> Option<PoolingAllocationConfig> {
         return None;
     }
     let mut pool = PoolingAllocationConfig::new();
-    pool.pagemap_scan(wasmtime::Enabled::Yes)
+    pool.total_component_instances(POOL_INSTANCES)
+        .pagemap_scan(wasmtime::Enabled::Yes)
         .linear_memory_keep_resident(POOL_KEEP_RESIDENT)
         .table_keep_resident(POOL_KEEP_RESIDENT)
         .max_unused_warm_slots(POOL_WARM_SLOTS)
@@ -440,9 +460,9 @@ fn pooled_allocation() -> Option<PoolingAllocationConfig> {
         // Python and JS components have ~5,700 and ~7,700 elements; larger interpreter
         // builds and .NET guests pass the default 20,000.
         .table_elements(POOL_TABLE_ELEMENTS)
-        // Stacks are pooled for async calls only, which this host does not make; each
-        // pooled stack costs an `mprotect` when the engine starts.
-        .total_stacks(1);
+        // Every call runs on a fiber stack: one per instance the pool can hold (each
+        // costs an `mprotect` when the engine starts, ~4 ms for all).
+        .total_stacks(POOL_INSTANCES);
     Some(pool)
 }
 
@@ -466,9 +486,9 @@ impl Sandbox {
                 .map_err(|e| format!("cannot create the wasm engine: {e}"))?,
         };
         let mut linker = Linker::<State>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| format!("cannot link WASI: {e}"))?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| format!("cannot link wasi-http: {e}"))?;
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;
@@ -506,7 +526,7 @@ impl Sandbox {
     }
 
     /// The compiled plugin at `path`, loading it when new or changed.
-    fn load(
+    async fn load(
         &self,
         path: &Path,
         expected_sha: Option<&str>,
@@ -532,42 +552,14 @@ impl Sandbox {
             admit(allowlist, path, &loaded.info.sha256)?;
             return Ok(loaded);
         }
-        let (digest, bytes) = self.cache.plugin_digest(path, &meta).map_err(cannot_read)?;
-        check_sha(&digest, expected_sha, path)?;
-        // Managed allowlist: decided on the digest of the bytes that compile (`read`
-        // below refuses bytes with another digest).
-        admit(allowlist, path, &digest)?;
+        // Hashing, compiling or mapping a cached compile: blocking work, done where
+        // it does not hold up the runtime's other tasks.
         let file_name: Arc<str> = path
             .file_name()
             .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned())
             .into();
-        // Only a cache miss reads (or re-reads) the file.
-        let read = || {
-            // Bytes from the digest step were hashed there; re-read ones must match it.
-            let bytes = match bytes {
-                Some(bytes) => bytes,
-                None => {
-                    let bytes = std::fs::read(path)
-                        .map_err(|e| format!("cannot read plugin `{shown}`: {e}"))?;
-                    if sha256_hex(&bytes) != digest {
-                        return Err(format!(
-                            "plugin `{shown}` changed while it was being loaded; try again"
-                        ));
-                    }
-                    bytes
-                }
-            };
-            if !wasmparser_is_component(&bytes) {
-                return Err(format!(
-                    "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
-                ));
-            }
-            Ok(bytes)
-        };
-        let (component, cache_status) = self
-            .cache
-            .load(&self.engine, read, &digest, &file_name)
-            .map_err(|e| (FailureKind::CannotStart, e))?;
+        let (digest, component, cache_status) =
+            blocking(|| self.compile(path, &file_name, &meta, expected_sha, allowlist))?;
         let (imports, exports) = self.interface_names(&component);
         let wit_version = check_wit_version(&imports, &exports, path)?;
         let pre = self
@@ -580,7 +572,7 @@ impl Sandbox {
                     format!("plugin `{shown}` cannot be linked: {e:#}"),
                 )
             })?;
-        let described = self.describe(&pre, &file_name)?;
+        let described = self.describe(&pre, &file_name).await?;
         let info = PluginInfo {
             path: path.to_path_buf(),
             sha256: digest,
@@ -620,6 +612,58 @@ impl Sandbox {
         Ok(loaded)
     }
 
+    /// The digest of the plugin at `path` and its compiled component (from the compile
+    /// cache when it holds one), refusing a digest that the config's `sha256` or
+    /// managed policy's allowlist does not admit.
+    fn compile(
+        &self,
+        path: &Path,
+        file_name: &Arc<str>,
+        meta: &std::fs::Metadata,
+        expected_sha: Option<&str>,
+        allowlist: Option<&PluginAllowlist>,
+    ) -> Result<(String, Component, CacheStatus), LoadError> {
+        let shown = path.display();
+        let (digest, bytes) = self.cache.plugin_digest(path, meta).map_err(|e| {
+            (
+                FailureKind::CannotStart,
+                format!("cannot read plugin `{shown}`: {e}"),
+            )
+        })?;
+        check_sha(&digest, expected_sha, path)?;
+        // Managed allowlist: decided on the digest of the bytes that compile (`read`
+        // below refuses bytes with another digest).
+        admit(allowlist, path, &digest)?;
+        // Only a cache miss reads (or re-reads) the file.
+        let read = || {
+            // Bytes from the digest step were hashed there; re-read ones must match it.
+            let bytes = match bytes {
+                Some(bytes) => bytes,
+                None => {
+                    let bytes = std::fs::read(path)
+                        .map_err(|e| format!("cannot read plugin `{shown}`: {e}"))?;
+                    if sha256_hex(&bytes) != digest {
+                        return Err(format!(
+                            "plugin `{shown}` changed while it was being loaded; try again"
+                        ));
+                    }
+                    bytes
+                }
+            };
+            if !wasmparser_is_component(&bytes) {
+                return Err(format!(
+                    "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
+                ));
+            }
+            Ok(bytes)
+        };
+        let (component, cache_status) = self
+            .cache
+            .load(&self.engine, read, &digest, file_name)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        Ok((digest, component, cache_status))
+    }
+
     fn interface_names(&self, component: &Component) -> (Vec<String>, Vec<String>) {
         let ty = component.component_type();
         let imports = ty
@@ -634,7 +678,7 @@ impl Sandbox {
     }
 
     /// Calls `describe` in a throwaway instance with no capabilities.
-    fn describe(
+    async fn describe(
         &self,
         pre: &PluginPre<State>,
         file_name: &Arc<str>,
@@ -650,9 +694,10 @@ impl Sandbox {
         limits
             .arm(&mut store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        let result = pre
-            .instantiate(&mut store)
-            .and_then(|p| p.hookhost_hook_hook().call_describe(&mut store));
+        let result = match pre.instantiate_async(&mut store).await {
+            Ok(plugin) => plugin.hookhost_hook_hook().call_describe(&mut store).await,
+            Err(e) => Err(e),
+        };
         result.map_err(|e| {
             let (kind, message) = classify_error(&e, &mut store, &limits);
             (
@@ -710,10 +755,18 @@ impl Sandbox {
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
+        // At every epoch tick during a call: past the call's deadline, interrupt it;
+        // before, yield, so that the task's thread runs its other tasks meanwhile.
+        store.epoch_deadline_callback(|store| match store.data().http_policy.deadline {
+            Some(deadline) if tokio::time::Instant::now() < deadline => {
+                Ok(UpdateDeadline::Yield(1))
+            }
+            _ => Err(Trap::Interrupt.into()),
+        });
         Ok(store)
     }
 
-    fn run(
+    async fn run(
         &self,
         call: &PluginCall,
         invocation: &Invocation,
@@ -725,7 +778,10 @@ impl Sandbox {
             output_json: None,
             warnings,
         };
-        let loaded = match self.load(&call.plugin, call.sha256.as_deref(), allowlist) {
+        let loaded = match self
+            .load(&call.plugin, call.sha256.as_deref(), allowlist)
+            .await
+        {
             Ok(l) => l,
             Err((kind, message)) => return failed(kind, message, Vec::new()),
         };
@@ -776,9 +832,10 @@ impl Sandbox {
             timeout: call.timeout,
         };
         let outcome = match call.instance {
-            InstanceMode::Event => self.run_fresh(&loaded, &live, &limits, &event),
+            InstanceMode::Event => self.run_fresh(&loaded, &live, &limits, &event).await,
             InstanceMode::Session => {
                 self.run_in_session(call, &loaded, &live, &limits, &event, invocation)
+                    .await
             }
         };
         let CallOutcome {
@@ -824,7 +881,7 @@ impl Sandbox {
         }
     }
 
-    fn run_fresh(
+    async fn run_fresh(
         &self,
         loaded: &Loaded,
         live: &Live,
@@ -838,14 +895,19 @@ impl Sandbox {
             &env_values(live),
         )?;
         limits.arm(&mut store)?;
-        let result = loaded
-            .pre
-            .instantiate(&mut store)
-            .and_then(|p| p.hookhost_hook_hook().call_handle(&mut store, event));
+        let result = match loaded.pre.instantiate_async(&mut store).await {
+            Ok(plugin) => {
+                plugin
+                    .hookhost_hook_hook()
+                    .call_handle(&mut store, event)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         Ok(finish(&mut store, limits, result))
     }
 
-    fn run_in_session(
+    async fn run_in_session(
         &self,
         call: &PluginCall,
         loaded: &Loaded,
@@ -862,7 +924,7 @@ impl Sandbox {
             }
             sessions.entry(key.clone()).or_default().clone()
         };
-        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = slot.lock().await;
         if guard
             .as_ref()
             .is_some_and(|i| i.digest != loaded.info.sha256)
@@ -878,7 +940,7 @@ impl Sandbox {
                 &env_values(live),
             )?;
             limits.arm(&mut store)?;
-            match loaded.pre.instantiate(&mut store) {
+            match loaded.pre.instantiate_async(&mut store).await {
                 Ok(plugin) => {
                     *guard = Some(SessionInstance {
                         store,
@@ -901,7 +963,8 @@ impl Sandbox {
         let result = instance
             .plugin
             .hookhost_hook_hook()
-            .call_handle(&mut instance.store, event);
+            .call_handle(&mut instance.store, event)
+            .await;
         let trapped = result.is_err();
         let outcome = finish(&mut instance.store, limits, result);
         let ends = invocation.spec.name == "SessionEnd";
@@ -920,6 +983,44 @@ impl Sandbox {
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
     }
+}
+
+/// Runs blocking work (file reads, compiling) from async code: in place on a
+/// multi-thread runtime, whose other tasks move to another thread meanwhile; inline
+/// elsewhere (a one-shot command on a one-thread runtime has nothing else to run).
+fn blocking<R>(work: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+/// Runs `future` to completion from sync code, on a one-thread runtime of its own: on
+/// this thread, or on a scoped thread when this one may be running an async task
+/// (which must not block).
+fn block_on<F>(future: F) -> Result<F::Output, String>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    let run = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map(|runtime| runtime.block_on(future))
+            .map_err(|e| format!("cannot start the async runtime: {e}"))
+    };
+    if tokio::runtime::Handle::try_current().is_err() {
+        return run();
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(run)
+            .join()
+            .unwrap_or_else(|_| Err("the wasm runner crashed".to_string()))
+    })
 }
 
 /// Replaces `monotonic-clock.subscribe-duration` / `subscribe-instant` with versions
@@ -1093,13 +1194,8 @@ impl Limits {
         store
             .set_fuel(self.fuel)
             .map_err(|e| format!("cannot set fuel: {e}"))?;
-        let ticks = self
-            .timeout
-            .as_nanos()
-            .div_ceil(EPOCH_TICK.as_nanos())
-            .max(1)
-            + 1;
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        // The next tick runs the store's epoch callback, which yields or interrupts.
+        store.set_epoch_deadline(1);
         store.data_mut().limiter.refused = None;
         store.data_mut().http_policy.deadline = Some(tokio::time::Instant::now() + self.timeout);
         store
@@ -1389,6 +1485,7 @@ pub struct PluginTestReport {
 }
 
 /// Runs one plugin on one event outside any config, as `hookhost plugin test` does.
+/// Blocks until done.
 ///
 /// # Errors
 ///
@@ -1409,7 +1506,7 @@ pub fn test_plugin(
         run,
         output_json,
         warnings,
-    } = runtime.call(call, &invocation);
+    } = block_on(runtime.call(call, &invocation))?;
     let (status, failure, message, blocking_error) = match &run.verdict {
         Verdict::Answer(answer) => ("ok", None, None, answer.blocking_error.clone()),
         Verdict::Failed(f) => (
