@@ -9,6 +9,9 @@
 //! - A fresh `Store` and instance per event by default; with `instance: "session"` one
 //!   instance per (hook, session), dropped when it fails, at `SessionEnd`, or when too
 //!   many sessions are open. An instance that trapped is never used again.
+//! - Every call runs on a fiber of the dispatching task (`instantiate_async`,
+//!   `call_async`): at each epoch tick it yields to the executor, or traps past its
+//!   deadline, so wasm never holds a runtime thread.
 //! - Limits on every call: fuel ([`DEFAULT_FUEL`]), an epoch deadline from the hook's
 //!   timeout, a memory cap ([`DEFAULT_MEMORY_BYTES`]) and caps on stdout / stderr
 //!   ([`OUTPUT_CAP`]). Hitting one fails the hook with a message naming the limit and
@@ -552,12 +555,12 @@ impl Sandbox {
             admit(allowlist, path, &loaded.info.sha256)?;
             return Ok(loaded);
         }
-        // Hashing, compiling or mapping a cached compile: blocking work, done where
-        // it does not hold up the runtime's other tasks.
         let file_name: Arc<str> = path
             .file_name()
             .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned())
             .into();
+        // Hashing, compiling or mapping a cached compile: blocking work, done where
+        // it does not hold up the runtime's other tasks.
         let (digest, component, cache_status) =
             blocking(|| self.compile(path, &file_name, &meta, expected_sha, allowlist))?;
         let (imports, exports) = self.interface_names(&component);
