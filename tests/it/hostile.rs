@@ -103,6 +103,19 @@ async fn a_spinning_plugin_does_not_hold_up_its_thread() {
     assert_eq!(*finished.lock().unwrap(), ["echo", "spin"]);
 }
 
+/// A dispatch that is dropped mid-call (a daemon client that disconnects) ends its wasm
+/// call there: the spinning plugin's fiber is disposed instead of running out its
+/// ten-minute timeout, and the thread serves the next event.
+#[tokio::test(flavor = "current_thread")]
+async fn a_dropped_dispatch_ends_its_spinning_plugin() {
+    let project = tempfile::tempdir().unwrap();
+    let limits = json!({"limits": {"fuel": 1_000_000_000_000u64, "timeout": 600}});
+    let spinning = hostile(project.path(), "loop", "", limits);
+    let cut = tokio::time::timeout(std::time::Duration::from_millis(300), spinning).await;
+    assert!(cut.is_err(), "the spinning call ended by itself: {cut:#?}");
+    still_serves(project.path()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sleeping_plugins_hit_the_deadline_too() {
     let project = tempfile::tempdir().unwrap();
@@ -244,6 +257,48 @@ async fn a_trapped_session_instance_is_never_used_again() {
 
 /// A workspace with a granted directory `inside/` (mounted at `/sandbox`), a secret next
 /// to it, and symlinks in it that point out.
+/// A session instance whose call was dropped midway (its client disconnected) is not
+/// used again: the next event of the session gets a fresh instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_instance_cut_off_mid_call_is_never_used_again() {
+    let project = tempfile::tempdir().unwrap();
+    let hook = |mode: &str| {
+        settings(
+            "UserPromptSubmit",
+            "",
+            vec![wasm_hook(
+                plugins::HOSTILE,
+                json!({"id": "stateful", "instance": "session", "config": {"mode": mode},
+                       "limits": {"fuel": 1_000_000_000_000u64, "timeout": 600}}),
+            )],
+        )
+    };
+    let prompt = json!({"session_id": "cut-session", "prompt": "x"});
+    let (counting, spinning) = (hook("count"), hook("loop"));
+    let count = || {
+        dispatch(
+            project.path(),
+            &counting,
+            "UserPromptSubmit",
+            prompt.clone(),
+        )
+    };
+    assert_eq!(count().await.additional_context, ["count=1"]);
+    let spin = dispatch(
+        project.path(),
+        &spinning,
+        "UserPromptSubmit",
+        prompt.clone(),
+    );
+    let cut = tokio::time::timeout(std::time::Duration::from_millis(300), spin).await;
+    assert!(cut.is_err(), "the spinning call ended by itself: {cut:#?}");
+    assert_eq!(
+        count().await.additional_context,
+        ["count=1"],
+        "a fresh instance after the cut-off call"
+    );
+}
+
 fn sandbox_fixture() -> (tempfile::TempDir, Value) {
     let root = tempfile::tempdir().unwrap();
     let inside = root.path().join("inside");

@@ -927,40 +927,39 @@ impl Sandbox {
             }
             sessions.entry(key.clone()).or_default().clone()
         };
+        // The instance is taken out of its slot for the call: if the call's future is
+        // dropped (its client went away), the instance goes with it instead of being
+        // reused mid-call. The slot stays locked meanwhile, so a session's events reach
+        // its instance one at a time.
         let mut guard = slot.lock().await;
-        if guard
-            .as_ref()
-            .is_some_and(|i| i.digest != loaded.info.sha256)
-        {
-            *guard = None;
-        }
-        let mut fresh_outcome = None;
-        if guard.is_none() {
-            let mut store = self.store(
-                &loaded.file_name,
-                live,
-                limits.memory_bytes,
-                &env_values(live),
-            )?;
-            limits.arm(&mut store)?;
-            match loaded.pre.instantiate_async(&mut store).await {
-                Ok(plugin) => {
-                    *guard = Some(SessionInstance {
+        let kept = guard
+            .take()
+            .filter(|instance| instance.digest == loaded.info.sha256);
+        let mut instance = match kept {
+            Some(instance) => instance,
+            None => {
+                let mut store = self.store(
+                    &loaded.file_name,
+                    live,
+                    limits.memory_bytes,
+                    &env_values(live),
+                )?;
+                limits.arm(&mut store)?;
+                match loaded.pre.instantiate_async(&mut store).await {
+                    Ok(plugin) => SessionInstance {
                         store,
                         plugin,
                         digest: loaded.info.sha256.clone(),
                         last_used: Instant::now(),
-                    })
+                    },
+                    Err(e) => {
+                        drop(guard);
+                        self.forget_session(&key);
+                        return Ok(finish(&mut store, limits, Err(e)));
+                    }
                 }
-                Err(e) => fresh_outcome = Some(finish(&mut store, limits, Err(e))),
             }
-        }
-        if let Some(outcome) = fresh_outcome {
-            drop(guard);
-            self.forget_session(&key);
-            return Ok(outcome);
-        }
-        let instance = guard.as_mut().expect("instance was just created");
+        };
         instance.last_used = Instant::now();
         limits.arm(&mut instance.store)?;
         let result = instance
@@ -973,9 +972,10 @@ impl Sandbox {
         let ends = invocation.spec.name == "SessionEnd";
         if trapped || ends {
             // A trapped instance is never used again; a session that ended has no use for it.
-            *guard = None;
             drop(guard);
             self.forget_session(&key);
+        } else {
+            *guard = Some(instance);
         }
         Ok(outcome)
     }
