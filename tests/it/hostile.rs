@@ -209,19 +209,23 @@ async fn on_failure_block_turns_a_limit_into_a_deny() {
     );
 }
 
+/// Settings with the hostile plugin in `mode` as a UserPromptSubmit hook with one
+/// instance per session, under `limits`.
+fn session_hook(mode: &str, limits: Value) -> Value {
+    settings(
+        "UserPromptSubmit",
+        "",
+        vec![wasm_hook(
+            plugins::HOSTILE,
+            json!({"id": "stateful", "instance": "session", "config": {"mode": mode}, "limits": limits}),
+        )],
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trapped_session_instance_is_never_used_again() {
     let project = tempfile::tempdir().unwrap();
-    let hook = |mode: &str| {
-        settings(
-            "UserPromptSubmit",
-            "",
-            vec![wasm_hook(
-                plugins::HOSTILE,
-                json!({"id": "stateful", "instance": "session", "config": {"mode": mode}, "limits": {"fuel": 5_000_000}}),
-            )],
-        )
-    };
+    let hook = |mode: &str| session_hook(mode, json!({"fuel": 5_000_000}));
     let prompt = json!({"session_id": "trap-session", "prompt": "x"});
     for expected in ["count=1", "count=2"] {
         let outcome = dispatch(
@@ -255,24 +259,13 @@ async fn a_trapped_session_instance_is_never_used_again() {
     );
 }
 
-/// A workspace with a granted directory `inside/` (mounted at `/sandbox`), a secret next
-/// to it, and symlinks in it that point out.
 /// A session instance whose call was dropped midway (its client disconnected) is not
 /// used again: the next event of the session gets a fresh instance.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_instance_cut_off_mid_call_is_never_used_again() {
     let project = tempfile::tempdir().unwrap();
-    let hook = |mode: &str| {
-        settings(
-            "UserPromptSubmit",
-            "",
-            vec![wasm_hook(
-                plugins::HOSTILE,
-                json!({"id": "stateful", "instance": "session", "config": {"mode": mode},
-                       "limits": {"fuel": 1_000_000_000_000u64, "timeout": 600}}),
-            )],
-        )
-    };
+    let limits = json!({"fuel": 1_000_000_000_000u64, "timeout": 600});
+    let hook = |mode: &str| session_hook(mode, limits.clone());
     let prompt = json!({"session_id": "cut-session", "prompt": "x"});
     let (counting, spinning) = (hook("count"), hook("loop"));
     let count = || {
@@ -299,6 +292,8 @@ async fn a_session_instance_cut_off_mid_call_is_never_used_again() {
     );
 }
 
+/// A workspace with a granted directory `inside/` (mounted at `/sandbox`), a secret next
+/// to it, and symlinks in it that point out.
 fn sandbox_fixture() -> (tempfile::TempDir, Value) {
     let root = tempfile::tempdir().unwrap();
     let inside = root.path().join("inside");

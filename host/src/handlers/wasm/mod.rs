@@ -884,13 +884,14 @@ impl Sandbox {
         }
     }
 
-    async fn run_fresh(
+    /// A store for a new instance of `loaded` with the hook's live grants, armed with
+    /// `limits` for its first call.
+    fn armed_store(
         &self,
         loaded: &Loaded,
         live: &Live,
         limits: &Limits,
-        event: &bindings::Event,
-    ) -> Result<CallOutcome, String> {
+    ) -> Result<Store<State>, String> {
         let mut store = self.store(
             &loaded.file_name,
             live,
@@ -898,6 +899,17 @@ impl Sandbox {
             &env_values(live),
         )?;
         limits.arm(&mut store)?;
+        Ok(store)
+    }
+
+    async fn run_fresh(
+        &self,
+        loaded: &Loaded,
+        live: &Live,
+        limits: &Limits,
+        event: &bindings::Event,
+    ) -> Result<CallOutcome, String> {
+        let mut store = self.armed_store(loaded, live, limits)?;
         let result = match loaded.pre.instantiate_async(&mut store).await {
             Ok(plugin) => {
                 plugin
@@ -938,13 +950,7 @@ impl Sandbox {
         let mut instance = match kept {
             Some(instance) => instance,
             None => {
-                let mut store = self.store(
-                    &loaded.file_name,
-                    live,
-                    limits.memory_bytes,
-                    &env_values(live),
-                )?;
-                limits.arm(&mut store)?;
+                let mut store = self.armed_store(loaded, live, limits)?;
                 match loaded.pre.instantiate_async(&mut store).await {
                     Ok(plugin) => SessionInstance {
                         store,
