@@ -154,8 +154,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// A tokio runtime for one event: no worker threads to start and join, since the process
-/// lives for a single dispatch. Hooks still run in parallel: command and HTTP hooks are
-/// I/O the one thread multiplexes, and wasm hooks go to blocking threads.
+/// lives for a single dispatch. Hooks still run concurrently: command and HTTP hooks are
+/// I/O the one thread multiplexes, and wasm hooks run on fibers that yield to the others
+/// at every epoch tick.
 fn one_shot_runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
