@@ -103,6 +103,51 @@ async fn a_spinning_plugin_does_not_hold_up_its_thread() {
     assert_eq!(*finished.lock().unwrap(), ["echo", "spin"]);
 }
 
+/// A spinning wasm hook does not hold up its siblings either: a command hook listed
+/// after it in the same event starts while it spins, not after its timeout.
+#[tokio::test(flavor = "current_thread")]
+async fn a_spinning_plugin_does_not_hold_up_its_siblings() {
+    let project = tempfile::tempdir().unwrap();
+    let stamp = project.path().join("sibling-started");
+    let config = settings(
+        "PreToolUse",
+        "*",
+        vec![
+            wasm_hook(
+                plugins::HOSTILE,
+                json!({"id": "spin", "config": {"mode": "loop"},
+                       "limits": {"fuel": 1_000_000_000_000u64, "timeout": 3}}),
+            ),
+            json!({"type": "command", "command": format!("touch '{}'", stamp.display())}),
+        ],
+    );
+    let started = std::time::Instant::now();
+    let dispatching = dispatch(project.path(), &config, "PreToolUse", bash("ls"));
+    tokio::pin!(dispatching);
+    let sibling_started = async {
+        while !stamp.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        started.elapsed()
+    };
+    let seen = tokio::select! {
+        biased;
+        after = sibling_started => Some(after),
+        _ = &mut dispatching => None,
+    };
+    assert!(
+        seen.is_some_and(|after| after < std::time::Duration::from_millis(1500)),
+        "the command hook did not start while the 3 s spinner ran (started after: {seen:?})"
+    );
+    let outcome = dispatching.await;
+    let statuses: Vec<_> = outcome.hooks.iter().map(|h| h.status).collect();
+    assert_eq!(
+        statuses,
+        [HookStatus::Timeout, HookStatus::Ok],
+        "{outcome:#?}"
+    );
+}
+
 /// A dispatch that is dropped mid-call (a daemon client that disconnects) ends its wasm
 /// call there: the spinning plugin's fiber is disposed instead of running out its
 /// ten-minute timeout, and the thread serves the next event.
