@@ -195,12 +195,7 @@ impl Handlers {
     }
 
     /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`].
-    pub async fn run(
-        &self,
-        hook: &Arc<Hook>,
-        invocation: &Arc<Invocation>,
-        policy: &Arc<Policy>,
-    ) -> HandlerRun {
+    pub async fn run(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
         let started = Instant::now();
         match &hook.handler {
             HandlerSpec::Command(spec) => {

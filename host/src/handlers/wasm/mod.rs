@@ -323,20 +323,9 @@ impl WasmRuntime {
             },
         }
     }
-}
 
-impl WasmRunner for WasmRuntime {
-    fn run<'a>(
-        &'a self,
-        hook: &'a Hook,
-        invocation: &'a Invocation,
-        policy: &'a Policy,
-    ) -> BoxFuture<'a, HandlerRun> {
-        Box::pin(self.run_hook(hook, invocation, policy))
-    }
-}
-
-impl WasmRuntime {
+    /// [`WasmRunner::run`]: the hook's plugin call, admitted by managed policy's
+    /// allowlist, with capability warnings put in front of its diagnostics.
     async fn run_hook(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
         let started = Instant::now();
         let Some(call) = PluginCall::from_hook(hook) else {
@@ -362,6 +351,17 @@ impl WasmRuntime {
             });
         }
         run.run
+    }
+}
+
+impl WasmRunner for WasmRuntime {
+    fn run<'a>(
+        &'a self,
+        hook: &'a Hook,
+        invocation: &'a Invocation,
+        policy: &'a Policy,
+    ) -> BoxFuture<'a, HandlerRun> {
+        Box::pin(self.run_hook(hook, invocation, policy))
     }
 }
 
@@ -536,13 +536,7 @@ impl Sandbox {
         allowlist: Option<&PluginAllowlist>,
     ) -> Result<Arc<Loaded>, LoadError> {
         let shown = path.display();
-        let cannot_read = |e: std::io::Error| {
-            (
-                FailureKind::CannotStart,
-                format!("cannot read plugin `{shown}`: {e}"),
-            )
-        };
-        let meta = std::fs::metadata(path).map_err(cannot_read)?;
+        let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, &e))?;
         let stamp = FileStamp::of(&meta);
         let cached = self
             .plugins
@@ -627,12 +621,10 @@ impl Sandbox {
         allowlist: Option<&PluginAllowlist>,
     ) -> Result<(String, Component, CacheStatus), LoadError> {
         let shown = path.display();
-        let (digest, bytes) = self.cache.plugin_digest(path, meta).map_err(|e| {
-            (
-                FailureKind::CannotStart,
-                format!("cannot read plugin `{shown}`: {e}"),
-            )
-        })?;
+        let (digest, bytes) = self
+            .cache
+            .plugin_digest(path, meta)
+            .map_err(|e| cannot_read(path, &e))?;
         check_sha(&digest, expected_sha, path)?;
         // Managed allowlist: decided on the digest of the bytes that compile (`read`
         // below refuses bytes with another digest).
@@ -643,8 +635,7 @@ impl Sandbox {
             let bytes = match bytes {
                 Some(bytes) => bytes,
                 None => {
-                    let bytes = std::fs::read(path)
-                        .map_err(|e| format!("cannot read plugin `{shown}`: {e}"))?;
+                    let bytes = std::fs::read(path).map_err(|e| cannot_read(path, &e).1)?;
                     if sha256_hex(&bytes) != digest {
                         return Err(format!(
                             "plugin `{shown}` changed while it was being loaded; try again"
@@ -697,10 +688,11 @@ impl Sandbox {
         limits
             .arm(&mut store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        let result = match pre.instantiate_async(&mut store).await {
-            Ok(plugin) => plugin.hookhost_hook_hook().call_describe(&mut store).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let plugin = pre.instantiate_async(&mut store).await?;
+            plugin.hookhost_hook_hook().call_describe(&mut store).await
+        }
+        .await;
         result.map_err(|e| {
             let (kind, message) = classify_error(&e, &mut store, &limits);
             (
@@ -910,15 +902,14 @@ impl Sandbox {
         event: &bindings::Event,
     ) -> Result<CallOutcome, String> {
         let mut store = self.armed_store(loaded, live, limits)?;
-        let result = match loaded.pre.instantiate_async(&mut store).await {
-            Ok(plugin) => {
-                plugin
-                    .hookhost_hook_hook()
-                    .call_handle(&mut store, event)
-                    .await
-            }
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let plugin = loaded.pre.instantiate_async(&mut store).await?;
+            plugin
+                .hookhost_hook_hook()
+                .call_handle(&mut store, event)
+                .await
+        }
+        .await;
         Ok(finish(&mut store, limits, result))
     }
 
@@ -992,6 +983,14 @@ impl Sandbox {
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
     }
+}
+
+/// A plugin file that cannot be read (or stat'ed): the hook cannot start.
+fn cannot_read(path: &Path, error: &std::io::Error) -> LoadError {
+    (
+        FailureKind::CannotStart,
+        format!("cannot read plugin `{}`: {error}", path.display()),
+    )
 }
 
 /// Runs blocking work (file reads, compiling) from async code: in place on a
