@@ -148,9 +148,10 @@ async fn a_spinning_plugin_does_not_hold_up_its_siblings() {
     );
 }
 
-/// A dispatch that is dropped mid-call (a daemon client that disconnects) ends its wasm
-/// call there: the spinning plugin's fiber is disposed instead of running out its
-/// ten-minute timeout, and the thread serves the next event.
+/// A dispatch can be dropped mid-call (a daemon client that disconnects): with a
+/// ten-minute timeout the spinning call is still running when it is dropped, its fiber is
+/// disposed without a hang or a panic, and the thread serves the next event. (While wasm
+/// blocked its thread, such a drop could only happen once the call returned.)
 #[tokio::test(flavor = "current_thread")]
 async fn a_dropped_dispatch_ends_its_spinning_plugin() {
     let project = tempfile::tempdir().unwrap();
