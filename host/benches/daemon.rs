@@ -6,9 +6,9 @@
 //!    concurrent clients, each keeping 8 requests in flight. Target: at least 20,000
 //!    events/s on 2 cores.
 //! 2. The one-shot `hookhost dispatch` with three wasm plugins and a warm compile cache,
-//!    in-process and answered by its dispatch daemon (`HOOKHOST_DISPATCH_DAEMON=auto`),
-//!    interleaved with spawning one `sh` hook that reads its stdin with `cat` and prints
-//!    `{}`. Target: no slower than the shell hook.
+//!    answered by its dispatch daemon (the default) and in-process
+//!    (`HOOKHOST_DISPATCH_DAEMON=off`), interleaved with spawning one `sh` hook that
+//!    reads its stdin with `cat` and prints `{}`. Target: no slower than the shell hook.
 //!
 //! Run with `cargo bench -p hookhost --bench daemon` (builds the example plugins for
 //! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts;
@@ -217,10 +217,10 @@ fn main() {
         cmd.args(["dispatch", "PreToolUse", "--settings", &three])
             .current_dir(dir.path())
             .envs(isolated_env(dir.path()))
-            .env_remove("HOOKHOST_DISPATCH_DAEMON");
-        if daemon {
-            cmd.env("HOOKHOST_DISPATCH_DAEMON", "auto");
-        }
+            .env(
+                "HOOKHOST_DISPATCH_DAEMON",
+                if daemon { "auto" } else { "off" },
+            );
         time_process(&mut cmd, &stdin)
     };
     dispatch(false); // fills the compile cache
@@ -254,12 +254,15 @@ fn main() {
         );
     };
     row("`sh -c 'cat >/dev/null; echo {}'` spawned directly", &shell);
-    row("`hookhost dispatch` with 3 wasm plugins, warm cache", &cli);
-    row("the same with `HOOKHOST_DISPATCH_DAEMON=auto`", &via_daemon);
+    row(
+        "`hookhost dispatch` with 3 wasm plugins, warm cache (its dispatch daemon answers)",
+        &via_daemon,
+    );
+    row("the same in-process (`HOOKHOST_DISPATCH_DAEMON=off`)", &cli);
     println!();
     for (how, samples) in [
+        ("via its dispatch daemon (the default)", &via_daemon),
         ("in-process", &cli),
-        ("via its dispatch daemon", &via_daemon),
     ] {
         println!(
             "hookhost with three sandboxed plugins {how} / one shell hook (p50): {:.2}x (target: at most 1.00x)",

@@ -1,11 +1,11 @@
 //! What `hookhost dispatch` adds on top of the hook it runs.
 //!
 //! Side by side, interleaved to share the machine's noise: (a) spawning a `sh` command
-//! hook directly, the way an agent runs a hook, and (b) spawning `hookhost dispatch`
-//! configured with that same single `sh` hook, and (c) the same `hookhost dispatch` with
-//! `HOOKHOST_DISPATCH_DAEMON=auto`, answered by its warm daemon. The median difference
-//! to (a) is hookhost's own cost (its process start, config loading, dispatch and
-//! merge). Target: under 1 ms.
+//! hook directly, the way an agent runs a hook, (b) spawning `hookhost dispatch`
+//! configured with that same single `sh` hook, in-process
+//! (`HOOKHOST_DISPATCH_DAEMON=off`), and (c) the same `hookhost dispatch` answered by
+//! its warm dispatch daemon (the default). The median difference to (a) is hookhost's
+//! own cost (its process start, config loading, dispatch and merge). Target: under 1 ms.
 //!
 //! Run with `cargo bench -p hookhost --bench dispatch_overhead`; `HOOKHOST_BENCH_RUNS`
 //! sets the number of runs (default 300).
@@ -54,7 +54,7 @@ fn main() {
         .env("HOOKHOST_HOME", dir.path().join("home"))
         .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
         .env("HOOKHOST_DATA_DIR", dir.path().join("data"))
-        .env_remove("HOOKHOST_DISPATCH_DAEMON");
+        .env("HOOKHOST_DISPATCH_DAEMON", "off");
         cmd
     };
     let via_daemon = || {
@@ -89,8 +89,11 @@ fn main() {
     println!("|---|---:|---:|---:|");
     for (name, samples) in [
         ("sh hook spawned directly", &direct),
-        ("hookhost dispatch + the same sh hook", &hosted),
-        ("the same, answered by its dispatch daemon", &daemon),
+        ("hookhost dispatch + the same sh hook, in-process", &hosted),
+        (
+            "the same, answered by its dispatch daemon (the default)",
+            &daemon,
+        ),
     ] {
         println!(
             "| {name} | {:.3} | {:.3} | {:.3} |",

@@ -32,7 +32,7 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Runs `dispatch` (a `hookhost dispatch` command with `HOOKHOST_DISPATCH_DAEMON=auto`)
+/// Runs `dispatch` (a `hookhost dispatch` command with its dispatch daemon on)
 /// until its daemon listens in `data_dir`: the first call starts it in the background.
 pub fn start_dispatch_daemon(data_dir: &Path, mut dispatch: impl FnMut() -> Duration) {
     let listening = || {

@@ -1,4 +1,4 @@
-//! The dispatch daemon: with `HOOKHOST_DISPATCH_DAEMON=auto`, `hookhost dispatch` hands
+//! The dispatch daemon: unless `HOOKHOST_DISPATCH_DAEMON=off`, `hookhost dispatch` hands
 //! its stdin to a background process that runs the very same command line and stays
 //! warm (compiled plugins in memory, pooled instances, no process start-up of its own),
 //! and prints what that process answers.
@@ -39,8 +39,9 @@ use hookhost::{Host, SourcesFingerprint};
 
 use super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
 
-/// `auto`: use a dispatch daemon, starting one when none listens. Unset or anything
-/// else: dispatch in-process.
+/// Unset, empty or `auto`: use a dispatch daemon, starting one when none listens. `off`
+/// (or any other value: a misspelt setting falls back to the plain process): dispatch
+/// in-process.
 const MODE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON";
 /// Seconds without a request after which a daemon exits (default 600).
 const IDLE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_IDLE_SECS";
@@ -191,12 +192,12 @@ fn live_daemons(dir: &Path) -> usize {
         .count()
 }
 
-/// In a `hookhost dispatch` process with `HOOKHOST_DISPATCH_DAEMON=auto`: the exit code
-/// after a daemon answered, or `None` to dispatch in-process (no daemon listens yet; one
-/// is being started). Runs before anything else of the process, so that a forwarded
-/// dispatch costs little more than the process start.
+/// In a `hookhost dispatch` process, unless `HOOKHOST_DISPATCH_DAEMON` turns the daemon
+/// off: the exit code after a daemon answered, or `None` to dispatch in-process (no
+/// daemon listens yet; one is being started). Runs before anything else of the process,
+/// so that a forwarded dispatch costs little more than the process start.
 pub fn forward() -> Option<ExitCode> {
-    if std::env::var_os(MODE_VAR).is_none_or(|mode| mode != "auto")
+    if std::env::var_os(MODE_VAR).is_some_and(|mode| !mode.is_empty() && mode != "auto")
         || std::env::var_os(SOCKET_VAR).is_some()
         || std::env::args_os()
             .nth(1)
@@ -224,7 +225,7 @@ pub fn forward() -> Option<ExitCode> {
                 "{}",
                 super::error_text(&format!(
                     "the dispatch daemon at {} did not answer: {e} \
-                     (unset {MODE_VAR} to dispatch in-process)",
+                     ({MODE_VAR}=off dispatches in-process)",
                     place.socket.display()
                 ))
             );

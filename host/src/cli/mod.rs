@@ -32,6 +32,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Dispatch one event: read its input JSON on stdin, print the outcome.
+    ///
+    /// A warm background process of the same command line (the dispatch daemon) answers
+    /// from the second call on; `HOOKHOST_DISPATCH_DAEMON=off` dispatches in-process.
     Dispatch(dispatch::DispatchArgs),
     /// List every configured hook with its source and whether it would run.
     Hooks(hooks::HooksArgs),

@@ -1,5 +1,6 @@
-//! `HOOKHOST_DISPATCH_DAEMON=auto`: `hookhost dispatch` answered by a warm background
-//! process of the same command line, printing what the process would have printed.
+//! The dispatch daemon (on unless `HOOKHOST_DISPATCH_DAEMON=off`): `hookhost dispatch`
+//! answered by a warm background process of the same command line, printing what the
+//! process would have printed.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,9 +25,11 @@ fn parent_hook_config_with(more: &[Value]) -> Value {
     hooks("PreToolUse", "Bash", Value::Array(handlers))
 }
 
+/// A command with the daemon on by default (`HOOKHOST_DISPATCH_DAEMON` unset; the other
+/// tests of the suite turn it off).
 fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
     let mut cmd = env.command();
-    cmd.env("HOOKHOST_DISPATCH_DAEMON", "auto")
+    cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
         .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", idle_secs.to_string());
     cmd
 }
@@ -301,6 +304,38 @@ fn removing_the_socket_stops_the_daemon() {
     wait_until("the daemon to exit", || !process_alive(daemon));
     let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
     assert!(log.contains("its socket was removed"), "{log}");
+}
+
+#[test]
+fn the_setting_turns_the_daemon_off_and_on() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    let with_mode = |mode: &'static str| {
+        let env = &env;
+        move || {
+            let mut cmd = with_daemon(env, 120);
+            cmd.env("HOOKHOST_DISPATCH_DAEMON", mode);
+            cmd
+        }
+    };
+    // `off`, and a value it does not know, dispatch in-process and start nothing.
+    for mode in ["off", "no-such-mode"] {
+        for _ in 0..2 {
+            let run = dispatch(&env, with_mode(mode)(), &["PreToolUse"], &bash_input("ls"));
+            assert_eq!(hook_parent(&run), run.pid, "{mode}: dispatched in-process");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(sockets(&env).is_empty(), "`off` started a daemon");
+    // `auto` is the default spelt out.
+    let (_, daemon) = start(&env, with_mode("auto"), &["PreToolUse"]);
+    let run = dispatch(
+        &env,
+        with_mode("auto")(),
+        &["PreToolUse"],
+        &bash_input("ls"),
+    );
+    assert_eq!(hook_parent(&run), daemon, "`auto`: answered by the daemon");
 }
 
 #[test]

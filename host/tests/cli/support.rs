@@ -130,7 +130,8 @@ impl TestEnv {
             .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
             .env_remove("HOOKHOST_STOP_BLOCK_CAP")
             .env_remove("HOOKHOST_AUDIT_LOG")
-            .env_remove("HOOKHOST_DISPATCH_DAEMON")
+            // The dispatch daemon is on by default; its own tests turn it back on.
+            .env("HOOKHOST_DISPATCH_DAEMON", "off")
             .env_remove("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS")
             // Most tests are about what hooks do, not about trust: they trust the
             // workspace explicitly. The trust tests use `untrusted_command`.
