@@ -55,6 +55,10 @@ const MAX_DAEMONS: usize = 16;
 const LOG_CAP: u64 = 1 << 20;
 /// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
 const MAX_SOCKET_PATH: usize = 100;
+/// Variables that differ on every call by design (W3C trace context, which Claude Code
+/// sets when it propagates traces): a daemon keyed by them would serve one call, so a
+/// caller with one set dispatches in-process.
+const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
 
 /// Where the daemon of this process's command line lives.
 struct Place {
@@ -199,6 +203,9 @@ fn live_daemons(dir: &Path) -> usize {
 pub fn forward() -> Option<ExitCode> {
     if std::env::var_os(MODE_VAR).is_some_and(|mode| !mode.is_empty() && mode != "auto")
         || std::env::var_os(SOCKET_VAR).is_some()
+        || PER_CALL_VARS
+            .iter()
+            .any(|var| std::env::var_os(var).is_some())
         || std::env::args_os()
             .nth(1)
             .is_none_or(|cmd| cmd != "dispatch")

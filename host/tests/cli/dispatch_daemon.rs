@@ -339,6 +339,30 @@ fn the_setting_turns_the_daemon_off_and_on() {
 }
 
 #[test]
+fn a_caller_with_trace_context_dispatches_in_process() {
+    // Its environment is new on every call: a daemon keyed by it would serve one call.
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    for span in ["00f067aa0ba902b7", "53995c3f42cd8ad8", "a2fb4a1d1a96d312"] {
+        let mut traced = with_daemon(&env, 120);
+        traced.env(
+            "TRACEPARENT",
+            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{span}-01"),
+        );
+        let run = dispatch(&env, traced, &["PreToolUse"], &bash_input("ls"));
+        assert_eq!(hook_parent(&run), run.pid, "dispatched in-process");
+    }
+    // A caller that starts a daemon creates its log before it returns.
+    let logs: Vec<_> = std::fs::read_dir(env.data.join("daemons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .collect();
+    assert!(logs.is_empty(), "a traced call started a daemon: {logs:?}");
+}
+
+#[test]
 fn no_daemon_where_other_users_could_reach_its_socket() {
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config());
