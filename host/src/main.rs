@@ -2,11 +2,15 @@
 //! [`cli`]; every command returns an exit code or an error message, and this file maps
 //! them to the process exit status in one place.
 
+mod allocator;
 mod cli;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> ExitCode {
     // First of all: a dispatch answered by its daemon should cost little more than the

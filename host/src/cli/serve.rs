@@ -25,6 +25,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    crate::allocator::use_mimalloc();
     let default_project = args.sources.project_dir()?;
     let sources = args.sources.clone();
     let session_files = data_dir().join("sessions");
