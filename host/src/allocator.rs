@@ -46,52 +46,46 @@ fn from_mimalloc(ptr: *mut u8) -> bool {
     switched() && unsafe { mi_is_in_heap_region(ptr.cast()) }
 }
 
-// SAFETY: each block is freed or resized by the allocator that made it (`from_mimalloc`),
-// and both allocators uphold `GlobalAlloc`'s contract on their own blocks.
+/// The allocator of new blocks.
+fn current() -> &'static dyn GlobalAlloc {
+    if switched() { &MiMalloc } else { &System }
+}
+
+/// The allocator that made the block at `ptr`.
+fn owner(ptr: *mut u8) -> &'static dyn GlobalAlloc {
+    if from_mimalloc(ptr) {
+        &MiMalloc
+    } else {
+        &System
+    }
+}
+
+// SAFETY: each block is freed or resized by the allocator that made it (`owner`), and
+// both allocators uphold `GlobalAlloc`'s contract on their own blocks.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe {
-            if switched() {
-                MiMalloc.alloc(layout)
-            } else {
-                System.alloc(layout)
-            }
-        }
+        unsafe { current().alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe {
-            if switched() {
-                MiMalloc.alloc_zeroed(layout)
-            } else {
-                System.alloc_zeroed(layout)
-            }
-        }
+        unsafe { current().alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` goes back to the allocator that made it.
-        unsafe {
-            if from_mimalloc(ptr) {
-                MiMalloc.dealloc(ptr, layout)
-            } else {
-                System.dealloc(ptr, layout)
-            }
-        }
+        unsafe { owner(ptr).dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `ptr` is resized by the allocator that made it, or (a glibc block after
-        // the switch) moved into a new mimalloc block of the new size and freed in glibc;
-        // `new_size` with `layout`'s alignment is a valid layout (the caller's guarantee).
+        // SAFETY: `ptr` is resized by the allocator that made it when that is the one of
+        // new blocks; a glibc block after the switch moves into a new mimalloc block of
+        // the new size and is freed in glibc. `new_size` with `layout`'s alignment is a
+        // valid layout (the caller's guarantee).
         unsafe {
-            if from_mimalloc(ptr) {
-                return MiMalloc.realloc(ptr, layout, new_size);
-            }
-            if !switched() {
-                return System.realloc(ptr, layout, new_size);
+            if !switched() || from_mimalloc(ptr) {
+                return current().realloc(ptr, layout, new_size);
             }
             let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
             let new = MiMalloc.alloc(new_layout);
