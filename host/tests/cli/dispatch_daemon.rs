@@ -50,12 +50,22 @@ fn ls_via_daemon(env: &TestEnv) -> Run {
 
 /// The sockets of the daemons listening in `env`.
 fn sockets(env: &TestEnv) -> Vec<PathBuf> {
+    daemon_files(env, "sock")
+}
+
+/// The logs of the daemons started in `env`: a caller that starts a daemon creates its
+/// log before it returns (the socket appears only once the daemon listens).
+fn logs(env: &TestEnv) -> Vec<PathBuf> {
+    daemon_files(env, "log")
+}
+
+fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
     std::fs::read_dir(env.data.join("daemons"))
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+        .filter(|p| p.extension().is_some_and(|x| x == extension))
         .collect()
 }
 
@@ -306,36 +316,55 @@ fn removing_the_socket_stops_the_daemon() {
     assert!(log.contains("its socket was removed"), "{log}");
 }
 
+/// `env`'s command with `HOOKHOST_DISPATCH_DAEMON` set to `mode`.
+fn with_mode<'a>(env: &'a TestEnv, mode: &'static str) -> impl Fn() -> Command + 'a {
+    move || {
+        let mut cmd = with_daemon(env, 120);
+        cmd.env("HOOKHOST_DISPATCH_DAEMON", mode);
+        cmd
+    }
+}
+
 #[test]
-fn the_setting_turns_the_daemon_off_and_on() {
+fn off_and_values_it_does_not_know_dispatch_in_process() {
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config());
-    let with_mode = |mode: &'static str| {
-        let env = &env;
-        move || {
-            let mut cmd = with_daemon(env, 120);
-            cmd.env("HOOKHOST_DISPATCH_DAEMON", mode);
-            cmd
-        }
-    };
-    // `off`, and a value it does not know, dispatch in-process and start nothing.
     for mode in ["off", "no-such-mode"] {
         for _ in 0..2 {
-            let run = dispatch(&env, with_mode(mode)(), &["PreToolUse"], &bash_input("ls"));
+            let run = dispatch(
+                &env,
+                with_mode(&env, mode)(),
+                &["PreToolUse"],
+                &bash_input("ls"),
+            );
             assert_eq!(hook_parent(&run), run.pid, "{mode}: dispatched in-process");
         }
     }
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(sockets(&env).is_empty(), "`off` started a daemon");
-    // `auto` is the default spelt out.
-    let (_, daemon) = start(&env, with_mode("auto"), &["PreToolUse"]);
-    let run = dispatch(
-        &env,
-        with_mode("auto")(),
-        &["PreToolUse"],
-        &bash_input("ls"),
+    assert!(
+        logs(&env).is_empty(),
+        "a daemon was started: {:?}",
+        logs(&env)
     );
-    assert_eq!(hook_parent(&run), daemon, "`auto`: answered by the daemon");
+}
+
+#[test]
+fn auto_and_empty_are_the_default_spelt_out() {
+    for mode in ["auto", ""] {
+        let env = TestEnv::new();
+        env.project_hooks(parent_hook_config());
+        let (_, daemon) = start(&env, with_mode(&env, mode), &["PreToolUse"]);
+        let run = dispatch(
+            &env,
+            with_mode(&env, mode)(),
+            &["PreToolUse"],
+            &bash_input("ls"),
+        );
+        assert_eq!(
+            hook_parent(&run),
+            daemon,
+            "`{mode}`: answered by the daemon"
+        );
+    }
 }
 
 #[test]
@@ -352,14 +381,11 @@ fn a_caller_with_trace_context_dispatches_in_process() {
         let run = dispatch(&env, traced, &["PreToolUse"], &bash_input("ls"));
         assert_eq!(hook_parent(&run), run.pid, "dispatched in-process");
     }
-    // A caller that starts a daemon creates its log before it returns.
-    let logs: Vec<_> = std::fs::read_dir(env.data.join("daemons"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-        .collect();
-    assert!(logs.is_empty(), "a traced call started a daemon: {logs:?}");
+    assert!(
+        logs(&env).is_empty(),
+        "a traced call started a daemon: {:?}",
+        logs(&env)
+    );
 }
 
 #[test]
