@@ -412,7 +412,11 @@ fn assert_no_daemon_is_used(env: &TestEnv) {
         assert_eq!(hook_parent(&run), run.pid, "dispatched in-process");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(sockets(env).is_empty());
+    assert!(
+        logs(env).is_empty(),
+        "a daemon was started: {:?}",
+        logs(env)
+    );
 }
 
 #[test]
