@@ -62,6 +62,7 @@ pub mod policy;
 pub mod scaffold;
 pub mod serve;
 pub mod session;
+pub mod text;
 pub mod trust;
 
 use std::path::PathBuf;

@@ -4,6 +4,7 @@
 //! nothing about precedence or validation beyond "is this well-formed JSON of the right
 //! shape": [`crate::policy`] decides what the layers mean together.
 
+pub mod file;
 mod parse;
 pub mod schema;
 mod sources;

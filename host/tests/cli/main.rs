@@ -4,12 +4,14 @@
 mod support;
 
 mod async_hooks;
+mod attacks;
 mod audit;
 mod claude_format;
 mod command;
 mod config;
 mod dispatch_daemon;
 mod drop_in;
+mod faults;
 mod governance;
 mod http;
 mod merge;

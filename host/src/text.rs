@@ -1,0 +1,88 @@
+//! Text that came from a plugin, a hook, a repository or the environment, made safe to
+//! show on a terminal.
+//!
+//! A plugin's name, a hook's reason, a command in a repository's `hooks.json` or a session
+//! id can hold ESC sequences (which recolour, move the cursor or retitle the window),
+//! carriage returns and backspaces (which overwrite what was printed before them), NUL,
+//! and Unicode bidi overrides (which reorder what is shown, "Trojan source"). Printed raw,
+//! such text can forge lines of a report the user reads before trusting something.
+//! Everything hookhost prints *for a person* passes through [`escape`] or
+//! [`escape_multiline`]; JSON output stays JSON-escaped by serde instead.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Whether `c` must not reach a terminal raw: C0 controls, DEL, C1 controls, and the
+/// Unicode format characters that reorder or hide text.
+fn is_unsafe(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' | '\t' => !keep_newlines,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        // Bidi embeddings, overrides and isolates; zero-width and invisible marks.
+        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        '\u{061c}' | '\u{feff}' => true,
+        _ => false,
+    }
+}
+
+fn escape_with(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c, keep_newlines)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !is_unsafe(c, keep_newlines) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` on one line with every control and reordering character shown as an escape
+/// (`\x1b`, `\r`, `\n`, `\u{202e}`): for names, ids, commands and other one-line fields.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    escape_with(text, false)
+}
+
+/// Like [`escape`], but newlines and tabs are kept: for messages that are multi-line by
+/// nature (a hook's reason, captured stderr). A forged line still cannot overwrite or
+/// recolour anything, since `\r`, ESC and the rest are escaped.
+pub fn escape_multiline(text: &str) -> Cow<'_, str> {
+    escape_with(text, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        assert!(matches!(
+            escape("ok: ./lint.sh — ünïcode"),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(escape_multiline("a\n\tb"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn controls_and_reordering_characters_are_escaped() {
+        assert_eq!(escape("a\x1b[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(escape("curl x | sh\r./lint.sh"), "curl x | sh\\r./lint.sh");
+        assert_eq!(escape("a\nb\tc\0"), "a\\nb\\tc\\x00");
+        assert_eq!(escape("\u{7f}\u{9b}"), "\\x7f\\x9b");
+        assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(escape_multiline("a\nb\x1b]0;t\x07"), "a\nb\\x1b]0;t\\x07");
+    }
+}

@@ -1,0 +1,1 @@
+//! Attacks: daemons (see attacks/mod.rs).

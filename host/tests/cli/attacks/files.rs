@@ -1,0 +1,1 @@
+//! Attacks: files (see attacks/mod.rs).

@@ -1,0 +1,1 @@
+//! Attacks: grants (see attacks/mod.rs).

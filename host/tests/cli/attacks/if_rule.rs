@@ -1,0 +1,1 @@
+//! Attacks: if_rule (see attacks/mod.rs).

@@ -1,0 +1,1 @@
+//! Attacks: managed (see attacks/mod.rs).

@@ -1,0 +1,16 @@
+//! Attacks on governance (workspace trust, managed policy, ceilings, the audit log),
+//! each tried from the attacker's side: a malicious repository, a user shedding managed
+//! policy, a second local user, a hostile plugin or hook. Every test here fails when the
+//! rule it attacks is removed.
+
+mod daemons;
+mod files;
+mod grants;
+mod if_rule;
+mod managed;
+mod path;
+mod redaction;
+mod run_async;
+mod terminal;
+mod trust_store;
+mod urls;

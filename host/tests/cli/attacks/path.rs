@@ -1,0 +1,1 @@
+//! Attacks: path (see attacks/mod.rs).

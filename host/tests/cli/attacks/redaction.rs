@@ -1,0 +1,1 @@
+//! Attacks: redaction (see attacks/mod.rs).

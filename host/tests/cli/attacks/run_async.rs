@@ -1,0 +1,1 @@
+//! Attacks: run_async (see attacks/mod.rs).

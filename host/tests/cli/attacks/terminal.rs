@@ -1,0 +1,1 @@
+//! Attacks: terminal (see attacks/mod.rs).

@@ -1,0 +1,1 @@
+//! Attacks: trust_store (see attacks/mod.rs).

@@ -1,0 +1,1 @@
+//! Attacks: urls (see attacks/mod.rs).

@@ -1,0 +1,1 @@
+//! Faults: daemon (see faults/mod.rs).

@@ -1,0 +1,1 @@
+//! Faults: dispatch (see faults/mod.rs).

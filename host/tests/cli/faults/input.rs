@@ -1,0 +1,1 @@
+//! Faults: input (see faults/mod.rs).

@@ -1,0 +1,1 @@
+//! Faults: reload (see faults/mod.rs).
