@@ -83,6 +83,13 @@ impl SessionStore for SubscribingStore {
     fn set_stop_blocks(&self, session: &str, count: u32) {
         self.inner.set_stop_blocks(session, count)
     }
+    fn update_stop_blocks(
+        &self,
+        session: &str,
+        update: &mut dyn FnMut(u32) -> u32,
+    ) -> Result<(), String> {
+        self.inner.update_stop_blocks(session, update)
+    }
     fn push_async(&self, session: &str, result: AsyncResult) {
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(list) = subscribers.get_mut(session) {

@@ -150,16 +150,14 @@ async fn dispatch(
     }
 }
 
+/// `hookhost run-async`: the detached runner of a dispatch's async hooks. Its job (the
+/// input and the admission record of each hook) comes on stdin, a pipe from the
+/// dispatch: nothing in argv, the environment or a file that another user could read or
+/// swap.
 #[derive(Debug, Args)]
 pub struct RunAsyncArgs {
     #[command(flatten)]
     sources: SourceArgs,
-    /// The event.
-    #[arg(long)]
-    event: String,
-    /// The hook's id.
-    #[arg(long)]
-    hook: String,
 }
 
 pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
@@ -169,13 +167,18 @@ pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
     unsafe {
         libc::setsid();
     }
-    let input = parse_input(&read_stdin()?)?;
+    let mut job = Vec::new();
+    std::io::stdin()
+        .take(hookhost::dispatch::ASYNC_JOB_CAP + 1)
+        .read_to_end(&mut job)
+        .map_err(|e| format!("cannot read the async job from stdin: {e}"))?;
+    if job.len() as u64 > hookhost::dispatch::ASYNC_JOB_CAP {
+        return Err(format!(
+            "the async job on stdin is larger than {} bytes",
+            hookhost::dispatch::ASYNC_JOB_CAP
+        ));
+    }
     let host = args.sources.host()?;
-    one_shot_runtime()?
-        .block_on(
-            host.dispatcher()
-                .run_async_hook(&args.event, &args.hook, input),
-        )
-        .map_err(|e| e.to_string())?;
+    one_shot_runtime()?.block_on(host.dispatcher().run_async_job(&job))?;
     Ok(ExitCode::SUCCESS)
 }

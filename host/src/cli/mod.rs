@@ -113,15 +113,20 @@ impl SourceArgs {
 
     /// [`SourceArgs::host`] running wasm hooks in `wasm` (the dispatch daemon's warm one).
     fn host_with(&self, wasm: std::sync::Arc<dyn WasmRunner>) -> Result<Host, String> {
-        let builder = self.builder(&self.project_dir()?);
+        let project_dir = self.project_dir()?;
+        let builder = self.builder(&project_dir);
         let data = data_dir();
         let sessions = data.join("sessions");
-        let mut launcher_args = vec!["run-async".to_string()];
-        if let Some(project) = &self.project {
-            launcher_args.extend(["--project".into(), project.display().to_string()]);
-        }
+        // The absolute project directory (the runner starts in it, so a relative
+        // `--project` would name another one), as bytes: a path need not be UTF-8, and
+        // a lossy copy would name another directory.
+        let mut launcher_args: Vec<std::ffi::OsString> = vec![
+            "run-async".into(),
+            "--project".into(),
+            project_dir.clone().into_os_string(),
+        ];
         for settings in &self.settings {
-            launcher_args.extend(["--settings".into(), settings.clone()]);
+            launcher_args.extend(["--settings".into(), settings.into()]);
         }
         if self.trust_workspace {
             launcher_args.push("--trust-workspace".into());

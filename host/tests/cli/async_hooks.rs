@@ -6,7 +6,11 @@ use crate::support::{TestEnv, bash_input, wait_until};
 
 /// Waits (bounded) until the session has a queued async result.
 fn wait_for_result(env: &TestEnv, session: &str) {
-    let dir = env.data.join("sessions").join(session).join("async");
+    let dir = env
+        .data
+        .join("sessions")
+        .join(hookhost::session::session_key(session))
+        .join("async");
     wait_until(&format!("an async result in {}", dir.display()), || {
         std::fs::read_dir(&dir).is_ok_and(|d| {
             d.flatten()

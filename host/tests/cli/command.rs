@@ -324,11 +324,14 @@ fn output_text_is_capped_at_10000_characters() {
         json!({"session_id": "s", "prompt": "p"}),
     );
     let context = out["additionalContext"][0].as_str().unwrap();
-    assert!(context.starts_with(&"a".repeat(10_000)));
+    // 10,000 characters with the marker saying how much of the 20,000 was cut.
+    assert_eq!(context.chars().count(), 10_000);
+    let kept = context.chars().take_while(|&c| c == 'a').count();
+    assert!(kept > 9_900, "{kept}");
     assert!(
-        context.ends_with("[10000 characters truncated]"),
+        context.ends_with(&format!("… [{} characters truncated]", 20_000 - kept)),
         "{}",
-        &context[9990..]
+        &context[9900..]
     );
 }
 
