@@ -290,6 +290,15 @@ impl AuditLog {
         };
         if fd < 0 {
             let e = std::io::Error::last_os_error();
+            // The kernel may answer EACCES for another user's symlink in a sticky
+            // directory: say what is there.
+            let found = std::fs::symlink_metadata(&self.path).ok();
+            if found.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
+                return Err(refuse("it is a symlink".into()));
+            }
+            if let Some(why) = found.as_ref().and_then(unsafe_file) {
+                return Err(refuse(why));
+            }
             return Err(match e.raw_os_error() {
                 Some(libc::ELOOP) => refuse("it is a symlink".into()),
                 Some(libc::EISDIR) => {
