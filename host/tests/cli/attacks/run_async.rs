@@ -17,15 +17,18 @@ fn queue(env: &TestEnv, session: &str) -> PathBuf {
         .join("async")
 }
 
-/// Waits (bounded) until the session has a queued async result: the runner is done
-/// with the hook, whether it ran it or refused it.
+/// Waits (bounded) until the session has a queued async result (the runner is done
+/// with the hook, whether it ran it or refused it) or a hook left its mark.
 fn wait_for_result(env: &TestEnv, session: &str) {
     let dir = queue(env, session);
     wait_until(&format!("an async result in {}", dir.display()), || {
-        std::fs::read_dir(&dir).is_ok_and(|d| {
-            d.flatten()
-                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
-        })
+        ["pwned", "benign-ran"]
+            .iter()
+            .any(|mark| env.project.join(mark).exists())
+            || std::fs::read_dir(&dir).is_ok_and(|d| {
+                d.flatten()
+                    .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+            })
     });
 }
 
@@ -219,6 +222,9 @@ fn the_job_is_not_on_the_runners_command_line() {
     let mut secret_input = input("argv");
     secret_input["tool_input"]["command"] = json!("echo the-secret-input");
     env.dispatch("PostToolUse", secret_input);
+    wait_until("the runner's argv", || {
+        env.project.join("runner-argv").exists()
+    });
     wait_for_result(&env, "argv");
     let argv = std::fs::read_to_string(env.project.join("runner-argv")).unwrap();
     assert!(argv.contains("run-async"), "{argv}");
