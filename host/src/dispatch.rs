@@ -548,7 +548,9 @@ impl Dispatcher {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .current_dir(&invocation.project_dir)
+            // The caller's working directory, not the project's: relative `--settings`
+            // files, and relative paths in inline `--settings` JSON, resolve against it,
+            // and the runner must load the config the dispatch loaded.
             .spawn()
             .map_err(|e| format!("cannot start async runner `{shown}`: {e}"))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");

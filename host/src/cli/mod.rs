@@ -117,9 +117,8 @@ impl SourceArgs {
         let builder = self.builder(&project_dir);
         let data = data_dir();
         let sessions = data.join("sessions");
-        // The absolute project directory (the runner starts in it, so a relative
-        // `--project` would name another one), as bytes: a path need not be UTF-8, and
-        // a lossy copy would name another directory.
+        // The absolute project directory, as bytes: a path need not be UTF-8, and a
+        // lossy copy would name another directory.
         let mut launcher_args: Vec<std::ffi::OsString> = vec![
             "run-async".into(),
             "--project".into(),
