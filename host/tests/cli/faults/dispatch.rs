@@ -424,3 +424,38 @@ fn an_environment_that_is_not_utf8_reaches_hooks_unchanged() {
         std::fs::remove_file(&dump).unwrap();
     }
 }
+
+/// A project directory whose name is not UTF-8: hooks get it byte for byte (environment
+/// and `${CLAUDE_PROJECT_DIR}`), and the async runner works in that same directory.
+#[test]
+fn a_project_path_that_is_not_utf8_reaches_hooks_and_the_runner_unchanged() {
+    let env = TestEnv::new();
+    let project = env.project.join(OsStr::from_bytes(b"odd-\xff\xfe-name"));
+    std::fs::create_dir_all(project.join(".hookhost")).unwrap();
+    let config = json!({"hooks": {"PreToolUse": [{"hooks": [
+        {"type": "command", "id": "args", "command": "/bin/sh",
+         "args": ["-c", "printf '%s' \"$1\" > arg; printf '%s' \"$CLAUDE_PROJECT_DIR\" > env",
+                  "sh", "${CLAUDE_PROJECT_DIR}"]},
+        {"type": "command", "id": "bg", "async": true, "command": "touch async-ran"}
+    ]}]}});
+    std::fs::write(project.join(".hookhost/hooks.json"), config.to_string()).unwrap();
+    let run = env.run_with(
+        env.command()
+            .args(["dispatch", "PreToolUse", "--project"])
+            .arg(&project),
+        &bash_input("ls").to_string(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert_eq!(
+        hook_fields(&out, "id", "status"),
+        ["args:ok", "bg:async"],
+        "{out}"
+    );
+    let bytes = project.as_os_str().as_bytes();
+    assert_eq!(std::fs::read(project.join("arg")).unwrap(), bytes);
+    assert_eq!(std::fs::read(project.join("env")).unwrap(), bytes);
+    crate::support::wait_until("the async hook in the odd project", || {
+        project.join("async-ran").exists()
+    });
+}
