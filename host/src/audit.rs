@@ -292,7 +292,9 @@ impl AuditLog {
             let e = std::io::Error::last_os_error();
             // The kernel may answer EACCES for another user's symlink in a sticky
             // directory: say what is there.
-            let found = std::fs::symlink_metadata(&self.path).ok();
+            let found = matches!(e.raw_os_error(), Some(libc::EACCES | libc::ELOOP))
+                .then(|| std::fs::symlink_metadata(&self.path).ok())
+                .flatten();
             if found.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
                 return Err(refuse("it is a symlink".into()));
             }
