@@ -1,6 +1,7 @@
 //! `hookhost dispatch` and the background runner of async hooks.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -72,21 +73,29 @@ impl Printed {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let stdin = read_stdin()?;
-    let printed =
-        one_shot_runtime()?.block_on(dispatch_stdin(&args, &stdin, || args.sources.host()));
-    print!("{}", printed.stdout);
-    eprint!("{}", printed.stderr);
+    let printed = one_shot_runtime()?.block_on(dispatch_stdin(&args, &stdin, |project| {
+        args.sources.host_for(project)
+    }));
+    // The hooks ran and the audit line is written: a reader that went away changes
+    // nothing, so a closed stdout or stderr is not an error here.
+    {
+        use std::io::Write;
+        let _ = std::io::stdout().lock().write_all(printed.stdout.as_bytes());
+        let _ = std::io::stdout().lock().flush();
+    }
+    super::output::write_stderr(&printed.stderr);
     Ok(ExitCode::from(printed.code))
 }
 
 /// What `hookhost dispatch` prints for the event of `args` and its `stdin`, dispatched
-/// on the host `host` builds (once the input is known to be valid); errors included. The
+/// on the host `host` builds for the project (found from the arguments, the environment
+/// and the input's `cwd`, once the input is known to be valid); errors included. The
 /// process and the dispatch daemon both answer through here, so they print the same
 /// bytes.
 pub async fn dispatch_stdin(
     args: &DispatchArgs,
     stdin: &[u8],
-    host: impl FnOnce() -> Result<Host, String>,
+    host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Printed {
     dispatch(args, stdin, host)
         .await
@@ -96,7 +105,7 @@ pub async fn dispatch_stdin(
 async fn dispatch(
     args: &DispatchArgs,
     stdin: &[u8],
-    host: impl FnOnce() -> Result<Host, String>,
+    host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Result<Printed, String> {
     let input = parse_input(stdin)?;
     let event = match (
@@ -111,8 +120,15 @@ async fn dispatch(
             );
         }
     };
-    let host = host()?;
-    let outcome = host
+    let project = args
+        .sources
+        .find_project(input.get("cwd").and_then(Value::as_str))?;
+    let session = input
+        .get("session_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let host = host(&project)?;
+    let mut outcome = host
         .dispatch(&event, input)
         .await
         .map_err(|e| e.to_string())?;
@@ -135,7 +151,22 @@ async fn dispatch(
                 .catalogue
                 .get(&event)
                 .expect("dispatch checked the event");
-            let response = hookhost::outcome::to_claude(spec, &outcome);
+            // Project hooks skipped for trust would otherwise fail open in silence: tell
+            // the user, once per session and reason. Only with exit 0: on exit 2 Claude
+            // Code ignores stdout, so the message would be lost.
+            let notice = untrusted_notice(host.policy());
+            if let Some(notice) = &notice {
+                outcome.system_messages.insert(0, notice.clone());
+            }
+            let mut response = hookhost::outcome::to_claude(spec, &outcome);
+            if let Some(notice) = notice {
+                let shown = response.exit_code == 0
+                    && TrustNoticeState::for_session(session.as_deref()).first_time(&notice);
+                if !shown {
+                    outcome.system_messages.remove(0);
+                    response = hookhost::outcome::to_claude(spec, &outcome);
+                }
+            }
             let stdout = if response.stdout.is_empty() {
                 String::new()
             } else {
@@ -147,6 +178,59 @@ async fn dispatch(
                 code: response.exit_code as u8,
             })
         }
+    }
+}
+
+/// The notice of project hooks skipped for trust, for the policy of a dispatch.
+fn untrusted_notice(policy: &hookhost::policy::Policy) -> Option<String> {
+    // Cheap unless the workspace is untrusted: the canonical path costs a syscall only
+    // then.
+    let untrusted = policy
+        .workspace_trust
+        .as_ref()
+        .is_some_and(|decision| !decision.is_trusted());
+    if !untrusted {
+        return None;
+    }
+    let workspace = hookhost::trust::canonical_workspace(&policy.project_dir);
+    hookhost::outcome::untrusted_notice(policy, &workspace)
+}
+
+/// Which trust notice a session was last shown, kept in the session's directory of the
+/// CLI's session store, so that one-shot processes and dispatch daemons agree.
+struct TrustNoticeState {
+    /// `None`: no session id, so nothing to remember: the notice is shown every time.
+    file: Option<PathBuf>,
+}
+
+impl TrustNoticeState {
+    fn for_session(session: Option<&str>) -> TrustNoticeState {
+        let file = session.filter(|s| !s.is_empty()).map(|session| {
+            hookhost::session::DiskStore::new(super::sessions_dir())
+                .session_dir(session)
+                .join("trust-notice")
+        });
+        TrustNoticeState { file }
+    }
+
+    /// Whether `notice` is new to the session (then it is recorded as shown). A state
+    /// that cannot be read or written shows the notice again rather than hide it.
+    fn first_time(&self, notice: &str) -> bool {
+        let Some(file) = &self.file else {
+            return true;
+        };
+        let cap = notice.len() as u64 + 1;
+        if let Ok((bytes, _)) = hookhost::config::file::read_regular(file, cap)
+            && bytes == notice.as_bytes()
+        {
+            return false;
+        }
+        if let Some(dir) = file.parent()
+            && let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(file, notice))
+        {
+            tracing::warn!("cannot record the trust notice in {}: {e}", file.display());
+        }
+        true
     }
 }
 
