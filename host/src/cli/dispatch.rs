@@ -80,7 +80,9 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     // nothing, so a closed stdout or stderr is not an error here.
     {
         use std::io::Write;
-        let _ = std::io::stdout().lock().write_all(printed.stdout.as_bytes());
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(printed.stdout.as_bytes());
         let _ = std::io::stdout().lock().flush();
     }
     super::output::write_stderr(&printed.stderr);

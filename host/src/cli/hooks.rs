@@ -101,7 +101,11 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
     } else {
         outln!(
             "{:<9} {:<18} {:<14} {:<8} {:<34} STATE",
-            "SOURCE", "EVENT", "MATCHER", "TYPE", "ID"
+            "SOURCE",
+            "EVENT",
+            "MATCHER",
+            "TYPE",
+            "ID"
         );
         for l in &lines {
             let state = match &l.why_not {
@@ -165,7 +169,11 @@ pub fn events() -> Result<ExitCode, String> {
     let catalogue = hookhost::EventCatalogue::default();
     outln!(
         "{:<20} {:<18} {:<8} {:<18} {:>8}  OUTPUTS",
-        "EVENT", "MATCHER FIELD", "EXIT 2", "DECISION", "TIMEOUT"
+        "EVENT",
+        "MATCHER FIELD",
+        "EXIT 2",
+        "DECISION",
+        "TIMEOUT"
     );
     for name in built_in_names() {
         let s = catalogue.get(name).expect("built-in event");

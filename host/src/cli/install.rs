@@ -181,7 +181,10 @@ impl InstallArgs {
              `hookhost`",
             escape(exe_text)
         );
-        Ok((format!("{} {DISPATCH_ARGS}", shell_quote(exe_text)), Some(note)))
+        Ok((
+            format!("{} {DISPATCH_ARGS}", shell_quote(exe_text)),
+            Some(note),
+        ))
     }
 }
 
@@ -401,9 +404,7 @@ fn hooks_object<'a>(
             }
             Ok(Some(hooks))
         }
-        Some(_) => Err(format!(
-            "`{shown}`: `hooks` is not an object; fix it first"
-        )),
+        Some(_) => Err(format!("`{shown}`: `hooks` is not an object; fix it first")),
     }
 }
 
@@ -527,9 +528,15 @@ fn write_settings(settings: &Settings, text: &str) -> Result<Option<PathBuf>, St
     use std::io::Write;
     let path = &settings.path;
     let shown = escape(&path.display().to_string()).into_owned();
-    let dir = path.parent().ok_or_else(|| format!("`{shown}` has no directory"))?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create `{}`: {e}", escape(&dir.display().to_string())))?;
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("`{shown}` has no directory"))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "cannot create `{}`: {e}",
+            escape(&dir.display().to_string())
+        )
+    })?;
     let write_file = |target: &Path, bytes: &[u8], mode: u32| -> std::io::Result<()> {
         let mut tmp = tempfile::Builder::new()
             .prefix(".hookhost-")
@@ -640,7 +647,10 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
     };
     let removed = remove_drop_in(&mut settings.value, args.command.as_deref(), &shown)?;
     if removed.is_empty() {
-        outln!("{shown} has no hookhost drop-in ({}); nothing changed", agent.name());
+        outln!(
+            "{shown} has no hookhost drop-in ({}); nothing changed",
+            agent.name()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let old = original.text.as_str();
@@ -720,16 +730,36 @@ mod tests {
         let original = "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\n        \"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./guard.sh\"\n          }\n        ]\n      }\n    ]\n  },\n  \"env\": {\n    \"A\": \"1\"\n  }\n}\n";
         let mut value = parse(original);
         assert_eq!(render(&value, true).unwrap(), original, "round trip");
-        let added = add_drop_in(&mut value, Agent::Claude, "hookhost dispatch --format claude", None, "f").unwrap();
+        let added = add_drop_in(
+            &mut value,
+            Agent::Claude,
+            "hookhost dispatch --format claude",
+            None,
+            "f",
+        )
+        .unwrap();
         assert_eq!(added, CLAUDE_EVENTS);
         // The user's hook and keys are kept, in their order.
         let keys: Vec<&String> = value.keys().collect();
         assert_eq!(keys, ["model", "hooks", "env"]);
-        assert_eq!(value["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "./guard.sh");
+        assert_eq!(
+            value["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "./guard.sh"
+        );
         assert_eq!(value["hooks"]["PreToolUse"][1]["matcher"], "*");
         assert!(value["hooks"]["Stop"][0].get("matcher").is_none());
         // Idempotent.
-        assert!(add_drop_in(&mut value, Agent::Claude, "hookhost dispatch --format claude", None, "f").unwrap().is_empty());
+        assert!(
+            add_drop_in(
+                &mut value,
+                Agent::Claude,
+                "hookhost dispatch --format claude",
+                None,
+                "f"
+            )
+            .unwrap()
+            .is_empty()
+        );
         let removed = remove_drop_in(&mut value, None, "f").unwrap();
         assert_eq!(removed.len(), CLAUDE_EVENTS.len());
         assert_eq!(render(&value, true).unwrap(), original);

@@ -22,7 +22,10 @@ pub const CLOSED_STDOUT_EXIT: i32 = 128 + libc::SIGPIPE;
 /// be (there is nowhere left to report it).
 pub fn write_stdout(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
             std::process::exit(CLOSED_STDOUT_EXIT)

@@ -190,9 +190,11 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
                     // The JSON a command hook prints; the report beside it, where a
                     // person reads it.
                     errln!("{report_json}");
-                    if let Some(response) = report.response.as_ref().filter(|r| {
-                        r.as_object().is_none_or(|o| !o.is_empty())
-                    }) {
+                    if let Some(response) = report
+                        .response
+                        .as_ref()
+                        .filter(|r| r.as_object().is_none_or(|o| !o.is_empty()))
+                    {
                         outln!("{response}");
                     }
                 }
@@ -265,10 +267,7 @@ fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
     ));
     out.push_str(&format!("exports:      {}\n", list(&info.exports)));
     out.push_str(&format!("imports:      {}\n", list(&info.imports)));
-    out.push_str(&format!(
-        "compile:      {}\n",
-        escape(&cache_label(cache))
-    ));
+    out.push_str(&format!("compile:      {}\n", escape(&cache_label(cache))));
     out
 }
 

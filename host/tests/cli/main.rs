@@ -2,6 +2,9 @@
 //! server.
 
 mod support;
+// `SKIPPED: <test>: <why>` for tests whose prerequisite (root, a toolchain) is missing.
+#[path = "../common/skip.rs"]
+mod skip;
 
 mod async_hooks;
 mod attacks;
