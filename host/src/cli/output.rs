@@ -58,6 +58,9 @@ macro_rules! outln {
 
 /// `eprintln!` that never panics.
 macro_rules! errln {
+    () => {
+        crate::cli::output::write_stderr("\n")
+    };
     ($($arg:tt)*) => {
         crate::cli::output::write_stderr(&(format!($($arg)*) + "\n"))
     };
