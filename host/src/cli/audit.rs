@@ -45,7 +45,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     for entry in &entries {
         if args.json {
-            outln!("{entry}");
+            outln!("{}", hookhost::text::escape_json(&entry.to_string()));
         } else {
             outln!("{}", line(entry));
         }

@@ -121,10 +121,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         if args.json
             && let Some(outcome) = &step.outcome
         {
-            outln!(
-                "{}\n",
-                serde_json::to_string_pretty(outcome).unwrap_or_default()
-            );
+            let json = serde_json::to_string_pretty(outcome).unwrap_or_default();
+            outln!("{}\n", hookhost::text::escape_json(&json));
         }
     };
     runtime()?.block_on(run_session(&dirs, wasm, print))?;
@@ -186,12 +184,16 @@ fn print_step(step: &DemoStep) {
     }
     if let Some(input) = &outcome.updated_input {
         outln!(
-            "    rewrite:  {input} (by {})",
+            "    rewrite:  {} (by {})",
+            hookhost::text::escape_json(&input.to_string()),
             escape(outcome.updated_input_by.as_deref().unwrap_or("?"))
         );
     }
     if let Some(output) = &outcome.updated_tool_output {
-        outln!("    output:   {output}");
+        outln!(
+            "    output:   {}",
+            hookhost::text::escape_json(&output.to_string())
+        );
     }
     for hook in &outcome.hooks {
         let status = match hook.status {

@@ -141,8 +141,9 @@ async fn dispatch(
             } else {
                 serde_json::to_string(&outcome)
             };
+            let json = json.map_err(|e| e.to_string())?;
             Ok(Printed {
-                stdout: json.map_err(|e| e.to_string())? + "\n",
+                stdout: hookhost::text::escape_json(&json).into_owned() + "\n",
                 stderr: String::new(),
                 code: 0,
             })

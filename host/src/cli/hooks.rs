@@ -92,10 +92,8 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
         });
     }
     if args.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?
-        );
+        let json = serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?;
+        outln!("{}", hookhost::text::escape_json(&json));
     } else if lines.is_empty() {
         outln!("no hooks configured");
     } else {

@@ -114,10 +114,8 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
             if json {
                 let mut value = serde_json::to_value(&info).map_err(|e| e.to_string())?;
                 value["cache"] = Value::String(cache_label(&cache));
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
-                );
+                let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+                outln!("{}", hookhost::text::escape_json(&json));
             } else {
                 out!("{}", describe(&info, &cache));
             }
@@ -184,6 +182,7 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
             };
             let report = test_plugin(&runtime, &call, &event, input, &project)?;
             let report_json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+            let report_json = hookhost::text::escape_json(&report_json);
             match format {
                 TestFormat::Report => outln!("{report_json}"),
                 TestFormat::Claude => {
@@ -195,7 +194,7 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
                         .as_ref()
                         .filter(|r| r.as_object().is_none_or(|o| !o.is_empty()))
                     {
-                        outln!("{response}");
+                        outln!("{}", hookhost::text::escape_json(&response.to_string()));
                     }
                 }
             }

@@ -175,10 +175,8 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
             "message": message,
             "store": store().path().display().to_string(),
         });
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
-        );
+        let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        outln!("{}", hookhost::text::escape_json(&json));
         return Ok(ExitCode::SUCCESS);
     }
     let shown = shown(workspace);

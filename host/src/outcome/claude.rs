@@ -94,10 +94,11 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
     for notice in &outcome.notices {
         stderr.push_str(&notice_line(&notice.hook, &notice.message));
     }
+    // JSON, with what a terminal would act on escaped too (the same value once parsed).
     let stdout = if top.is_empty() {
         String::new()
     } else {
-        Value::Object(top).to_string()
+        crate::text::escape_json(&Value::Object(top).to_string()).into_owned()
     };
     ClaudeResponse {
         stdout,

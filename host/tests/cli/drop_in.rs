@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::TestEnv;
+use crate::support::{TestEnv, hooks};
 
 /// The drop-in: one command hook for every event, fanning out to `.hookhost/hooks.json`.
 fn claude_settings(hookhost: &str) -> Value {
@@ -95,4 +95,310 @@ fn recorded_claude_code_inputs_get_the_outputs_claude_code_expects() {
         run_like_claude_code(&env, command, &stop),
         (0, String::new(), String::new())
     );
+}
+
+/// The drop-in as Claude Code runs it, in-process: `sh -c` in `cwd`, with
+/// `CLAUDE_PROJECT_DIR` when given, judged by the trust store.
+fn drop_in(
+    env: &TestEnv,
+    cwd: &std::path::Path,
+    project_var: Option<&std::path::Path>,
+    input: &Value,
+) -> crate::support::Run {
+    let mut sh = env.untrusted_command();
+    sh.current_dir(cwd).args(["dispatch", "--format", "claude"]);
+    match project_var {
+        Some(dir) => sh.env("CLAUDE_PROJECT_DIR", dir),
+        None => sh.env_remove("CLAUDE_PROJECT_DIR"),
+    };
+    sh.env_remove("HOOKHOST_PROJECT_DIR");
+    env.run_with(&mut sh, &input.to_string())
+}
+
+/// A PreToolUse of `rm -rf /` in session `session`, from `cwd`.
+fn rm_rf(session: &str, cwd: &std::path::Path) -> Value {
+    json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "rm -rf /"}, "cwd": cwd.display().to_string()})
+}
+
+/// The repository's one hook: deny `rm -rf`.
+fn deny_rm(env: &TestEnv) {
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo 'no rm' >&2; exit 2"}]),
+    ));
+}
+
+fn system_message(run: &crate::support::Run) -> String {
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.json()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Issue 17.1 (a): an untrusted workspace used to give exit 0 and nothing at all, with
+/// the dangerous command allowed. The agent now shows why, once per session.
+#[test]
+fn an_untrusted_workspace_says_its_hooks_do_not_run_once_per_session() {
+    let env = TestEnv::new();
+    deny_rm(&env);
+    let project = env.project.display().to_string();
+    let first = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s1", &env.project),
+    );
+    assert_eq!(
+        system_message(&first),
+        format!(
+            "hookhost: 1 project hook is not running: this workspace is not trusted — run `hookhost trust` in {project}"
+        )
+    );
+    assert_eq!(first.stderr, "");
+    // Not on every event of the session …
+    let again = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s1", &env.project),
+    );
+    assert_eq!(
+        (again.code, again.stdout.as_str(), again.stderr.as_str()),
+        (0, "", "")
+    );
+    // … but in every new one.
+    let other = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s2", &env.project),
+    );
+    assert!(
+        system_message(&other).contains("is not trusted"),
+        "{}",
+        other.stdout
+    );
+    // After `hookhost trust` the hook runs and blocks.
+    assert_eq!(env.run(&["trust", &project], "").code, 0);
+    let trusted = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s2", &env.project),
+    );
+    assert_eq!((trusted.code, trusted.stderr.as_str()), (2, "no rm\n"));
+}
+
+/// Issue 17.1 (b): editing your own hooks untrusts the workspace; the agent says what
+/// changed, and says it again in the same session when the reason changes.
+#[test]
+fn edited_hooks_say_what_changed_and_again_when_that_changes() {
+    let env = TestEnv::new();
+    deny_rm(&env);
+    let project = env.project.display().to_string();
+    assert_eq!(env.run(&["trust", &project], "").code, 0);
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo 'no rm, edited' >&2; exit 2"}]),
+    ));
+    let run = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s1", &env.project),
+    );
+    assert_eq!(
+        system_message(&run),
+        format!(
+            "hookhost: 1 project hook is not running: this workspace changed since you trusted it: \
+             `.hookhost/hooks.json` was modified — review the changes, then run `hookhost trust` in {project}"
+        )
+    );
+    let quiet = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s1", &env.project),
+    );
+    assert_eq!(quiet.stdout, "");
+    env.local_hooks(hooks(
+        "Stop",
+        "",
+        json!([{"type": "command", "command": "true"}]),
+    ));
+    let changed = drop_in(
+        &env,
+        &env.project,
+        Some(&env.project),
+        &rm_rf("s1", &env.project),
+    );
+    let message = system_message(&changed);
+    assert!(
+        message.starts_with("hookhost: 2 project hooks are not running"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`.hookhost/hooks.local.json` was added"),
+        "{message}"
+    );
+}
+
+/// Issue 17.1 (c): from a subdirectory of the project the drop-in finds the project by
+/// `CLAUDE_PROJECT_DIR`, by the input's `cwd` (Codex sets no variable) or by walking up
+/// from the working directory.
+#[test]
+fn the_project_is_found_from_a_subdirectory() {
+    let env = TestEnv::new();
+    deny_rm(&env);
+    let project = env.project.display().to_string();
+    assert_eq!(env.run(&["trust", &project], "").code, 0);
+    let deep = env.project.join("src/module");
+    std::fs::create_dir_all(&deep).unwrap();
+    let elsewhere = env.home.clone();
+    // Claude Code: the variable, from anywhere.
+    let run = drop_in(
+        &env,
+        &elsewhere,
+        Some(&env.project),
+        &rm_rf("s1", &elsewhere),
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (2, "no rm\n"),
+        "CLAUDE_PROJECT_DIR"
+    );
+    // Codex: no variable, the session's cwd in the input.
+    let run = drop_in(&env, &elsewhere, None, &rm_rf("s1", &deep));
+    assert_eq!((run.code, run.stderr.as_str()), (2, "no rm\n"), "input cwd");
+    // Neither: the working directory, walking up to the `.hookhost/`.
+    let mut input = rm_rf("s1", &deep);
+    input.as_object_mut().unwrap().remove("cwd");
+    let run = drop_in(&env, &deep, None, &input);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (2, "no rm\n"),
+        "working directory"
+    );
+    // `hookhost trust` from the subdirectory trusts the project, not the subdirectory.
+    let status = env.run_with(
+        env.untrusted_command()
+            .current_dir(&deep)
+            .args(["trust", "--status"]),
+        "",
+    );
+    assert!(
+        status
+            .stdout
+            .starts_with(&format!("{project}: trusted since ")),
+        "{}",
+        status.stdout
+    );
+}
+
+/// A `.hookhost/` above the starting directory that another user owns (one planted in
+/// `/tmp`) does not become the project.
+#[test]
+fn another_users_hookhost_dir_higher_up_is_not_the_project() {
+    if !crate::skip::is_root_or_skip(
+        "another_users_hookhost_dir_higher_up_is_not_the_project",
+        "chown to a second uid",
+    ) {
+        return;
+    }
+    let env = TestEnv::new();
+    deny_rm(&env);
+    let project = env.project.display().to_string();
+    assert_eq!(env.run(&["trust", &project], "").code, 0);
+    let deep = env.project.join("work");
+    std::fs::create_dir_all(&deep).unwrap();
+    let run = drop_in(&env, &deep, None, &rm_rf("s1", &deep));
+    assert_eq!(run.code, 2, "owned by the user (root): found");
+    std::os::unix::fs::chown(env.project.join(".hookhost"), Some(65534), Some(65534)).unwrap();
+    let run = drop_in(&env, &deep, None, &rm_rf("s1", &deep));
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
+}
+
+/// The dispatch daemon answers the same: it finds the project from each request's input
+/// and shares the once-per-session state with one-shot processes.
+#[test]
+fn the_dispatch_daemon_gives_the_same_answers() {
+    let env = TestEnv::new();
+    deny_rm(&env);
+    // A user hook (it runs untrusted too) names the process that ran it.
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{"type": "command", "command": r#"printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"parent %s"}}' $PPID"#}]),
+    ));
+    let neutral = env.home.clone();
+    let via_daemon = |input: &Value| {
+        let mut cmd = env.untrusted_command();
+        cmd.current_dir(&neutral)
+            .env_remove("HOOKHOST_DISPATCH_DAEMON")
+            .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "60")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("HOOKHOST_PROJECT_DIR")
+            .args(["dispatch", "--format", "claude"]);
+        env.run_with(&mut cmd, &input.to_string())
+    };
+    let parent = |run: &crate::support::Run| -> u32 {
+        let json = run.json();
+        let context = json["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        context.trim_start_matches("parent ").parse().unwrap()
+    };
+    let sub = env.project.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let first = via_daemon(&rm_rf("s1", &sub));
+    assert_eq!(parent(&first), first.pid, "the first call runs in-process");
+    assert!(
+        first.json()["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("is not trusted")
+    );
+    let sockets = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(env.data.join("daemons"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+            .collect()
+    };
+    crate::support::wait_until("the dispatch daemon", || !sockets().is_empty());
+    let second = via_daemon(&rm_rf("s1", &sub));
+    assert_ne!(parent(&second), second.pid, "answered by the daemon");
+    assert!(
+        second.json().get("systemMessage").is_none(),
+        "shown once per session: {}",
+        second.stdout
+    );
+    let other = via_daemon(&rm_rf("s2", &sub));
+    assert!(
+        other.json()["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("is not trusted")
+    );
+    // Trusted: the daemon finds the project from the input's cwd, request by request.
+    assert_eq!(
+        env.run(&["trust", &env.project.display().to_string()], "")
+            .code,
+        0
+    );
+    let blocked = via_daemon(&rm_rf("s2", &sub));
+    assert_eq!((blocked.code, blocked.stderr.as_str()), (2, "no rm\n"));
+    let outside = via_daemon(&rm_rf("s2", &neutral));
+    assert_eq!(outside.code, 0, "{}", outside.stderr);
+    assert_ne!(parent(&outside), outside.pid, "answered by the daemon");
+    for socket in sockets() {
+        let _ = std::fs::remove_file(socket);
+    }
 }
