@@ -402,3 +402,247 @@ fn the_dispatch_daemon_gives_the_same_answers() {
         let _ = std::fs::remove_file(socket);
     }
 }
+
+/// `hookhost install`/`uninstall` with `HOME` (and nothing else) pointing into the test.
+fn install(env: &TestEnv, args: &[&str]) -> crate::support::Run {
+    let mut cmd = env.command();
+    cmd.env("HOME", &env.home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .args(args);
+    env.run_with(&mut cmd, "")
+}
+
+/// Claude Code's own formatting (`JSON.stringify(settings, null, 2)`), other keys and a
+/// hook of the user's.
+const CLAUDE_SETTINGS: &str = "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(git status)\"\n    ]\n  },\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\n        \"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"~/bin/guard.sh\"\n          }\n        ]\n      }\n    ]\n  },\n  \"model\": \"opus\",\n  \"zUnknown\": {\n    \"b\": 1,\n    \"a\": [\n      1.5,\n      null\n    ]\n  }\n}\n";
+
+#[test]
+fn install_merges_the_drop_in_and_uninstall_removes_exactly_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let settings = env.home.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, CLAUDE_SETTINGS).unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o640)).unwrap();
+
+    let dry = install(&env, &["install", "--claude", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout.contains("+            \"command\": \""),
+        "{}",
+        dry.stdout
+    );
+    assert!(dry.stdout.contains("(dry run: nothing written)"));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), CLAUDE_SETTINGS);
+
+    let run = install(&env, &["install", "--claude"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["permissions", "hooks", "model", "zUnknown"],
+        "key order kept"
+    );
+    assert_eq!(
+        value["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "~/bin/guard.sh"
+    );
+    let ours = value["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        ours.ends_with("hookhost dispatch --format claude"),
+        "{ours}"
+    );
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+    ] {
+        assert_eq!(
+            value["hooks"][event][0]["hooks"][0]["command"],
+            ours.as_str(),
+            "{event}"
+        );
+    }
+    let mode = std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "the file keeps its mode");
+    let backup = env.home.join(".claude/settings.json.hookhost-backup");
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), CLAUDE_SETTINGS);
+    // No temporary file left behind.
+    let names: Vec<String> = std::fs::read_dir(settings.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    // Idempotent: nothing changes the second time.
+    let again = install(&env, &["install", "--claude"]);
+    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+
+    // The drop-in works as written: Claude Code runs the command for a repository's hook.
+    deny_rm(&env);
+    assert_eq!(
+        env.run(&["trust", &env.project.display().to_string()], "")
+            .code,
+        0
+    );
+    let (code, _, stderr) = run_like_claude_code(&env, &ours, &rm_rf("s1", &env.project));
+    assert_eq!((code, stderr.as_str()), (2, "no rm\n"));
+
+    let removed = install(&env, &["uninstall", "--claude"]);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        CLAUDE_SETTINGS,
+        "byte for byte"
+    );
+    let mode = std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+}
+
+#[test]
+fn install_for_codex_writes_its_hooks_json() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let codex = env.home.join("codex-home");
+    let mut cmd = env.command();
+    cmd.env("HOME", &env.home)
+        .env("CODEX_HOME", &codex)
+        .args(["install", "--codex"]);
+    let run = env.run_with(&mut cmd, "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let file = codex.join("hooks.json");
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let events: Vec<&String> = value["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        events,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "Stop"
+        ]
+    );
+    // A new file: private (settings can hold tokens).
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The project's file, with `--project`.
+    let run = install(
+        &env,
+        &[
+            "install",
+            "--codex",
+            "--project",
+            &env.project.display().to_string(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(env.project.join(".codex/hooks.json").is_file());
+}
+
+/// Files hookhost must not rewrite: it refuses, names why, and leaves them as they are.
+#[test]
+fn install_refuses_what_it_cannot_round_trip_or_should_not_write_through() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    let dir = env.project.join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = dir.join("settings.json");
+    let project = env.project.display().to_string();
+    let refused = |setup: &dyn Fn(), why: &str| {
+        let _ = std::fs::remove_file(&settings);
+        setup();
+        let before = std::fs::symlink_metadata(&settings)
+            .ok()
+            .map(|m| (m.len(), m.file_type()));
+        let started = std::time::Instant::now();
+        let run = install(&env, &["install", "--claude", "--project", &project]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{why}: it waited"
+        );
+        assert_eq!(run.code, 1, "{why}: {}", run.stdout);
+        assert!(run.stderr.contains(why), "{why}: {}", run.stderr);
+        let after = std::fs::symlink_metadata(&settings)
+            .ok()
+            .map(|m| (m.len(), m.file_type()));
+        assert_eq!(before, after, "{why}: the file was changed");
+        assert!(!dir.join("settings.json.hookhost-backup").exists(), "{why}");
+    };
+    let settings_ref = &settings;
+    let write = |bytes: &'static [u8]| move || std::fs::write(settings_ref, bytes).unwrap();
+    refused(
+        &write(b"{\n  // my comment\n  \"model\": \"opus\"\n}\n"),
+        "is not plain JSON",
+    );
+    refused(&write(b"{\"model\": \"opus\",}"), "is not plain JSON");
+    refused(
+        &write(b"{\"model\": \"a\", \"model\": \"b\"}"),
+        "duplicate key `model`",
+    );
+    refused(&write(b"{\"model\": \"caf\xe9\"}"), "is not UTF-8 text");
+    refused(&write(b"\xef\xbb\xbf{}"), "byte-order mark");
+    refused(
+        &write(b"{\"n\": 123456789012345678901234567890}"),
+        "cannot be written back exactly",
+    );
+    refused(&write(b"[]"), "is not a JSON object");
+    refused(&write(b"{\"hooks\": []}"), "`hooks` is not an object");
+    refused(
+        &|| {
+            let mut huge = b"{\"pad\": \"".to_vec();
+            huge.resize(5 << 20, b'x');
+            huge.extend_from_slice(b"\"}");
+            std::fs::write(&settings, huge).unwrap();
+        },
+        "above the cap",
+    );
+    refused(
+        &|| {
+            let path = std::ffi::CString::new(settings.as_os_str().as_bytes()).unwrap();
+            // SAFETY: a valid C string; mkfifo has no other preconditions.
+            assert_eq!(unsafe { libc_mkfifo(path.as_ptr(), 0o600) }, 0);
+        },
+        "it is a FIFO",
+    );
+    let user_settings = env.home.join("user-settings.json");
+    std::fs::write(&user_settings, "{}").unwrap();
+    refused(
+        &|| std::os::unix::fs::symlink(&user_settings, &settings).unwrap(),
+        "is a symlink (to",
+    );
+    assert_eq!(std::fs::read_to_string(&user_settings).unwrap(), "{}");
+    // A repository's `.claude/` pointing at the user's settings directory.
+    std::fs::remove_file(&settings).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+    let users_claude = env.home.join("dot-claude");
+    std::fs::create_dir_all(&users_claude).unwrap();
+    std::os::unix::fs::symlink(&users_claude, &dir).unwrap();
+    let run = install(&env, &["install", "--claude", "--project", &project]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("is a symlink; hookhost does not write a project's settings through it"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_dir(&users_claude).unwrap().count(), 0);
+}
+
+unsafe extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+}

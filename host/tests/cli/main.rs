@@ -18,6 +18,7 @@ mod faults;
 mod governance;
 mod http;
 mod merge;
+mod pipes;
 mod plugin;
 mod schema;
 mod serve;
