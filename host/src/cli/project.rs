@@ -45,7 +45,7 @@ pub fn find(explicit: Option<&Path>, input_cwd: Option<&str>) -> Result<PathBuf,
     let working = std::env::current_dir();
     let from_env = PROJECT_VARS
         .iter()
-        .filter_map(|var| std::env::var_os(var))
+        .filter_map(std::env::var_os)
         .find(|value| !value.is_empty())
         .map(|value| absolute_from(value, working.as_deref().ok()));
     let start = from_env

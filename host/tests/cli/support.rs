@@ -129,6 +129,10 @@ impl TestEnv {
             .env("HOOKHOST_DATA_DIR", &self.data)
             .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
             .env_remove("HOOKHOST_STOP_BLOCK_CAP")
+            // The project is the working directory unless a test says otherwise, even
+            // when the tests run inside an agent's session.
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("HOOKHOST_PROJECT_DIR")
             .env_remove("HOOKHOST_AUDIT_LOG")
             // The dispatch daemon is on by default; its own tests turn it back on.
             .env("HOOKHOST_DISPATCH_DAEMON", "off")
