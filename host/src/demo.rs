@@ -109,6 +109,15 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
 /// embedded copy.
 const PLUGINS_MANIFEST: &str = include_str!("../../plugins/Cargo.toml");
 
+/// The `$schema` line of the embedded configs: relative to the source tree, so it goes
+/// when they are written into a demo directory.
+const SCHEMA_LINE: &str = "  \"$schema\": \"../../../docs/hookhost.schema.json\",\n";
+
+/// An embedded config as written into a demo directory.
+fn config(text: &str) -> String {
+    text.replace(SCHEMA_LINE, "")
+}
+
 /// The session id of the demo's events.
 pub const SESSION: &str = "demo-session";
 
@@ -436,7 +445,7 @@ pub fn prepare(dirs: &mut DemoDirs, built: Option<&Path>) -> Result<(), String> 
     for (name, body) in SCRIPTS {
         write_new(&dirs.project.join(".demo").join(name), body)?;
     }
-    write_new(&dirs.home.join("hooks.json"), USER_CONFIG)?;
+    write_new(&dirs.home.join("hooks.json"), &config(USER_CONFIG))?;
     write_new(
         &dirs.secret,
         "-----BEGIN OPENSSH PRIVATE KEY-----\n(a stand-in for your real key)\n",
@@ -451,7 +460,7 @@ pub fn prepare(dirs: &mut DemoDirs, built: Option<&Path>) -> Result<(), String> 
     let _ = std::fs::remove_dir_all(dirs.data.join("sessions").join(SESSION));
     let Some(built) = built else {
         dirs.plugins = None;
-        return write_new(&dirs.project_hooks(), COMMAND_CONFIG);
+        return write_new(&dirs.project_hooks(), &config(COMMAND_CONFIG));
     };
     let plugins = dirs.root.join("plugins");
     std::fs::create_dir_all(&plugins).map_err(|e| shown_error(&plugins, e))?;
@@ -490,10 +499,10 @@ pub fn prepare(dirs: &mut DemoDirs, built: Option<&Path>) -> Result<(), String> 
         &dirs.managed_policy(),
         &(serde_json::to_string_pretty(&managed).map_err(|e| e.to_string())? + "\n"),
     )?;
-    let config = PLUGIN_CONFIG
+    let project_hooks = config(PLUGIN_CONFIG)
         .replace("${PLUGINS}", &json_inner(&plugins.display().to_string()))
         .replace("${SECRET}", &json_inner(&dirs.secret.display().to_string()));
-    write_new(&dirs.project_hooks(), &config)?;
+    write_new(&dirs.project_hooks(), &project_hooks)?;
     dirs.plugins = Some(plugins);
     Ok(())
 }
@@ -834,6 +843,14 @@ mod tests {
                     .any(|(p, _)| *p == format!("{plugin}/src/lib.rs")),
                 "{plugin}"
             );
+        }
+    }
+
+    #[test]
+    fn written_configs_lose_the_source_trees_schema_path() {
+        for text in [PLUGIN_CONFIG, COMMAND_CONFIG, USER_CONFIG] {
+            assert!(text.contains(SCHEMA_LINE), "{text}");
+            assert!(!config(text).contains("$schema"), "{text}");
         }
     }
 

@@ -125,11 +125,16 @@ async fn dispatch(
     let project = args
         .sources
         .find_project(input.get("cwd").and_then(Value::as_str))?;
-    let session = input
-        .get("session_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
     let host = host(&project)?;
+    // Project hooks skipped for trust would otherwise fail open in silence (computed
+    // only under `--format claude`, and costing nothing in a trusted workspace).
+    let notice = match args.format {
+        Format::Claude => untrusted_notice(host.policy()).map(|notice| {
+            let session = input.get("session_id").and_then(Value::as_str);
+            (notice, TrustNoticeState::for_session(session))
+        }),
+        Format::Outcome => None,
+    };
     let mut outcome = host
         .dispatch(&event, input)
         .await
@@ -154,17 +159,15 @@ async fn dispatch(
                 .catalogue
                 .get(&event)
                 .expect("dispatch checked the event");
-            // Project hooks skipped for trust would otherwise fail open in silence: tell
-            // the user, once per session and reason. Only with exit 0: on exit 2 Claude
-            // Code ignores stdout, so the message would be lost.
-            let notice = untrusted_notice(host.policy());
-            if let Some(notice) = &notice {
+            // Tell the user why the project's hooks do not run, once per session and
+            // reason. Only with exit 0: on exit 2 Claude Code ignores stdout, so the
+            // message would be lost.
+            if let Some((notice, _)) = &notice {
                 outcome.system_messages.insert(0, notice.clone());
             }
             let mut response = hookhost::outcome::to_claude(spec, &outcome);
-            if let Some(notice) = notice {
-                let shown = response.exit_code == 0
-                    && TrustNoticeState::for_session(session.as_deref()).first_time(&notice);
+            if let Some((notice, state)) = notice {
+                let shown = response.exit_code == 0 && state.first_time(&notice);
                 if !shown {
                     outcome.system_messages.remove(0);
                     response = hookhost::outcome::to_claude(spec, &outcome);

@@ -42,37 +42,44 @@ pub fn find(explicit: Option<&Path>, input_cwd: Option<&str>) -> Result<PathBuf,
             )
         });
     }
-    let working = std::env::current_dir();
+    // Each candidate costs a `stat`; the working directory is read only when needed.
+    let working = std::cell::OnceCell::new();
+    let working = || {
+        working
+            .get_or_init(std::env::current_dir)
+            .as_ref()
+            .ok()
+            .cloned()
+    };
     let from_env = PROJECT_VARS
         .iter()
         .filter_map(std::env::var_os)
-        .find(|value| !value.is_empty())
-        .map(|value| absolute_from(value, working.as_deref().ok()));
-    let start = from_env
-        .into_iter()
-        .flatten()
-        .chain(
-            input_cwd
-                .map(Path::new)
-                .filter(|cwd| cwd.is_absolute())
-                .map(Path::to_path_buf),
-        )
-        .find(|dir| dir.is_dir());
-    let start = match start {
+        .filter(|value| !value.is_empty())
+        .filter_map(|value| absolute_from(value, working));
+    let from_input = input_cwd
+        .map(Path::new)
+        .filter(|cwd| cwd.is_absolute())
+        .map(Path::to_path_buf);
+    let start = match from_env.chain(from_input).find(|dir| dir.is_dir()) {
         Some(dir) => dir,
-        None => working.map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
+    // The common case, a `.hookhost/` right there, needs no walk and no home directory.
+    if start.join(".hookhost").is_dir() {
+        return Ok(start);
+    }
     let home = directories::BaseDirs::new().and_then(|d| d.home_dir().canonicalize().ok());
     Ok(nearest_project(&start, home.as_deref()).unwrap_or(start))
 }
 
 /// `value` as an absolute path (relative ones against the working directory).
-fn absolute_from(value: OsString, working: Option<&Path>) -> Option<PathBuf> {
+fn absolute_from(value: OsString, working: impl FnOnce() -> Option<PathBuf>) -> Option<PathBuf> {
     let path = PathBuf::from(value);
     if path.is_absolute() {
         Some(path)
     } else {
-        working.map(|dir| dir.join(path))
+        working().map(|dir| dir.join(path))
     }
 }
 
