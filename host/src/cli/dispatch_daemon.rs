@@ -416,14 +416,16 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn host(&self) -> Result<Host, String> {
+    fn host(&self, project: &Path) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        // The project can differ between requests (it may come from the input's `cwd`).
         if let Some((host, built_from)) = cached.as_ref()
+            && host.policy().project_dir == project
             && host.fingerprint() == *built_from
         {
             return Ok(host.clone());
         }
-        let host = self.args.sources.host_with(self.wasm.clone())?;
+        let host = self.args.sources.host_with(project, self.wasm.clone())?;
         let fingerprint = host.fingerprint();
         // A file written within the last second could change again without its stamp
         // showing it: such a host is rebuilt next time.
@@ -448,7 +450,7 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
         return;
     }
     let (mut reader, mut writer) = stream.split();
-    let dispatched = dispatch_stdin(&daemon.args, &input, || daemon.host());
+    let dispatched = dispatch_stdin(&daemon.args, &input, |project| daemon.host(project));
     // The caller sends nothing more: anything readable is the end of the connection.
     let printed = tokio::select! {
         printed = dispatched => printed,

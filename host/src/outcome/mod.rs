@@ -23,7 +23,7 @@
 
 mod claude;
 
-pub use claude::{ClaudeResponse, to_claude};
+pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
 
 use std::sync::Arc;
 
