@@ -14,12 +14,12 @@ use crate::support::{Run, TestEnv, bash_input, deny_dangerous_bash, hooks, wait_
 /// ran it (`$PPID` of its `sh -c`): the dispatching `hookhost` or its daemon.
 const PARENT_HOOK: &str = r#"input=$(cat); case "$input" in *'rm -rf'*) echo 'rm -rf is not allowed' >&2; exit 2;; esac; echo "{\"systemMessage\": \"parent $PPID $HOOK_TAG\"}""#;
 
-fn parent_hook_config() -> Value {
+pub(crate) fn parent_hook_config() -> Value {
     parent_hook_config_with(&[])
 }
 
 /// The parent hook and `more` handlers, in one PreToolUse group.
-fn parent_hook_config_with(more: &[Value]) -> Value {
+pub(crate) fn parent_hook_config_with(more: &[Value]) -> Value {
     let mut handlers = vec![json!({"type": "command", "command": PARENT_HOOK})];
     handlers.extend_from_slice(more);
     hooks("PreToolUse", "Bash", Value::Array(handlers))
@@ -27,19 +27,19 @@ fn parent_hook_config_with(more: &[Value]) -> Value {
 
 /// A command with the daemon on by default (`HOOKHOST_DISPATCH_DAEMON` unset; the other
 /// tests of the suite turn it off).
-fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
+pub(crate) fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
     let mut cmd = env.command();
     cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
         .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", idle_secs.to_string());
     cmd
 }
 
-fn dispatch(env: &TestEnv, mut cmd: Command, args: &[&str], input: &Value) -> Run {
+pub(crate) fn dispatch(env: &TestEnv, mut cmd: Command, args: &[&str], input: &Value) -> Run {
     env.run_with(cmd.args(["dispatch"]).args(args), &input.to_string())
 }
 
 /// `dispatch PreToolUse` of `ls` with the dispatch daemon on (idle exit after 120 s).
-fn ls_via_daemon(env: &TestEnv) -> Run {
+pub(crate) fn ls_via_daemon(env: &TestEnv) -> Run {
     dispatch(
         env,
         with_daemon(env, 120),
@@ -49,17 +49,17 @@ fn ls_via_daemon(env: &TestEnv) -> Run {
 }
 
 /// The sockets of the daemons listening in `env`.
-fn sockets(env: &TestEnv) -> Vec<PathBuf> {
+pub(crate) fn sockets(env: &TestEnv) -> Vec<PathBuf> {
     daemon_files(env, "sock")
 }
 
 /// The logs of the daemons started in `env`: a caller that starts a daemon creates its
 /// log before it returns (the socket appears only once the daemon listens).
-fn logs(env: &TestEnv) -> Vec<PathBuf> {
+pub(crate) fn logs(env: &TestEnv) -> Vec<PathBuf> {
     daemon_files(env, "log")
 }
 
-fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
+pub(crate) fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
     std::fs::read_dir(env.data.join("daemons"))
         .into_iter()
         .flatten()
@@ -71,7 +71,7 @@ fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
 
 /// The pid of the daemon listening on `socket`, from the last start line of its log
 /// (`hookhost dispatch daemon PID on SOCKET: serving …`).
-fn daemon_pid(socket: &std::path::Path) -> u32 {
+pub(crate) fn daemon_pid(socket: &std::path::Path) -> u32 {
     let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
     let started = log.lines().rfind(|l| l.contains(": serving until"));
     started
@@ -79,12 +79,12 @@ fn daemon_pid(socket: &std::path::Path) -> u32 {
         .unwrap_or_else(|| panic!("no pid in the log: {log}"))
 }
 
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
 
 /// Which process ran the parent hook, from a PreToolUse outcome.
-fn hook_parent(run: &Run) -> u32 {
+pub(crate) fn hook_parent(run: &Run) -> u32 {
     assert_eq!(run.code, 0, "dispatch failed: {}", run.stderr);
     let message = run.json()["systemMessages"][0]
         .as_str()
@@ -94,7 +94,7 @@ fn hook_parent(run: &Run) -> u32 {
 }
 
 /// Runs the first dispatch (in-process; it starts the daemon) and waits for the daemon.
-fn start(env: &TestEnv, cmd: impl Fn() -> Command, args: &[&str]) -> (PathBuf, u32) {
+pub(crate) fn start(env: &TestEnv, cmd: impl Fn() -> Command, args: &[&str]) -> (PathBuf, u32) {
     let started = Instant::now();
     let first = dispatch(env, cmd(), args, &bash_input("ls"));
     // The daemon must not hold the caller's stdout: reading it to the end would wait

@@ -12,18 +12,23 @@ use crate::support::{
     TestEnv, bash_input, deny_dangerous_bash, hooks, process_running, wait_until,
 };
 
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
+/// A `hookhost serve` on a socket in the test's data directory.
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
+    pub(crate) socket: PathBuf,
 }
 
 impl Daemon {
-    fn start(env: &TestEnv) -> Daemon {
+    pub(crate) fn start(env: &TestEnv) -> Daemon {
         Daemon::start_with(env, env.command())
     }
 
-    fn start_with(env: &TestEnv, mut command: std::process::Command) -> Daemon {
-        let socket = env.data.join("hookhost.sock");
+    pub(crate) fn start_with(env: &TestEnv, command: std::process::Command) -> Daemon {
+        Daemon::start_at(env.data.join("hookhost.sock"), command)
+    }
+
+    /// `command serve --socket SOCKET`, once it answers on its socket.
+    pub(crate) fn start_at(socket: PathBuf, mut command: std::process::Command) -> Daemon {
         let child = command
             .args(["serve", "--socket", socket.to_str().unwrap()])
             .stdin(Stdio::null())
@@ -37,7 +42,11 @@ impl Daemon {
         Daemon { child, socket }
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub(crate) fn client(&self) -> Client {
         let stream = UnixStream::connect(&self.socket).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -48,7 +57,7 @@ impl Daemon {
         }
     }
 
-    fn terminate(&mut self) -> i32 {
+    pub(crate) fn terminate(&mut self) -> i32 {
         // SAFETY: kill has no memory-safety preconditions.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
@@ -71,28 +80,29 @@ impl Drop for Daemon {
     }
 }
 
-struct Client {
-    stream: UnixStream,
-    reader: BufReader<UnixStream>,
+/// One connection to a `hookhost serve`.
+pub(crate) struct Client {
+    pub(crate) stream: UnixStream,
+    pub(crate) reader: BufReader<UnixStream>,
 }
 
 impl Client {
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         self.stream.write_all(line.as_bytes()).unwrap();
         self.stream.write_all(b"\n").unwrap();
     }
 
-    fn request(&mut self, id: Value, event: &str, input: Value) {
+    pub(crate) fn request(&mut self, id: Value, event: &str, input: Value) {
         self.send(&json!({"id": id, "event": event, "input": input}).to_string());
     }
 
-    fn read(&mut self) -> Value {
+    pub(crate) fn read(&mut self) -> Value {
         let mut line = String::new();
         self.reader.read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad answer line {line:?}: {e}"))
     }
 
-    fn call(&mut self, event: &str, input: Value) -> Value {
+    pub(crate) fn call(&mut self, event: &str, input: Value) -> Value {
         self.request(json!("call"), event, input);
         let answer = self.read();
         assert_eq!(answer["id"], "call", "{answer}");
