@@ -279,6 +279,14 @@ impl BadRequest {
 /// The line is not UTF-8 JSON, not an object of the request's fields, or a field has the
 /// wrong type.
 pub fn parse_request(line: &[u8]) -> Result<Request, BadRequest> {
+    // serde would read an array as the fields in order (`[1, "Stop"]`): only an object
+    // is a request.
+    if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(BadRequest {
+            id: Value::Null,
+            message: "bad request: a request is a JSON object".into(),
+        });
+    }
     serde_json::from_slice::<Request>(line).map_err(|e| BadRequest {
         // Salvage the id of a request that is JSON but not a valid request.
         id: serde_json::from_slice::<Value>(line)
@@ -1056,5 +1064,211 @@ impl Server {
                 let _ = tokio::task::spawn_blocking(move || server.reload_changed()).await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostBuilder;
+    use crate::policy::FunctionHook;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    fn frames(chunks: &[&[u8]], max: usize) -> Vec<Frame> {
+        let mut decoder = RequestLines::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+                out.push(frame);
+            }
+        }
+        while let Some(frame) = decoder.decode_eof(&mut buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    fn line(text: &[u8]) -> Frame {
+        Frame::Line(BytesMut::from(text))
+    }
+
+    #[test]
+    fn lines_are_split_and_a_long_one_is_skipped_to_its_end() {
+        assert_eq!(
+            frames(&[b"ab\ncd", b"e\n\xff\xfe\nlast"], 8),
+            [line(b"ab"), line(b"cde"), line(b"\xff\xfe"), line(b"last")]
+        );
+        // Too long before its newline arrives: reported at once, once; the rest of it,
+        // in later chunks, is skipped; the next line is read as usual.
+        assert_eq!(
+            frames(&[b"0123456789", b"abcdef", b"gh\nok\n"], 8),
+            [Frame::TooLong, line(b"ok")]
+        );
+        // Too long with its newline in the same chunk; exactly the cap is accepted.
+        assert_eq!(
+            frames(&[b"012345678\n01234567\n"], 8),
+            [Frame::TooLong, line(b"01234567")]
+        );
+        // A long line at the end of input is not a request.
+        assert_eq!(frames(&[b"ok\n0123456789"], 8), [line(b"ok"), Frame::TooLong]);
+    }
+
+    #[test]
+    fn a_long_line_gives_its_buffer_back() {
+        let mut decoder = RequestLines::new(4 << 20);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&vec![b'x'; 3 << 20]);
+        buf.extend_from_slice(b"\n");
+        assert!(matches!(decoder.decode(&mut buf).unwrap(), Some(Frame::Line(_))));
+        assert!(buf.capacity() <= READ_BUFFER, "{}", buf.capacity());
+    }
+
+    #[test]
+    fn bad_lines_keep_their_id_when_they_have_one() {
+        let bad = parse_request(br#"{"id": 3, "evnt": "Stop"}"#).unwrap_err();
+        assert_eq!(bad.id, json!(3));
+        assert!(bad.message.contains("unknown field `evnt`"), "{}", bad.message);
+        for line in [&b"\xff\xfe"[..], b"{\"id\": 1, \"ev", b"[]", b"[1, \"Stop\"]", b"{\"id\": \"\xff\"}"] {
+            let bad = parse_request(line).unwrap_err();
+            assert_eq!(bad.id, Value::Null);
+            assert!(bad.message.starts_with("bad request: "));
+        }
+    }
+
+    /// A server over a host with one function hook on PreToolUse that sleeps 200 ms and
+    /// one on PostToolUse that panics while it is called; the factory itself panics for
+    /// the project `/boom`.
+    fn server(limits: Limits) -> Arc<Server> {
+        let factory: HostFactory = Arc::new(|dir, sessions| {
+            assert!(dir != Path::new("/boom"), "the factory panics for /boom");
+            HostBuilder::new(dir)
+                .function_hook(FunctionHook::new("PreToolUse", "slow", |_| async {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Ok(json!({"decision": "block", "reason": "slow"}))
+                }))
+                .function_hook(FunctionHook::new(
+                    "PostToolUse",
+                    "boom",
+                    |_| -> std::future::Ready<Result<Value, String>> { panic!("boom") },
+                ))
+                .session_store(sessions)
+                .build()
+        });
+        Server::with_limits(std::env::temp_dir(), factory, limits)
+    }
+
+    /// Sends `lines` on a fresh connection and reads `answers` answers.
+    async fn exchange(server: &Arc<Server>, lines: &str, answers: usize) -> Vec<Value> {
+        let (client, daemon) = tokio::io::duplex(1 << 16);
+        let (reader, writer) = tokio::io::split(daemon);
+        let served = tokio::spawn(server.clone().serve_connection(reader, writer, true));
+        let (client_reader, mut client_writer) = tokio::io::split(client);
+        client_writer.write_all(lines.as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(client_reader).lines();
+        let mut out = Vec::new();
+        for _ in 0..answers {
+            let line = lines.next_line().await.unwrap().expect("an answer");
+            out.push(serde_json::from_str(&line).unwrap());
+        }
+        // Both halves: the daemon sees the end of input once the whole stream is gone.
+        drop((lines, client_writer));
+        served.await.unwrap();
+        out
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_is_the_answer_of_its_own_request_only() {
+        let server = server(Limits::default());
+        let lines = [
+            json!({"id": "slow", "event": "PreToolUse", "input": {"tool_name": "Bash"}}),
+            json!({"id": "factory", "event": "Stop", "project": "/boom"}),
+            json!({"id": "hook", "event": "PostToolUse", "input": {"tool_name": "Bash"}}),
+            json!({"id": "after", "event": "Stop"}),
+        ]
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect::<String>();
+        let answers = exchange(&server, &lines, 4).await;
+        let by_id = |id: &str| answers.iter().find(|a| a["id"] == id).unwrap().clone();
+        assert_eq!(by_id("slow")["outcome"]["decision"], "deny", "{answers:?}");
+        let factory = by_id("factory");
+        assert!(
+            factory["error"]
+                .as_str()
+                .unwrap()
+                .contains("the request panicked (the factory panics for /boom)"),
+            "{factory}"
+        );
+        // The hook's panic is either the hook's failure or the request's error; never
+        // a lost answer.
+        let hook = by_id("hook");
+        assert!(hook["outcome"].is_object() || hook["error"].is_string(), "{hook}");
+        assert_eq!(by_id("after")["outcome"]["event"], "Stop");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_does_not_read_is_not_read() {
+        let server = server(Limits {
+            in_flight: 4,
+            ..Limits::default()
+        });
+        let (client, daemon) = tokio::io::duplex(1024);
+        let (reader, writer) = tokio::io::split(daemon);
+        let served = tokio::spawn(server.clone().serve_connection(reader, writer, false));
+        let (client_reader, mut client_writer) = tokio::io::split(client);
+        let request = json!({"id": 1, "event": "Stop"}).to_string() + "\n";
+        // Nothing is read: after the in-flight slots, the pipe's 1 KiB and the
+        // daemon's read buffer, writing blocks.
+        let mut sent = 0;
+        while sent < 10_000 {
+            let write = client_writer.write_all(request.as_bytes());
+            if tokio::time::timeout(Duration::from_secs(2), write).await.is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        assert!(sent < 1000, "{sent} requests were read");
+        // Reading frees the slots, and what was sent is answered.
+        let mut lines = BufReader::new(client_reader).lines();
+        for _ in 0..sent {
+            let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!(answer["outcome"]["event"], "Stop");
+        }
+        drop((lines, client_writer));
+        served.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_connection_takes_its_subscriptions_with_it() {
+        let server = server(Limits::default());
+        let lines: String = (0..50)
+            .map(|n| json!({"id": n, "subscribe": format!("s{n}")}).to_string() + "\n")
+            .collect();
+        let answers = exchange(&server, &lines, 50).await;
+        assert!(answers.iter().all(|a| a["subscribed"].is_string()));
+        assert_eq!(server.sessions().subscriptions(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn naming_ever_new_projects_keeps_a_bounded_table() {
+        let server = server(Limits {
+            projects: 4,
+            ..Limits::default()
+        });
+        let dirs = tempfile::tempdir().unwrap();
+        let lines: String = (0..20)
+            .map(|n| {
+                let project = dirs.path().join(n.to_string());
+                json!({"id": n, "event": "Stop", "project": project}).to_string() + "\n"
+            })
+            .collect();
+        let relative = json!({"id": "rel", "event": "Stop", "project": "x/../y"}).to_string() + "\n";
+        let answers = exchange(&server, &(lines + &relative), 21).await;
+        assert!(answers.iter().filter(|a| a["outcome"].is_object()).count() == 20);
+        let rel = answers.iter().find(|a| a["id"] == "rel").unwrap();
+        assert!(rel["error"].as_str().unwrap().contains("absolute path"), "{rel}");
+        assert!(server.projects.lock().unwrap().len() <= 4);
     }
 }

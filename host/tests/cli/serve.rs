@@ -28,9 +28,19 @@ impl Daemon {
     }
 
     /// `command serve --socket SOCKET`, once it answers on its socket.
-    pub(crate) fn start_at(socket: PathBuf, mut command: std::process::Command) -> Daemon {
+    pub(crate) fn start_at(socket: PathBuf, command: std::process::Command) -> Daemon {
+        Daemon::start_serving(socket, command, &[])
+    }
+
+    /// `command serve --socket SOCKET EXTRA…`, once it answers on its socket.
+    pub(crate) fn start_serving(
+        socket: PathBuf,
+        mut command: std::process::Command,
+        extra: &[&str],
+    ) -> Daemon {
         let child = command
             .args(["serve", "--socket", socket.to_str().unwrap()])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -183,8 +183,8 @@ fn serve_at_its_descriptor_limit_does_not_spin() {
     assert!(held.len() >= 90, "only {} connections", held.len());
     std::thread::sleep(Duration::from_millis(300));
     let ticks = idle_ticks(daemon.pid(), 3);
-    // A busy loop would burn ~300 ticks (100/s) in 3 s; a backoff, next to none.
-    assert!(ticks < 60, "{ticks} ticks of CPU in 3 idle seconds");
+    // A busy loop burns up to 300 ticks (100 a second) in 3 s; a backoff next to none.
+    assert!(ticks < 30, "{ticks} ticks of CPU in 3 idle seconds");
     drop(held);
     // Descriptors back: the daemon accepts again.
     let mut answered = Value::Null;
@@ -224,7 +224,7 @@ fn the_dispatch_daemon_at_its_descriptor_limit_does_not_spin() {
     assert!(held.len() >= 90, "only {} connections", held.len());
     std::thread::sleep(Duration::from_millis(300));
     let ticks = idle_ticks(daemon, 3);
-    assert!(ticks < 60, "{ticks} ticks of CPU in 3 idle seconds");
+    assert!(ticks < 30, "{ticks} ticks of CPU in 3 idle seconds");
     drop(held);
     let run = dispatch(
         &env,
