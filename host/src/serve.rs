@@ -1112,7 +1112,10 @@ mod tests {
             [Frame::TooLong, line(b"01234567")]
         );
         // A long line at the end of input is not a request.
-        assert_eq!(frames(&[b"ok\n0123456789"], 8), [line(b"ok"), Frame::TooLong]);
+        assert_eq!(
+            frames(&[b"ok\n0123456789"], 8),
+            [line(b"ok"), Frame::TooLong]
+        );
     }
 
     #[test]
@@ -1121,7 +1124,10 @@ mod tests {
         let mut buf = BytesMut::new();
         buf.extend_from_slice(&vec![b'x'; 3 << 20]);
         buf.extend_from_slice(b"\n");
-        assert!(matches!(decoder.decode(&mut buf).unwrap(), Some(Frame::Line(_))));
+        assert!(matches!(
+            decoder.decode(&mut buf).unwrap(),
+            Some(Frame::Line(_))
+        ));
         assert!(buf.capacity() <= READ_BUFFER, "{}", buf.capacity());
     }
 
@@ -1129,8 +1135,18 @@ mod tests {
     fn bad_lines_keep_their_id_when_they_have_one() {
         let bad = parse_request(br#"{"id": 3, "evnt": "Stop"}"#).unwrap_err();
         assert_eq!(bad.id, json!(3));
-        assert!(bad.message.contains("unknown field `evnt`"), "{}", bad.message);
-        for line in [&b"\xff\xfe"[..], b"{\"id\": 1, \"ev", b"[]", b"[1, \"Stop\"]", b"{\"id\": \"\xff\"}"] {
+        assert!(
+            bad.message.contains("unknown field `evnt`"),
+            "{}",
+            bad.message
+        );
+        for line in [
+            &b"\xff\xfe"[..],
+            b"{\"id\": 1, \"ev",
+            b"[]",
+            b"[1, \"Stop\"]",
+            b"{\"id\": \"\xff\"}",
+        ] {
             let bad = parse_request(line).unwrap_err();
             assert_eq!(bad.id, Value::Null);
             assert!(bad.message.starts_with("bad request: "));
@@ -1204,7 +1220,10 @@ mod tests {
         // The hook's panic is either the hook's failure or the request's error; never
         // a lost answer.
         let hook = by_id("hook");
-        assert!(hook["outcome"].is_object() || hook["error"].is_string(), "{hook}");
+        assert!(
+            hook["outcome"].is_object() || hook["error"].is_string(),
+            "{hook}"
+        );
         assert_eq!(by_id("after")["outcome"]["event"], "Stop");
     }
 
@@ -1224,7 +1243,10 @@ mod tests {
         let mut sent = 0;
         while sent < 10_000 {
             let write = client_writer.write_all(request.as_bytes());
-            if tokio::time::timeout(Duration::from_secs(2), write).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(2), write)
+                .await
+                .is_err()
+            {
                 break;
             }
             sent += 1;
@@ -1233,7 +1255,8 @@ mod tests {
         // Reading frees the slots, and what was sent is answered.
         let mut lines = BufReader::new(client_reader).lines();
         for _ in 0..sent {
-            let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            let answer: Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
             assert_eq!(answer["outcome"]["event"], "Stop");
         }
         drop((lines, client_writer));
@@ -1264,11 +1287,15 @@ mod tests {
                 json!({"id": n, "event": "Stop", "project": project}).to_string() + "\n"
             })
             .collect();
-        let relative = json!({"id": "rel", "event": "Stop", "project": "x/../y"}).to_string() + "\n";
+        let relative =
+            json!({"id": "rel", "event": "Stop", "project": "x/../y"}).to_string() + "\n";
         let answers = exchange(&server, &(lines + &relative), 21).await;
         assert!(answers.iter().filter(|a| a["outcome"].is_object()).count() == 20);
         let rel = answers.iter().find(|a| a["id"] == "rel").unwrap();
-        assert!(rel["error"].as_str().unwrap().contains("absolute path"), "{rel}");
+        assert!(
+            rel["error"].as_str().unwrap().contains("absolute path"),
+            "{rel}"
+        );
         assert!(server.projects.lock().unwrap().len() <= 4);
     }
 }

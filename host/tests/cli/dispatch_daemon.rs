@@ -290,8 +290,13 @@ fn an_idle_daemon_exits_and_the_next_call_dispatches_itself() {
     let (socket, daemon) = start(&env, || with_daemon(&env, 1), &["PreToolUse"]);
     wait_until("the idle daemon to exit", || !process_alive(daemon));
     assert!(!socket.exists(), "an idle daemon removes its socket");
-    let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
-    assert!(log.trim_end().ends_with("idle"), "{log}");
+    for extension in ["sock", "lock", "log"] {
+        assert_eq!(
+            daemon_files(&env, extension),
+            [] as [PathBuf; 0],
+            "an exited daemon leaves no .{extension}"
+        );
+    }
     let run = dispatch(
         &env,
         with_daemon(&env, 1),
@@ -312,8 +317,10 @@ fn removing_the_socket_stops_the_daemon() {
     let (socket, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
     std::fs::remove_file(&socket).unwrap();
     wait_until("the daemon to exit", || !process_alive(daemon));
-    let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
-    assert!(log.contains("its socket was removed"), "{log}");
+    assert!(
+        !socket.with_extension("lock").exists() && !socket.with_extension("log").exists(),
+        "its files are removed"
+    );
 }
 
 /// `env`'s command with `HOOKHOST_DISPATCH_DAEMON` set to `mode`.
@@ -504,4 +511,75 @@ fn no_more_than_sixteen_daemons_per_data_directory() {
     // One daemon fewer: the next call starts one.
     drop(held);
     start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+}
+
+#[test]
+fn help_or_a_bad_command_line_starts_no_daemon() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["PreToolUse", "--no-such-flag"],
+        &["--format", "yaml"],
+        &["PreToolUse", "extra", "positional"],
+    ] {
+        for _ in 0..2 {
+            // No stdin: `--help` exits before it would read one.
+            let out = with_daemon(&env, 120)
+                .arg("dispatch")
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            assert!(
+                matches!(out.status.code(), Some(0 | 2)),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<PathBuf> = std::fs::read_dir(env.data.join("daemons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(left, [] as [PathBuf; 0], "daemon files were left");
+}
+
+#[test]
+fn files_of_dead_daemons_are_swept_by_the_next_start() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    let daemons = daemons_dir(&env, 0o700);
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(300);
+    let leave = |name: &str, extensions: &[&str], at: Option<std::time::SystemTime>| {
+        for extension in extensions {
+            let path = daemons.join(format!("{name}.{extension}"));
+            let file = std::fs::File::create(&path).unwrap();
+            if let Some(at) = at {
+                file.set_modified(at).unwrap();
+            }
+        }
+    };
+    // A daemon killed long ago, one that just failed (its log is still of use), and a
+    // live one (its lock held).
+    leave("killed", &["sock", "lock", "log"], Some(long_ago));
+    leave("failed", &["lock", "log"], None);
+    leave("live", &["lock", "log"], Some(long_ago));
+    let live = std::fs::File::options()
+        .write(true)
+        .open(daemons.join("live.lock"))
+        .unwrap();
+    live.lock().unwrap();
+    start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let exists = |name: &str| daemons.join(name).exists();
+    assert!(
+        !exists("killed.sock") && !exists("killed.lock") && !exists("killed.log"),
+        "the dead daemon's files are swept"
+    );
+    assert!(exists("failed.log") && exists("live.lock") && exists("live.log"));
+    drop(live);
 }

@@ -452,3 +452,93 @@ fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
         );
     }
 }
+
+/// `hookhost serve ARGS` run with `cmd`, expected to fail: its stderr.
+fn serve_fails(mut cmd: std::process::Command, args: &[&str]) -> String {
+    let out = cmd
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("serving on"), "claimed to serve: {stderr}");
+    stderr
+}
+
+#[test]
+fn serve_says_why_it_cannot_bind_before_it_claims_to_serve() {
+    let env = TestEnv::new();
+    let missing = env.data.join("no/such/dir/hookhost.sock");
+    let stderr = serve_fails(env.command(), &["--socket", missing.to_str().unwrap()]);
+    assert!(
+        stderr.contains(&format!(
+            "{}: the directory does not exist",
+            env.data.join("no/such/dir").display()
+        )),
+        "{stderr}"
+    );
+    let long = env.data.join(format!("{}.sock", "x".repeat(120)));
+    let stderr = serve_fails(env.command(), &["--socket", long.to_str().unwrap()]);
+    assert!(stderr.contains("at most 107 bytes"), "{stderr}");
+    let daemon = Daemon::start(&env);
+    let stderr = serve_fails(
+        env.command(),
+        &["--socket", daemon.socket.to_str().unwrap()],
+    );
+    assert!(stderr.contains("a daemon already listens"), "{stderr}");
+    assert_eq!(daemon.client().call("Stop", json!({}))["event"], "Stop");
+}
+
+#[test]
+fn serve_without_a_path_listens_in_the_runtime_dir_else_the_data_dir() {
+    let env = TestEnv::new();
+    let runtime = env.data.join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    // `$XDG_RUNTIME_DIR` when it is an absolute directory.
+    for args in [&[][..], &["--socket"][..]] {
+        let mut cmd = env.command();
+        cmd.env("XDG_RUNTIME_DIR", &runtime)
+            .args(["serve"])
+            .args(args);
+        let socket = runtime.join("hookhost.sock");
+        let mut daemon = spawned(cmd, socket.clone());
+        assert_eq!(daemon.client().call("Stop", json!({}))["event"], "Stop");
+        assert_eq!(daemon.terminate(), 0);
+        assert!(!socket.exists());
+    }
+    // Unset, empty, relative or missing: the data directory (created if need be).
+    let data = env.data.join("fresh-data");
+    for value in [
+        None,
+        Some(""),
+        Some("relative/dir"),
+        Some("/no/such/runtime/dir"),
+    ] {
+        let mut cmd = env.command();
+        cmd.env("HOOKHOST_DATA_DIR", &data);
+        match value {
+            None => cmd.env_remove("XDG_RUNTIME_DIR"),
+            Some(v) => cmd.env("XDG_RUNTIME_DIR", v),
+        };
+        cmd.arg("serve");
+        let mut daemon = spawned(cmd, data.join("hookhost.sock"));
+        assert_eq!(daemon.client().call("Stop", json!({}))["event"], "Stop");
+        assert_eq!(daemon.terminate(), 0);
+    }
+}
+
+/// A `hookhost serve` started by `cmd` (its arguments included), serving on `socket`.
+fn spawned(mut cmd: std::process::Command, socket: PathBuf) -> Daemon {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the socket to appear", || {
+        UnixStream::connect(&socket).is_ok()
+    });
+    Daemon { child, socket }
+}
