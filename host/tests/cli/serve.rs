@@ -364,13 +364,24 @@ fn the_python_and_node_clients_work() {
         json!({"command": "ls -la", "decision": "none", "reason": null}),
         json!({"command": "rm -rf /", "decision": "deny", "reason": "never"}),
     ];
-    for (program, script) in [
-        ("python3", "hookhost_client.py"),
-        ("node", "hookhost-client.mjs"),
+    // The daemon's socket is where `hookhost serve` listens by default without
+    // `$XDG_RUNTIME_DIR`: each client is run with it named and with its default.
+    assert_eq!(daemon.socket, env.data.join("hookhost.sock"));
+    for (program, script, named) in [
+        ("python3", "hookhost_client.py", true),
+        ("python3", "hookhost_client.py", false),
+        ("node", "hookhost-client.mjs", true),
+        ("node", "hookhost-client.mjs", false),
     ] {
-        let out = std::process::Command::new(program)
+        let mut client = std::process::Command::new(program);
+        client
             .arg(examples.join(script))
-            .arg(&daemon.socket)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("HOOKHOST_DATA_DIR", &env.data);
+        if named {
+            client.arg(&daemon.socket);
+        }
+        let out = client
             .output()
             .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
         let stdout = String::from_utf8_lossy(&out.stdout);
