@@ -577,7 +577,9 @@ impl Server {
                 .to_string();
             }
         };
-        self.make_room_for(&dir);
+        if dir != self.default_project {
+            self.make_room_for(&dir);
+        }
         let project = self.project(&dir);
         let (host, notice) = {
             let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
@@ -645,7 +647,9 @@ impl Server {
         let bytes = Arc::new(Semaphore::new(limits.pending_bytes));
         let mut requests = JoinSet::new();
         let mut subscriptions = JoinSet::new();
-        let error = |text: String, slot| Queued {
+        // An answer the reading loop makes itself (errors, acks, pushes): small, so it
+        // holds a slot but no bytes.
+        let small = |text: String, slot| Queued {
             text,
             _slot: Some(slot),
             _bytes: None,
@@ -669,7 +673,7 @@ impl Server {
                         "bad request: line longer than {} bytes (skipped to its end)",
                         limits.line
                     );
-                    let _ = out.send(error(
+                    let _ = out.send(small(
                         json!({"id": null, "error": message}).to_string(),
                         slot,
                     ));
@@ -689,7 +693,7 @@ impl Server {
             let mut request = match parse_request(&line) {
                 Ok(request) => request,
                 Err(bad) => {
-                    let _ = out.send(error(bad.answer(), slot));
+                    let _ = out.send(small(bad.answer(), slot));
                     continue;
                 }
             };
@@ -701,7 +705,7 @@ impl Server {
                         "bad request: at most {} subscriptions per connection",
                         limits.subscriptions
                     );
-                    let _ = out.send(error(
+                    let _ = out.send(small(
                         json!({"id": request.id, "error": message}).to_string(),
                         slot,
                     ));
@@ -709,7 +713,7 @@ impl Server {
                 }
                 let mut subscription = self.sessions.subscribe(&session);
                 let ack = json!({"id": request.id, "subscribed": session}).to_string();
-                let _ = out.send(error(ack, slot));
+                let _ = out.send(small(ack, slot));
                 let (out, slots) = (out.clone(), slots.clone());
                 subscriptions.spawn(async move {
                     while let Some(result) = subscription.recv().await {
@@ -717,7 +721,7 @@ impl Server {
                         // the subscription's own queue is bounded.
                         let slot = take(&slots, 1, limits.in_flight).await;
                         let push = json!({"session": session, "async": result}).to_string();
-                        if out.send(error(push, slot)).is_err() {
+                        if out.send(small(push, slot)).is_err() {
                             break;
                         }
                     }
