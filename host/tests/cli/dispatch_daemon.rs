@@ -429,15 +429,22 @@ fn assert_no_daemon_is_used(env: &TestEnv) {
 #[test]
 fn a_bad_command_line_fails_as_without_a_daemon() {
     let env = TestEnv::new();
-    let own = dispatch(&env, env.command(), &["--format", "yaml"], &json!({}));
-    let via = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["--format", "yaml"],
-        &json!({}),
-    );
-    assert_eq!(own.code, 2, "clap's usage error: {}", own.stderr);
-    assert_eq!((via.code, via.stderr), (own.code, own.stderr));
+    // No stdin: the usage error comes before any would be read.
+    let run = |mut cmd: Command| {
+        let out = cmd
+            .args(["dispatch", "--format", "yaml"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let own = run(env.command());
+    let via = run(with_daemon(&env, 120));
+    assert_eq!(own.0, Some(2), "clap's usage error: {}", own.1);
+    assert_eq!(via, own);
 }
 
 #[test]

@@ -398,8 +398,9 @@ fn the_dispatch_daemon_does_not_take_a_claimed_length_on_trust() {
     let mut stalled = Vec::new();
     for claim in [u32::MAX, 60 << 20, 60 << 20] {
         let mut stream = UnixStream::connect(&socket).unwrap();
-        stream.write_all(&claim.to_le_bytes()).unwrap();
-        stream.write_all(b"0123456789").unwrap();
+        // The daemon may close a refused claim before these bytes arrive.
+        let _ = stream.write_all(&claim.to_le_bytes());
+        let _ = stream.write_all(b"0123456789");
         stalled.push(stream);
     }
     std::thread::sleep(Duration::from_millis(300));
