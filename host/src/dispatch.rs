@@ -588,11 +588,11 @@ impl Dispatcher {
         }
     }
 
-    /// After `cap` consecutive Stop blocks in a session, the next block is overridden.
+    /// After `cap` consecutive blocks of a capped event (Stop) in a session, the next block is overridden.
     /// The count is read, changed and written in one locked update of the session
     /// store, so concurrent Stops of a session never lose a block.
     fn apply_stop_cap(&self, invocation: &Invocation, outcome: &mut Outcome) {
-        if invocation.spec.name != "Stop" {
+        if !invocation.spec.caps_consecutive_blocks {
             return;
         }
         let cap = self.policy.settings.stop_block_cap;

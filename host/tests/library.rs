@@ -143,6 +143,9 @@ async fn custom_events_are_dispatched_with_their_attributes() {
         plain_stdout_is_context: false,
         tool_event: false,
         env_file: false,
+        matcher_tests_basename: false,
+        caps_consecutive_blocks: false,
+        ends_session: false,
         default_timeout: Duration::from_secs(5),
     };
     let host = HostBuilder::new(dir.path())
