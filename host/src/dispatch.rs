@@ -84,6 +84,15 @@ impl Dispatcher {
         self
     }
 
+    /// The same dispatcher over another policy (a daemon that keeps serving a policy adds
+    /// a notice to it).
+    pub fn with_policy(&self, policy: Arc<Policy>) -> Dispatcher {
+        Dispatcher {
+            policy,
+            ..self.clone()
+        }
+    }
+
     /// The policy this dispatcher runs.
     pub fn policy(&self) -> &Arc<Policy> {
         &self.policy
@@ -153,8 +162,8 @@ impl Dispatcher {
         let invocation = self.invocation(event, input)?;
         let executed = self.run_matching(&invocation).await;
         let mut outcome = merge(&invocation.spec, &executed);
-        for error in &self.policy.errors {
-            outcome.host_notice(format!("config error, hooks skipped: {error}"));
+        for notice in &self.policy.notices {
+            outcome.host_notice(notice.clone());
         }
         self.deliver_async(&invocation.session_id, &mut outcome);
         self.apply_stop_cap(&invocation, &mut outcome);

@@ -41,8 +41,11 @@ pub const MAX_LINE: usize = 16 << 20;
 /// How often config sources are checked for changes.
 pub const RELOAD_POLL: Duration = Duration::from_millis(250);
 
-/// Builds the host of a project, with the daemon's session store.
-pub type HostFactory = Arc<dyn Fn(&Path, Arc<dyn SessionStore>) -> Host + Send + Sync>;
+/// Builds the host of a project, with the daemon's session store; on a reload, given the
+/// host built before (for [`crate::HostBuilder::reload_of`], which keeps the last good
+/// version of a broken file in force).
+pub type HostFactory =
+    Arc<dyn Fn(&Path, Arc<dyn SessionStore>, Option<&Host>) -> Host + Send + Sync>;
 
 struct Project {
     host: Host,
@@ -153,24 +156,36 @@ impl Server {
         self.shutdown.cancel();
     }
 
-    /// The host of a project, built on first use.
+    /// The host of a project, built on first use. A first build that panics is not kept:
+    /// its request is answered by a host without hooks that says so, and the next request
+    /// builds again.
     fn project(&self, dir: &Path) -> Arc<Mutex<Project>> {
         let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        projects
-            .entry(dir.to_path_buf())
-            .or_insert_with(|| {
-                let host = (self.factory)(dir, self.sessions.clone());
-                let fingerprint = host.fingerprint();
-                Arc::new(Mutex::new(Project {
-                    host,
-                    fingerprint,
-                    notice: None,
-                }))
-            })
-            .clone()
+        if let Some(project) = projects.get(dir) {
+            return project.clone();
+        }
+        let sessions: Arc<dyn SessionStore> = self.sessions.clone();
+        let (host, keep) = match Host::build_guarded(|| (self.factory)(dir, sessions, None)) {
+            Ok(host) => (host, true),
+            Err(why) => (Host::unbuilt(dir, &why), false),
+        };
+        let fingerprint = host.fingerprint();
+        let project = Arc::new(Mutex::new(Project {
+            host,
+            fingerprint,
+            notice: None,
+        }));
+        if keep {
+            projects.insert(dir.to_path_buf(), project.clone());
+        }
+        project
     }
 
-    /// Rebuilds the hosts whose config files changed.
+    /// Rebuilds the hosts whose config files changed. A rebuild never leaves a project
+    /// less guarded: a file that fails to load keeps its last good version in force (see
+    /// [`crate::HostBuilder::reload_of`]), and a rebuild that panics keeps the previous
+    /// host serving, with a notice on every outcome, until the files change again (it is
+    /// not retried on every poll).
     pub fn reload_changed(&self) {
         let projects: Vec<(PathBuf, Arc<Mutex<Project>>)> = self
             .projects
@@ -180,14 +195,19 @@ impl Server {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (dir, project) in projects {
-            let (old, now) = {
+            let (old, now, previous) = {
                 let project = project.lock().unwrap_or_else(|e| e.into_inner());
-                (project.fingerprint.clone(), project.host.fingerprint())
+                (
+                    project.fingerprint.clone(),
+                    project.host.fingerprint(),
+                    project.host.clone(),
+                )
             };
             if now == old {
                 continue;
             }
-            let host = (self.factory)(&dir, self.sessions.clone());
+            let sessions: Arc<dyn SessionStore> = self.sessions.clone();
+            let host = previous.rebuild(|previous| (self.factory)(&dir, sessions, Some(previous)));
             let new = host.fingerprint();
             let changed: Vec<String> = new
                 .changed_since(&old)
@@ -402,5 +422,66 @@ impl Server {
                 let _ = tokio::task::spawn_blocking(move || server.reload_changed()).await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    #[test]
+    fn a_reload_that_panics_keeps_the_old_host_and_is_not_retried_until_files_change() {
+        let root = tempfile::tempdir().unwrap();
+        let user = root.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let file = user.join("hooks.json");
+        let guard = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "id": "guard", "command": "exit 2"}]}]}}"#;
+        std::fs::write(&file, guard).unwrap();
+        let panics = Arc::new(AtomicBool::new(false));
+        let builds = Arc::new(AtomicUsize::new(0));
+        let (p, b, u) = (panics.clone(), builds.clone(), user.clone());
+        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+            b.fetch_add(1, Ordering::SeqCst);
+            assert!(!p.load(Ordering::SeqCst), "the new config cannot be built");
+            crate::HostBuilder::new(dir)
+                .user_dir(&u)
+                .session_store(sessions)
+                .reload_of(previous)
+                .build()
+        });
+        let server = Server::new(root.path().to_path_buf(), factory);
+        let project = server.project(root.path());
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+
+        panics.store(true, Ordering::SeqCst);
+        std::fs::write(&file, guard.replace("exit 2", "exit 1")).unwrap();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+        let host = project.lock().unwrap().host.clone();
+        assert_eq!(host.policy().hooks[0].id, "guard");
+        assert!(
+            host.policy()
+                .notices
+                .iter()
+                .any(|n| n.contains("config reload failed")),
+            "{:?}",
+            host.policy().notices
+        );
+        // Not rebuilt on every poll while nothing changes.
+        server.reload_changed();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+
+        panics.store(false, Ordering::SeqCst);
+        std::fs::write(&file, guard).unwrap();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        let host = project.lock().unwrap().host.clone();
+        assert!(
+            host.policy().notices.is_empty(),
+            "{:?}",
+            host.policy().notices
+        );
     }
 }

@@ -412,24 +412,70 @@ async fn accept_until_idle(
 struct Daemon {
     args: DispatchArgs,
     wasm: Arc<WasmRuntime>,
-    host: Mutex<Option<(Host, SourcesFingerprint)>>,
+    host: Mutex<Option<Cached>>,
+}
+
+/// The host built last, and the state of its files then.
+struct Cached {
+    host: Host,
+    built_from: SourcesFingerprint,
+    /// Whether its files had settled: a file written within the last second could change
+    /// again without its stamp showing it, so such a host is rebuilt next time (and is
+    /// still the previous host of that rebuild).
+    settled: bool,
 }
 
 impl Daemon {
+    /// The host for a request: the cached one while its files are unchanged, else one
+    /// built again with the cached one as its previous version, so that a file that
+    /// stopped loading keeps its last good version in force and a build that panics
+    /// keeps the previous host serving, with a notice (see [`Host::rebuild`]).
     fn host(&self) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((host, built_from)) = cached.as_ref()
-            && host.fingerprint() == *built_from
+        if let Some(c) = cached.as_ref()
+            && c.settled
+            && c.host.fingerprint() == c.built_from
         {
-            return Ok(host.clone());
+            return Ok(c.host.clone());
         }
-        let host = self.args.sources.host_with(self.wasm.clone())?;
-        let fingerprint = host.fingerprint();
-        // A file written within the last second could change again without its stamp
-        // showing it: such a host is rebuilt next time.
-        *cached = fingerprint
-            .is_settled()
-            .then(|| (host.clone(), fingerprint));
+        let host = match cached.as_ref().map(|c| c.host.clone()) {
+            Some(previous) => {
+                let mut failed = None;
+                let host = previous.rebuild(|previous| {
+                    match self
+                        .args
+                        .sources
+                        .host_reloading(self.wasm.clone(), Some(previous))
+                    {
+                        Ok(host) => host,
+                        Err(e) => {
+                            failed = Some(e);
+                            previous.clone()
+                        }
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                host
+            }
+            None => {
+                let first = Host::build_guarded(|| {
+                    self.args.sources.host_reloading(self.wasm.clone(), None)
+                });
+                match first {
+                    Ok(host) => host?,
+                    // Not cached: the next request builds again.
+                    Err(why) => return Ok(Host::unbuilt(&self.args.sources.project_dir()?, &why)),
+                }
+            }
+        };
+        let built_from = host.fingerprint();
+        *cached = Some(Cached {
+            host: host.clone(),
+            settled: built_from.is_settled(),
+            built_from,
+        });
         Ok(host)
     }
 }

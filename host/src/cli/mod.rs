@@ -113,7 +113,25 @@ impl SourceArgs {
 
     /// [`SourceArgs::host`] running wasm hooks in `wasm` (the dispatch daemon's warm one).
     fn host_with(&self, wasm: std::sync::Arc<dyn WasmRunner>) -> Result<Host, String> {
-        let builder = self.builder(&self.project_dir()?);
+        self.host_built(wasm, |builder| builder)
+    }
+
+    /// [`SourceArgs::host_with`] for a daemon's rebuild: the last good version of each
+    /// broken file of `previous` stays in force ([`HostBuilder::reload_of`]).
+    fn host_reloading(
+        &self,
+        wasm: std::sync::Arc<dyn WasmRunner>,
+        previous: Option<&Host>,
+    ) -> Result<Host, String> {
+        self.host_built(wasm, |builder| builder.reload_of(previous))
+    }
+
+    fn host_built(
+        &self,
+        wasm: std::sync::Arc<dyn WasmRunner>,
+        adjust: impl FnOnce(HostBuilder) -> HostBuilder,
+    ) -> Result<Host, String> {
+        let builder = adjust(self.builder(&self.project_dir()?));
         let data = data_dir();
         let sessions = data.join("sessions");
         let mut launcher_args = vec!["run-async".to_string()];

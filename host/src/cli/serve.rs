@@ -29,9 +29,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let default_project = args.sources.project_dir()?;
     let sources = args.sources.clone();
     let session_files = data_dir().join("sessions");
-    let factory: HostFactory = Arc::new(move |dir, sessions| {
+    let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
         let builder: HostBuilder = sources.builder(dir);
         builder
+            .reload_of(previous)
             .session_store(sessions)
             .session_files(session_files.clone())
             .async_launcher(AsyncLauncher::InProcess)
