@@ -223,15 +223,16 @@ impl TrustStore {
         let file = match opened {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(format!(
-                    "the trust store's directory `{shown}` is a symlink; refused (not followed)"
-                ));
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-                return Err(format!(
-                    "the trust store's directory `{shown}` is not a directory; refused"
-                ));
+            // With O_DIRECTORY, Linux answers a symlink with ENOTDIR rather than ELOOP.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+                let symlink = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_symlink());
+                return Err(if symlink {
+                    format!(
+                        "the trust store's directory `{shown}` is a symlink; refused (not followed)"
+                    )
+                } else {
+                    format!("the trust store's directory `{shown}` is not a directory; refused")
+                });
             }
             Err(e) => return Err(format!("cannot open `{shown}`: {e}")),
         };
