@@ -174,8 +174,13 @@ fn resolve_existing(path: &Path) -> PathBuf {
 }
 
 /// The home directory of the effective user from the password database: unlike
-/// `$HOME`, nothing in the environment can move it.
+/// `$HOME`, nothing in the environment can move it. Looked up once per process.
 fn password_home() -> Option<PathBuf> {
+    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HOME.get_or_init(look_up_password_home).clone()
+}
+
+fn look_up_password_home() -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let mut buffer = vec![0 as libc::c_char; 4096];
     // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.

@@ -218,11 +218,13 @@ pub fn resolve(
                             path: format!("{group_path}.matcher"),
                             message,
                         };
-                        if layer.origin.kind == SourceKind::Managed {
-                            managed_errors.push(error.clone());
-                            settings.managed_broken = Some(broken_reason(&managed_errors));
-                        }
-                        errors.push(error);
+                        note_build_error(
+                            layer,
+                            error,
+                            &mut errors,
+                            &mut managed_errors,
+                            &mut settings,
+                        );
                         continue;
                     }
                 };
@@ -261,13 +263,13 @@ pub fn resolve(
                             path,
                             message,
                         };
-                        // A managed hook that cannot be built is a guard that is gone:
-                        // managed policy is broken and fails closed.
-                        if layer.origin.kind == SourceKind::Managed {
-                            managed_errors.push(error.clone());
-                            settings.managed_broken = Some(broken_reason(&managed_errors));
-                        }
-                        errors.push(error);
+                        note_build_error(
+                            layer,
+                            error,
+                            &mut errors,
+                            &mut managed_errors,
+                            &mut settings,
+                        );
                         continue;
                     }
                 };
@@ -357,6 +359,23 @@ pub fn resolve(
         workspace_trust,
         notices,
     }
+}
+
+/// Records a hook or matcher that cannot be built. In managed policy that is a guard
+/// that is gone: managed policy is broken and fails closed for every hook judged after
+/// it (managed layers come first, so that is every non-managed hook).
+fn note_build_error(
+    layer: &ConfigLayer,
+    error: ConfigError,
+    errors: &mut Vec<ConfigError>,
+    managed_errors: &mut Vec<ConfigError>,
+    settings: &mut Settings,
+) {
+    if layer.origin.kind == SourceKind::Managed {
+        managed_errors.push(error.clone());
+        settings.managed_broken = Some(broken_reason(managed_errors));
+    }
+    errors.push(error);
 }
 
 /// The skip reason of every non-managed hook while managed policy is broken.

@@ -25,8 +25,26 @@ pub(super) fn root_or_skip(test: &str, why: &str) -> bool {
 
 /// Runs `cmd` with `stdin`; kills it and returns `None` when it has not finished within
 /// `limit` (an attack that hangs the host).
+///
+/// The process's address space is capped at 4 GiB: an attack that makes the host read
+/// `/dev/zero` into memory fails it with an allocation error instead of taking the
+/// machine's memory (no wasm engine runs in these tests, which would need more).
 pub(super) fn run_bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Option<Run> {
     use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 4 << 30,
+                rlim_max: 4 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -112,6 +112,66 @@ fn previous_in_force(out: &Value) -> bool {
     out["notices"].to_string().contains("stays in force")
 }
 
+/// Caps the address space of `cmd` (and of the daemons it starts) at 4 GiB: a daemon
+/// made to read `/dev/zero` fails an allocation instead of taking the machine's memory.
+fn cap_memory(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 4 << 30,
+                rlim_max: 4 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Feeds `stdin` to `child` and waits at most `secs` for it; kills it and returns `None`
+/// when it has not finished by then.
+fn finish_within(mut child: Child, stdin: &str, secs: u64) -> Option<crate::support::Run> {
+    use std::io::Read;
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_string();
+    std::thread::spawn(move || {
+        let _ = input.write_all(stdin.as_bytes());
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Some(crate::support::Run {
+        pid: child.id(),
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    })
+}
+
 /// `hookhost serve --stdio`, one request per line.
 struct Serve {
     child: Child,
@@ -121,7 +181,7 @@ struct Serve {
 
 impl Serve {
     fn start(cmd: &mut Command) -> Serve {
-        let mut child = cmd
+        let mut child = cap_memory(cmd)
             .args(["serve", "--stdio"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -198,7 +258,7 @@ fn the_dispatch_daemon_keeps_its_guard_while_the_settings_file_is_broken() {
         cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
             .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "120");
         let run = env.run_with(
-            cmd.args(["dispatch", "PreToolUse"]),
+            cap_memory(&mut cmd).args(["dispatch", "PreToolUse"]),
             &bash_input(command).to_string(),
         );
         assert_eq!(run.code, 0, "{}", run.stderr);
@@ -290,10 +350,17 @@ fn a_one_shot_run_skips_the_hooks_of_a_broken_file_and_says_so() {
     ));
     for (what, breakage, words) in breakages() {
         rewrite(&file, breakage);
-        let run = env.run(
-            &["dispatch", "PreToolUse"],
-            &bash_input("rm -rf /").to_string(),
-        );
+        // Bounded: a FIFO blocked the one-shot run for good before the rule.
+        let mut cmd = env.command();
+        let child = cap_memory(&mut cmd)
+            .args(["dispatch", "PreToolUse"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let run = finish_within(child, &bash_input("rm -rf /").to_string(), 30)
+            .unwrap_or_else(|| panic!("{what}: the one-shot dispatch hung"));
         assert_eq!(run.code, 0, "{what}: {}", run.stderr);
         let out = run.json();
         assert_eq!(
