@@ -316,11 +316,17 @@ pub fn load_with(
     loaded
 }
 
-/// Why managed policy at `meta` is not to be believed: another user owns it, or users
-/// other than its owner can write it.
-fn unsafe_managed(meta: &std::fs::Metadata) -> Option<String> {
-    let me = super::file::effective_uid();
-    super::file::unsafe_owner_or_mode(meta, &[0, me], 0o002)
+/// Why managed policy at `path` (whose metadata is `meta`) is not to be believed:
+/// another user owns it, or users other than its owner can write it.
+fn unsafe_managed(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    // The system's policy is root's; an override directory (tests, unmanaged machines)
+    // may also be the user's own.
+    let owners = if path.starts_with(super::env::SYSTEM_MANAGED_DIR) {
+        vec![0]
+    } else {
+        vec![0, super::file::effective_uid()]
+    };
+    super::file::unsafe_owner_or_mode(meta, &owners, 0o002)
 }
 
 fn load_managed(
@@ -361,7 +367,7 @@ fn load_managed(
             );
         }
         Ok(meta) => {
-            if let Some(why) = unsafe_managed(&meta) {
+            if let Some(why) = unsafe_managed(dir, &meta) {
                 return broken(
                     loaded,
                     dir,
@@ -391,7 +397,7 @@ fn load_managed(
             );
         }
         Ok(meta) => {
-            if let Some(why) = unsafe_managed(&meta) {
+            if let Some(why) = unsafe_managed(&drop_ins, &meta) {
                 return broken(loaded, &drop_ins, format!("`managed.d` refused: {why}"));
             }
         }
@@ -436,7 +442,7 @@ fn load_file(
     let failed_before = loaded.failed.len();
     let read = read_regular(path, CONFIG_CAP).and_then(|(bytes, meta)| {
         if kind == SourceKind::Managed
-            && let Some(why) = unsafe_managed(&meta)
+            && let Some(why) = unsafe_managed(path, &meta)
         {
             return Err(FileError::Io(std::io::Error::other(format!(
                 "managed policy file refused: {why}"

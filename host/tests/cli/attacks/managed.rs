@@ -782,6 +782,45 @@ fn system_policy_cannot_be_moved_or_shed_by_the_environment() {
     );
 }
 
+/// The system's managed policy belongs to root: a `/etc/hookhost/managed.json` owned by
+/// the very user who runs hookhost (who could then rewrite it to shed its guards) is
+/// refused, and refused policy fails closed. (In an override directory, for tests and
+/// unmanaged machines, the user's own files are accepted.) Checked to fail when the
+/// system directory accepted the running user as an owner: the user's hook ran.
+#[test]
+fn system_policy_owned_by_the_user_is_refused() {
+    if !root_or_skip(
+        "system_policy_owned_by_the_user_is_refused",
+        "a private mount namespace (unshare -m) and a second uid (setpriv)",
+    ) {
+        return;
+    }
+    let env = TestEnv::new();
+    let root = env.project.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([marking("user", "user-ran")]),
+    ));
+    for dir in [&env.project, &env.home, &env.data] {
+        chown_tree(dir, 65534);
+    }
+    let out = in_system_policy_owned_by(&env, "{}", None, "ls", 65534);
+    assert!(!env.project.join("user-ran").exists(), "{out}");
+    let notices = out["notices"].to_string();
+    assert!(
+        notices.contains("managed policy is broken")
+            && notices.contains("/etc/hookhost/managed.json")
+            && notices.contains("refused"),
+        "{out}"
+    );
+    // Root's own file with the same content lets the user's hook run.
+    chown_tree(&env.project, 0);
+    let out = in_system_policy(&env, "{}", None, "ls");
+    assert!(env.project.join("user-ran").exists(), "{out}");
+}
+
 /// Dispatches a Bash `command` with `managed_json` as `/etc/hookhost/managed.json` in a
 /// private mount namespace: `/etc` is an overlay whose upper layer is in the test's
 /// temp dir, so the real `/etc` is never written.
@@ -790,6 +829,18 @@ fn in_system_policy(
     managed_json: &str,
     managed_dir: Option<&std::ffi::OsStr>,
     command: &str,
+) -> Value {
+    in_system_policy_owned_by(env, managed_json, managed_dir, command, 0)
+}
+
+/// [`in_system_policy`] with `/etc/hookhost/managed.json` owned by `owner`, and hookhost
+/// run as `owner` (through `setpriv` inside the namespace) when it is not root.
+fn in_system_policy_owned_by(
+    env: &TestEnv,
+    managed_json: &str,
+    managed_dir: Option<&std::ffi::OsStr>,
+    command: &str,
+    owner: u32,
 ) -> Value {
     let layers = tempfile::tempdir().unwrap();
     let (upper, work): (PathBuf, PathBuf) = (layers.path().join("up"), layers.path().join("work"));
@@ -802,8 +853,11 @@ mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc
 mkdir -m 0755 /etc/hookhost
 cp "$3" /etc/hookhost/managed.json
 chmod 0644 /etc/hookhost/managed.json
-shift 3
-exec "$@""#;
+chown "$4:$4" /etc/hookhost/managed.json
+owner=$4
+shift 4
+if [ "$owner" = 0 ]; then exec "$@"; fi
+exec setpriv --reuid="$owner" --regid="$owner" --clear-groups -- "$@""#;
     let inner = env.command();
     let mut cmd = Command::new("unshare");
     cmd.args([
@@ -818,6 +872,7 @@ exec "$@""#;
     .arg(&upper)
     .arg(&work)
     .arg(&policy)
+    .arg(owner.to_string())
     .arg(inner.get_program())
     .args(["dispatch", "PreToolUse"])
     .current_dir(&env.project);
