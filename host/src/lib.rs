@@ -493,30 +493,6 @@ impl Host {
         }
     }
 
-    /// Runs a first `build` (a daemon's first host of a project) so that a panic does not
-    /// take the daemon down: `Err` has the panic's message, and
-    /// [`Host::unbuilt`] is what answers meanwhile.
-    ///
-    /// # Errors
-    ///
-    /// `build` panicked.
-    pub fn build_guarded<T>(build: impl FnOnce() -> T) -> Result<T, String> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(build)).map_err(|panic| {
-            let message = panic_message(panic.as_ref());
-            tracing::error!("config build failed: {message}");
-            message
-        })
-    }
-
-    /// A host with no hooks that says on every outcome that the config of `project` could
-    /// not be built (`why`): hooks are not run from a config that could not be built, as
-    /// with any config error.
-    pub fn unbuilt(project: &std::path::Path, why: &str) -> Host {
-        HostBuilder::new(project).build().with_notice(format!(
-            "config error, hooks skipped: the config could not be built ({why})"
-        ))
-    }
-
     /// Builds the host again (a daemon's reload after its files changed): `build` gets
     /// this host, to pass to [`HostBuilder::reload_of`]. A build that panics leaves this
     /// host serving, with a notice on every outcome saying that the reload failed and the
@@ -701,11 +677,6 @@ mod tests {
         assert_eq!(again.policy().notices.len(), 1, "notices do not pile up");
         let recovered = again.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
         assert!(recovered.policy().notices.is_empty());
-        assert!(
-            Host::build_guarded(|| -> Host { panic!("first") })
-                .unwrap_err()
-                .contains("first")
-        );
     }
 
     #[test]

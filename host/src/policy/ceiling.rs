@@ -169,7 +169,7 @@ impl Ceilings {
         }
         if let Some(ceiling) = &self.env {
             for (i, name) in spec.capabilities.env.iter().enumerate() {
-                if !crate::handlers::command::allowlisted(name, ceiling) {
+                if !super::env::allowlisted(name, ceiling) {
                     return Err(format!(
                         "`capabilities.env[{i}]` `{name}` is above the managed ceiling \
                          `ceilings.env`: [{}]",
