@@ -412,8 +412,23 @@ fn resolve_keeping_last_good(
             },
         );
     }
+    // The good versions of files this build did not load (absent now, or another
+    // project's files, when a dispatch daemon's requests alternate between projects)
+    // are kept for later, newest first, up to a bound.
+    let mut others: Vec<_> = previous
+        .iter()
+        .filter(|(key, _)| !good.contains_key(*key))
+        .collect();
+    others.sort_by_key(|(_, source)| std::cmp::Reverse(source.since));
+    let room = LAST_GOOD_FILES.saturating_sub(good.len());
+    for (key, source) in others.into_iter().take(room) {
+        good.insert(key.clone(), source.clone());
+    }
     (policy, good)
 }
+
+/// How many files' last good versions a daemon's host remembers.
+const LAST_GOOD_FILES: usize = 256;
 
 /// The state of each file a host was built from (`None`: absent): its [`FileStamp`]
 /// (device, inode, size, mtime and ctime, as the compile cache stamps its entries), so
@@ -630,6 +645,51 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
         assert!(running(&host).is_empty());
+    }
+
+    /// A dispatch daemon whose requests alternate between projects builds each host with
+    /// the other project's host as its previous one: the user's file (shared) and each
+    /// project's own files keep their last good versions across the switches.
+    #[test]
+    fn last_good_versions_survive_switching_projects() {
+        let d = dirs();
+        let other = d.project.parent().unwrap().join("other");
+        std::fs::create_dir_all(other.join(".hookhost")).unwrap();
+        std::fs::create_dir_all(d.project.join(".hookhost")).unwrap();
+        let of = |project: &std::path::Path| {
+            HostBuilder::new(project)
+                .user_dir(&d.user)
+                .managed_dir(&d.managed)
+                .workspace_trust(WorkspaceTrust::Explicit)
+        };
+        let user = d.user.join("hooks.json");
+        let project_file = d.project.join(".hookhost/hooks.json");
+        std::fs::write(&user, GUARD).unwrap();
+        std::fs::write(
+            &project_file,
+            GUARD.replace("\"guard\"", "\"project-guard\""),
+        )
+        .unwrap();
+        let a = of(&d.project).reload_of(None).build();
+        let mut running_a = running(&a);
+        running_a.sort();
+        assert_eq!(running_a, ["guard", "project-guard"]);
+        std::fs::write(&user, "{ broken").unwrap();
+        std::fs::write(&project_file, "{ broken").unwrap();
+        let b = of(&other).reload_of(Some(&a)).build();
+        assert_eq!(
+            running(&b),
+            ["guard"],
+            "the user's guard, in another project"
+        );
+        let a_again = of(&d.project).reload_of(Some(&b)).build();
+        let mut running_a = running(&a_again);
+        running_a.sort();
+        assert_eq!(
+            running_a,
+            ["guard", "project-guard"],
+            "the project's guard, after a request about another project"
+        );
     }
 
     #[test]

@@ -533,10 +533,11 @@ struct Cached {
 
 impl Daemon {
     /// The host for a request about `project`: the cached one while it is of that project
-    /// and its files are unchanged, else one built again with the cached one (of the same
-    /// project) as its previous version, so that a file that stopped loading keeps its
-    /// last good version in force and a build that panics keeps the previous host
-    /// serving, with a notice (see [`Host::rebuild`]).
+    /// and its files are unchanged, else one built again with the cached one as its
+    /// previous version, so that a file that stopped loading keeps its last good version
+    /// in force (also across requests about other projects) and a rebuild of the same
+    /// project that panics keeps the previous host serving, with a notice (see
+    /// [`Host::rebuild`]).
     fn host(&self, project: &Path) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
         // The project can differ between requests (it may come from the input's `cwd`).
@@ -547,13 +548,9 @@ impl Daemon {
         {
             return Ok(c.host.clone());
         }
-        // Another project's host is no previous version of this one's files.
-        let previous = cached
-            .as_ref()
-            .filter(|c| c.host.policy().project_dir == project)
-            .map(|c| c.host.clone());
-        let host = match previous {
-            Some(previous) => {
+        let host = match cached.as_ref().map(|c| c.host.clone()) {
+            // The same project: a rebuild that panics keeps its previous host serving.
+            Some(previous) if previous.policy().project_dir == project => {
                 let mut failed = None;
                 let host = previous.rebuild(|previous| {
                     match self.args.sources.host_reloading(
@@ -573,12 +570,16 @@ impl Daemon {
                 }
                 host
             }
-            // A first build that panics is not cached: the request's panic is its
-            // answer, and the next request builds again.
-            None => self
-                .args
-                .sources
-                .host_reloading(project, self.wasm.clone(), None)?,
+            // Another project's host cannot serve this one, but it carries the last good
+            // versions of the files both share (the user's, managed policy) and of this
+            // project's files from before the switch. A first build that panics is not
+            // cached: the request's panic is its answer, and the next request builds
+            // again.
+            previous => {
+                self.args
+                    .sources
+                    .host_reloading(project, self.wasm.clone(), previous.as_ref())?
+            }
         };
         let built_from = host.fingerprint();
         *cached = Some(Cached {

@@ -283,6 +283,88 @@ fn the_dispatch_daemon_keeps_its_guard_while_the_settings_file_is_broken() {
     }
 }
 
+/// One dispatch daemon serves every project its callers' inputs name (`cwd`): while the
+/// user's file and a project's file are broken, requests that alternate between that
+/// project and another keep both guards armed. Checked to fail when a request about
+/// another project built its host without the previous one (the user's guard was
+/// skipped there) and when a host forgot the files of projects it did not load (the
+/// project's guard was skipped after the switch).
+#[test]
+fn the_dispatch_daemon_keeps_last_good_versions_across_projects() {
+    let env = TestEnv::new();
+    let user_file = env.home.join("hooks.json");
+    fix(&user_file, "v-user");
+    let project_file = env.project.join(".hookhost/hooks.json");
+    std::fs::create_dir_all(project_file.parent().unwrap()).unwrap();
+    let project_guard = hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "project-guard",
+            "command": "input=$(cat); case \"$input\" in *'git push -f'*) echo 'no force push' >&2; exit 2;; esac; exit 0"}]),
+    );
+    std::fs::write(&project_file, project_guard.to_string()).unwrap();
+    let other = env.project.parent().unwrap().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let dispatch = |cwd: &Path, command: &str| -> Value {
+        let mut cmd = env.command();
+        cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
+            .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "120");
+        let mut input = bash_input(command);
+        input["cwd"] = json!(cwd);
+        let run = env.run_with(
+            cap_memory(&mut cmd).args(["dispatch", "PreToolUse"]),
+            &input.to_string(),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.json()
+    };
+    dispatch(&env.project, "ls");
+    let daemons = env.data.join("daemons");
+    let sockets = || -> Vec<PathBuf> {
+        std::fs::read_dir(&daemons)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+            .collect()
+    };
+    wait_until("the dispatch daemon to listen", || !sockets().is_empty());
+    assert_eq!(dispatch(&env.project, "git push -f")["decision"], "deny");
+    assert_eq!(dispatch(&other, "rm -rf /")["decision"], "deny");
+    std::fs::write(&user_file, "{ broken").unwrap();
+    std::fs::write(&project_file, "{ broken").unwrap();
+    wait_until("the daemon to see the broken files", || {
+        previous_in_force(&dispatch(&env.project, "ls"))
+    });
+    for round in 0..3 {
+        let out = dispatch(&other, "rm -rf /");
+        still_guarded(
+            &out,
+            &user_file,
+            "invalid JSON",
+            &format!("other, round {round}"),
+        );
+        let out = dispatch(&env.project, "git push -f");
+        still_guarded(
+            &out,
+            &project_file,
+            "invalid JSON",
+            &format!("project, round {round}"),
+        );
+        let out = dispatch(&env.project, "rm -rf /");
+        still_guarded(
+            &out,
+            &user_file,
+            "invalid JSON",
+            &format!("project, round {round}"),
+        );
+    }
+    for socket in sockets() {
+        std::fs::remove_file(socket).unwrap();
+    }
+}
+
 /// The file unreadable to the daemon's user (the daemon runs as uid 65534; the file is
 /// made mode 000, which root could still read): the previous version stays in force.
 #[test]
