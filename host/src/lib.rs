@@ -508,6 +508,24 @@ impl Host {
         }
     }
 
+    /// This host, also remembering the last good versions of the files `other` was built
+    /// from (the newer version where both have one), up to a bound: what a daemon that
+    /// forgets `other` (to bound its memory) keeps of it, so that rebuilding `other`'s
+    /// project later still has a previous version of each of its files.
+    pub fn remembering(&self, other: &Host) -> Host {
+        let mut merged = config::LastGood::clone(&self.last_good);
+        for (key, source) in other.last_good.iter() {
+            let newer = merged.get(key).is_none_or(|kept| kept.since < source.since);
+            if newer && (merged.len() < LAST_GOOD_FILES || merged.contains_key(key)) {
+                merged.insert(key.clone(), source.clone());
+            }
+        }
+        Host {
+            last_good: Arc::new(merged),
+            ..self.clone()
+        }
+    }
+
     /// Builds the host again (a daemon's reload after its files changed): `build` gets
     /// this host, to pass to [`HostBuilder::reload_of`]. A build that panics leaves this
     /// host serving, with a notice on every outcome saying that the reload failed and the
