@@ -381,6 +381,7 @@ impl DemoDirs {
             settings: Vec::new(),
             project_dir: self.project.clone(),
             user_dir: Some(self.home.clone()),
+            env_notices: Vec::new(),
         }
     }
 

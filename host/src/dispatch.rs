@@ -248,6 +248,15 @@ impl Dispatcher {
         self
     }
 
+    /// The same dispatcher over another policy (a daemon that keeps serving a policy adds
+    /// a notice to it).
+    pub fn with_policy(&self, policy: Arc<Policy>) -> Dispatcher {
+        Dispatcher {
+            policy,
+            ..self.clone()
+        }
+    }
+
     /// The policy this dispatcher runs.
     pub fn policy(&self) -> &Arc<Policy> {
         &self.policy
@@ -330,8 +339,8 @@ impl Dispatcher {
         }
         let executed = self.run_selected(selected, &invocation).await;
         let mut outcome = merge(&invocation.spec, &executed);
-        for error in &self.policy.errors {
-            outcome.host_notice(format!("config error, hooks skipped: {error}"));
+        for notice in &self.policy.notices {
+            outcome.host_notice(notice.clone());
         }
         for notice in notices {
             outcome.host_notice(notice);

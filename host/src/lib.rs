@@ -75,7 +75,7 @@ pub use event::{EventCatalogue, EventSpec};
 pub use outcome::Outcome;
 
 use audit::AuditLog;
-use config::SourceOptions;
+use config::{LoadedConfig, SourceOptions};
 use handlers::{Handlers, WasmRunner};
 use policy::{Policy, ResolveOptions};
 use session::{MemoryStore, SessionStore};
@@ -83,13 +83,24 @@ pub use trust::WorkspaceTrust;
 
 /// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost` (the
 /// platform's data directory), else a `hookhost` directory in the temp dir. Session state,
-/// the trust store and the audit log live there.
+/// the trust store and the audit log live there. An empty value is unset, and a relative
+/// value or one inside the working directory is ignored ([`config::env`]).
 pub fn data_dir() -> PathBuf {
-    std::env::var_os("HOOKHOST_DATA_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|d| d.data_dir().join("hookhost")))
-        .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+    data_dir_judged(&config::env::workspaces_of(None)).0
+}
+
+/// [`data_dir`] judged against `workspaces`, with the notice when the variable was refused.
+fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Option<String>) {
+    let default = || {
+        directories::BaseDirs::new()
+            .map(|d| d.data_dir().join("hookhost"))
+            .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+    };
+    match config::env::path_var("HOOKHOST_DATA_DIR", workspaces) {
+        Ok(Some(dir)) => (dir, None),
+        Ok(None) => (default(), None),
+        Err(notice) => (default(), Some(notice)),
+    }
 }
 
 /// Builds a [`Host`] from config sources.
@@ -105,6 +116,11 @@ pub struct HostBuilder {
     functions: Vec<policy::FunctionHook>,
     trust: WorkspaceTrust,
     audit: Option<PathBuf>,
+    /// Notices about refused environment values, for every outcome.
+    env_notices: Vec<String>,
+    /// `Some` in a daemon: the last good version of each file (from the host built
+    /// before), kept in force while a newer version is broken.
+    last_good: Option<Arc<config::LastGood>>,
 }
 
 impl HostBuilder {
@@ -125,34 +141,65 @@ impl HostBuilder {
             functions: Vec::new(),
             trust: WorkspaceTrust::Untrusted,
             audit: None,
+            env_notices: Vec::new(),
+            last_good: None,
         }
     }
 
-    /// Reads the standard sources: managed policy from `HOOKHOST_MANAGED_DIR`, the user's
-    /// `HOOKHOST_HOME`, and the project's `.hookhost/`; the Stop cap from
+    /// Reads the standard sources: managed policy from the system directory
+    /// (`/etc/hookhost`, or `HOOKHOST_MANAGED_DIR` only where the system has none), the
+    /// user's `HOOKHOST_HOME`, and the project's `.hookhost/`; the Stop cap from
     /// `HOOKHOST_STOP_BLOCK_CAP`. Judges workspace trust by the trust store in
-    /// [`data_dir`] (or trusts explicitly when `HOOKHOST_TRUST_WORKSPACE=1`), and appends
-    /// every dispatch to the audit log (`HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in
-    /// [`data_dir`]). An `audit_log` or a trust other than `Untrusted` set before is kept;
+    /// [`data_dir`] (or trusts explicitly when `HOOKHOST_TRUST_WORKSPACE` is exactly `1`
+    /// and managed policy does not forbid it), and appends every dispatch to the audit
+    /// log (managed `auditLog`, else `HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in
+    /// [`data_dir`]). Environment values are judged by [`config::env`]: empty is unset, a
+    /// relative path or one inside the workspace is ignored with a notice on every
+    /// outcome. An `audit_log` or a trust other than `Untrusted` set before is kept;
     /// setters called after override these.
     pub fn standard_sources(mut self) -> HostBuilder {
-        let data = data_dir();
+        let workspaces = config::env::workspaces_of(Some(&self.sources.project_dir));
+        let (data, notice) = data_dir_judged(&workspaces);
+        self.env_notices.extend(notice);
         if self.trust == WorkspaceTrust::Untrusted {
-            self.trust = if std::env::var("HOOKHOST_TRUST_WORKSPACE").is_ok_and(|v| v.trim() == "1")
-            {
-                WorkspaceTrust::Explicit
+            let store = trust::TrustStore::in_data_dir(&data).path().to_path_buf();
+            self.trust = if config::env::trust_switch() {
+                WorkspaceTrust::Environment(store)
             } else {
-                WorkspaceTrust::Store(trust::TrustStore::in_data_dir(&data).path().to_path_buf())
+                WorkspaceTrust::Store(store)
             };
         }
-        self.audit = self.audit.or_else(|| Some(AuditLog::default_path(&data)));
+        if self.audit.is_none() {
+            let log = match config::env::path_var("HOOKHOST_AUDIT_LOG", &workspaces) {
+                Ok(Some(path)) => path,
+                Ok(None) => data.join("audit.jsonl"),
+                Err(notice) => {
+                    self.env_notices.push(notice);
+                    data.join("audit.jsonl")
+                }
+            };
+            self.audit = Some(log);
+        }
         let settings = std::mem::take(&mut self.sources.settings);
         self.sources = SourceOptions::from_env(self.sources.project_dir.clone(), settings);
-        self.stop_block_cap = self.stop_block_cap.or_else(|| {
-            std::env::var("HOOKHOST_STOP_BLOCK_CAP")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-        });
+        match config::env::stop_block_cap() {
+            Ok(cap) => self.stop_block_cap = self.stop_block_cap.or(cap),
+            Err(notice) => self.env_notices.push(notice),
+        }
+        self
+    }
+
+    /// Builds the host of a daemon: with `previous` (the host built before from the same
+    /// sources), every file that fails to load or whose hooks fail to build keeps its last
+    /// good version in force, with a notice on every outcome naming the file, the error
+    /// and that the previous version is in force. With `None` (the daemon's first build)
+    /// nothing is kept yet, but this host remembers its good files for the next rebuild.
+    pub fn reload_of(mut self, previous: Option<&Host>) -> HostBuilder {
+        self.last_good = Some(
+            previous
+                .map(|host| host.last_good.clone())
+                .unwrap_or_default(),
+        );
         self
     }
 
@@ -233,19 +280,30 @@ impl HostBuilder {
 
     /// Loads the sources and resolves the policy. Problems in the sources do not fail the
     /// build: they are in [`Policy::errors`] and [`Policy::warnings`], and every outcome
-    /// carries the errors as notices.
+    /// carries them as notices ([`Policy::notices`]).
     pub fn build(self) -> Host {
         let catalogue = Arc::new(self.catalogue);
-        let loaded = config::load(&self.sources, &catalogue);
-        let trust = trust::request(&loaded, &self.sources, &self.trust);
         let sources = self.sources;
+        let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
+        loaded.notices.extend(self.env_notices);
         let options = ResolveOptions {
             project_dir: sources.project_dir.clone(),
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
-            trust: Some(trust),
+            trust: None,
         };
-        let policy = Arc::new(policy::resolve(loaded, catalogue, &options));
+        let resolve = |loaded: LoadedConfig| {
+            let options = ResolveOptions {
+                trust: Some(trust::request(&loaded, &sources, &self.trust)),
+                ..options.clone()
+            };
+            policy::resolve(loaded, catalogue.clone(), &options)
+        };
+        let (policy, last_good) = match &self.last_good {
+            None => (resolve(loaded), config::LastGood::new()),
+            Some(previous) => resolve_keeping_last_good(loaded, previous, resolve),
+        };
+        let policy = Arc::new(policy);
         let sessions = self
             .sessions
             .unwrap_or_else(|| Arc::new(MemoryStore::default()));
@@ -255,17 +313,22 @@ impl HostBuilder {
         let wasm = self
             .wasm
             .unwrap_or_else(handlers::wasm::WasmRuntime::shared);
+        // Managed policy's `auditLog` wins over every other choice of the log.
+        let audit = policy.settings.audit_log.clone().or(self.audit);
         let dispatcher = Dispatcher::new(
-            policy,
+            policy.clone(),
             Handlers::new(Some(wasm)),
             sessions,
             self.launcher,
             self.session_files,
         )
-        .with_audit(self.audit.map(AuditLog::new));
+        .with_audit(audit.map(AuditLog::new));
         let mut watched = sources.watched_paths();
-        if let WorkspaceTrust::Store(store) = &self.trust {
+        if let WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) = &self.trust {
             watched.push(store.clone());
+            if let Some(dir) = store.parent() {
+                watched.push(dir.to_path_buf());
+            }
         }
         watched.extend(
             dispatcher
@@ -281,14 +344,98 @@ impl HostBuilder {
         watched.dedup();
         Host {
             dispatcher,
+            built: policy,
             watched: Arc::new(watched),
+            last_good: Arc::new(last_good),
         }
     }
 }
 
-/// The modification time and length of each file a host was built from (`None`: absent).
+/// Resolves `loaded`; then every file source with an error whose bytes differ from its
+/// last good version gets that version back and the policy is resolved again (this only
+/// happens while a file is broken). Returns the policy and the good versions to keep for
+/// the next rebuild: each file source without an error now, and each kept one.
+fn resolve_keeping_last_good(
+    loaded: LoadedConfig,
+    previous: &config::LastGood,
+    resolve: impl Fn(LoadedConfig) -> Policy,
+) -> (Policy, config::LastGood) {
+    let kept = loaded.clone();
+    let policy = resolve(loaded);
+    let erring = |layer: &config::ConfigLayer, policy: &Policy| {
+        policy
+            .errors
+            .iter()
+            .find(|e| e.location == layer.origin.location)
+            .cloned()
+    };
+    let mut again = kept.clone();
+    let mut replaced = false;
+    for layer in &kept.layers {
+        let Some(file) = &layer.file else { continue };
+        let Some(error) = erring(layer, &policy) else {
+            continue;
+        };
+        if let Some(good) = previous.get(&(layer.origin.kind, file.clone()))
+            && good.layer.sha256 != layer.sha256
+        {
+            again.keep_in_force(good, &error);
+            replaced = true;
+        }
+    }
+    let (policy, in_force) = if replaced {
+        (resolve(again.clone()), again)
+    } else {
+        (policy, kept)
+    };
+    let now = std::time::SystemTime::now();
+    let mut good = config::LastGood::new();
+    for layer in &in_force.layers {
+        let Some(file) = &layer.file else { continue };
+        let key = (layer.origin.kind, file.clone());
+        if erring(layer, &policy).is_some() {
+            // Not good now; an earlier good version stays the one to fall back to.
+            if let Some(earlier) = previous.get(&key) {
+                good.insert(key, earlier.clone());
+            }
+            continue;
+        }
+        let since = previous
+            .get(&key)
+            .filter(|g| g.layer.sha256 == layer.sha256)
+            .map_or(now, |g| g.since);
+        good.insert(
+            key,
+            config::GoodSource {
+                layer: layer.clone(),
+                since,
+            },
+        );
+    }
+    // The good versions of files this build did not load (absent now, or another
+    // project's files, when a dispatch daemon's requests alternate between projects)
+    // are kept for later, newest first, up to a bound.
+    let mut others: Vec<_> = previous
+        .iter()
+        .filter(|(key, _)| !good.contains_key(*key))
+        .collect();
+    others.sort_by_key(|(_, source)| std::cmp::Reverse(source.since));
+    let room = LAST_GOOD_FILES.saturating_sub(good.len());
+    for (key, source) in others.into_iter().take(room) {
+        good.insert(key.clone(), source.clone());
+    }
+    (policy, good)
+}
+
+/// How many files' last good versions a daemon's host remembers.
+const LAST_GOOD_FILES: usize = 256;
+
+/// The state of each file a host was built from (`None`: absent): its [`FileStamp`]
+/// (device, inode, size, mtime and ctime, as the compile cache stamps its entries), so
+/// that a file replaced, rewritten within the same second or set back to its old mtime
+/// is seen as changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourcesFingerprint(Vec<(PathBuf, Option<(std::time::SystemTime, u64)>)>);
+pub struct SourcesFingerprint(Vec<(PathBuf, Option<config::file::FileStamp>)>);
 
 impl SourcesFingerprint {
     /// The files whose state differs between `self` and `other`.
@@ -312,7 +459,7 @@ impl SourcesFingerprint {
         };
         self.0
             .iter()
-            .all(|(_, state)| state.is_none_or(|(modified, _)| modified < recent))
+            .all(|(_, stamp)| stamp.is_none_or(|stamp| stamp.changed_at() < recent))
     }
 }
 
@@ -320,7 +467,11 @@ impl SourcesFingerprint {
 #[derive(Debug, Clone)]
 pub struct Host {
     dispatcher: Dispatcher,
+    /// The policy as built, without notices added since ([`Host::with_notice`]).
+    built: Arc<Policy>,
     watched: Arc<Vec<PathBuf>>,
+    /// The last good version of each file source, for [`HostBuilder::reload_of`].
+    last_good: Arc<config::LastGood>,
 }
 
 impl Host {
@@ -337,13 +488,60 @@ impl Host {
             self.watched
                 .iter()
                 .map(|path| {
-                    let state = std::fs::metadata(path)
+                    let stamp = std::fs::metadata(path)
                         .ok()
-                        .and_then(|m| Some((m.modified().ok()?, m.len())));
-                    (path.clone(), state)
+                        .map(|m| config::file::FileStamp::of(&m));
+                    (path.clone(), stamp)
                 })
                 .collect(),
         )
+    }
+
+    /// This host as built, with `notice` on every outcome (replacing a notice added
+    /// before): what a daemon serves when a rebuild failed.
+    pub fn with_notice(&self, notice: impl Into<String>) -> Host {
+        let mut policy = Policy::clone(&self.built);
+        policy.notices.push(notice.into());
+        Host {
+            dispatcher: self.dispatcher.with_policy(Arc::new(policy)),
+            ..self.clone()
+        }
+    }
+
+    /// This host, also remembering the last good versions of the files `other` was built
+    /// from (the newer version where both have one), up to a bound: what a daemon that
+    /// forgets `other` (to bound its memory) keeps of it, so that rebuilding `other`'s
+    /// project later still has a previous version of each of its files.
+    pub fn remembering(&self, other: &Host) -> Host {
+        let mut merged = config::LastGood::clone(&self.last_good);
+        for (key, source) in other.last_good.iter() {
+            let newer = merged.get(key).is_none_or(|kept| kept.since < source.since);
+            if newer && (merged.len() < LAST_GOOD_FILES || merged.contains_key(key)) {
+                merged.insert(key.clone(), source.clone());
+            }
+        }
+        Host {
+            last_good: Arc::new(merged),
+            ..self.clone()
+        }
+    }
+
+    /// Builds the host again (a daemon's reload after its files changed): `build` gets
+    /// this host, to pass to [`HostBuilder::reload_of`]. A build that panics leaves this
+    /// host serving, with a notice on every outcome saying that the reload failed and the
+    /// previous config stays in force.
+    pub fn rebuild(&self, build: impl FnOnce(&Host) -> Host) -> Host {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(self))) {
+            Ok(host) => host,
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!("config reload failed: {message}");
+                self.with_notice(format!(
+                    "config reload failed (the new config could not be built: {message}); \
+                     the previous config stays in force until its files change again"
+                ))
+            }
+        }
     }
 
     /// The resolved policy.
@@ -363,5 +561,223 @@ impl Host {
     /// An unknown event or an input that is not a JSON object.
     pub async fn dispatch(&self, event: &str, input: Value) -> Result<Outcome, DispatchError> {
         self.dispatcher.dispatch(event, input).await
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GUARD: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "id": "guard", "command": "exit 2"}]}]}}"#;
+
+    struct Dirs {
+        _root: tempfile::TempDir,
+        project: PathBuf,
+        user: PathBuf,
+        managed: PathBuf,
+    }
+
+    fn dirs() -> Dirs {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().to_path_buf();
+        let d = Dirs {
+            project: base.join("project"),
+            user: base.join("user"),
+            managed: base.join("managed"),
+            _root: root,
+        };
+        for dir in [&d.project, &d.user, &d.managed] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        d
+    }
+
+    fn builder(d: &Dirs) -> HostBuilder {
+        HostBuilder::new(&d.project)
+            .user_dir(&d.user)
+            .managed_dir(&d.managed)
+    }
+
+    /// The hooks that would run: `(id, skipped)`.
+    fn running(host: &Host) -> Vec<String> {
+        host.policy()
+            .hooks
+            .iter()
+            .filter(|h| h.skip.is_none())
+            .map(|h| h.id.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_daemon_keeps_the_last_good_version_of_a_broken_file_in_force() {
+        let d = dirs();
+        let file = d.user.join("hooks.json");
+        std::fs::write(&file, GUARD).unwrap();
+        let mut host = builder(&d).reload_of(None).build();
+        assert_eq!(running(&host), ["guard"]);
+        assert!(host.policy().notices.is_empty());
+        let broken_versions = [
+            "{ not json",
+            r#"{"hooks": {"PreToolUse": {}}}"#,
+            // Parses, but its hook cannot be built (an invalid regex matcher).
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": [
+                {"type": "command", "id": "guard", "command": "true"}]}]}}"#,
+        ];
+        for broken in broken_versions {
+            std::fs::write(&file, broken).unwrap();
+            // The one-shot rule: no previous version, the file's hooks are skipped.
+            let one_shot = builder(&d).build();
+            assert!(running(&one_shot).is_empty(), "{broken}");
+            assert!(
+                one_shot.policy().notices[0].starts_with("config error, hooks skipped"),
+                "{:?}",
+                one_shot.policy().notices
+            );
+            host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+            assert_eq!(running(&host), ["guard"], "{broken}");
+            let notices = &host.policy().notices;
+            assert_eq!(notices.len(), 1, "{notices:?}");
+            assert!(
+                notices[0].contains(&file.display().to_string())
+                    && notices[0].contains("previous version of this file")
+                    && notices[0].contains("stays in force"),
+                "{notices:?}"
+            );
+        }
+        // Fixed: the new version is in force and the notice is gone.
+        std::fs::write(&file, GUARD.replace("\"guard\"", "\"guard-2\"")).unwrap();
+        host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert_eq!(running(&host), ["guard-2"]);
+        assert!(host.policy().notices.is_empty());
+        // Removing the file removes its hooks: an absent file is not a broken one.
+        std::fs::remove_file(&file).unwrap();
+        host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert!(running(&host).is_empty());
+    }
+
+    /// A dispatch daemon whose requests alternate between projects builds each host with
+    /// the other project's host as its previous one: the user's file (shared) and each
+    /// project's own files keep their last good versions across the switches.
+    #[test]
+    fn last_good_versions_survive_switching_projects() {
+        let d = dirs();
+        let other = d.project.parent().unwrap().join("other");
+        std::fs::create_dir_all(other.join(".hookhost")).unwrap();
+        std::fs::create_dir_all(d.project.join(".hookhost")).unwrap();
+        let of = |project: &std::path::Path| {
+            HostBuilder::new(project)
+                .user_dir(&d.user)
+                .managed_dir(&d.managed)
+                .workspace_trust(WorkspaceTrust::Explicit)
+        };
+        let user = d.user.join("hooks.json");
+        let project_file = d.project.join(".hookhost/hooks.json");
+        std::fs::write(&user, GUARD).unwrap();
+        std::fs::write(
+            &project_file,
+            GUARD.replace("\"guard\"", "\"project-guard\""),
+        )
+        .unwrap();
+        let a = of(&d.project).reload_of(None).build();
+        let mut running_a = running(&a);
+        running_a.sort();
+        assert_eq!(running_a, ["guard", "project-guard"]);
+        std::fs::write(&user, "{ broken").unwrap();
+        std::fs::write(&project_file, "{ broken").unwrap();
+        let b = of(&other).reload_of(Some(&a)).build();
+        assert_eq!(
+            running(&b),
+            ["guard"],
+            "the user's guard, in another project"
+        );
+        let a_again = of(&d.project).reload_of(Some(&b)).build();
+        let mut running_a = running(&a_again);
+        running_a.sort();
+        assert_eq!(
+            running_a,
+            ["guard", "project-guard"],
+            "the project's guard, after a request about another project"
+        );
+    }
+
+    #[test]
+    fn broken_managed_policy_keeps_its_last_good_version_or_fails_closed() {
+        let d = dirs();
+        let managed = d.managed.join("managed.json");
+        std::fs::write(&managed, r#"{"allowManagedHooksOnly": false}"#).unwrap();
+        std::fs::write(d.user.join("hooks.json"), GUARD).unwrap();
+        let host = builder(&d).reload_of(None).build();
+        std::fs::write(&managed, r#"{"allowManagedHooksOnly": "no"}"#).unwrap();
+        let reloaded = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert_eq!(
+            running(&reloaded),
+            ["guard"],
+            "the previous managed file is in force"
+        );
+        // A daemon that starts while managed policy is broken has no previous version.
+        let fresh = builder(&d).reload_of(None).build();
+        assert!(running(&fresh).is_empty());
+        assert!(
+            fresh.policy().hooks[0]
+                .skip
+                .as_deref()
+                .unwrap()
+                .starts_with("managed policy is broken")
+        );
+    }
+
+    #[test]
+    fn a_rebuild_that_panics_keeps_the_previous_host_with_a_notice() {
+        let d = dirs();
+        std::fs::write(d.user.join("hooks.json"), GUARD).unwrap();
+        let host = builder(&d).reload_of(None).build();
+        let kept = host.rebuild(|_| panic!("boom"));
+        assert_eq!(running(&kept), ["guard"]);
+        assert_eq!(kept.policy().notices.len(), 1);
+        assert!(
+            kept.policy().notices[0].contains("config reload failed")
+                && kept.policy().notices[0].contains("boom")
+                && kept.policy().notices[0].contains("previous config stays in force"),
+            "{:?}",
+            kept.policy().notices
+        );
+        let again = kept.rebuild(|_| panic!("bang"));
+        assert_eq!(again.policy().notices.len(), 1, "notices do not pile up");
+        let recovered = again.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert!(recovered.policy().notices.is_empty());
+    }
+
+    #[test]
+    fn the_fingerprint_sees_a_rewrite_of_the_same_size_and_mtime() {
+        let d = dirs();
+        let file = d.user.join("hooks.json");
+        std::fs::write(&file, GUARD).unwrap();
+        let host = builder(&d).build();
+        let before = host.fingerprint();
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&file, GUARD.replace("exit 2", "exit 0")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let after = host.fingerprint();
+        assert_ne!(before, after);
+        assert_eq!(
+            after.changed_since(&before).into_iter().collect::<Vec<_>>(),
+            [file]
+        );
     }
 }

@@ -101,8 +101,11 @@ impl Default for Limits {
     }
 }
 
-/// Builds the host of a project, with the daemon's session store.
-pub type HostFactory = Arc<dyn Fn(&Path, Arc<dyn SessionStore>) -> Host + Send + Sync>;
+/// Builds the host of a project, with the daemon's session store; on a reload, given the
+/// host built before (for [`crate::HostBuilder::reload_of`], which keeps the last good
+/// version of a broken file in force).
+pub type HostFactory =
+    Arc<dyn Fn(&Path, Arc<dyn SessionStore>, Option<&Host>) -> Host + Send + Sync>;
 
 struct Project {
     host: Host,
@@ -225,6 +228,10 @@ pub struct Server {
     factory: HostFactory,
     default_project: PathBuf,
     projects: Mutex<HashMap<PathBuf, Arc<Mutex<Project>>>>,
+    /// What the project hosts forgotten to bound the table leave behind: their files'
+    /// last good versions ([`Host::remembering`]), so that a project built again while
+    /// one of its files is broken still has that file's previous version in force.
+    forgotten: Mutex<Option<Host>>,
     sessions: Arc<SubscribingStore>,
     shutdown: CancellationToken,
     connections: TaskTracker,
@@ -472,6 +479,7 @@ impl Server {
             factory,
             default_project,
             projects: Mutex::new(HashMap::new()),
+            forgotten: Mutex::new(None),
             sessions: Arc::new(SubscribingStore::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
@@ -501,29 +509,61 @@ impl Server {
             .iter()
             .find(|(key, project)| Arc::strong_count(project) == 1 && *key != &self.default_project)
             .map(|(key, _)| key.clone());
-        if let Some(key) = idle {
-            projects.remove(&key);
+        if let Some(key) = idle
+            && let Some(project) = projects.remove(&key)
+        {
+            let host = project
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .host
+                .clone();
+            let mut forgotten = self.forgotten.lock().unwrap_or_else(|e| e.into_inner());
+            *forgotten = Some(match forgotten.take() {
+                Some(kept) => kept.remembering(&host),
+                None => host,
+            });
         }
     }
 
-    /// The host of a project, built on first use.
+    /// The host of a project, built on first use (with what forgotten projects left
+    /// behind as its previous version). A first build that panics is not kept (the panic
+    /// is its request's answer, and the next request builds again).
     fn project(&self, dir: &Path) -> Arc<Mutex<Project>> {
         let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        projects
-            .entry(dir.to_path_buf())
-            .or_insert_with(|| {
-                let host = (self.factory)(dir, self.sessions.clone());
-                let fingerprint = host.fingerprint();
-                Arc::new(Mutex::new(Project {
-                    host,
-                    fingerprint,
-                    notice: None,
-                }))
-            })
-            .clone()
+        if let Some(project) = projects.get(dir) {
+            return project.clone();
+        }
+        // The files this project shares with the others (the user's, managed policy) have
+        // a last good version in the default project's host, and its own files may have
+        // one in what forgotten hosts left behind.
+        let default = projects
+            .get(&self.default_project)
+            .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()).host.clone());
+        let forgotten = self
+            .forgotten
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let previous = match (default, forgotten) {
+            (Some(default), Some(forgotten)) => Some(default.remembering(&forgotten)),
+            (default, forgotten) => default.or(forgotten),
+        };
+        let host = (self.factory)(dir, self.sessions.clone(), previous.as_ref());
+        let fingerprint = host.fingerprint();
+        let project = Arc::new(Mutex::new(Project {
+            host,
+            fingerprint,
+            notice: None,
+        }));
+        projects.insert(dir.to_path_buf(), project.clone());
+        project
     }
 
-    /// Rebuilds the hosts whose config files changed.
+    /// Rebuilds the hosts whose config files changed. A rebuild never leaves a project
+    /// less guarded: a file that fails to load keeps its last good version in force (see
+    /// [`crate::HostBuilder::reload_of`]), and a rebuild that panics keeps the previous
+    /// host serving, with a notice on every outcome, until the files change again (it is
+    /// not retried on every poll).
     pub fn reload_changed(&self) {
         let projects: Vec<(PathBuf, Arc<Mutex<Project>>)> = self
             .projects
@@ -533,14 +573,19 @@ impl Server {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (dir, project) in projects {
-            let (old, now) = {
+            let (old, now, previous) = {
                 let project = project.lock().unwrap_or_else(|e| e.into_inner());
-                (project.fingerprint.clone(), project.host.fingerprint())
+                (
+                    project.fingerprint.clone(),
+                    project.host.fingerprint(),
+                    project.host.clone(),
+                )
             };
             if now == old {
                 continue;
             }
-            let host = (self.factory)(&dir, self.sessions.clone());
+            let sessions: Arc<dyn SessionStore> = self.sessions.clone();
+            let host = previous.rebuild(|previous| (self.factory)(&dir, sessions, Some(previous)));
             let new = host.fingerprint();
             let changed: Vec<String> = new
                 .changed_since(&old)
@@ -1083,6 +1128,7 @@ mod tests {
     use super::*;
     use crate::HostBuilder;
     use crate::policy::FunctionHook;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     fn frames(chunks: &[&[u8]], max: usize) -> Vec<Frame> {
@@ -1168,7 +1214,7 @@ mod tests {
     /// one on PostToolUse that panics while it is called; the factory itself panics for
     /// the project `/boom`.
     fn server(limits: Limits) -> Arc<Server> {
-        let factory: HostFactory = Arc::new(|dir, sessions| {
+        let factory: HostFactory = Arc::new(|dir, sessions, _previous| {
             assert!(dir != Path::new("/boom"), "the factory panics for /boom");
             HostBuilder::new(dir)
                 .function_hook(FunctionHook::new("PreToolUse", "slow", |_| async {
@@ -1308,5 +1354,123 @@ mod tests {
             "{rel}"
         );
         assert!(server.projects.lock().unwrap().len() <= 4);
+    }
+
+    /// A project built while a file is broken gets that file's last good version: the
+    /// user's (shared) from the default project's host, its own from the host that was
+    /// forgotten to bound the table. Checked to fail when new project hosts were built
+    /// without a previous version (both guards were skipped).
+    #[test]
+    fn projects_built_while_a_file_is_broken_keep_its_last_good_version() {
+        let root = tempfile::tempdir().unwrap();
+        let user = root.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let guard = |id: &str| {
+            format!(
+                r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "id": "{id}", "command": "exit 2"}}]}}]}}}}"#
+            )
+        };
+        std::fs::write(user.join("hooks.json"), guard("user-guard")).unwrap();
+        let project_a = root.path().join("a");
+        std::fs::create_dir_all(project_a.join(".hookhost")).unwrap();
+        std::fs::write(project_a.join(".hookhost/hooks.json"), guard("a-guard")).unwrap();
+        let u = user.clone();
+        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+            crate::HostBuilder::new(dir)
+                .user_dir(&u)
+                .workspace_trust(crate::WorkspaceTrust::Explicit)
+                .session_store(sessions)
+                .reload_of(previous)
+                .build()
+        });
+        let default = root.path().join("default");
+        let server = Server::with_limits(
+            default.clone(),
+            factory,
+            Limits {
+                projects: 2,
+                ..Limits::default()
+            },
+        );
+        let running = |dir: &Path| -> Vec<String> {
+            let project = server.project(dir);
+            let host = project.lock().unwrap().host.clone();
+            let mut ids: Vec<String> = host
+                .policy()
+                .hooks
+                .iter()
+                .filter(|h| h.skip.is_none())
+                .map(|h| h.id.clone())
+                .collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(running(&default), ["user-guard"]);
+        assert_eq!(running(&project_a), ["a-guard", "user-guard"]);
+        std::fs::write(user.join("hooks.json"), "{ broken").unwrap();
+        std::fs::write(project_a.join(".hookhost/hooks.json"), "{ broken").unwrap();
+        // A new project: the user's guard from the default project's host.
+        let b = root.path().join("b");
+        server.make_room_for(&b);
+        assert_eq!(running(&b), ["user-guard"]);
+        assert!(!server.projects.lock().unwrap().contains_key(&project_a));
+        // `a`, forgotten to make room for `b`, is built again with both guards.
+        server.make_room_for(&project_a);
+        assert_eq!(running(&project_a), ["a-guard", "user-guard"]);
+    }
+
+    #[test]
+    fn a_reload_that_panics_keeps_the_old_host_and_is_not_retried_until_files_change() {
+        let root = tempfile::tempdir().unwrap();
+        let user = root.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let file = user.join("hooks.json");
+        let guard = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "id": "guard", "command": "exit 2"}]}]}}"#;
+        std::fs::write(&file, guard).unwrap();
+        let panics = Arc::new(AtomicBool::new(false));
+        let builds = Arc::new(AtomicUsize::new(0));
+        let (p, b, u) = (panics.clone(), builds.clone(), user.clone());
+        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+            b.fetch_add(1, Ordering::SeqCst);
+            assert!(!p.load(Ordering::SeqCst), "the new config cannot be built");
+            crate::HostBuilder::new(dir)
+                .user_dir(&u)
+                .session_store(sessions)
+                .reload_of(previous)
+                .build()
+        });
+        let server = Server::new(root.path().to_path_buf(), factory);
+        let project = server.project(root.path());
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+
+        panics.store(true, Ordering::SeqCst);
+        std::fs::write(&file, guard.replace("exit 2", "exit 1")).unwrap();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+        let host = project.lock().unwrap().host.clone();
+        assert_eq!(host.policy().hooks[0].id, "guard");
+        assert!(
+            host.policy()
+                .notices
+                .iter()
+                .any(|n| n.contains("config reload failed")),
+            "{:?}",
+            host.policy().notices
+        );
+        // Not rebuilt on every poll while nothing changes.
+        server.reload_changed();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+
+        panics.store(false, Ordering::SeqCst);
+        std::fs::write(&file, guard).unwrap();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        let host = project.lock().unwrap().host.clone();
+        assert!(
+            host.policy().notices.is_empty(),
+            "{:?}",
+            host.policy().notices
+        );
     }
 }

@@ -2,17 +2,19 @@
 //! [`crate::policy::trust`].
 //!
 //! The store is one JSON file, `trust.json` in the user's data directory
-//! ([`crate::data_dir`]), keyed by the canonical workspace path. Each record holds the
-//! fingerprint taken when the user trusted the workspace. Updates take an exclusive lock on
-//! `trust.json.lock` and replace the file atomically (write a temporary file, rename).
-//! Only the user's environment decides where the store is: no config file can move it.
+//! ([`crate::data_dir`]), keyed by the exact bytes of the canonical workspace path (text
+//! when it is UTF-8, base64 when not; version-1 stores, keyed by the lossy display of the
+//! path, are still read). Each record holds the fingerprint taken when the user trusted
+//! the workspace. Updates take an exclusive lock on `trust.json.lock` and replace the file
+//! atomically (write a temporary file, rename). Only the user's environment decides where
+//! the store is: no config file can move it, and a store inside the workspace, one
+//! another user can write, or one reached through a symlink is refused.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::config::schema::HandlerType;
 use crate::config::{LoadedConfig, SourceKind, SourceOptions};
@@ -29,9 +31,12 @@ pub enum WorkspaceTrust {
     /// Trusted when the store at this path has a record whose fingerprint still matches
     /// (what the CLI and the daemon use).
     Store(PathBuf),
-    /// Trusted for this host, pinned to the current fingerprint (`--trust-workspace`,
-    /// `HOOKHOST_TRUST_WORKSPACE=1`).
+    /// Trusted for this host, pinned to the current fingerprint (`--trust-workspace`).
     Explicit,
+    /// `HOOKHOST_TRUST_WORKSPACE=1`: trusted for this host like [`WorkspaceTrust::Explicit`],
+    /// unless managed policy sets `forbidEnvironmentTrust`; then judged by the store at
+    /// this path like [`WorkspaceTrust::Store`].
+    Environment(PathBuf),
 }
 
 /// One trusted workspace.
@@ -44,15 +49,133 @@ pub struct TrustRecord {
     pub files: Fingerprint,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct StoreFile {
-    #[serde(default)]
-    version: u32,
-    #[serde(default)]
-    workspaces: BTreeMap<String, TrustRecord>,
+/// The store's format: version 2 keys each workspace by the exact bytes of its path.
+const STORE_VERSION: u64 = 2;
+
+/// One record of a version-2 store: the workspace path as text when it is UTF-8, else
+/// its bytes in base64, so that two paths never share a record.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredWorkspace {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path_base64: Option<String>,
+    #[serde(flatten)]
+    record: TrustRecord,
+}
+
+/// The store in memory: workspace path (exact bytes) → record.
+type Workspaces = BTreeMap<PathBuf, TrustRecord>;
+
+/// A path as text for a JSON file, losing nothing: the path itself when it is UTF-8,
+/// else `base64:` and its bytes (an absolute or relative path never starts so).
+pub fn path_text(path: &Path) -> String {
+    use base64::Engine;
+    use std::os::unix::ffi::OsStrExt;
+    match path.to_str() {
+        Some(text) if !text.starts_with("base64:") => text.to_string(),
+        _ => format!(
+            "base64:{}",
+            base64::engine::general_purpose::STANDARD.encode(path.as_os_str().as_bytes())
+        ),
+    }
+}
+
+fn decode_store(bytes: &[u8], shown: &str) -> Result<Workspaces, String> {
+    use base64::Engine;
+    use std::os::unix::ffi::OsStringExt;
+    let not_a_store = |e: &dyn std::fmt::Display| format!("`{shown}` is not a trust store: {e}");
+    let doc: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| not_a_store(&e))?;
+    let version = doc
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    let list = doc
+        .get("workspaces")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    match version {
+        // Version 1 (and before): keyed by the path's `display()`, which is lossy for
+        // paths that are not UTF-8. A key that is valid text names its path exactly and
+        // is kept; a key with U+FFFD may stand for any of several paths and is dropped
+        // (that workspace has to be trusted again).
+        0 | 1 => {
+            let map: BTreeMap<String, TrustRecord> = if list.is_null() {
+                BTreeMap::new()
+            } else {
+                serde_json::from_value(list).map_err(|e| not_a_store(&e))?
+            };
+            Ok(map
+                .into_iter()
+                .filter(|(key, _)| !key.contains('\u{fffd}'))
+                .map(|(key, record)| (PathBuf::from(key), record))
+                .collect())
+        }
+        STORE_VERSION => {
+            let list: Vec<StoredWorkspace> = if list.is_null() {
+                Vec::new()
+            } else {
+                serde_json::from_value(list).map_err(|e| not_a_store(&e))?
+            };
+            let mut out = Workspaces::new();
+            for entry in list {
+                let path = match (entry.path, entry.path_base64) {
+                    (Some(text), None) => PathBuf::from(text),
+                    (None, Some(encoded)) => {
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(encoded.as_bytes())
+                            .map_err(|e| not_a_store(&e))?;
+                        PathBuf::from(std::ffi::OsString::from_vec(bytes))
+                    }
+                    _ => return Err(not_a_store(&"a record needs one of `path`, `pathBase64`")),
+                };
+                out.insert(path, entry.record);
+            }
+            Ok(out)
+        }
+        newer => Err(format!(
+            "`{shown}` is a version {newer} trust store, written by a newer hookhost; \
+             refusing to read or rewrite it"
+        )),
+    }
+}
+
+fn encode_store(workspaces: &Workspaces) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    use std::os::unix::ffi::OsStrExt;
+    let list: Vec<StoredWorkspace> = workspaces
+        .iter()
+        .map(|(path, record)| {
+            let (text, encoded) = match path.to_str() {
+                Some(text) => (Some(text.to_string()), None),
+                None => (
+                    None,
+                    Some(
+                        base64::engine::general_purpose::STANDARD
+                            .encode(path.as_os_str().as_bytes()),
+                    ),
+                ),
+            };
+            StoredWorkspace {
+                path: text,
+                path_base64: encoded,
+                record: record.clone(),
+            }
+        })
+        .collect();
+    let doc = serde_json::json!({"version": STORE_VERSION, "workspaces": list});
+    serde_json::to_vec_pretty(&doc).map_err(|e| e.to_string())
 }
 
 /// The trust store file.
+///
+/// The store decides whether a repository's hooks run, so it is believed only when no
+/// one but the user can have written it: `trust.json` and its directory are opened
+/// without following symlinks (a symlink there is refused, not followed), and each must
+/// be owned by the user (the directory may also be root's) and not writable by its group
+/// or other users. `trust.json` must be a regular file of at most
+/// [`crate::config::file::CONFIG_CAP`] bytes.
 #[derive(Debug, Clone)]
 pub struct TrustStore {
     path: PathBuf,
@@ -74,49 +197,163 @@ impl TrustStore {
         &self.path
     }
 
-    fn read(&self) -> Result<StoreFile, String> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| format!("`{}` is not a trust store: {e}", self.path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreFile::default()),
-            Err(e) => Err(format!("cannot read `{}`: {e}", self.path.display())),
+    fn dir(&self) -> &Path {
+        match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
         }
     }
 
-    /// Every trusted workspace.
-    ///
-    /// # Errors
-    ///
-    /// The store cannot be read or parsed.
-    pub fn list(&self) -> Result<BTreeMap<String, TrustRecord>, String> {
-        Ok(self.read()?.workspaces)
+    fn file_name(&self) -> Result<&std::ffi::OsStr, String> {
+        self.path
+            .file_name()
+            .ok_or_else(|| format!("`{}` is not a file name", self.path.display()))
     }
 
-    /// The record of a workspace (canonical path).
+    /// Opens the store's directory without following a symlink and checks who can write
+    /// it. `Ok(None)`: it does not exist.
+    fn open_dir(&self) -> Result<Option<std::fs::File>, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = self.dir();
+        let shown = dir.display();
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir);
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // With O_DIRECTORY, Linux answers a symlink with ENOTDIR rather than ELOOP.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+                let symlink = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_symlink());
+                return Err(if symlink {
+                    format!(
+                        "the trust store's directory `{shown}` is a symlink; refused (not followed)"
+                    )
+                } else {
+                    format!("the trust store's directory `{shown}` is not a directory; refused")
+                });
+            }
+            Err(e) => return Err(format!("cannot open `{shown}`: {e}")),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        let me = crate::config::file::effective_uid();
+        if let Some(why) = crate::config::file::unsafe_owner_or_mode(&meta, &[me, 0], 0o022) {
+            return Err(format!(
+                "the trust store's directory `{shown}` is refused: {why}"
+            ));
+        }
+        Ok(Some(file))
+    }
+
+    /// Opens `name` in the directory `dir` with `flags` and never through a symlink.
+    fn open_at(
+        dir: &std::fs::File,
+        name: &std::ffi::OsStr,
+        flags: libc::c_int,
+        mode: libc::mode_t,
+    ) -> std::io::Result<std::fs::File> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: `dir` is an open directory and `name` a NUL-terminated string; openat
+        // returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY,
+                libc::c_uint::from(mode),
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by nothing else.
+        Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn read(&self) -> Result<Workspaces, String> {
+        use std::io::Read;
+        let shown = self.path.display().to_string();
+        let Some(dir) = self.open_dir()? else {
+            return Ok(Workspaces::new());
+        };
+        let file = match Self::open_at(
+            &dir,
+            self.file_name()?,
+            libc::O_RDONLY | libc::O_NONBLOCK,
+            0,
+        ) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Workspaces::new()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(format!(
+                    "the trust store `{shown}` is a symlink; refused (not followed)"
+                ));
+            }
+            Err(e) => return Err(format!("cannot read `{shown}`: {e}")),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "the trust store `{shown}` is {}; refused",
+                crate::config::file::kind_name(&meta)
+            ));
+        }
+        let me = crate::config::file::effective_uid();
+        if let Some(why) = crate::config::file::unsafe_owner_or_mode(&meta, &[me], 0o022) {
+            return Err(format!("the trust store `{shown}` is refused: {why}"));
+        }
+        let cap = crate::config::file::CONFIG_CAP;
+        let mut bytes = Vec::new();
+        file.take(cap + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        if bytes.len() as u64 > cap {
+            return Err(format!(
+                "the trust store `{shown}` is larger than {cap} bytes; refused"
+            ));
+        }
+        decode_store(&bytes, &shown)
+    }
+
+    /// Every trusted workspace, by its exact path.
     ///
     /// # Errors
     ///
-    /// The store cannot be read or parsed.
+    /// The store cannot be read or parsed, or is refused.
+    pub fn list(&self) -> Result<BTreeMap<PathBuf, TrustRecord>, String> {
+        self.read()
+    }
+
+    /// The record of a workspace (canonical path, compared byte for byte).
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be read or parsed, or is refused.
     pub fn get(&self, workspace: &Path) -> Result<Option<TrustRecord>, String> {
-        Ok(self
-            .read()?
-            .workspaces
-            .remove(&workspace.display().to_string()))
+        Ok(self.read()?.remove(workspace))
     }
 
     /// Records `fingerprint` as trusted for `workspace`, replacing any earlier record.
     ///
     /// # Errors
     ///
-    /// The store cannot be read, locked or written.
+    /// The store cannot be read, locked or written, or is refused.
     pub fn trust(&self, workspace: &Path, fingerprint: Fingerprint) -> Result<(), String> {
         let trusted_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        self.update(|file| {
-            file.workspaces.insert(
-                workspace.display().to_string(),
+        self.update(|workspaces| {
+            workspaces.insert(
+                workspace.to_path_buf(),
                 TrustRecord {
                     trusted_at,
                     files: fingerprint,
@@ -131,39 +368,36 @@ impl TrustStore {
     ///
     /// # Errors
     ///
-    /// The store cannot be read, locked or written.
+    /// The store cannot be read, locked or written, or is refused.
     pub fn untrust(&self, workspace: &Path) -> Result<bool, String> {
-        self.update(|file| {
-            file.workspaces
-                .remove(&workspace.display().to_string())
-                .is_some()
-        })
+        self.update(|workspaces| workspaces.remove(workspace).is_some())
     }
 
     /// Read-modify-write under an exclusive lock; the file is replaced atomically.
-    fn update(&self, change: impl FnOnce(&mut StoreFile) -> bool) -> Result<bool, String> {
+    fn update(&self, change: impl FnOnce(&mut Workspaces) -> bool) -> Result<bool, String> {
+        use std::os::unix::fs::DirBuilderExt;
         let shown = self.path.display();
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
-        let mut lock_name = self.path.as_os_str().to_owned();
+        let dir_path = self.dir();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir_path)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir_path.display()))?;
+        let dir = self
+            .open_dir()?
+            .ok_or_else(|| format!("cannot create `{}`", dir_path.display()))?;
+        let mut lock_name = self.file_name()?.to_owned();
         lock_name.push(".lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(PathBuf::from(lock_name))
+        let lock = Self::open_at(&dir, &lock_name, libc::O_WRONLY | libc::O_CREAT, 0o600)
             .map_err(|e| format!("cannot lock `{shown}`: {e}"))?;
         let _guard = crate::audit::Flock::exclusive(&lock)
             .map_err(|e| format!("cannot lock `{shown}`: {e}"))?;
-        let mut file = self.read()?;
-        let changed = change(&mut file);
-        if !changed {
+        let mut workspaces = self.read()?;
+        if !change(&mut workspaces) {
             return Ok(false);
         }
-        file.version = 1;
-        let json = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        let json = encode_store(&workspaces)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir_path)
             .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
         tmp.write_all(&json)
             .and_then(|()| tmp.as_file().sync_all())
@@ -184,16 +418,21 @@ pub fn canonical_workspace(dir: &Path) -> PathBuf {
 
 /// A workspace's fingerprint: its hook files (digests of the very bytes `loaded` parsed)
 /// and every plugin they reference. Returns the fingerprint and, for each plugin, its
-/// path and fingerprint key.
+/// path and fingerprint key. Plugins are hashed as they are read, only when they are
+/// regular files and at most [`crate::config::file::PLUGIN_CAP`] bytes (a plugin path of
+/// `/dev/zero` is an unreadable plugin, not an endless read).
 pub fn fingerprint(
     loaded: &LoadedConfig,
     sources: &SourceOptions,
 ) -> (Fingerprint, BTreeMap<PathBuf, String>) {
     let workspace = canonical_workspace(&sources.project_dir);
-    let key = |path: &Path| -> String {
-        path.strip_prefix(&sources.project_dir)
-            .map(|rel| rel.display().to_string())
-            .unwrap_or_else(|_| path.display().to_string())
+    // The key of a file: its path relative to the project when it is inside, else the
+    // path; and where that path would be if no symlink were on the way.
+    let key = |path: &Path| -> (String, PathBuf) {
+        match path.strip_prefix(&sources.project_dir) {
+            Ok(rel) => (path_text(rel), workspace.join(rel)),
+            Err(_) => (path_text(path), path.to_path_buf()),
+        }
     };
     let mut files = Fingerprint::new();
     for (_, path) in sources.project_files() {
@@ -202,15 +441,16 @@ pub fn fingerprint(
             .iter()
             .find(|(p, _)| *p == path)
             .map(|(_, d)| d.clone());
+        let (name, expected) = key(&path);
         let state = FileState {
             target: if sha256.is_some() {
-                real_target(&path, &workspace.join(key(&path)))
+                real_target(&path, &expected)
             } else {
                 None
             },
             sha256,
         };
-        files.insert(key(&path), state);
+        files.insert(name, state);
     }
     let mut plugins = BTreeMap::new();
     for layer in loaded
@@ -224,21 +464,16 @@ pub fn fingerprint(
                     continue;
                 };
                 let path = layer.base_dir.join(plugin);
-                let k = key(&path);
                 if plugins.contains_key(&path) {
                     continue;
                 }
-                let expected = if Path::new(&k).is_absolute() {
-                    path.clone()
-                } else {
-                    workspace.join(&k)
-                };
-                let sha256 = std::fs::read(&path)
-                    .ok()
-                    .map(|bytes| hex::encode(Sha256::digest(&bytes)));
+                let (name, expected) = key(&path);
+                let sha256 =
+                    crate::config::file::sha256_regular(&path, crate::config::file::PLUGIN_CAP)
+                        .ok();
                 let target = sha256.as_ref().and_then(|_| real_target(&path, &expected));
-                files.insert(k.clone(), FileState { sha256, target });
-                plugins.insert(path, k);
+                files.insert(name.clone(), FileState { sha256, target });
+                plugins.insert(path, name);
             }
         }
     }
@@ -248,7 +483,7 @@ pub fn fingerprint(
 /// The real path behind `path` when it is not `expected` (a symlink on the way).
 fn real_target(path: &Path, expected: &Path) -> Option<String> {
     let real = std::fs::canonicalize(path).ok()?;
-    (real != expected).then(|| real.display().to_string())
+    (real != expected).then(|| path_text(&real))
 }
 
 /// Gathers what the policy needs to decide the trust of the workspace of `sources`.
@@ -259,19 +494,153 @@ pub fn request(
 ) -> TrustRequest {
     let workspace = canonical_workspace(&sources.project_dir);
     let (fingerprint, plugins) = fingerprint(loaded, sources);
+    let recorded = |path: &Path| -> Result<Option<Fingerprint>, String> {
+        let store = TrustStore::new(path);
+        // A store inside the workspace would let the repository vouch for itself.
+        let real = crate::config::env::workspaces(&[&workspace]);
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Err(why) = crate::config::env::check_path(absolute.as_os_str(), &real) {
+            return Err(format!(
+                "the trust store `{}` is refused: {why}",
+                path.display()
+            ));
+        }
+        store.get(&workspace).map(|r| r.map(|r| r.files))
+    };
     let input = match trust {
         WorkspaceTrust::Untrusted => TrustInput::Untrusted,
         WorkspaceTrust::Explicit => TrustInput::Explicit,
-        WorkspaceTrust::Store(path) => TrustInput::Recorded(
-            TrustStore::new(path)
-                .get(&workspace)
-                .map(|r| r.map(|r| r.files)),
-        ),
+        WorkspaceTrust::Store(path) => TrustInput::Recorded(recorded(path)),
+        WorkspaceTrust::Environment(path) => TrustInput::Environment(recorded(path)),
     };
     TrustRequest {
         workspace,
         fingerprint,
         plugins,
         input,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn fingerprint(sha: &str) -> Fingerprint {
+        [(
+            ".hookhost/hooks.json".to_string(),
+            FileState {
+                sha256: Some(sha.into()),
+                target: None,
+            },
+        )]
+        .into()
+    }
+
+    #[test]
+    fn paths_that_differ_in_bytes_never_share_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TrustStore::in_data_dir(dir.path());
+        let ff = PathBuf::from(std::ffi::OsStr::from_bytes(b"/src/repo\xff"));
+        let fe = PathBuf::from(std::ffi::OsStr::from_bytes(b"/src/repo\xfe"));
+        store.trust(&ff, fingerprint("aa")).unwrap();
+        store
+            .trust(Path::new("/src/plain"), fingerprint("bb"))
+            .unwrap();
+        assert_eq!(store.get(&ff).unwrap().unwrap().files, fingerprint("aa"));
+        assert_eq!(store.get(&fe).unwrap(), None);
+        let listed = store.list().unwrap();
+        assert_eq!(listed.len(), 2);
+        let text = std::fs::read_to_string(store.path()).unwrap();
+        assert!(text.contains("\"version\": 2"), "{text}");
+        assert!(text.contains("\"path\": \"/src/plain\""), "{text}");
+        assert!(text.contains("\"pathBase64\""), "{text}");
+        assert!(store.untrust(&ff).unwrap());
+        assert!(!store.untrust(&fe).unwrap());
+    }
+
+    #[test]
+    fn version_1_stores_are_read_and_their_lossy_keys_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TrustStore::in_data_dir(dir.path());
+        let record = serde_json::json!({"trustedAt": 5, "files": fingerprint("aa")});
+        let v1 = serde_json::json!({"version": 1, "workspaces": {
+            "/src/repo": record, "/src/repo\u{fffd}": record}});
+        std::fs::write(store.path(), v1.to_string()).unwrap();
+        let got = store.get(Path::new("/src/repo")).unwrap().unwrap();
+        assert_eq!(got.trusted_at, 5);
+        assert_eq!(
+            store.list().unwrap().len(),
+            1,
+            "the ambiguous key is dropped"
+        );
+        // Rewritten as version 2 on the next update, keeping the record.
+        store
+            .trust(Path::new("/src/other"), fingerprint("bb"))
+            .unwrap();
+        assert!(store.get(Path::new("/src/repo")).unwrap().is_some());
+        let newer = serde_json::json!({"version": 3, "workspaces": []});
+        std::fs::write(store.path(), newer.to_string()).unwrap();
+        assert!(
+            store
+                .get(Path::new("/src/repo"))
+                .unwrap_err()
+                .contains("newer hookhost")
+        );
+    }
+
+    #[test]
+    fn a_store_that_others_can_write_or_that_is_a_symlink_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        let store = TrustStore::in_data_dir(&data);
+        store
+            .trust(Path::new("/src/repo"), fingerprint("aa"))
+            .unwrap();
+        let refused = |why: &str| {
+            let e = store.get(Path::new("/src/repo")).unwrap_err();
+            assert!(e.contains(why), "{why}: {e}");
+            let e = store
+                .trust(Path::new("/src/x"), fingerprint("bb"))
+                .unwrap_err();
+            assert!(e.contains(why), "{why} (write): {e}");
+        };
+        let mode = |path: &Path, mode| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        mode(store.path(), 0o646);
+        refused("other users can write it");
+        mode(store.path(), 0o660);
+        refused("its group can write it");
+        mode(store.path(), 0o600);
+        mode(&data, 0o777);
+        refused("directory");
+        mode(&data, 0o700);
+        assert!(store.get(Path::new("/src/repo")).unwrap().is_some());
+
+        // trust.json as a symlink to a store that would trust: not followed.
+        let elsewhere = root.path().join("elsewhere.json");
+        std::fs::rename(store.path(), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, store.path()).unwrap();
+        refused("is a symlink; refused (not followed)");
+        std::fs::remove_file(store.path()).unwrap();
+        std::fs::rename(&elsewhere, store.path()).unwrap();
+
+        // The data directory as a symlink to a directory with a store in it.
+        let real = root.path().join("real");
+        std::fs::rename(&data, &real).unwrap();
+        std::os::unix::fs::symlink(&real, &data).unwrap();
+        refused("directory");
+
+        // A FIFO where the store should be does not block.
+        std::fs::remove_file(&data).unwrap();
+        std::fs::create_dir(&data).unwrap();
+        mode(&data, 0o700);
+        let c = std::ffi::CString::new(store.path().as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = store.get(Path::new("/src/repo")).unwrap_err();
+        assert!(e.contains("a FIFO"), "{e}");
     }
 }

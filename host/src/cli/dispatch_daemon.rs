@@ -518,26 +518,75 @@ async fn accept_until_idle(
 struct Daemon {
     args: DispatchArgs,
     wasm: Arc<WasmRuntime>,
-    host: Mutex<Option<(Host, SourcesFingerprint)>>,
+    host: Mutex<Option<Cached>>,
+}
+
+/// The host built last, and the state of its files then.
+struct Cached {
+    host: Host,
+    built_from: SourcesFingerprint,
+    /// Whether its files had settled: a file written within the last second could change
+    /// again without its stamp showing it, so such a host is rebuilt next time (and is
+    /// still the previous host of that rebuild).
+    settled: bool,
 }
 
 impl Daemon {
+    /// The host for a request about `project`: the cached one while it is of that project
+    /// and its files are unchanged, else one built again with the cached one as its
+    /// previous version, so that a file that stopped loading keeps its last good version
+    /// in force (also across requests about other projects) and a rebuild of the same
+    /// project that panics keeps the previous host serving, with a notice (see
+    /// [`Host::rebuild`]).
     fn host(&self, project: &Path) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
         // The project can differ between requests (it may come from the input's `cwd`).
-        if let Some((host, built_from)) = cached.as_ref()
-            && host.policy().project_dir == project
-            && host.fingerprint() == *built_from
+        if let Some(c) = cached.as_ref()
+            && c.settled
+            && c.host.policy().project_dir == project
+            && c.host.fingerprint() == c.built_from
         {
-            return Ok(host.clone());
+            return Ok(c.host.clone());
         }
-        let host = self.args.sources.host_with(project, self.wasm.clone())?;
-        let fingerprint = host.fingerprint();
-        // A file written within the last second could change again without its stamp
-        // showing it: such a host is rebuilt next time.
-        *cached = fingerprint
-            .is_settled()
-            .then(|| (host.clone(), fingerprint));
+        let host = match cached.as_ref().map(|c| c.host.clone()) {
+            // The same project: a rebuild that panics keeps its previous host serving.
+            Some(previous) if previous.policy().project_dir == project => {
+                let mut failed = None;
+                let host = previous.rebuild(|previous| {
+                    match self.args.sources.host_reloading(
+                        project,
+                        self.wasm.clone(),
+                        Some(previous),
+                    ) {
+                        Ok(host) => host,
+                        Err(e) => {
+                            failed = Some(e);
+                            previous.clone()
+                        }
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                host
+            }
+            // Another project's host cannot serve this one, but it carries the last good
+            // versions of the files both share (the user's, managed policy) and of this
+            // project's files from before the switch. A first build that panics is not
+            // cached: the request's panic is its answer, and the next request builds
+            // again.
+            previous => {
+                self.args
+                    .sources
+                    .host_reloading(project, self.wasm.clone(), previous.as_ref())?
+            }
+        };
+        let built_from = host.fingerprint();
+        *cached = Some(Cached {
+            host: host.clone(),
+            settled: built_from.is_settled(),
+            built_from,
+        });
         Ok(host)
     }
 }

@@ -147,7 +147,27 @@ impl SourceArgs {
         project: &std::path::Path,
         wasm: std::sync::Arc<dyn WasmRunner>,
     ) -> Result<Host, String> {
-        let builder = self.builder(project);
+        self.host_built(project, wasm, |builder| builder)
+    }
+
+    /// [`SourceArgs::host_with`] for a daemon's rebuild: the last good version of each
+    /// broken file of `previous` stays in force ([`HostBuilder::reload_of`]).
+    fn host_reloading(
+        &self,
+        project: &std::path::Path,
+        wasm: std::sync::Arc<dyn WasmRunner>,
+        previous: Option<&Host>,
+    ) -> Result<Host, String> {
+        self.host_built(project, wasm, |builder| builder.reload_of(previous))
+    }
+
+    fn host_built(
+        &self,
+        project: &std::path::Path,
+        wasm: std::sync::Arc<dyn WasmRunner>,
+        adjust: impl FnOnce(HostBuilder) -> HostBuilder,
+    ) -> Result<Host, String> {
+        let builder = adjust(self.builder(project));
         let sessions = sessions_dir();
         // The background runner of async hooks gets the project this dispatch found,
         // which it could not find again: it sees neither the input's `cwd` nor, once

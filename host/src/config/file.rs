@@ -12,6 +12,14 @@ use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
 
+/// The most bytes read from one config source (a settings file, a `managed.d` entry,
+/// `--settings FILE`) or from the trust store: 16 MiB.
+pub const CONFIG_CAP: u64 = 16 << 20;
+
+/// The most bytes read from one plugin file (hashed for workspace trust, digested for
+/// the allowlist, compiled): 256 MiB. The sandbox's own reads use the same constant.
+pub const PLUGIN_CAP: u64 = 256 << 20;
+
 /// Why a file was not read. The message names what was found; callers add the path.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
@@ -114,6 +122,110 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<(Vec<u8>, Metadata), FileEr
     Ok((bytes, meta))
 }
 
+/// The sha256 (lowercase hex) of the regular file at `path`, streamed from the opened
+/// file (see [`open_regular`]) so that at most `cap` bytes are read and never held at
+/// once.
+///
+/// # Errors
+///
+/// As [`open_regular`], or the I/O error of the read; [`FileError::TooLarge`] when the
+/// file grew past the cap while it was read.
+pub fn sha256_regular(path: &Path, cap: u64) -> Result<String, FileError> {
+    use sha2::Digest;
+    let (file, _) = open_regular(path, cap)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut limited = file.take(cap.saturating_add(1));
+    let mut buffer = vec![0u8; 64 << 10];
+    let mut total: u64 = 0;
+    loop {
+        let n = limited.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > cap {
+            return Err(FileError::TooLarge { size: total, cap });
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// What identifies one version of a file: device, inode, size, mtime and ctime. Any write
+/// changes the mtime and the ctime, and no user can set a ctime back, so an unchanged
+/// stamp means an unchanged file (the compile cache stamps its entries the same way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    /// The stamp of a file's metadata.
+    pub fn of(meta: &Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// When the file last changed (the later of its mtime and ctime).
+    pub fn changed_at(&self) -> std::time::SystemTime {
+        let (secs, nanos) = self.mtime.max(self.ctime);
+        let since_epoch =
+            std::time::Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
+        std::time::UNIX_EPOCH + since_epoch
+    }
+}
+
+/// Why a file or directory that decides security (the trust store, managed policy) is
+/// not to be believed: owned by a user other than `owners` allows, or writable by
+/// others (`forbidden_mode` bits, e.g. `0o022` for group and others).
+pub fn unsafe_owner_or_mode(
+    meta: &Metadata,
+    owners: &[u32],
+    forbidden_mode: u32,
+) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if !owners.contains(&meta.uid()) {
+        return Some(format!(
+            "it is owned by uid {}, not by {}",
+            meta.uid(),
+            owners
+                .iter()
+                .map(|u| format!("uid {u}"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    }
+    let writable = meta.mode() & forbidden_mode;
+    if writable != 0 {
+        let who = match (writable & 0o020 != 0, writable & 0o002 != 0) {
+            (true, true) => "its group and other users",
+            (true, false) => "its group",
+            _ => "other users",
+        };
+        return Some(format!(
+            "{who} can write it (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// The effective uid of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +277,64 @@ mod tests {
             read_regular(&big, 10),
             Err(FileError::TooLarge { size: 11, cap: 10 })
         ));
+    }
+
+    #[test]
+    fn digests_stream_under_the_cap_and_refuse_devices() {
+        use sha2::Digest;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.wasm");
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            sha256_regular(&path, 200_000).unwrap(),
+            hex::encode(sha2::Sha256::digest(&bytes))
+        );
+        assert!(matches!(
+            sha256_regular(&path, 199_999),
+            Err(FileError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            sha256_regular(Path::new("/dev/zero"), PLUGIN_CAP),
+            Err(FileError::NotRegular(_))
+        ));
+    }
+
+    #[test]
+    fn stamps_change_with_any_write_and_owners_and_modes_are_judged() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"ab").unwrap();
+        let before = FileStamp::of(&std::fs::metadata(&path).unwrap());
+        // Same size, same mtime set back: the ctime still moves.
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, b"cd").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let after = FileStamp::of(&std::fs::metadata(&path).unwrap());
+        assert_ne!(before, after);
+
+        let me = effective_uid();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(unsafe_owner_or_mode(&meta, &[me], 0o022), None);
+        assert!(
+            unsafe_owner_or_mode(&meta, &[me + 1], 0o022)
+                .unwrap()
+                .contains("owned by uid")
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o646)).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert!(
+            unsafe_owner_or_mode(&meta, &[me], 0o022)
+                .unwrap()
+                .contains("other users can write it (mode 646)")
+        );
     }
 }

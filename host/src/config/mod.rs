@@ -4,13 +4,17 @@
 //! nothing about precedence or validation beyond "is this well-formed JSON of the right
 //! shape": [`crate::policy`] decides what the layers mean together.
 
+pub mod env;
 pub mod file;
 mod parse;
 pub mod schema;
 mod sources;
 
 pub use parse::parse_settings;
-pub use sources::{ConfigLayer, LoadedConfig, Origin, SourceKind, SourceOptions, load};
+pub use sources::{
+    ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig, Origin, SourceKind,
+    SourceOptions, load, load_with,
+};
 
 use std::fmt;
 

@@ -113,6 +113,19 @@ pub fn parse_settings(
             "forbidWorkspaceTrust" => {
                 settings.managed.forbid_workspace_trust = typed(value, location, &path)?
             }
+            "forbidEnvironmentTrust" => {
+                settings.managed.forbid_environment_trust = typed(value, location, &path)?
+            }
+            "auditLog" => {
+                let log: String = typed(value, location, &path)?;
+                if !std::path::Path::new(&log).is_absolute() {
+                    return Err(err(
+                        &path,
+                        format!("`auditLog` must be an absolute path, found `{log}`"),
+                    ));
+                }
+                settings.managed.audit_log = Some(log);
+            }
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
             _ if claude_format => warnings.push(ConfigWarning {
                 location: location.to_string(),
@@ -127,7 +140,8 @@ pub fn parse_settings(
                          `allowManagedHooksOnly`, `allowedHttpHookUrls`, \
                          `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `$schema` \
                          (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
-                         `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`)"
+                         `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`, \
+                         `forbidEnvironmentTrust`, `auditLog`)"
                     ),
                 ));
             }

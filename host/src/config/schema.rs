@@ -286,6 +286,13 @@ pub struct RawManaged {
     pub trusted_workspaces: Option<Vec<String>>,
     /// `forbidWorkspaceTrust`: users may not trust workspaces (pre-trusted ones still are).
     pub forbid_workspace_trust: Option<bool>,
+    /// `forbidEnvironmentTrust`: `HOOKHOST_TRUST_WORKSPACE=1` does not trust (a
+    /// repository can set it through Claude Code's project `env` block); the
+    /// `--trust-workspace` flag and `hookhost trust` still do.
+    pub forbid_environment_trust: Option<bool>,
+    /// `auditLog`: where every dispatch is recorded (an absolute path; `${uid}` is the
+    /// user's uid). `HOOKHOST_AUDIT_LOG` cannot move it.
+    pub audit_log: Option<String>,
 }
 
 impl RawManaged {
@@ -306,6 +313,12 @@ impl RawManaged {
         }
         if self.forbid_workspace_trust.is_some() {
             keys.push("forbidWorkspaceTrust");
+        }
+        if self.forbid_environment_trust.is_some() {
+            keys.push("forbidEnvironmentTrust");
+        }
+        if self.audit_log.is_some() {
+            keys.push("auditLog");
         }
         keys
     }

@@ -35,8 +35,9 @@ fn mode_name(mode: DirMode) -> &'static str {
 
 impl Ceilings {
     /// Validates the ceilings. Invalid entries are returned as `(JSON path, message)`;
-    /// an invalid list entry is left out (the ceiling only gets lower), an invalid
-    /// number is ignored.
+    /// an invalid value is the strictest one, never absent: an invalid list entry is left
+    /// out (the ceiling only gets lower), an invalid timeout (0, negative) is 0 s, which
+    /// refuses every capped wasm hook.
     pub fn new(raw: &RawCeilings) -> (Ceilings, Vec<(String, String)>) {
         let mut errors = Vec::new();
         let dirs = raw.dirs.as_ref().map(|dirs| {
@@ -69,9 +70,12 @@ impl Ceilings {
             Some(t) if !(t.is_finite() && t > 0.0) => {
                 errors.push((
                     "$.ceilings.timeout".into(),
-                    format!("must be a positive number of seconds, found {t}; ignored"),
+                    format!(
+                        "must be a positive number of seconds, found {t}; the strictest \
+                         ceiling applies (no wasm hook outside managed policy may run)"
+                    ),
                 ));
-                None
+                Some(0.0)
             }
             t => t,
         };
@@ -212,6 +216,13 @@ impl Ceilings {
                 _ => {}
             }
         }
+        if self.timeout == Some(0.0) {
+            return Err(
+                "the managed ceiling `ceilings.timeout` is invalid, so the strictest applies: \
+                 no wasm hook outside managed policy may run"
+                    .into(),
+            );
+        }
         if let Some(ceiling) = self.timeout {
             let asked = raw.timeout.or(raw.limits.as_ref().and_then(|l| l.timeout));
             match asked {
@@ -222,7 +233,7 @@ impl Ceilings {
                     ));
                 }
                 None if hook.timeout.as_secs_f64() > ceiling => {
-                    hook.timeout = Duration::from_secs_f64(ceiling);
+                    hook.timeout = Duration::try_from_secs_f64(ceiling).unwrap_or(hook.timeout);
                 }
                 _ => {}
             }
@@ -259,6 +270,8 @@ mod tests {
             },
             base_dir: "/w".into(),
             settings: Default::default(),
+            file: None,
+            sha256: None,
         };
         let settings = super::super::tests_support::settings();
         let (hook, _) = super::super::hook::build(
@@ -337,6 +350,25 @@ mod tests {
                     }
                 }
                 (got, want) => panic!("{json}: want {want:?}, got {:?}", got.map(|h| h.id)),
+            }
+        }
+    }
+
+    #[test]
+    fn an_invalid_timeout_ceiling_is_the_strictest_not_absent() {
+        for invalid in [0.0, -1.0] {
+            let (c, errors) = Ceilings::new(&RawCeilings {
+                timeout: Some(invalid),
+                ..Default::default()
+            });
+            assert_eq!(errors.len(), 1);
+            assert!(errors[0].1.contains("the strictest"), "{errors:?}");
+            for hook in [
+                r#"{"type":"wasm","plugin":"p.wasm"}"#,
+                r#"{"type":"wasm","plugin":"p.wasm","timeout":0.001}"#,
+            ] {
+                let e = apply(&c, hook).map(|h| h.id).unwrap_err();
+                assert!(e.contains("`ceilings.timeout` is invalid"), "{e}");
             }
         }
     }

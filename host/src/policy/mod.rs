@@ -76,8 +76,14 @@ pub struct Settings {
     pub plugin_allowlist: Arc<PluginAllowlist>,
     /// Managed `ceilings` (`None`: no ceilings).
     pub ceilings: Option<Ceilings>,
-    /// Managed `trustedWorkspaces` and `forbidWorkspaceTrust`.
+    /// Managed `trustedWorkspaces`, `forbidWorkspaceTrust` and `forbidEnvironmentTrust`.
     pub managed_trust: ManagedTrust,
+    /// Managed `auditLog` (`${uid}` expanded): where every dispatch is recorded, whatever
+    /// the environment says.
+    pub audit_log: Option<PathBuf>,
+    /// Why managed policy is broken (a managed file failed to load, or one of its hooks
+    /// failed to build): then no hook outside managed policy runs.
+    pub managed_broken: Option<String>,
 }
 
 /// The resolved, immutable policy.
@@ -100,6 +106,10 @@ pub struct Policy {
     /// The workspace trust decision (`None`: the caller asked for none, see
     /// [`ResolveOptions::trust`]).
     pub workspace_trust: Option<TrustDecision>,
+    /// What every outcome of this policy says besides its hooks' results: each error
+    /// (and what it skipped), broken managed policy, files whose previous version is in
+    /// force, refused environment values.
+    pub notices: Vec<String>,
 }
 
 impl Policy {
@@ -145,11 +155,21 @@ pub fn resolve(
     options: &ResolveOptions,
 ) -> Policy {
     let LoadedConfig {
-        layers,
+        mut layers,
         mut errors,
         mut warnings,
+        failed,
+        notices: loaded_notices,
         ..
     } = loaded;
+    // Precedence order (a stable sort keeps the order within a kind): managed layers come
+    // first, so a broken managed hook is known before any other hook is judged.
+    layers.sort_by_key(|l| l.origin.kind);
+    let mut managed_errors: Vec<ConfigError> = failed
+        .iter()
+        .filter(|f| f.kind == SourceKind::Managed)
+        .map(|f| f.error.clone())
+        .collect();
     let managed_trust = managed_trust(&layers);
     let workspace_trust = options.trust.as_ref().map(|t| {
         trust::decide(
@@ -180,6 +200,9 @@ pub fn resolve(
         .collect();
     let mut settings = merge_settings(&settings_layers, options, &mut warnings, &mut errors);
     settings.managed_trust = managed_trust;
+    if !managed_errors.is_empty() {
+        settings.managed_broken = Some(broken_reason(&managed_errors));
+    }
     let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
 
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
@@ -196,11 +219,18 @@ pub fn resolve(
                 match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
                     Ok(m) => m,
                     Err(message) => {
-                        errors.push(ConfigError {
+                        let error = ConfigError {
                             location: layer.origin.location.clone(),
                             path: format!("{group_path}.matcher"),
                             message,
-                        });
+                        };
+                        note_build_error(
+                            layer,
+                            error,
+                            &mut errors,
+                            &mut managed_errors,
+                            &mut settings,
+                        );
                         continue;
                     }
                 };
@@ -234,11 +264,18 @@ pub fn resolve(
                         hook
                     }
                     Err(message) => {
-                        errors.push(ConfigError {
+                        let error = ConfigError {
                             location: layer.origin.location.clone(),
                             path,
                             message,
-                        });
+                        };
+                        note_build_error(
+                            layer,
+                            error,
+                            &mut errors,
+                            &mut managed_errors,
+                            &mut settings,
+                        );
                         continue;
                     }
                 };
@@ -306,6 +343,17 @@ pub fn resolve(
         }
         groups.entry(event).or_default().push(group);
     }
+    let mut notices = loaded_notices;
+    for error in &errors {
+        notices.push(if managed_errors.contains(error) {
+            format!(
+                "managed policy is broken, so every hook outside managed policy was skipped \
+                 until it is fixed: {error}"
+            )
+        } else {
+            format!("config error, hooks skipped: {error}")
+        });
+    }
     Policy {
         catalogue,
         project_dir: options.project_dir.clone(),
@@ -315,7 +363,34 @@ pub fn resolve(
         errors,
         warnings,
         workspace_trust,
+        notices,
     }
+}
+
+/// Records a hook or matcher that cannot be built. In managed policy that is a guard
+/// that is gone: managed policy is broken and fails closed for every hook judged after
+/// it (managed layers come first, so that is every non-managed hook).
+fn note_build_error(
+    layer: &ConfigLayer,
+    error: ConfigError,
+    errors: &mut Vec<ConfigError>,
+    managed_errors: &mut Vec<ConfigError>,
+    settings: &mut Settings,
+) {
+    if layer.origin.kind == SourceKind::Managed {
+        managed_errors.push(error.clone());
+        settings.managed_broken = Some(broken_reason(managed_errors));
+    }
+    errors.push(error);
+}
+
+/// The skip reason of every non-managed hook while managed policy is broken.
+fn broken_reason(managed_errors: &[ConfigError]) -> String {
+    let list: Vec<String> = managed_errors.iter().map(ToString::to_string).collect();
+    format!(
+        "managed policy is broken ({}), so no hook outside managed policy runs until it is fixed",
+        list.join("; ")
+    )
 }
 
 fn is_workspace_source(kind: SourceKind) -> bool {
@@ -348,7 +423,8 @@ fn apply_trust(hook: &mut Hook, decision: Option<&TrustDecision>) {
     }
 }
 
-/// Managed `trustedWorkspaces` (union) and `forbidWorkspaceTrust` (any).
+/// Managed `trustedWorkspaces` (union), `forbidWorkspaceTrust` and
+/// `forbidEnvironmentTrust` (any).
 fn managed_trust(layers: &[ConfigLayer]) -> ManagedTrust {
     let mut trust = ManagedTrust::default();
     for layer in layers
@@ -362,6 +438,7 @@ fn managed_trust(layers: &[ConfigLayer]) -> ManagedTrust {
             }
         }
         trust.forbid |= managed.forbid_workspace_trust == Some(true);
+        trust.forbid_environment |= managed.forbid_environment_trust == Some(true);
     }
     trust
 }
@@ -471,14 +548,18 @@ fn apply_governance(hook: &mut Hook, settings: &Settings) {
         hook.skip = Some(reason);
     }
     let managed = hook.origin.kind == SourceKind::Managed;
-    let reason = if settings.managed_disable_all_hooks {
+    let embedded = hook.origin.kind == SourceKind::Embedded;
+    let reason = if let Some(broken) = settings
+        .managed_broken
+        .as_ref()
+        .filter(|_| !managed && !embedded)
+    {
+        Some(broken.clone())
+    } else if settings.managed_disable_all_hooks {
         Some("`disableAllHooks` is set in managed policy".to_string())
     } else if settings.disable_all_hooks && !managed {
         Some("`disableAllHooks` is set".to_string())
-    } else if settings.allow_managed_hooks_only
-        && !managed
-        && hook.origin.kind != SourceKind::Embedded
-    {
+    } else if settings.allow_managed_hooks_only && !managed && !embedded {
         Some("managed policy sets `allowManagedHooksOnly`; only managed hooks run".to_string())
     } else {
         None
@@ -541,13 +622,26 @@ fn merge_settings(
         allowed_http_hook_urls: allowed_urls.as_deref().map(UrlAllowlist::new),
         http_hook_allowed_env_vars: union(|l| l.settings.http_hook_allowed_env_vars.as_ref()),
         env_allowlist: union(|l| l.settings.env_allowlist.as_ref()).unwrap_or_default(),
-        stop_block_cap: options
-            .stop_block_cap
+        // Managed policy's cap, then the environment's, then the other files'.
+        stop_block_cap: layers
+            .iter()
+            .filter(managed)
+            .find_map(|l| l.settings.stop_block_cap)
+            .or(options.stop_block_cap)
             .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
             .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
         plugin_allowlist: Arc::new(plugin_allowlist),
         ceilings,
         managed_trust: ManagedTrust::default(),
+        audit_log: layers
+            .iter()
+            .filter(managed)
+            .find_map(|l| l.settings.managed.audit_log.as_deref())
+            .map(|path| {
+                let uid = crate::config::file::effective_uid().to_string();
+                PathBuf::from(path.replace("${uid}", &uid))
+            }),
+        managed_broken: None,
     }
 }
 
@@ -585,6 +679,8 @@ mod tests {
                 },
                 base_dir: Path::new("/cfg").join(kind.as_str()),
                 settings,
+                file: None,
+                sha256: None,
             });
         }
         resolve(
@@ -759,6 +855,189 @@ mod tests {
                 .iter()
                 .any(|w| w.message.contains("only managed policy"))
         );
+    }
+
+    /// Layers as `policy` builds them, plus sources that failed to load.
+    fn policy_with_failed(layers: &[(SourceKind, &str)], failed: &[(SourceKind, &str)]) -> Policy {
+        let catalogue = Arc::new(EventCatalogue::default());
+        let mut loaded = LoadedConfig::default();
+        for (kind, text) in layers {
+            let location = format!("{kind}.json");
+            let (settings, _) = parse_settings(text, &location, false, &catalogue).unwrap();
+            loaded.layers.push(ConfigLayer {
+                origin: Origin {
+                    kind: *kind,
+                    location,
+                },
+                base_dir: "/cfg".into(),
+                settings,
+                file: None,
+                sha256: None,
+            });
+        }
+        for (kind, text) in failed {
+            let location = format!("broken-{kind}.json");
+            let error = parse_settings(text, &location, false, &catalogue).unwrap_err();
+            loaded.errors.push(error.clone());
+            loaded.failed.push(crate::config::FailedSource {
+                kind: *kind,
+                file: None,
+                error,
+            });
+        }
+        let functions = vec![FunctionHook::new("Stop", "embedded", |_| async {
+            Ok(serde_json::Value::Null)
+        })];
+        resolve(
+            loaded,
+            catalogue,
+            &ResolveOptions {
+                project_dir: "/p".into(),
+                functions,
+                ..ResolveOptions::default()
+            },
+        )
+    }
+
+    #[test]
+    fn broken_managed_policy_fails_closed_for_every_hook_outside_it() {
+        use SourceKind::*;
+        // (what breaks managed policy, the words of the error)
+        let breakages: &[(&str, &str)] = &[
+            ("{", "invalid JSON"),
+            (
+                r#"{"requireAllowlistedPlugins": "yes"}"#,
+                "expected a boolean",
+            ),
+            (
+                r#"{"allowManagedHooksOnli": true}"#,
+                "unknown field `allowManagedHooksOnli`",
+            ),
+            (r#"{"ceilings": {"timeout": "5"}}"#, "$.ceilings.timeout"),
+        ];
+        for (broken, words) in breakages {
+            let p = policy_with_failed(
+                &[
+                    (Managed, &hook_json("managed-guard")),
+                    (Cli, &hook_json("cli")),
+                    (Project, &hook_json("project")),
+                    (User, &hook_json("user")),
+                ],
+                &[(Managed, broken)],
+            );
+            let got = runs(&p);
+            assert_eq!(got[0], ("managed-guard".into(), None), "{broken}");
+            for (summary, skip) in &got[1..4] {
+                let skip = skip.as_deref().unwrap_or_else(|| panic!("{summary} runs"));
+                assert!(
+                    skip.starts_with("managed policy is broken (broken-managed.json: ")
+                        && skip.contains("no hook outside managed policy runs"),
+                    "{broken}: {skip}"
+                );
+            }
+            assert_eq!(got[4], ("(in-process function)".into(), None), "{broken}");
+            assert!(
+                p.notices
+                    .iter()
+                    .any(|n| n.starts_with("managed policy is broken")
+                        && n.contains("broken-managed.json")
+                        && (n.contains(words))),
+                "{broken}: {:?}",
+                p.notices
+            );
+        }
+        // A broken non-managed source skips only its own hooks.
+        let p = policy_with_failed(&[(User, &hook_json("user"))], &[(Project, "{")]);
+        assert_eq!(runs(&p)[0], ("user".into(), None));
+        assert!(p.notices[0].starts_with("config error, hooks skipped: broken-project.json"));
+    }
+
+    #[test]
+    fn a_managed_hook_that_cannot_be_built_fails_closed_too() {
+        use SourceKind::*;
+        let bad_guard = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": [
+            {"type": "command", "command": "guard"}]}]}}"#;
+        let p = policy(&[(Managed, bad_guard), (User, &hook_json("user"))]);
+        let user = &runs(&p)[0];
+        assert_eq!(user.0, "user");
+        assert!(
+            user.1
+                .as_deref()
+                .unwrap()
+                .starts_with("managed policy is broken"),
+            "{user:?}"
+        );
+        // A mistake in a user hook does not.
+        let p = policy(&[
+            (Managed, &hook_json("m")),
+            (User, bad_guard),
+            (Cli, &hook_json("c")),
+        ]);
+        assert!(
+            runs(&p).iter().all(|(_, skip)| skip.is_none()),
+            "{:?}",
+            runs(&p)
+        );
+    }
+
+    #[test]
+    fn managed_stop_cap_and_audit_log_win_over_the_environment() {
+        use SourceKind::*;
+        let catalogue = Arc::new(EventCatalogue::default());
+        let build = |layers: &[(SourceKind, &str)], env_cap: Option<u32>| {
+            let mut loaded = LoadedConfig::default();
+            for (kind, text) in layers {
+                let (settings, _) = parse_settings(text, "f.json", false, &catalogue).unwrap();
+                loaded.layers.push(ConfigLayer {
+                    origin: Origin {
+                        kind: *kind,
+                        location: format!("{kind}.json"),
+                    },
+                    base_dir: "/".into(),
+                    settings,
+                    file: None,
+                    sha256: None,
+                });
+            }
+            resolve(
+                loaded,
+                catalogue.clone(),
+                &ResolveOptions {
+                    stop_block_cap: env_cap,
+                    ..ResolveOptions::default()
+                },
+            )
+        };
+        let managed = r#"{"stopBlockCap": 8, "auditLog": "/var/log/hookhost/${uid}.jsonl"}"#;
+        let p = build(
+            &[(Managed, managed), (User, r#"{"stopBlockCap": 3}"#)],
+            Some(1),
+        );
+        assert_eq!(p.settings.stop_block_cap, 8);
+        let uid = crate::config::file::effective_uid();
+        assert_eq!(
+            p.settings.audit_log.as_deref(),
+            Some(Path::new(&format!("/var/log/hookhost/{uid}.jsonl")))
+        );
+        let p = build(
+            &[(User, r#"{"stopBlockCap": 3, "auditLog": "/x"}"#)],
+            Some(1),
+        );
+        assert_eq!(
+            p.settings.stop_block_cap, 1,
+            "the environment beats other files"
+        );
+        assert_eq!(
+            p.settings.audit_log, None,
+            "only managed policy moves the log"
+        );
+        let relative = parse_settings(
+            r#"{"auditLog": "audit.jsonl"}"#,
+            "m.json",
+            false,
+            &catalogue,
+        );
+        assert!(relative.unwrap_err().message.contains("absolute path"));
     }
 
     #[test]

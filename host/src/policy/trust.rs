@@ -40,6 +40,10 @@ pub enum TrustInput {
     Recorded(Result<Option<Fingerprint>, String>),
     /// The caller trusts the workspace for this run (`--trust-workspace`).
     Explicit,
+    /// `HOOKHOST_TRUST_WORKSPACE=1` trusts the workspace for this run, unless managed
+    /// policy sets `forbidEnvironmentTrust`; then trust is judged as
+    /// [`TrustInput::Recorded`] on the store's answer given here.
+    Environment(Result<Option<Fingerprint>, String>),
     /// Not trusted (the library's default when no trust store is given).
     Untrusted,
 }
@@ -51,6 +55,8 @@ pub struct ManagedTrust {
     pub trusted: Vec<String>,
     /// Users may not trust workspaces.
     pub forbid: bool,
+    /// `HOOKHOST_TRUST_WORKSPACE` does not trust (`forbidEnvironmentTrust`).
+    pub forbid_environment: bool,
 }
 
 /// Why a workspace is trusted.
@@ -140,11 +146,44 @@ pub fn decide(
         "review its `.hookhost/` and run `hookhost trust {shown}` (or pass \
          `--trust-workspace` / set `HOOKHOST_TRUST_WORKSPACE=1` for one run)"
     );
+    let switch_ignored = managed.forbid_environment && matches!(input, TrustInput::Environment(_));
+    let ignored_switch;
+    let input = match input {
+        TrustInput::Environment(_) if !managed.forbid_environment => &TrustInput::Explicit,
+        TrustInput::Environment(recorded) => {
+            ignored_switch = TrustInput::Recorded(recorded.clone());
+            &ignored_switch
+        }
+        other => other,
+    };
+    let decision = decide_input(&shown, input, current, &how, pins);
+    match decision {
+        TrustDecision::Untrusted { reason, changes } if switch_ignored => {
+            TrustDecision::Untrusted {
+                reason: format!(
+                    "{reason} (HOOKHOST_TRUST_WORKSPACE is ignored: managed policy sets \
+                     `forbidEnvironmentTrust`)"
+                ),
+                changes,
+            }
+        }
+        decision => decision,
+    }
+}
+
+fn decide_input(
+    shown: &std::path::Display<'_>,
+    input: &TrustInput,
+    current: &Fingerprint,
+    how: &str,
+    pins: impl Fn() -> BTreeMap<PathBuf, String>,
+) -> TrustDecision {
     match input {
         TrustInput::Explicit => TrustDecision::Trusted {
             by: TrustedBy::Explicit,
             pins: pins(),
         },
+        TrustInput::Environment(_) => unreachable!("resolved by `decide`"),
         TrustInput::Untrusted | TrustInput::Recorded(Ok(None)) => TrustDecision::Untrusted {
             reason: format!(
                 "workspace `{shown}` is not trusted, so its project and local hooks do not run; {how}"
@@ -247,11 +286,15 @@ mod tests {
         let none = ManagedTrust::default();
         let pre = ManagedTrust {
             trusted: vec!["/src/**".into()],
-            forbid: false,
+            ..ManagedTrust::default()
         };
         let forbid = ManagedTrust {
-            trusted: vec![],
             forbid: true,
+            ..ManagedTrust::default()
+        };
+        let no_env = ManagedTrust {
+            forbid_environment: true,
+            ..ManagedTrust::default()
         };
         let changed = fp(&[
             (".hookhost/hooks.json", Some("aa"), None),
@@ -297,6 +340,33 @@ mod tests {
                 &forbid,
                 None,
                 "forbids",
+            ),
+            // HOOKHOST_TRUST_WORKSPACE=1: explicit trust unless managed policy forbids it,
+            // then the store decides.
+            (
+                TrustInput::Environment(Ok(None)),
+                &none,
+                Some(TrustedBy::Explicit),
+                "",
+            ),
+            (
+                TrustInput::Environment(Ok(None)),
+                &no_env,
+                None,
+                "HOOKHOST_TRUST_WORKSPACE is ignored: managed policy sets `forbidEnvironmentTrust`",
+            ),
+            (
+                TrustInput::Environment(Ok(Some(now.clone()))),
+                &no_env,
+                Some(TrustedBy::User),
+                "",
+            ),
+            (TrustInput::Explicit, &no_env, Some(TrustedBy::Explicit), ""),
+            (
+                TrustInput::Environment(Ok(None)),
+                &forbid,
+                None,
+                "forbidWorkspaceTrust",
             ),
         ];
         for (input, managed, want, words) in rows {

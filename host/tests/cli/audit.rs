@@ -156,7 +156,7 @@ fn an_unwritable_log_is_a_notice_not_a_failure() {
     let run = env.run_with(
         env.command()
             .args(["dispatch", "Stop"])
-            .env("HOOKHOST_AUDIT_LOG", &env.project), // a directory
+            .env("HOOKHOST_AUDIT_LOG", &env.home), // a directory
         "{}",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -258,7 +258,9 @@ fn the_project_is_found_from_a_subdirectory() {
     assert_eq!(env.run(&["trust", &project], "").code, 0);
     let deep = env.project.join("src/module");
     std::fs::create_dir_all(&deep).unwrap();
-    let elsewhere = env.home.clone();
+    // Not `HOOKHOST_HOME` itself: a path variable inside the working directory is refused.
+    let elsewhere = env.home.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
     // Claude Code: the variable, from anywhere.
     let run = drop_in(
         &env,
@@ -334,7 +336,9 @@ fn the_dispatch_daemon_gives_the_same_answers() {
         "*",
         json!([{"type": "command", "command": r#"printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"parent %s"}}' $PPID"#}]),
     ));
-    let neutral = env.home.clone();
+    // Not `HOOKHOST_HOME` itself: a path variable inside the working directory is refused.
+    let neutral = env.home.parent().unwrap().join("neutral");
+    std::fs::create_dir_all(&neutral).unwrap();
     let via_daemon = |input: &Value| {
         let mut cmd = env.untrusted_command();
         cmd.current_dir(&neutral)

@@ -150,13 +150,21 @@ impl CompileCache {
         CompileCache { dir, engine_key }
     }
 
-    /// The default directory: `HOOKHOST_CACHE_DIR`, else the user's cache directory
-    /// (`~/.cache/hookhost/wasm` on Linux).
+    /// The default directory: `HOOKHOST_CACHE_DIR` (absolute, not inside the working
+    /// directory), else the user's cache directory (`~/.cache/hookhost/wasm` on Linux).
     pub fn default_dir() -> Option<PathBuf> {
-        match std::env::var_os("HOOKHOST_CACHE_DIR") {
-            Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-            _ => directories::ProjectDirs::from("", "", "hookhost")
-                .map(|d| d.cache_dir().join("wasm")),
+        // Compiled code is loaded as native code: a relative path or one inside the working
+        // directory (a repository can set the variable) is refused (`config::env`).
+        let workspaces = crate::config::env::workspaces_of(None);
+        match crate::config::env::path_var("HOOKHOST_CACHE_DIR", &workspaces) {
+            Ok(Some(dir)) => Some(dir),
+            judged => {
+                if let Err(notice) = judged {
+                    tracing::warn!("{notice}");
+                }
+                directories::ProjectDirs::from("", "", "hookhost")
+                    .map(|d| d.cache_dir().join("wasm"))
+            }
         }
     }
 
