@@ -130,6 +130,7 @@ impl HostBuilder {
         HostBuilder {
             sources: SourceOptions {
                 project_dir: project_dir.into(),
+                home_dir: config::env::home_dir(),
                 ..SourceOptions::default()
             },
             catalogue: EventCatalogue::default(),
@@ -291,6 +292,7 @@ impl HostBuilder {
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
             trust: None,
+            home_dir: sources.home_dir.clone(),
         };
         let resolve = |loaded: LoadedConfig| {
             let options = ResolveOptions {

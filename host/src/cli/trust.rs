@@ -83,6 +83,7 @@ pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
     let options = ResolveOptions {
         project_dir: workspace.clone(),
         trust: Some(request),
+        home_dir: sources.home_dir.clone(),
         ..ResolveOptions::default()
     };
     let policy = hookhost::policy::resolve(loaded, catalogue, &options);

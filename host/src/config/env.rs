@@ -41,6 +41,12 @@ pub fn var(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
+/// The user's home directory (`$HOME`, else the password database), for `${home}` in
+/// grants and ceilings.
+pub fn home_dir() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf())
+}
+
 /// Whether `HOOKHOST_TRUST_WORKSPACE` asks to trust the workspace: exactly `1`.
 pub fn trust_switch() -> bool {
     std::env::var_os("HOOKHOST_TRUST_WORKSPACE").is_some_and(|v| v == "1")

@@ -91,6 +91,9 @@ pub struct SourceOptions {
     /// Notices about environment values that were refused while these options were
     /// read ([`super::env`]); every outcome carries them.
     pub env_notices: Vec<String>,
+    /// The user's home directory, for `${home}` in grants and ceilings (policy does no
+    /// I/O of its own: it gets the directory from here).
+    pub home_dir: Option<PathBuf>,
 }
 
 impl SourceOptions {
@@ -120,6 +123,7 @@ impl SourceOptions {
             project_dir,
             user_dir,
             env_notices,
+            home_dir: super::env::home_dir(),
         }
     }
 
@@ -570,6 +574,7 @@ mod tests {
             project_dir: root.join("project"),
             user_dir: Some(root.join("user")),
             env_notices: Vec::new(),
+            home_dir: None,
         }
     }
 

@@ -132,6 +132,9 @@ pub struct ResolveOptions {
     /// and local hooks run): for callers that decided elsewhere. [`crate::HostBuilder`]
     /// always passes one.
     pub trust: Option<TrustRequest>,
+    /// The user's home directory (`${home}` in grants and ceilings), read by
+    /// [`crate::config`]; `None` where there is none, and `${home}` then matches nothing.
+    pub home_dir: Option<PathBuf>,
 }
 
 /// The facts a workspace trust decision is made on (gathered by [`crate::trust`]).
@@ -203,7 +206,7 @@ pub fn resolve(
     if !managed_errors.is_empty() {
         settings.managed_broken = Some(broken_reason(&managed_errors));
     }
-    let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
+    let home = options.home_dir.clone();
 
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
     let mut hooks = Vec::new();
