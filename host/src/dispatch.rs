@@ -20,6 +20,8 @@
 //! `allowManagedHooksOnly`, `enabled: false`, a ceiling) with the same record. Anything
 //! else is refused, and the refusal is reported with the session's next outcome.
 
+pub mod input;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -323,6 +325,15 @@ impl Dispatcher {
                  removed from CLAUDE_CODE_SESSION_ID and `${CLAUDE_CODE_SESSION_ID}`"
                     .to_string(),
             );
+        }
+        if invocation.session_id.len() > crate::handlers::command::MAX_SESSION_ID_BYTES {
+            notices.push(format!(
+                "`session_id` is {} bytes long: CLAUDE_CODE_SESSION_ID and \
+                 `${{CLAUDE_CODE_SESSION_ID}}` get its first {} bytes (a process cannot be \
+                 given more)",
+                invocation.session_id.len(),
+                crate::handlers::command::MAX_SESSION_ID_BYTES
+            ));
         }
         let selected = self.select_owned(&invocation);
         if let Some(notice) = prepare_env_file(&mut invocation, &selected) {

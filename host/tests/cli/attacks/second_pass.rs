@@ -1,0 +1,228 @@
+//! A second, independent pass over the dispatcher, the command runner, the session
+//! store, the audit log and the CLI, with inputs their own tests did not use. Each test
+//! is the attack that once got through (a hook disarmed, a repository's program run, a
+//! secret logged in clear, a forged job run, a planted project taken), kept so that it
+//! cannot get through again.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::{Value, json};
+
+use crate::support::{TestEnv, bash_input, hook_fields, hooks};
+
+/// A deny hook on every Bash command that mentions `rm -rf`, from managed policy.
+fn guard_rm(env: &TestEnv) {
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "guard",
+                "command": "grep -q 'rm -rf' && { echo 'no rm -rf' >&2; exit 2; }; exit 0"}]),
+    ));
+}
+
+/// The drop-in's answer to raw stdin bytes.
+fn claude_answer(env: &TestEnv, stdin: &[u8]) -> crate::support::Run {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = env
+        .command()
+        .args(["dispatch", "--format", "claude"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    let out = child.wait_with_output().unwrap();
+    crate::support::Run {
+        pid,
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Inputs that JSON.stringify (Claude Code is JavaScript) writes, or that a truncation in
+/// the middle of a surrogate pair produces, but that a strict parser refuses: a lone
+/// surrogate escape, raw bytes that are not UTF-8, a value nested deeper than the
+/// parser's recursion limit. Each once made the drop-in exit 1 — a non-blocking error,
+/// so the tool ran and no hook saw it. Every one must still reach the hooks.
+#[test]
+fn inputs_a_strict_parser_refuses_still_reach_the_hooks() {
+    let env = TestEnv::new();
+    guard_rm(&env);
+    let prefix = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf / "#;
+    let deep = format!(
+        "{prefix}\",\"x\":{}1{}}}}}",
+        "[".repeat(3000),
+        "]".repeat(3000)
+    );
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "a lone low surrogate",
+            format!(r#"{prefix}\udc80"}}}}"#).into_bytes(),
+        ),
+        (
+            "a lone high surrogate",
+            format!(r#"{prefix}\ud83d"}}}}"#).into_bytes(),
+        ),
+        (
+            "a high surrogate then a letter",
+            format!(r#"{prefix}\ud83dx"}}}}"#).into_bytes(),
+        ),
+        (
+            "a reversed pair",
+            format!(r#"{prefix}\ude00\ud83d"}}}}"#).into_bytes(),
+        ),
+        (
+            "a surrogate in a key",
+            format!(r#"{prefix}","k\udfff":1}}}}"#).into_bytes(),
+        ),
+        (
+            "raw invalid UTF-8",
+            [prefix.as_bytes(), b"\xff\xfe\xc0\x80\"}}"].concat(),
+        ),
+        ("nesting 3000 levels deep", deep.into_bytes()),
+    ];
+    for (what, stdin) in cases {
+        // Sanity: the case is one that a strict parser refuses.
+        assert!(
+            serde_json::from_slice::<Value>(&stdin).is_err(),
+            "{what}: not a hostile case"
+        );
+        let run = claude_answer(&env, &stdin);
+        assert_eq!(
+            run.code, 2,
+            "{what}: the guard did not block: {} {}",
+            run.stdout, run.stderr
+        );
+        assert!(run.stderr.contains("no rm -rf"), "{what}: {}", run.stderr);
+        let answer: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{what}"
+        );
+    }
+    // What the hooks saw: U+FFFD for what cannot be text, a marker for what is too deep,
+    // and the outcome says so.
+    let seen = env.project.join("seen");
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{"type": "command", "id": "tee", "command": format!("cat > '{}'", seen.display())}]),
+    ));
+    let stdin = format!(
+        r#"{{"session_id":"s1","tool_name":"Bash","tool_input":{{"command":"a\udc80b","x":{}{}}}}}"#,
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    let run = env.run(&["dispatch", "PreToolUse"], &stdin);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    let input: Value = serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
+    assert_eq!(input["tool_input"]["command"], "a\u{fffd}b");
+    let mut depth = 0;
+    let mut value = &input["tool_input"]["x"];
+    while let Some(inner) = value.get(0) {
+        depth += 1;
+        value = inner;
+    }
+    assert!(
+        value.as_str().is_some_and(|s| s.contains("nested deeper")),
+        "the deep part is a marker after {depth} levels: {value}"
+    );
+    let notices = out["notices"].to_string();
+    assert!(notices.contains("U+FFFD"), "{notices}");
+    assert!(notices.contains("nested deeper"), "{notices}");
+}
+
+/// A `PATH` with no absolute entry at all (`.:bin`, empty) once reached hooks as
+/// `PATH=` — which a shell searches as the current directory, the repository, so a
+/// hook's `ls` ran the repository's `./ls`. `PATH` unset made `bash` hooks search its
+/// built-in default, which ends with `.`. The hook's `PATH` must always be absolute.
+#[test]
+fn a_path_without_absolute_entries_never_searches_the_repository() {
+    let env = TestEnv::new();
+    let marker = env.project.join("pwned");
+    for program in ["ls", "bin/ls", "hookhost-missing-tool"] {
+        let file = env.write(
+            program,
+            // A shell builtin: the planted program may run with no usable PATH.
+            &format!("#!/bin/sh\n: > '{}'\n", marker.display()),
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path_file = env.project.join("hook-path");
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([
+            {"type": "command", "id": "sh", "command": format!("printf '%s' \"$PATH\" > '{}'; ls > /dev/null", path_file.display())},
+            {"type": "command", "id": "bash", "shell": "bash", "command": "ls > /dev/null; hookhost-missing-tool; true"}
+        ]),
+    ));
+    for hostile in [Some(".:bin"), Some(""), Some("::"), None] {
+        let mut cmd = env.command();
+        cmd.args(["dispatch", "PreToolUse"]);
+        match hostile {
+            Some(path) => cmd.env("PATH", path),
+            None => cmd.env_remove("PATH"),
+        };
+        let run = env.run_with(&mut cmd, &bash_input("x").to_string());
+        assert_eq!(run.code, 0, "{hostile:?}: {}", run.stderr);
+        let out = run.json();
+        assert!(
+            !marker.exists(),
+            "{hostile:?}: the repository's program ran: {out}"
+        );
+        let path = std::fs::read_to_string(&path_file).unwrap();
+        assert!(
+            !path.is_empty() && path.split(':').all(|entry| entry.starts_with('/')),
+            "{hostile:?}: the hook got PATH={path:?}"
+        );
+        assert_eq!(
+            hook_fields(&out, "id", "status"),
+            ["sh:ok", "bash:ok"],
+            "{hostile:?}: {out}"
+        );
+    }
+}
+
+/// A session id over the kernel's limit for one argument or variable (128 KiB) once made
+/// every command hook fail to start (`E2BIG`): a non-blocking error, so a deny hook let
+/// everything through. The id reaches hooks cut, with a notice.
+#[test]
+fn a_huge_session_id_never_disarms_command_hooks() {
+    let env = TestEnv::new();
+    guard_rm(&env);
+    let args_file = env.project.join("arg");
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{"type": "command", "id": "exec", "command": "/bin/sh",
+                "args": ["-c", format!("printf '%s' \"$1\" > '{}'", args_file.display()), "sh", "${CLAUDE_CODE_SESSION_ID}"]}]),
+    ));
+    for id in ["s".repeat(200_000), "é".repeat(70_000)] {
+        let mut input = bash_input("rm -rf /");
+        input["session_id"] = json!(id);
+        let out = env.dispatch("PreToolUse", input);
+        assert_eq!(out["decision"], "deny", "{out}");
+        assert_eq!(
+            hook_fields(&out, "id", "status"),
+            ["guard:blocked", "exec:ok"],
+            "{out}"
+        );
+        let got = std::fs::read_to_string(&args_file).unwrap();
+        assert!(
+            !got.is_empty() && got.len() <= 4096 && id.starts_with(&got),
+            "the hook got {} bytes of the id",
+            got.len()
+        );
+        assert!(
+            out["notices"].to_string().contains("session_id"),
+            "{}",
+            out["notices"]
+        );
+    }
+}
