@@ -72,6 +72,12 @@ pub fn session_id_value(id: &str) -> OsString {
     without_nul(OsStr::new(cut_at_char(id, MAX_SESSION_ID_BYTES)))
 }
 
+/// The session id as the audit log records it: cut like [`session_id_value`] (NULs kept;
+/// JSON escapes them).
+pub fn session_id_text(id: &str) -> &str {
+    cut_at_char(id, MAX_SESSION_ID_BYTES)
+}
+
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
 fn cut_at_char(text: &str, max: usize) -> &str {
     if text.len() <= max {
