@@ -22,10 +22,14 @@ fn guard_rm(env: &TestEnv) {
 
 /// The drop-in's answer to raw stdin bytes.
 fn claude_answer(env: &TestEnv, stdin: &[u8]) -> crate::support::Run {
+    claude_answer_with(env.command(), stdin)
+}
+
+/// The drop-in's answer to raw stdin bytes, run by `cmd`.
+fn claude_answer_with(mut cmd: std::process::Command, stdin: &[u8]) -> crate::support::Run {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = env
-        .command()
+    let mut child = cmd
         .args(["dispatch", "--format", "claude"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -58,51 +62,14 @@ fn inputs_a_strict_parser_refuses_still_reach_the_hooks() {
         "[".repeat(3000),
         "]".repeat(3000)
     );
-    let cases: Vec<(&str, Vec<u8>)> = vec![
-        (
-            "a lone low surrogate",
-            format!(r#"{prefix}\udc80"}}}}"#).into_bytes(),
-        ),
-        (
-            "a lone high surrogate",
-            format!(r#"{prefix}\ud83d"}}}}"#).into_bytes(),
-        ),
-        (
-            "a high surrogate then a letter",
-            format!(r#"{prefix}\ud83dx"}}}}"#).into_bytes(),
-        ),
-        (
-            "a reversed pair",
-            format!(r#"{prefix}\ude00\ud83d"}}}}"#).into_bytes(),
-        ),
-        (
-            "a surrogate in a key",
-            format!(r#"{prefix}","k\udfff":1}}}}"#).into_bytes(),
-        ),
-        (
-            "raw invalid UTF-8",
-            [prefix.as_bytes(), b"\xff\xfe\xc0\x80\"}}"].concat(),
-        ),
-        ("nesting 3000 levels deep", deep.into_bytes()),
-    ];
-    for (what, stdin) in cases {
+    for (what, stdin) in strict_parser_refusals(prefix, deep) {
         // Sanity: the case is one that a strict parser refuses.
         assert!(
             serde_json::from_slice::<Value>(&stdin).is_err(),
             "{what}: not a hostile case"
         );
         let run = claude_answer(&env, &stdin);
-        assert_eq!(
-            run.code, 2,
-            "{what}: the guard did not block: {} {}",
-            run.stdout, run.stderr
-        );
-        assert!(run.stderr.contains("no rm -rf"), "{what}: {}", run.stderr);
-        let answer: Value = serde_json::from_str(&run.stdout).unwrap();
-        assert_eq!(
-            answer["hookSpecificOutput"]["permissionDecision"], "deny",
-            "{what}"
-        );
+        assert_blocked(what, &run);
     }
     // What the hooks saw: U+FFFD for what cannot be text, a marker for what is too deep,
     // and the outcome says so.
@@ -225,4 +192,83 @@ fn a_huge_session_id_never_disarms_command_hooks() {
             out["notices"]
         );
     }
+}
+
+/// Inputs a strict JSON parser refuses, each with a `rm -rf` command for the guard.
+fn strict_parser_refusals(prefix: &str, deep: String) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        (
+            "a lone low surrogate",
+            format!(r#"{prefix}\udc80"}}}}"#).into_bytes(),
+        ),
+        (
+            "a lone high surrogate",
+            format!(r#"{prefix}\ud83d"}}}}"#).into_bytes(),
+        ),
+        (
+            "a high surrogate then a letter",
+            format!(r#"{prefix}\ud83dx"}}}}"#).into_bytes(),
+        ),
+        (
+            "a reversed pair",
+            format!(r#"{prefix}\ude00\ud83d"}}}}"#).into_bytes(),
+        ),
+        (
+            "a surrogate in a key",
+            format!(r#"{prefix}","k\udfff":1}}}}"#).into_bytes(),
+        ),
+        (
+            "raw invalid UTF-8",
+            [prefix.as_bytes(), b"\xff\xfe\xc0\x80\"}}"].concat(),
+        ),
+        ("nesting 3000 levels deep", deep.into_bytes()),
+    ]
+}
+
+/// The guard blocked: exit 2, its reason on stderr, a deny in the answer.
+fn assert_blocked(what: &str, run: &crate::support::Run) {
+    assert_eq!(
+        run.code, 2,
+        "{what}: the guard did not block: {} {}",
+        run.stdout, run.stderr
+    );
+    assert!(run.stderr.contains("no rm -rf"), "{what}: {}", run.stderr);
+    let answer: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{what}"
+    );
+}
+
+/// The same inputs through the dispatch daemon (on by default): the client forwards the
+/// bytes as they came and the daemon repairs them as the one-shot process does, so no
+/// hostile input is refused on one path and read on the other.
+#[test]
+fn the_dispatch_daemon_reads_what_the_one_shot_process_reads() {
+    let env = TestEnv::new();
+    guard_rm(&env);
+    let prefix = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf / "#;
+    let deep = format!(
+        "{prefix}\",\"x\":{}1{}}}}}",
+        "[".repeat(3000),
+        "]".repeat(3000)
+    );
+    for (what, stdin) in strict_parser_refusals(prefix, deep) {
+        let run = claude_answer_with(crate::dispatch_daemon::with_daemon(&env, 20), &stdin);
+        assert_blocked(what, &run);
+    }
+    // A session id of a megabyte through the daemon: the guard still runs and blocks.
+    let stdin = format!(
+        r#"{{"session_id":"{}","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"rm -rf /"}}}}"#,
+        "s".repeat(1 << 20)
+    );
+    let run = claude_answer_with(
+        crate::dispatch_daemon::with_daemon(&env, 20),
+        stdin.as_bytes(),
+    );
+    assert_blocked("a session id of 1 MiB", &run);
+    assert!(
+        !crate::dispatch_daemon::sockets(&env).is_empty(),
+        "no daemon answered"
+    );
 }
