@@ -326,7 +326,7 @@ fn the_dispatch_daemons_client_holds_at_most_the_input_cap() {
     // A daemon that listens, then the same input through its client.
     crate::support::wait_until("the dispatch daemon listens", || {
         let _ = env.run_with(
-            &mut crate::dispatch_daemon::with_daemon(&env, 30).args(["dispatch", "PreToolUse"]),
+            crate::dispatch_daemon::with_daemon(&env, 30).args(["dispatch", "PreToolUse"]),
             &bash_input("ls").to_string(),
         );
         !crate::dispatch_daemon::sockets(&env).is_empty()
