@@ -43,6 +43,14 @@ use crate::policy::env::{credential_name_triggers, is_credential_name};
 
 /// Characters of one string value kept in the log; the rest is cut with a note.
 const VALUE_CAP: usize = 2000;
+/// Bytes of strings and keys one logged JSON value (`toolName`, `toolInput`,
+/// `updatedInput`) may take; past it, the remaining entries of each open object or array
+/// are left out with a note of how many. An input of 100,000 entries gives a line of
+/// about this size, not of the input's.
+const VALUE_BUDGET: usize = 64 << 10;
+/// Bytes the hooks' `message`s of one line may take together; past it, messages are left
+/// out with a note (2,000 hooks that each fail with a long message give a bounded line).
+const MESSAGES_BUDGET: usize = 64 << 10;
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -388,7 +396,7 @@ pub struct Entry<'a> {
     #[serde(serialize_with = "lossy_path")]
     project: &'a Path,
     #[serde(rename = "toolName", skip_serializing_if = "Option::is_none")]
-    tool_name: Option<&'a Value>,
+    tool_name: Option<Redacted<'a>>,
     #[serde(rename = "toolInput", skip_serializing_if = "Option::is_none")]
     tool_input: Option<Redacted<'a>>,
     decision: Decision,
@@ -426,7 +434,26 @@ struct HookLine<'a> {
     exit_code: Option<i32>,
     fuel: Option<u64>,
     memory_bytes: Option<u64>,
-    message: Option<RedactedText<'a>>,
+    message: Option<Message<'a>>,
+}
+
+/// A hook's message in a line: redacted, or left out once the line's
+/// [`MESSAGES_BUDGET`] is spent.
+#[derive(Debug)]
+enum Message<'a> {
+    Logged(RedactedText<'a>),
+    LeftOut(usize),
+}
+
+impl Serialize for Message<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Logged(text) => text.serialize(serializer),
+            Message::LeftOut(bytes) => serializer.collect_str(&format_args!(
+                "[{bytes} bytes not logged: the line's messages are over {MESSAGES_BUDGET} bytes]"
+            )),
+        }
+    }
 }
 
 impl Entry<'_> {
@@ -439,12 +466,14 @@ impl Entry<'_> {
 
 /// The audit line of one dispatch.
 pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTime) -> Entry<'a> {
+    let mut messages = 0usize;
     Entry {
         time: rfc3339(now),
-        session: &invocation.session_id,
+        // As hooks get it: an id of megabytes is not a line of megabytes.
+        session: crate::handlers::command::session_id_text(&invocation.session_id),
         event: &outcome.event,
         project: &invocation.project_dir,
-        tool_name: invocation.input.get("tool_name"),
+        tool_name: invocation.input.get("tool_name").map(Redacted),
         tool_input: invocation.input.get("tool_input").map(Redacted),
         decision: outcome.decision,
         reason: outcome.reason.as_deref().map(RedactedText),
@@ -463,7 +492,14 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
                 exit_code: h.exit_code,
                 fuel: h.fuel,
                 memory_bytes: h.memory_bytes,
-                message: h.message.as_deref().map(RedactedText),
+                message: h.message.as_deref().map(|message| {
+                    messages = messages.saturating_add(message.len().min(VALUE_CAP * 4));
+                    if messages > MESSAGES_BUDGET {
+                        Message::LeftOut(message.len())
+                    } else {
+                        Message::Logged(RedactedText(message))
+                    }
+                }),
             })
             .collect(),
         is_async: false,
@@ -472,27 +508,85 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
 
 /// A JSON value that serializes with secrets masked: the value of every object key that
 /// looks like a credential name ([`is_credential_name`]) as [`REDACTED`], and every
-/// string through [`redact_text`]. Nothing is copied unless a string changes.
+/// string and every key through [`redact_text`] (a key can hold a secret as well as a
+/// value can: `{"API_TOKEN=…": 1}`). At most [`VALUE_BUDGET`] bytes of strings and keys
+/// are written; the entries past it are counted, not written. Nothing is copied unless a
+/// string changes.
 #[derive(Debug, Clone, Copy)]
 pub struct Redacted<'a>(pub &'a Value);
 
 impl Serialize for Redacted<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
+        let budget = std::cell::Cell::new(VALUE_BUDGET);
+        Budgeted {
+            value: self.0,
+            budget: &budget,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// [`Redacted`] over a budget shared by the whole value.
+struct Budgeted<'a> {
+    value: &'a Value,
+    budget: &'a std::cell::Cell<usize>,
+}
+
+impl Budgeted<'_> {
+    /// Takes `bytes` from the budget; false when it was spent before.
+    fn spend(&self, bytes: usize) -> bool {
+        let left = self.budget.get();
+        self.budget.set(left.saturating_sub(bytes));
+        left > 0
+    }
+}
+
+/// The note that stands for the entries of a container left out.
+fn left_out(count: usize) -> String {
+    format!("[{count} more entries not logged: over {VALUE_BUDGET} bytes]")
+}
+
+impl Serialize for Budgeted<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let budget = self.budget;
+        match self.value {
             Value::Object(map) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (key, value) in map {
+                let mut out = serializer.serialize_map(None)?;
+                for (n, (key, value)) in map.iter().enumerate() {
+                    if !self.spend(key.len().min(VALUE_CAP) + 4) {
+                        out.serialize_entry("…", &left_out(map.len() - n))?;
+                        break;
+                    }
+                    let shown_key = redact_text(key);
                     if is_credential_name(key) && !value.is_null() {
-                        out.serialize_entry(key, REDACTED)?;
+                        out.serialize_entry(&*shown_key, REDACTED)?;
                     } else {
-                        out.serialize_entry(key, &Redacted(value))?;
+                        out.serialize_entry(&*shown_key, &Budgeted { value, budget })?;
                     }
                 }
                 out.end()
             }
-            Value::Array(items) => serializer.collect_seq(items.iter().map(Redacted)),
-            Value::String(text) => serializer.serialize_str(&redact_text(text)),
-            other => other.serialize(serializer),
+            Value::Array(items) => {
+                use serde::ser::SerializeSeq;
+                let mut out = serializer.serialize_seq(None)?;
+                for (n, value) in items.iter().enumerate() {
+                    if !self.spend(2) {
+                        out.serialize_element(&left_out(items.len() - n))?;
+                        break;
+                    }
+                    out.serialize_element(&Budgeted { value, budget })?;
+                }
+                out.end()
+            }
+            Value::String(text) => {
+                let shown = redact_text(text);
+                self.spend(shown.len());
+                serializer.serialize_str(&shown)
+            }
+            other => {
+                self.spend(8);
+                other.serialize(serializer)
+            }
         }
     }
 }

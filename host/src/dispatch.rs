@@ -20,6 +20,8 @@
 //! `allowManagedHooksOnly`, `enabled: false`, a ceiling) with the same record. Anything
 //! else is refused, and the refusal is reported with the session's next outcome.
 
+pub mod input;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -333,6 +335,15 @@ impl Dispatcher {
                     .to_string(),
             );
         }
+        if invocation.session_id.len() > crate::handlers::command::MAX_SESSION_ID_BYTES {
+            notices.push(format!(
+                "`session_id` is {} bytes long: CLAUDE_CODE_SESSION_ID and \
+                 `${{CLAUDE_CODE_SESSION_ID}}` get its first {} bytes (a process cannot be \
+                 given more)",
+                invocation.session_id.len(),
+                crate::handlers::command::MAX_SESSION_ID_BYTES
+            ));
+        }
         let selected = self.select_owned(&invocation);
         if let Some(notice) = prepare_env_file(&mut invocation, &selected) {
             notices.push(notice);
@@ -551,7 +562,18 @@ impl Dispatcher {
         };
         let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
         let shown = program.display();
-        let _slot = hook_slots().acquire().await;
+        // A slot for the spawn's descriptors, waited for no longer than these hooks'
+        // timeouts (they are reported as not started otherwise).
+        let patience = hooks.iter().map(|h| h.timeout).max().unwrap_or_default();
+        let _slot = tokio::time::timeout(patience, hook_slots().acquire())
+            .await
+            .map_err(|_| {
+                format!(
+                    "not started: all {} slots for command and HTTP hooks were taken for \
+                     {patience:?}",
+                    hook_concurrency()
+                )
+            })?;
         let mut child = tokio::process::Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -662,19 +684,46 @@ fn prepare_env_file(
 }
 
 /// Runs one hook, in one of the process's [`hook_concurrency`] slots when it holds file
-/// descriptors.
+/// descriptors. The hook's timeout counts from here, the wait for a slot included: hooks
+/// that never exit hold their slots for their whole timeout, and a hook behind them
+/// must not wait past its own and then run (nor make the event take the sum of the
+/// timeouts instead of the longest).
 async fn run_in_slot(
     handlers: &Handlers,
     hook: &Hook,
     invocation: &Invocation,
     policy: &Policy,
 ) -> HandlerRun {
-    let _slot = if needs_slot(hook) {
-        hook_slots().acquire().await.ok()
-    } else {
-        None
+    if !needs_slot(hook) {
+        return handlers.run(hook, invocation, policy).await;
+    }
+    // Uncontended (the common case): no clock, no timer, the hook's own timeout.
+    if let Ok(_slot) = hook_slots().try_acquire() {
+        return handlers.run(hook, invocation, policy).await;
+    }
+    let started = std::time::Instant::now();
+    let Ok(Ok(_slot)) = tokio::time::timeout(hook.timeout, hook_slots().acquire()).await else {
+        // (An `Err` inside would mean the slots were closed, which they never are.)
+        return HandlerRun::failed(
+            crate::handlers::FailureKind::Timeout,
+            format!(
+                "timed out after {:?} waiting for a slot: all {} slots for command and HTTP \
+                 hooks were taken by other hooks the whole time; not run",
+                hook.timeout,
+                hook_concurrency()
+            ),
+            started,
+        );
     };
-    handlers.run(hook, invocation, policy).await
+    // What is left of its timeout after the wait (a timeout it meets names that rest).
+    let waited = started.elapsed();
+    let rest = Hook {
+        timeout: hook.timeout.saturating_sub(waited),
+        ..hook.clone()
+    };
+    let mut run = handlers.run(&rest, invocation, policy).await;
+    run.duration += waited;
+    run
 }
 
 /// What an async run leaves for the session (texts capped like an outcome's).

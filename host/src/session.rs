@@ -64,7 +64,18 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn take_async(&self, session: &str) -> Vec<AsyncResult>;
 }
 
-/// Session state in memory.
+/// The most async results queued for one session: a session that never dispatches
+/// again (its agent went away) must not make a daemon hold its results forever. Past it,
+/// the oldest are dropped (with a warning in the log).
+pub const MAX_QUEUED_RESULTS: usize = 1024;
+
+/// The most queued async results one outcome takes: the rest wait for the session's next
+/// event, so that no outcome has to read (or carry) an unbounded queue.
+pub const MAX_RESULTS_PER_TAKE: usize = 256;
+
+/// Session state in memory. A session with nothing to remember (no Stop block in a row,
+/// no queued result) holds no entry, so a long-lived daemon that sees many sessions does
+/// not keep one per session id it ever saw.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     sessions: Mutex<HashMap<String, (u32, Vec<AsyncResult>)>>,
@@ -85,7 +96,12 @@ impl SessionStore for MemoryStore {
     ) -> Result<(), String> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         match sessions.get_mut(session) {
-            Some(state) => state.0 = update(state.0),
+            Some(state) => {
+                state.0 = update(state.0);
+                if state.0 == 0 && state.1.is_empty() {
+                    sessions.remove(session);
+                }
+            }
             None => {
                 let count = update(0);
                 if count != 0 {
@@ -96,21 +112,32 @@ impl SessionStore for MemoryStore {
         Ok(())
     }
     fn push_async(&self, session: &str, result: AsyncResult) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session.to_string())
-            .or_default()
-            .1
-            .push(result);
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let queue = &mut sessions.entry(session.to_string()).or_default().1;
+        if queue.len() >= MAX_QUEUED_RESULTS {
+            let dropped = queue.remove(0);
+            tracing::warn!(
+                "more than {MAX_QUEUED_RESULTS} async results wait for a session; dropped the \
+                 oldest, of `{}`",
+                dropped.hook
+            );
+        }
+        queue.push(result);
     }
     fn take_async(&self, session: &str) -> Vec<AsyncResult> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(session)
-            .map(|s| std::mem::take(&mut s.1))
-            .unwrap_or_default()
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(state) = sessions.get_mut(session) else {
+            return Vec::new();
+        };
+        let taken = if state.1.len() > MAX_RESULTS_PER_TAKE {
+            state.1.drain(..MAX_RESULTS_PER_TAKE).collect()
+        } else {
+            std::mem::take(&mut state.1)
+        };
+        if state.0 == 0 && state.1.is_empty() {
+            sessions.remove(session);
+        }
+        taken
     }
 }
 
@@ -373,6 +400,9 @@ impl SessionStore for DiskStore {
         names.sort();
         let mut results = Vec::new();
         for path in names {
+            if results.len() == MAX_RESULTS_PER_TAKE {
+                break; // the rest wait for the next event
+            }
             let claimed = path.with_extension(format!("claimed-{}", std::process::id()));
             if std::fs::rename(&path, &claimed).is_err() {
                 continue; // another dispatch took it
@@ -421,6 +451,44 @@ mod tests {
     #[test]
     fn memory_store() {
         exercise(&MemoryStore::default());
+    }
+
+    /// A daemon's store forgets sessions with nothing to remember, bounds each queue, and
+    /// hands out at most [`MAX_RESULTS_PER_TAKE`] results per outcome (both stores).
+    #[test]
+    fn queues_are_bounded_and_empty_sessions_forgotten() {
+        let memory = MemoryStore::default();
+        for n in 0..100 {
+            let id = format!("s{n}");
+            memory.push_async(&id, result("a"));
+            memory.take_async(&id);
+            memory.update_stop_blocks(&id, &mut |c| c + 1).unwrap();
+            memory.update_stop_blocks(&id, &mut |_| 0).unwrap();
+        }
+        assert!(memory.sessions.lock().unwrap().is_empty(), "nothing kept");
+        for n in 0..MAX_QUEUED_RESULTS + 10 {
+            memory.push_async("s", result(&format!("r{n}")));
+        }
+        let first = memory.take_async("s");
+        assert_eq!(first.len(), MAX_RESULTS_PER_TAKE);
+        assert_eq!(first[0].hook, "r10", "the oldest were dropped");
+        let mut rest = 0;
+        loop {
+            let taken = memory.take_async("s").len();
+            if taken == 0 {
+                break;
+            }
+            rest += taken;
+        }
+        assert_eq!(first.len() + rest, MAX_QUEUED_RESULTS);
+
+        let dir = tempfile::tempdir().unwrap();
+        let disk = DiskStore::new(dir.path());
+        for n in 0..MAX_RESULTS_PER_TAKE + 3 {
+            disk.push_async("s", result(&format!("r{n}")));
+        }
+        assert_eq!(disk.take_async("s").len(), MAX_RESULTS_PER_TAKE);
+        assert_eq!(disk.take_async("s").len(), 3);
     }
 
     #[test]

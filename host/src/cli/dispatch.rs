@@ -35,22 +35,23 @@ pub struct DispatchArgs {
     pretty: bool,
 }
 
+/// Reads stdin, at most one byte more than an input may have (so that a larger one is
+/// refused, not held).
 fn read_stdin() -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     std::io::stdin()
+        .take(hookhost::dispatch::input::MAX_INPUT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
     Ok(bytes)
 }
 
-/// The input JSON of `stdin` (empty: `{}`).
-fn parse_input(stdin: &[u8]) -> Result<Value, String> {
-    let text =
-        std::str::from_utf8(stdin).map_err(|e| format!("the input on stdin is not UTF-8: {e}"))?;
-    if text.trim().is_empty() {
-        return Ok(Value::Object(Default::default()));
-    }
-    serde_json::from_str(text).map_err(|e| format!("the input on stdin is not valid JSON: {e}"))
+/// The input JSON of `stdin` (empty: `{}`), with what had to be repaired for it to be
+/// read (see [`hookhost::dispatch::input`]): an input the agent sent is never refused
+/// for a lone surrogate, a byte that is not UTF-8 or its depth, since a refused input
+/// reaches no hook.
+fn parse_input(stdin: &[u8]) -> Result<hookhost::dispatch::input::Input, String> {
+    hookhost::dispatch::input::parse(stdin).map_err(|e| format!("the input on stdin {e}"))
 }
 
 /// What one `hookhost dispatch` prints and its exit status.
@@ -109,7 +110,10 @@ async fn dispatch(
     stdin: &[u8],
     host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Result<Printed, String> {
-    let input = parse_input(stdin)?;
+    let hookhost::dispatch::input::Input {
+        value: input,
+        repairs,
+    } = parse_input(stdin)?;
     let event = match (
         &args.event,
         input.get("hook_event_name").and_then(Value::as_str),
@@ -139,6 +143,9 @@ async fn dispatch(
         .dispatch(&event, input)
         .await
         .map_err(|e| e.to_string())?;
+    for repair in repairs {
+        outcome.host_notice(repair);
+    }
     match args.format {
         Format::Outcome => {
             let json = if args.pretty {

@@ -151,16 +151,15 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
                     ));
                 }
             };
-            let mut input = String::new();
+            // Read as `dispatch` reads it, so the plugin is tested on what it would get.
+            let mut input = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut input)
+                .take(hookhost::dispatch::input::MAX_INPUT_BYTES as u64 + 1)
+                .read_to_end(&mut input)
                 .map_err(|e| format!("cannot read the input on stdin: {e}"))?;
-            let input: Value = if input.trim().is_empty() {
-                Value::Object(Default::default())
-            } else {
-                serde_json::from_str(&input)
-                    .map_err(|e| format!("the input on stdin is not JSON: {e}"))?
-            };
+            let hookhost::dispatch::input::Input { value: input, .. } =
+                hookhost::dispatch::input::parse(&input)
+                    .map_err(|e| format!("the input on stdin {e}"))?;
             let project = match project {
                 Some(p) => p,
                 None => std::env::current_dir()

@@ -43,8 +43,16 @@ pub const CAPTURE_LIMIT: usize = 1 << 20;
 /// The shell of the shell form, by absolute path: never looked up in `PATH`.
 pub const SH: &str = "/bin/sh";
 
-/// Where programs are looked up when `PATH` is unset (as `execvp` does).
-const DEFAULT_PATH: &str = "/bin:/usr/bin";
+/// The `PATH` of hooks, and where programs are looked up, when the host's `PATH` is unset
+/// or has no absolute entry: a hook's shell must never fall back to searching the
+/// current directory (an empty `PATH` means exactly that to `sh`, and bash's built-in
+/// default for an unset one ends with `.`).
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The longest session id hookhost puts in a hook's environment or argv, in bytes. The
+/// kernel refuses any one argument or variable over 128 KiB (`E2BIG`), which would make
+/// every command hook fail to start; ids are UUIDs.
+pub const MAX_SESSION_ID_BYTES: usize = 4096;
 
 /// A value hookhost sets in a hook's environment or argv, without NUL bytes (which
 /// `execve` cannot carry: one would make the hook fail to start).
@@ -55,6 +63,31 @@ pub fn without_nul(value: &OsStr) -> OsString {
     } else {
         value.to_os_string()
     }
+}
+
+/// The session id as hooks get it (`CLAUDE_CODE_SESSION_ID`,
+/// `${CLAUDE_CODE_SESSION_ID}`): without NUL bytes, and cut at a character boundary to at
+/// most [`MAX_SESSION_ID_BYTES`].
+pub fn session_id_value(id: &str) -> OsString {
+    without_nul(OsStr::new(cut_at_char(id, MAX_SESSION_ID_BYTES)))
+}
+
+/// The session id as the audit log records it: cut like [`session_id_value`] (NULs kept;
+/// JSON escapes them).
+pub fn session_id_text(id: &str) -> &str {
+    cut_at_char(id, MAX_SESSION_ID_BYTES)
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn cut_at_char(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// `PATH` without its empty and relative entries: those name directories of whatever
@@ -69,24 +102,32 @@ pub fn absolute_path_entries(path: &OsStr) -> OsString {
     OsString::from_vec(kept.join(&b':'))
 }
 
+/// The `PATH` of hooks for the host's `PATH`: its absolute entries, else
+/// [`DEFAULT_PATH`].
+pub fn hook_path(path: Option<&OsStr>) -> OsString {
+    match path.map(absolute_path_entries) {
+        Some(path) if !path.is_empty() => path,
+        _ => OsString::from(DEFAULT_PATH),
+    }
+}
+
 /// The environment a command hook gets.
 pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(name, _)| {
             let name = name.as_bytes();
-            !is_credential_name_bytes(name) || allowlisted_bytes(name, &settings.env_allowlist)
-        })
-        .map(|(name, value)| {
-            if name == "PATH" {
-                let path = absolute_path_entries(&value);
-                (name, path)
-            } else {
-                (name, value)
-            }
+            name != b"PATH"
+                && (!is_credential_name_bytes(name)
+                    || allowlisted_bytes(name, &settings.env_allowlist))
         })
         .collect();
+    // Always set, and always absolute (see [`DEFAULT_PATH`]).
+    env.push((
+        "PATH".into(),
+        hook_path(std::env::var_os("PATH").as_deref()),
+    ));
     let project = without_nul(invocation.project_dir.as_os_str());
-    let session = without_nul(OsStr::new(&invocation.session_id));
+    let session = session_id_value(&invocation.session_id);
     env.push(("CLAUDE_PROJECT_DIR".into(), project.clone()));
     env.push(("HOOKHOST_PROJECT_DIR".into(), project));
     env.push(("CLAUDE_CODE_SESSION_ID".into(), session.clone()));
@@ -116,7 +157,8 @@ fn substitute(arg: &str, invocation: &Invocation) -> OsString {
         return without_nul(OsStr::new(arg));
     }
     let project = invocation.project_dir.as_os_str().as_bytes();
-    let session = invocation.session_id.as_bytes();
+    let session = session_id_value(&invocation.session_id);
+    let session = session.as_bytes();
     let mut out = Vec::with_capacity(arg.len());
     let mut rest = arg;
     while let Some((at, placeholder)) = PLACEHOLDERS
@@ -141,7 +183,8 @@ fn substitute(arg: &str, invocation: &Invocation) -> OsString {
 /// - a name with a `/` is a path: absolute as it is, relative against `project_dir` (the
 ///   project's own scripts, `./hooks/x`);
 /// - a bare name is looked up in the absolute entries of `search_path` (empty and
-///   relative entries are ignored, as hardened `execvp`s do), `/bin:/usr/bin` when unset.
+///   relative entries are ignored, as hardened `execvp`s do), [`DEFAULT_PATH`] when it is
+///   unset or has no absolute entry.
 ///
 /// Why resolve here rather than leave the search to the spawn: the spawn would search
 /// the relative entries too, and an absolute path also lets the standard library use
@@ -164,7 +207,7 @@ pub fn resolve_program(
             project_dir.join(path)
         });
     }
-    let search = search_path.unwrap_or(OsStr::new(DEFAULT_PATH));
+    let search = hook_path(search_path);
     search
         .as_bytes()
         .split(|&b| b == b':')

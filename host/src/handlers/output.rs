@@ -136,15 +136,21 @@ pub fn cap_in_place(text: &mut String) {
 /// (`… [N characters truncated]`) included: a capped text is within the cap, so capping
 /// it again changes nothing.
 pub fn cap_text(text: &str) -> String {
+    cap_text_at(text, OUTPUT_TEXT_CAP)
+}
+
+/// [`cap_text`] at `cap` characters (at least the marker's length, about 40).
+pub fn cap_text_at(text: &str, cap: usize) -> String {
     let marker = |dropped: usize| format!("… [{dropped} characters truncated]");
-    if text.len() <= OUTPUT_TEXT_CAP || text.chars().count() <= OUTPUT_TEXT_CAP {
+    if text.len() <= cap || text.chars().count() <= cap {
         return text.to_string();
     }
     let total = text.chars().count();
+    let cap = cap.max(marker(total).chars().count());
     // The marker's length depends on the count it names; two rounds settle it.
-    let mut kept = OUTPUT_TEXT_CAP - marker(total - OUTPUT_TEXT_CAP).chars().count();
+    let mut kept = cap - marker(total - cap).chars().count();
     loop {
-        let again = OUTPUT_TEXT_CAP - marker(total - kept).chars().count();
+        let again = cap - marker(total - kept).chars().count();
         if again >= kept {
             break;
         }

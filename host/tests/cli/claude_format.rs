@@ -78,7 +78,8 @@ fn host_errors_exit_1_with_one_line() {
         (&["dispatch", "--format", "claude"], b"{not json"),
         (
             &["dispatch", "--format", "claude"],
-            b"{\"hook_event_name\": \"PreToolUse\", \"x\": \"\xff\"}",
+            // Cut short (bytes that are not UTF-8 alone are repaired, not refused).
+            b"{\"hook_event_name\": \"PreToolUse\", \"x\": \"\xff",
         ),
         (&["dispatch", "--format", "claude", "NoSuchEvent"], b"{}"),
         (

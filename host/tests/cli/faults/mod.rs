@@ -7,3 +7,4 @@ mod daemon;
 mod dispatch;
 mod input;
 mod reload;
+mod second_pass;

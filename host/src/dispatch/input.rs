@@ -1,0 +1,319 @@
+//! Reading an event's input JSON the way the agent meant it, never refusing it for its
+//! shape.
+//!
+//! An input that hookhost cannot read reaches no hook, and the agent treats the host's
+//! error as a non-blocking one: the tool runs as if every hook had allowed it. So an
+//! input must not be refused for what a strict JSON parser refuses but an agent sends:
+//!
+//! - **lone surrogates.** Claude Code is JavaScript; `JSON.stringify` writes a string
+//!   with half a surrogate pair (a text cut between the two halves of an emoji) as a
+//!   `\udXXX` escape, which is valid JSON text but no Unicode scalar value, so
+//!   serde_json refuses it. Each lone half is read as U+FFFD, which is what the agent
+//!   itself writes when it encodes that string as UTF-8 for the tool.
+//! - **bytes that are not UTF-8.** Replaced by U+FFFD.
+//! - **deep nesting.** serde_json stops at 128 levels (its recursion limit, which keeps
+//!   the stack safe). A container nested deeper than [`MAX_DEPTH`] levels is replaced by
+//!   a string that says so, so the hooks see everything else of the input (a `command`
+//!   next to a hostile 3,000-level `x`), and every later stage that walks the value
+//!   (matching, the audit log, serializing it again) stays far from any recursion limit.
+//!
+//! Each repair is reported, for a notice on the outcome. Input that is not JSON at all
+//! (truncated, garbage) is still an error: that is a broken agent, not a hostile value.
+//!
+//! Why by hand: serde_json has no option for lone surrogates or a depth cap (only its
+//! fixed limit or none at all), and the scan is one pass over bytes that only builds a
+//! copy when something needs repairing.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// The deepest nesting of objects and arrays kept; a container below it is replaced by
+/// [`TOO_DEEP`]. Below serde_json's limit of 128, with room for the envelopes that carry
+/// an input (a daemon request, an async job).
+pub const MAX_DEPTH: usize = 100;
+
+/// The largest input read, in bytes. Agents send kilobytes (a tool's input, a capped
+/// tool output); a larger input is a host error.
+pub const MAX_INPUT_BYTES: usize = 64 << 20;
+
+/// What replaces a container nested deeper than [`MAX_DEPTH`].
+pub const TOO_DEEP: &str = "[nested deeper than 100 levels: not shown to hooks]";
+
+/// An input and the repairs that made it readable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    /// The input value.
+    pub value: Value,
+    /// One message per kind of repair, for the outcome's notices.
+    pub repairs: Vec<String>,
+}
+
+/// Parses an input (empty or blank: `{}`), repairing what the module docs list.
+///
+/// # Errors
+///
+/// An input over [`MAX_INPUT_BYTES`], or one that is not JSON even after the repairs;
+/// the message reads after "the input" (`is not valid JSON: …`).
+pub fn parse(bytes: &[u8]) -> Result<Input, String> {
+    if bytes.len() > MAX_INPUT_BYTES {
+        return Err(format!(
+            "is {} bytes, more than the {MAX_INPUT_BYTES} hookhost reads",
+            bytes.len()
+        ));
+    }
+    let mut repairs = Vec::new();
+    let text = String::from_utf8_lossy(bytes);
+    if let Cow::Owned(_) = text {
+        repairs.push(
+            "the input holds bytes that are not UTF-8; hooks see U+FFFD in their place".into(),
+        );
+    }
+    if text.trim().is_empty() {
+        return Ok(Input {
+            value: Value::Object(Default::default()),
+            repairs,
+        });
+    }
+    let repaired = repair(&text);
+    if repaired.lone_surrogates {
+        repairs.push(
+            "the input holds lone UTF-16 surrogates (`\\udXXX` escapes of half a character); \
+             hooks see U+FFFD in their place"
+                .into(),
+        );
+    }
+    if repaired.too_deep {
+        repairs.push(format!(
+            "the input nests deeper than {MAX_DEPTH} levels; hooks see `{TOO_DEEP}` in place \
+             of each deeper value"
+        ));
+    }
+    let value =
+        serde_json::from_str(&repaired.text).map_err(|e| format!("is not valid JSON: {e}"))?;
+    Ok(Input { value, repairs })
+}
+
+/// The text with the repairs applied.
+struct Repaired<'a> {
+    text: Cow<'a, str>,
+    lone_surrogates: bool,
+    too_deep: bool,
+}
+
+/// The code unit of a `\uXXXX` escape starting at `at` (the backslash), if it is one.
+fn escaped_unit(bytes: &[u8], at: usize) -> Option<u16> {
+    let hex = bytes.get(at + 2..at + 6)?;
+    if bytes.get(at + 1) != Some(&b'u') {
+        return None;
+    }
+    u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+}
+
+/// One pass over JSON text: lone surrogate escapes become `\ufffd`, containers deeper
+/// than [`MAX_DEPTH`] become [`TOO_DEEP`]. Text that is not JSON is passed on as it is
+/// (the parser reports it). A copy is made only from the first repair on.
+fn repair(text: &str) -> Repaired<'_> {
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0; // bytes of `text` before this offset are in `out` (or need not be)
+    let mut lone_surrogates = false;
+    let mut too_deep = false;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = 0;
+    // Replaces text[from..to] with `with`.
+    let splice = |out: &mut Option<String>, copied: &mut usize, from, to, with: &str| {
+        let buffer = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        buffer.push_str(&text[*copied..from]);
+        buffer.push_str(with);
+        *copied = to;
+    };
+    while i < bytes.len() {
+        let byte = bytes[i];
+        if in_string {
+            match byte {
+                b'"' => in_string = false,
+                b'\\' => {
+                    match escaped_unit(bytes, i) {
+                        Some(0xd800..=0xdbff) => {
+                            let pair = bytes.get(i + 6) == Some(&b'\\')
+                                && matches!(escaped_unit(bytes, i + 6), Some(0xdc00..=0xdfff));
+                            if pair {
+                                i += 12;
+                            } else {
+                                splice(&mut out, &mut copied, i, i + 6, "\\ufffd");
+                                lone_surrogates = true;
+                                i += 6;
+                            }
+                        }
+                        Some(0xdc00..=0xdfff) => {
+                            splice(&mut out, &mut copied, i, i + 6, "\\ufffd");
+                            lone_surrogates = true;
+                            i += 6;
+                        }
+                        Some(_) => i += 6,
+                        None => i += 2, // `\"`, `\\`, `\n`, … (or broken: the parser says so)
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' if depth == MAX_DEPTH => {
+                let end = end_of_container(bytes, i);
+                splice(&mut out, &mut copied, i, end, &format!("\"{TOO_DEEP}\""));
+                too_deep = true;
+                i = end;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    let text = match out {
+        None => Cow::Borrowed(text),
+        Some(mut buffer) => {
+            buffer.push_str(&text[copied.min(text.len())..]);
+            Cow::Owned(buffer)
+        }
+    };
+    Repaired {
+        text,
+        lone_surrogates,
+        too_deep,
+    }
+}
+
+/// The offset just past the container that opens at `start` (its matching bracket,
+/// strings skipped), or the end of the text when it is never closed.
+fn end_of_container(bytes: &[u8], start: usize) -> usize {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = start;
+    while i < bytes.len() {
+        match (in_string, bytes[i]) {
+            (true, b'\\') => i += 1,
+            (true, b'"') => in_string = false,
+            (false, b'"') => in_string = true,
+            (false, b'{' | b'[') => depth += 1,
+            (false, b'}' | b']') => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parsed(text: &str) -> Input {
+        parse(text.as_bytes()).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn valid_input_is_read_as_it_is() {
+        for text in [
+            r#"{"a":"\ud83d\ude00 \\udc80 \" ]}[{","b":[1,{"c":null}]}"#,
+            "{}",
+            r#"{"k\n":"\u00e9"}"#,
+        ] {
+            let input = parsed(text);
+            assert_eq!(input.value, serde_json::from_str::<Value>(text).unwrap());
+            assert!(input.repairs.is_empty(), "{text}: {:?}", input.repairs);
+            assert!(matches!(repair(text).text, Cow::Borrowed(_)));
+        }
+        assert_eq!(parsed("  \n").value, json!({}));
+        assert_eq!(parsed("").value, json!({}));
+    }
+
+    #[test]
+    fn lone_surrogates_become_the_replacement_character() {
+        let cases = [
+            (r#"{"a":"x\udc80y"}"#, "x\u{fffd}y"),
+            (r#"{"a":"\ud83d"}"#, "\u{fffd}"),
+            (r#"{"a":"\ud83dz"}"#, "\u{fffd}z"),
+            (r#"{"a":"\ud83d\ud83d\ude00"}"#, "\u{fffd}\u{1f600}"),
+            (r#"{"a":"\ude00\ud83d"}"#, "\u{fffd}\u{fffd}"),
+            (r#"{"a":"\uD83D\n"}"#, "\u{fffd}\n"),
+            (r#"{"a":"\\ud800"}"#, "\\ud800"),
+        ];
+        for (text, want) in cases {
+            let input = parsed(text);
+            assert_eq!(input.value["a"], want, "{text}");
+            assert_eq!(input.repairs.len(), usize::from(want.contains('\u{fffd}')));
+        }
+        let key = parsed(r#"{"k\udfff":1}"#);
+        assert_eq!(key.value, json!({"k\u{fffd}": 1}));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_become_the_replacement_character() {
+        let input = parse(b"{\"a\":\"x\xff\xc0\x80y\"}").unwrap();
+        assert!(input.value["a"].as_str().unwrap().contains('\u{fffd}'));
+        assert_eq!(input.repairs.len(), 1);
+    }
+
+    #[test]
+    fn deep_nesting_is_cut_at_the_limit() {
+        for depth in [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 5000] {
+            let text = format!(
+                r#"{{"command":"rm","x":{}"s]{{\""{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let input = parsed(&text);
+            assert_eq!(input.value["command"], "rm", "{depth}");
+            let mut levels = 1; // the outer object
+            let mut value = &input.value["x"];
+            while let Some(inner) = value.get(0) {
+                levels += 1;
+                value = inner;
+            }
+            if depth < MAX_DEPTH {
+                assert_eq!(value, "s]{\"", "{depth}");
+                assert!(input.repairs.is_empty());
+            } else {
+                assert_eq!(levels, MAX_DEPTH, "{depth}");
+                assert_eq!(value, TOO_DEEP, "{depth}");
+                assert_eq!(input.repairs.len(), 1);
+            }
+        }
+        // Objects count as much as arrays; what follows the cut container is kept.
+        let text = format!(r#"{}1{}"#, r#"{"a":"#.repeat(300), "}".repeat(300));
+        assert!(parse(text.as_bytes()).is_ok());
+        let text = format!(r#"[{}],"after"]"#, "[".repeat(200) + &"]".repeat(199));
+        let input = parsed(&text);
+        assert_eq!(input.value[1], "after");
+    }
+
+    #[test]
+    fn what_is_not_json_stays_an_error() {
+        for text in [
+            "{",
+            "{\"a\":",
+            "nope",
+            "{\"a\":\"\\ud83d",
+            &"[".repeat(500),
+            "{\"a\":1}}",
+        ] {
+            assert!(parse(text.as_bytes()).is_err(), "{text}");
+        }
+        let big = vec![b' '; MAX_INPUT_BYTES + 1];
+        assert!(parse(&big).unwrap_err().contains("more than"));
+    }
+}
