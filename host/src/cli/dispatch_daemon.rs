@@ -61,9 +61,10 @@ const MAX_SOCKET_PATH: usize = 100;
 /// sets when it propagates traces): a daemon keyed by them would serve one call, so a
 /// caller with one set dispatches in-process.
 const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
-/// The largest stdin a daemon takes; a caller with more dispatches in-process (the
-/// daemon must not hold what any process of the user claims to send).
-const MAX_INPUT: usize = 64 << 20;
+/// The largest stdin a daemon takes, the one-shot process's own cap; a caller with more
+/// answers in-process with the same error (the daemon must not hold what any process of
+/// the user claims to send).
+const MAX_INPUT: usize = hookhost::dispatch::input::MAX_INPUT_BYTES;
 /// Requests a daemon serves at once; beyond, it stops accepting until one is answered
 /// (the callers wait in the socket's backlog).
 const MAX_CONNECTIONS: usize = 256;
@@ -311,7 +312,12 @@ pub fn forward() -> Option<ExitCode> {
 /// Sends stdin, reads the answer; a stdin over [`MAX_INPUT`] is dispatched here instead.
 fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
     let mut input = Vec::new();
-    io::stdin().lock().read_to_end(&mut input)?;
+    // One byte past the cap is enough to know the input is too big: an agent's input of
+    // gigabytes is never held whole by the client.
+    io::stdin()
+        .lock()
+        .take(MAX_INPUT as u64 + 1)
+        .read_to_end(&mut input)?;
     if input.len() > MAX_INPUT {
         drop(stream);
         return Ok(dispatch_here(&input));

@@ -299,12 +299,10 @@ fn peak_memory_kib(cmd: std::process::Command, stdin: &std::path::Path) -> (u64,
 }
 
 /// An input of 300 MiB (a huge tool output): the one-shot process reads at most one byte
-/// more than the 64 MiB it accepts and fails with exit 1; the dispatch daemon's client
-/// (`cli/dispatch_daemon.rs`, `exchange`) reads all of stdin into memory before it looks
-/// at the size, so an agent's input of gigabytes is held whole by every `hookhost
-/// dispatch` process.
+/// more than the 64 MiB it accepts and fails with exit 1; so does the dispatch daemon's
+/// client (it once read all of stdin before it looked at the size, so an agent's input of
+/// gigabytes was held whole by every `hookhost dispatch` process).
 #[test]
-#[ignore = "F: the dispatch daemon's client reads stdin unbounded (cli/dispatch_daemon.rs `exchange`: `read_to_end` without `take(MAX_INPUT + 1)`); D1's room"]
 fn the_dispatch_daemons_client_holds_at_most_the_input_cap() {
     if !std::path::Path::new("/usr/bin/time").exists() {
         eprintln!(
