@@ -269,53 +269,25 @@ impl Dispatcher {
     /// # Errors
     ///
     /// An unknown event or an input that is not an object.
-    pub fn invocation(
-        &self,
-        event: &str,
-        mut input: Value,
-    ) -> Result<Arc<Invocation>, DispatchError> {
+    pub fn invocation(&self, event: &str, input: Value) -> Result<Arc<Invocation>, DispatchError> {
         let spec = self
             .policy
             .catalogue
             .get(event)
             .ok_or_else(|| DispatchError::UnknownEvent(event.to_string()))?
             .clone();
-        let Some(object) = input.as_object_mut() else {
-            return Err(DispatchError::InputNotObject(event.to_string()));
-        };
-        object
-            .entry("hook_event_name")
-            .or_insert_with(|| Value::String(event.to_string()));
-        let session_id = object
-            .get("session_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let project_dir = self.policy.project_dir.clone();
-        let cwd = object
-            .get("cwd")
-            .and_then(Value::as_str)
-            .map_or_else(|| project_dir.clone(), PathBuf::from);
+        let mut invocation = Invocation::new(spec, input, &self.policy.project_dir)
+            .ok_or_else(|| DispatchError::InputNotObject(event.to_string()))?;
         // Only the path (named by a digest of the session id, never by the id itself):
         // the dispatch creates the file when a command hook is about to run.
-        let env_file = match (&self.session_files, spec.env_file) {
-            (Some(dir), true) => Some(
+        if let (Some(dir), true) = (&self.session_files, invocation.spec.env_file) {
+            invocation.env_file = Some(
                 crate::session::DiskStore::new(dir)
-                    .session_dir(&session_id)
+                    .session_dir(&invocation.session_id)
                     .join("env"),
-            ),
-            _ => None,
-        };
-        let input_json = input.to_string();
-        Ok(Arc::new(Invocation {
-            spec,
-            input,
-            input_json,
-            session_id,
-            cwd,
-            project_dir,
-            env_file,
-        }))
+            );
+        }
+        Ok(Arc::new(invocation))
     }
 
     /// Dispatches one event: select, run, merge, then apply the Stop cap and deliver

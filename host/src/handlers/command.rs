@@ -111,21 +111,21 @@ pub fn hook_path(path: Option<&OsStr>) -> OsString {
     }
 }
 
+/// The variable whose value hookhost replaces (see [`hook_path`]) and searches programs in.
+const PATH: &str = "PATH";
+
 /// The environment a command hook gets.
 pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(name, _)| {
             let name = name.as_bytes();
-            name != b"PATH"
+            name != PATH.as_bytes()
                 && (!is_credential_name_bytes(name)
                     || allowlisted_bytes(name, &settings.env_allowlist))
         })
         .collect();
     // Always set, and always absolute (see [`DEFAULT_PATH`]).
-    env.push((
-        "PATH".into(),
-        hook_path(std::env::var_os("PATH").as_deref()),
-    ));
+    env.push((PATH.into(), hook_path(std::env::var_os(PATH).as_deref())));
     let project = without_nul(invocation.project_dir.as_os_str());
     let session = session_id_value(&invocation.session_id);
     env.push(("CLAUDE_PROJECT_DIR".into(), project.clone()));
@@ -267,7 +267,7 @@ pub async fn run(
     let env = hook_env(invocation, settings);
     let search_path = env
         .iter()
-        .find(|(name, _)| name == "PATH")
+        .find(|(name, _)| name == PATH)
         .map(|(_, value)| value.as_os_str());
     let (program, shown, args): (OsString, &str, Vec<OsString>) = match &spec.args {
         None => {

@@ -13,38 +13,17 @@ pub mod output;
 pub mod wasm;
 
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
-use serde_json::Value;
 
+pub use crate::event::Invocation;
 pub use output::HookOutput;
 
-use crate::event::EventSpec;
 use crate::policy::{HandlerSpec, Hook, Policy};
-
-/// One event being dispatched: everything a handler may read about it.
-#[derive(Debug, Clone)]
-pub struct Invocation {
-    /// The event's attributes.
-    pub spec: Arc<EventSpec>,
-    /// The input object.
-    pub input: Value,
-    /// The input as compact JSON on one line, as Claude Code sends it.
-    pub input_json: String,
-    /// `session_id` of the input (empty when absent).
-    pub session_id: String,
-    /// `cwd` of the input, else the project directory.
-    pub cwd: PathBuf,
-    /// The project directory.
-    pub project_dir: PathBuf,
-    /// The `CLAUDE_ENV_FILE` of the session, on the events that have one.
-    pub env_file: Option<PathBuf>,
-}
 
 /// Why a hook failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

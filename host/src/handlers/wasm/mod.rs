@@ -1385,34 +1385,11 @@ fn collect_diagnostics(store: &mut Store<State>) -> Option<String> {
 /// The input is not an object.
 pub fn invocation(
     spec: Arc<EventSpec>,
-    mut input: Value,
+    input: Value,
     project_dir: &Path,
 ) -> Result<Invocation, String> {
-    let object = input
-        .as_object_mut()
-        .ok_or("the input must be a JSON object")?;
-    object
-        .entry("hook_event_name")
-        .or_insert_with(|| Value::String(spec.name.to_string()));
-    let session_id = object
-        .get("session_id")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let cwd = object
-        .get("cwd")
-        .and_then(Value::as_str)
-        .map_or_else(|| project_dir.to_path_buf(), PathBuf::from);
-    let input_json = input.to_string();
-    Ok(Invocation {
-        spec,
-        input,
-        input_json,
-        session_id,
-        cwd,
-        project_dir: project_dir.to_path_buf(),
-        env_file: None,
-    })
+    Invocation::new(spec, input, project_dir)
+        .ok_or_else(|| "the input must be a JSON object".into())
 }
 
 /// Adds one `--grant` of `hookhost plugin test` to `capabilities`:
