@@ -16,34 +16,23 @@ pub use sources::{
     SourceOptions, load, load_with,
 };
 
-use std::fmt;
-
-/// A problem in one config source that stops it from loading.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A problem in a config source, with where it is: the file, the JSON path in it, and
+/// what is wrong. The same shape serves both kinds of problem: a [`ConfigError`] stops the
+/// hook (or the source) it is in from loading, a [`ConfigWarning`] does not.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
 #[error("{location}: {path}: {message}")]
-pub struct ConfigError {
+pub struct Diagnostic {
     /// The file (or `--settings` argument) the problem is in.
     pub location: String,
     /// The JSON path of the offending value (`$` for the whole document).
     pub path: String,
-    /// What is wrong and what was expected.
+    /// What is wrong and what was expected, or what was ignored and why.
     pub message: String,
 }
 
-/// A problem that does not stop the source from loading (an unknown event, a field
-/// that has no effect where it is).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ConfigWarning {
-    /// The file (or `--settings` argument) the problem is in.
-    pub location: String,
-    /// The JSON path of the offending entry.
-    pub path: String,
-    /// What was ignored and why.
-    pub message: String,
-}
+/// A problem that stops a source or a hook from loading.
+pub type ConfigError = Diagnostic;
 
-impl fmt::Display for ConfigWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.location, self.path, self.message)
-    }
-}
+/// A problem that does not stop the source from loading (an unknown event, a field that
+/// has no effect where it is).
+pub type ConfigWarning = Diagnostic;
