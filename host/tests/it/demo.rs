@@ -1,68 +1,75 @@
 //! The demo session through the real example plugins, and the build of those plugins
-//! from the sources the binary carries (what a `cargo install`ed `hookhost demo` does).
+//! from the sources the binary carries (what a `cargo install`ed `hookhost demo` does),
+//! both through `hookhost demo` as a user runs it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use hookhost::demo::{DemoDirs, PLUGINS, build_embedded_plugins, precompile, prepare, run_session};
-use hookhost::handlers::wasm::WasmRuntime;
-use hookhost::outcome::{Decision, HookStatus};
-use hookhost_tests::plugins;
+use hookhost_test_plugins::plugins;
+
+#[path = "../common/demo.rs"]
+mod demo_run;
+
+use demo_run::{PLUGINS, demo_command, run_demo};
 
 fn built() -> &'static Path {
     Path::new(plugins::DENY_DANGEROUS_BASH).parent().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_demo_session_runs_the_example_plugins() {
-    let root = tempfile::tempdir().unwrap();
-    let mut dirs = DemoDirs::new(root.path());
-    prepare(&mut dirs, Some(built())).unwrap();
-    let runtime = Arc::new(WasmRuntime::new(Some(dirs.cache.clone())));
-    // Every plugin is compiled before the session; a second pass finds them all cached.
-    let mut compiled = Vec::new();
-    precompile(&dirs, &runtime, |file, _, _| {
-        compiled.push(file.to_string())
-    })
-    .unwrap();
-    assert_eq!(compiled.len(), PLUGINS.len());
-    let fresh = WasmRuntime::new(Some(dirs.cache.clone()));
-    precompile(&dirs, &fresh, |file, _, cached| {
-        assert!(cached, "{file} compiled again")
-    })
-    .unwrap();
+/// The plugins' compile lines on the demo's stderr (`  NAME.wasm: N ms[ (from the
+/// cache)]`), as (file, from the cache).
+fn compiled(stderr: &str) -> Vec<(String, bool)> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_once(".wasm: "))
+        .map(|(name, rest)| (format!("{name}.wasm"), rest.ends_with("(from the cache)")))
+        .collect()
+}
 
-    let steps = run_session(&dirs, runtime, |_| {}).await.unwrap();
-    let decisions: Vec<Option<Decision>> = steps
+#[test]
+fn the_demo_session_runs_the_example_plugins() {
+    let root = tempfile::tempdir().unwrap();
+    let kept = root.path().join("demo");
+    let mut cmd = demo_command(root.path());
+    cmd.env("HOOKHOST_DEMO_PLUGINS", built());
+    let run = run_demo(cmd, &kept);
+    // Every plugin is compiled before the session; a second run finds them all cached.
+    let files: Vec<String> = PLUGINS
         .iter()
-        .map(|s| s.outcome.as_ref().map(|o| o.decision))
+        .map(|p| format!("{}.wasm", p.replace('-', "_")))
         .collect();
+    let first: Vec<String> = compiled(&run.stderr).into_iter().map(|(f, _)| f).collect();
+    assert_eq!(first, files, "{}", run.stderr);
+
+    let steps = &run.steps;
+    let decisions: Vec<Option<&str>> = steps.iter().map(|s| s.decision()).collect();
     assert_eq!(
         decisions,
         [
-            Some(Decision::None),
+            Some("none"),
             None,
-            Some(Decision::None),
-            Some(Decision::None),
-            Some(Decision::None),
-            Some(Decision::Deny),
-            Some(Decision::Deny),
-            Some(Decision::Allow),
-            Some(Decision::Deny),
-            Some(Decision::None),
-            Some(Decision::None), // fuel: the hook fails, the host goes on (fail open)
-            Some(Decision::None), // grant: the read is refused inside the sandbox
-            Some(Decision::None), // allowlist: refused before compiling
-            Some(Decision::Block),
-            Some(Decision::None),
-        ]
+            Some("none"),
+            Some("none"),
+            Some("none"),
+            Some("deny"),
+            Some("deny"),
+            Some("allow"),
+            Some("deny"),
+            Some("none"),
+            Some("none"), // fuel: the hook fails, the host goes on (fail open)
+            Some("none"), // grant: the read is refused inside the sandbox
+            Some("none"), // allowlist: refused before compiling
+            Some("block"),
+            Some("none"),
+        ],
+        "{}",
+        run.stdout
     );
     let wasm: Vec<&str> = steps
         .iter()
-        .filter_map(|s| s.outcome.as_ref())
-        .flat_map(|o| &o.hooks)
-        .filter(|h| h.kind == "wasm" && h.status != HookStatus::Skipped)
-        .map(|h| h.id.as_str())
+        .flat_map(|s| s.hooks())
+        .filter(|h| h["type"] == "wasm" && h["status"] != "skipped")
+        .map(|h| h["id"].as_str().unwrap())
         .collect();
     for plugin in [
         "deny-dangerous-bash",
@@ -75,20 +82,9 @@ async fn the_demo_session_runs_the_example_plugins() {
     ] {
         assert!(wasm.contains(&plugin), "{plugin} did not run: {wasm:?}");
     }
-    let hook = |step: usize, id: &str| {
-        steps[step]
-            .outcome
-            .as_ref()
-            .unwrap()
-            .hooks
-            .iter()
-            .find(|h| h.id == id)
-            .unwrap_or_else(|| panic!("no {id} in step {step}"))
-            .clone()
-    };
-    let fuel = hook(10, "hostile-loop");
-    assert_eq!(fuel.status, HookStatus::Failed);
-    assert_eq!(fuel.fuel, Some(20_000_000));
+    let fuel = steps[10].hook("hostile-loop");
+    assert_eq!(fuel["status"], "failed");
+    assert_eq!(fuel["fuel"], 20_000_000);
     assert!(
         steps[10]
             .agent_sees
@@ -97,17 +93,19 @@ async fn the_demo_session_runs_the_example_plugins() {
         "{:?}",
         steps[10].agent_sees
     );
-    let read = steps[11].outcome.as_ref().unwrap();
-    assert_eq!(hook(11, "hostile-read").status, HookStatus::Ok);
+    let read = steps[11].outcome();
+    assert_eq!(steps[11].hook("hostile-read")["status"], "ok");
     assert!(
-        read.additional_context
+        read["additionalContext"]
+            .as_array()
+            .unwrap()
             .iter()
-            .all(|c| c.starts_with("read denied: ")),
-        "{read:#?}"
+            .all(|c| c.as_str().unwrap().starts_with("read denied: ")),
+        "{read:#}"
     );
-    assert!(!format!("{read:?}").contains("a stand-in for your real key"));
-    let refused = hook(12, "unvetted");
-    assert_eq!(refused.status, HookStatus::Failed);
+    assert!(!run.stdout.contains("a stand-in for your real key"));
+    let refused = steps[12].hook("unvetted");
+    assert_eq!(refused["status"], "failed");
     assert!(
         steps[12]
             .agent_sees
@@ -117,50 +115,75 @@ async fn the_demo_session_runs_the_example_plugins() {
         steps[12].agent_sees
     );
     // The reviewed plugins are allowlisted by digest and run.
-    assert_eq!(hook(5, "deny-dangerous-bash").status, HookStatus::Blocked);
-    let output = steps[9]
-        .outcome
-        .as_ref()
-        .unwrap()
-        .updated_tool_output
-        .as_ref()
-        .unwrap()
-        .to_string();
+    assert_eq!(steps[5].hook("deny-dangerous-bash")["status"], "blocked");
+    let output = steps[9].outcome()["updatedToolOutput"].to_string();
     assert!(
         output.contains("[REDACTED]") && !output.contains("ghp_Abc123SECRET"),
         "{output}"
     );
     assert!(
-        steps[13]
-            .outcome
-            .as_ref()
-            .unwrap()
-            .reason
-            .as_deref()
+        steps[13].outcome()["reason"]
+            .as_str()
             .unwrap()
             .contains("test-gate")
     );
+
+    let again = run_demo(
+        {
+            let mut cmd = demo_command(root.path());
+            cmd.env("HOOKHOST_DEMO_PLUGINS", built());
+            cmd
+        },
+        &kept,
+    );
+    let second = compiled(&again.stderr);
+    assert_eq!(second.len(), PLUGINS.len(), "{}", again.stderr);
+    for (file, cached) in second {
+        assert!(cached, "{file} compiled again: {}", again.stderr);
+    }
 }
 
 /// The demo's plugins build from the sources embedded in the binary, with the vendored
 /// guest SDK, outside the repository: what `hookhost demo` does without a source tree.
 /// The build directory persists under the target dir, so only the first run is slow.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_demo_plugins_build_from_the_embedded_sources() {
-    let build = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("demo-build");
-    let mut built = Vec::new();
-    let out = build_embedded_plugins(&build, |plugin, done| {
-        if done.is_some() {
-            built.push(plugin.to_string())
-        }
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(built, PLUGINS);
-    assert!(!build.join("src").starts_with(env!("CARGO_MANIFEST_DIR")));
+#[test]
+fn the_demo_plugins_build_from_the_embedded_sources() {
+    // `hookhost demo` builds in `$HOOKHOST_CACHE_DIR/demo-build`.
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let build = cache.join("demo-build");
     let root = tempfile::tempdir().unwrap();
-    let mut dirs = DemoDirs::new(root.path());
-    prepare(&mut dirs, Some(&out)).unwrap();
-    let runtime = Arc::new(WasmRuntime::new(Some(crate::support::cache_dir())));
-    let steps = run_session(&dirs, runtime, |_| {}).await.unwrap();
-    assert_eq!(steps[5].outcome.as_ref().unwrap().decision, Decision::Deny);
+    let mut cmd = demo_command(root.path());
+    cmd.env_remove("HOOKHOST_DEMO_PLUGINS")
+        .env("HOOKHOST_CACHE_DIR", &cache);
+    let run = run_demo(cmd, &root.path().join("demo"));
+    let built: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("  building "))
+        .filter_map(|l| l.split_once(" …"))
+        .map(|(plugin, took)| {
+            assert!(
+                took.ends_with(" s"),
+                "{plugin} did not build: {}",
+                run.stderr
+            );
+            plugin
+        })
+        .collect();
+    assert_eq!(built, PLUGINS, "{}", run.stderr);
+    // The sources it built are the embedded copy, not the repository's plugins/.
+    assert!(
+        build.join("src/Cargo.toml").is_file()
+            && build.join("src/hookhost-guest/wit/hook.wit").is_file(),
+        "{}",
+        run.stderr
+    );
+    assert!(!build.join("src").starts_with(env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(run.steps[5].decision(), Some("deny"), "{}", run.stdout);
+    assert_eq!(
+        run.steps[5].hook("deny-dangerous-bash")["type"],
+        "wasm",
+        "{}",
+        run.stdout
+    );
 }
