@@ -172,12 +172,10 @@ fn bench_daemon(dir: &Path, settings: &Value, instance: &str) {
 }
 
 fn main() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-    let plugins = hookhost::demo::build_plugins(
-        &workspace,
-        &["deny-dangerous-bash", "protect-paths", "redact-secrets"],
-    )
-    .expect("build the example plugins");
+    // The example plugins, built for wasm32-wasip2 by the test-plugins artifacts crate.
+    let plugins = Path::new(hookhost_test_plugins::plugins::DENY_DANGEROUS_BASH)
+        .parent()
+        .expect("the plugins' directory");
     let plugin = |name: &str| plugins.join(format!("{name}.wasm")).display().to_string();
     let dir = tempfile::tempdir().expect("tempdir");
 

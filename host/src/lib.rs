@@ -52,14 +52,12 @@
 
 pub mod audit;
 pub mod config;
-pub mod demo;
 pub mod dispatch;
 pub mod event;
 pub mod handlers;
 pub mod matcher;
 pub mod outcome;
 pub mod policy;
-pub mod scaffold;
 pub mod serve;
 pub mod session;
 pub mod text;

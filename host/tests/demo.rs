@@ -1,58 +1,56 @@
 //! The demo: the session with command hooks (the wasm variant is tested in
-//! `tests/it/demo.rs`), and `hookhost demo` end to end.
+//! `host/tests/it/demo.rs`), and `hookhost demo` end to end.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::path::Path;
+use std::process::Stdio;
 
-use hookhost::demo::{DemoDirs, PLUGINS, prepare, run_session};
-use hookhost::handlers::wasm::WasmRuntime;
-use hookhost::outcome::Decision;
+#[path = "common/demo.rs"]
+mod demo_run;
 
-#[tokio::test]
-async fn the_demo_session_decides_every_step() {
+use demo_run::{PLUGINS, demo_command, project_hooks, run_demo};
+
+/// `hookhost demo` on a machine that cannot build the plugins: the session with command
+/// hooks only.
+fn without_wasm(root: &Path) -> std::process::Command {
+    let mut cmd = demo_command(root);
+    cmd.env_remove("HOOKHOST_DEMO_PLUGINS")
+        .env("RUSTC", root.join("no-rustc-here"));
+    cmd
+}
+
+#[test]
+fn the_demo_session_decides_every_step() {
     let root = tempfile::tempdir().unwrap();
-    let mut dirs = DemoDirs::new(root.path());
-    prepare(&mut dirs, None).unwrap();
-    let mut seen = 0;
-    let steps = run_session(&dirs, Arc::new(WasmRuntime::new(None)), |_| seen += 1)
-        .await
-        .unwrap();
-    assert_eq!(seen, steps.len());
-    let decisions: Vec<Option<Decision>> = steps
-        .iter()
-        .map(|s| s.outcome.as_ref().map(|o| o.decision))
-        .collect();
+    let kept = root.path().join("demo");
+    let run = run_demo(without_wasm(root.path()), &kept);
+    let steps = &run.steps;
+    let decisions: Vec<Option<&str>> = steps.iter().map(|s| s.decision()).collect();
     assert_eq!(
         decisions,
         [
-            Some(Decision::None),  // session starts, untrusted
-            None,                  // hookhost trust
-            Some(Decision::None),  // session starts again
-            Some(Decision::None),  // prompt
-            Some(Decision::None),  // cargo build
-            Some(Decision::Deny),  // rm -rf /
-            Some(Decision::Deny),  // curl | sh
-            Some(Decision::Allow), // npm → pnpm
-            Some(Decision::Deny),  // .env
-            Some(Decision::None),  // redaction
-            None,                  // fuel (needs wasm)
-            None,                  // grant (needs wasm)
-            None,                  // allowlist (needs wasm)
-            Some(Decision::Block), // Stop gate
-            Some(Decision::None),  // Stop after the tests
-        ]
+            Some("none"),  // session starts, untrusted
+            None,          // hookhost trust
+            Some("none"),  // session starts again
+            Some("none"),  // prompt
+            Some("none"),  // cargo build
+            Some("deny"),  // rm -rf /
+            Some("deny"),  // curl | sh
+            Some("allow"), // npm → pnpm
+            Some("deny"),  // .env
+            Some("none"),  // redaction
+            None,          // fuel (needs wasm)
+            None,          // grant (needs wasm)
+            None,          // allowlist (needs wasm)
+            Some("block"), // Stop gate
+            Some("none"),  // Stop after the tests
+        ],
+        "{}",
+        run.stdout
     );
     // Before the trust step the repository's hooks are skipped, and the agent says so.
     let first = &steps[0];
     assert!(
-        first
-            .outcome
-            .as_ref()
-            .unwrap()
-            .hooks
-            .iter()
-            .all(|h| h.status == hookhost::outcome::HookStatus::Skipped),
+        first.hooks().iter().all(|h| h["status"] == "skipped"),
         "{first:#?}"
     );
     assert!(
@@ -76,62 +74,55 @@ async fn the_demo_session_decides_every_step() {
             sandboxed.caption
         );
     }
-    let rewritten = steps[7].outcome.as_ref().unwrap();
+    let rewritten = steps[7].outcome();
     assert_eq!(
-        rewritten.updated_input,
-        Some(serde_json::json!({"command": "pnpm install"}))
+        rewritten["updatedInput"],
+        serde_json::json!({"command": "pnpm install"})
     );
-    let redacted = steps[9]
-        .outcome
-        .as_ref()
-        .unwrap()
-        .updated_tool_output
-        .as_ref()
-        .unwrap()
-        .to_string();
-    assert!(!redacted.contains("ghp_Abc123SECRET"), "{redacted}");
+    let redacted = &steps[9].outcome()["updatedToolOutput"];
+    assert!(!redacted.is_null(), "{redacted}");
+    assert!(
+        !redacted.to_string().contains("ghp_Abc123SECRET"),
+        "{redacted}"
+    );
     assert!(
         steps
             .iter()
-            .filter_map(|s| s.outcome.as_ref())
-            .flat_map(|o| &o.hooks)
-            .all(|h| h.kind == "command")
+            .flat_map(|s| s.hooks())
+            .all(|h| h["type"] == "command")
     );
     // Its own trust store and audit log, in its directory.
-    assert!(dirs.trust_store().starts_with(root.path()) && dirs.trust_store().is_file());
-    let audit = std::fs::read_to_string(dirs.audit_log()).unwrap();
+    let trust_store = hookhost::trust::TrustStore::in_data_dir(&kept.join("data"))
+        .path()
+        .to_path_buf();
+    assert!(trust_store.starts_with(root.path()) && trust_store.is_file());
+    let audit = std::fs::read_to_string(kept.join("data/audit.jsonl")).unwrap();
     assert_eq!(audit.lines().count(), 11, "{audit}");
 }
 
 /// A second run over the same directory keeps the user's edits and judges trust again:
 /// an edited hook file is "changed since you trusted it", and the demo trusts it anew.
-#[tokio::test]
-async fn a_kept_demo_keeps_edits_and_sees_them_change_trust() {
+#[test]
+fn a_kept_demo_keeps_edits_and_sees_them_change_trust() {
     let root = tempfile::tempdir().unwrap();
-    let mut dirs = DemoDirs::new(root.path());
-    prepare(&mut dirs, None).unwrap();
-    let runtime = Arc::new(WasmRuntime::new(None));
-    run_session(&dirs, runtime.clone(), |_| {}).await.unwrap();
+    let kept = root.path().join("demo");
+    run_demo(without_wasm(root.path()), &kept);
     // Trusted now: the next run starts with the hooks running.
-    let mut again = DemoDirs::new(root.path());
-    prepare(&mut again, None).unwrap();
-    let steps = run_session(&again, runtime.clone(), |_| {}).await.unwrap();
+    let steps = run_demo(without_wasm(root.path()), &kept).steps;
     assert!(
         steps[0].caption.contains("trusted from an earlier run"),
         "{}",
         steps[0].caption
     );
     assert!(steps[0].agent_sees.is_empty(), "{:?}", steps[0].agent_sees);
-    // The user edits the repository's hooks: kept by `prepare`, and no longer trusted.
-    let hooks = again.project_hooks();
+    // The user edits the repository's hooks: kept by the next run, and no longer trusted.
+    let hooks = project_hooks(&kept);
     let edited = std::fs::read_to_string(&hooks)
         .unwrap()
         .replace("protect-env", "protect-dotenv");
     std::fs::write(&hooks, &edited).unwrap();
-    let mut third = DemoDirs::new(root.path());
-    prepare(&mut third, None).unwrap();
+    let steps = run_demo(without_wasm(root.path()), &kept).steps;
     assert_eq!(std::fs::read_to_string(&hooks).unwrap(), edited);
-    let steps = run_session(&third, runtime, |_| {}).await.unwrap();
     assert!(
         steps[0].agent_sees.iter().any(
             |l| l.contains("changed since you trusted it: `.hookhost/hooks.json` was modified")
@@ -142,24 +133,12 @@ async fn a_kept_demo_keeps_edits_and_sees_them_change_trust() {
     assert!(steps[1].caption.starts_with("$ hookhost trust"));
 }
 
-/// The example plugins, built for wasm32-wasip2 from `plugins/` (as the tests of the CLI
-/// build them).
-fn built_plugins() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-    hookhost::demo::build_plugins(&workspace, PLUGINS).expect("build the example plugins")
-}
-
-fn demo_command(root: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
-    // Nothing of the real user's: a home, data, cache and managed dir of the test's own,
-    // which the demo must not write to either.
-    cmd.env("HOME", root.join("user-home"))
-        .env("HOOKHOST_HOME", root.join("user-config"))
-        .env("HOOKHOST_DATA_DIR", root.join("user-data"))
-        .env("HOOKHOST_MANAGED_DIR", root.join("user-managed"))
-        .env("HOOKHOST_CACHE_DIR", root.join("user-cache"))
-        .stdin(Stdio::null());
-    cmd
+/// The example plugins, built for wasm32-wasip2 from `plugins/` by the test-plugins
+/// artifacts crate.
+fn built_plugins() -> &'static Path {
+    Path::new(hookhost_test_plugins::plugins::DENY_DANGEROUS_BASH)
+        .parent()
+        .unwrap()
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `hookhost demo [--keep DIR]`: the scripted agent session of [`hookhost::demo`],
+//! `hookhost demo [--keep DIR]`: the scripted agent session of [`super::demo_session`],
 //! printed. It builds the example wasm plugins from the sources the binary carries
 //! (once; later runs reuse the build), compiles them before the session so that the
 //! times it shows are per-event times, runs the session in a directory of its own, and
@@ -11,13 +11,13 @@ use std::time::Instant;
 
 use clap::Args;
 
-use hookhost::demo::{
-    DemoDirs, DemoStep, build_embedded_plugins, precompile, prepare, run_session,
-};
 use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::outcome::{Decision, HookStatus};
 use hookhost::text::{escape, escape_multiline};
 
+use super::demo_session::{
+    DemoDirs, DemoStep, build_embedded_plugins, precompile, prepare, run_session, wasm_toolchain,
+};
 use super::runtime;
 
 #[derive(Debug, Args)]
@@ -47,7 +47,7 @@ fn example_plugins() -> Result<PathBuf, String> {
     if let Some(dir) = std::env::var_os("HOOKHOST_DEMO_PLUGINS").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
     }
-    hookhost::demo::wasm_toolchain()?;
+    wasm_toolchain()?;
     let dir = build_dir().ok_or("no cache directory to build in (set HOOKHOST_CACHE_DIR)")?;
     errln!(
         "hookhost demo: building the example plugins for wasm32-wasip2 in {} (the first \

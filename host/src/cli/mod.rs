@@ -6,12 +6,14 @@ pub mod output;
 
 mod audit;
 mod demo;
+mod demo_session;
 mod dispatch;
 pub mod dispatch_daemon;
 mod hooks;
 mod install;
 mod plugin;
 pub mod project;
+mod scaffold;
 mod serve;
 mod signing;
 mod trust;

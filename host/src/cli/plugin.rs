@@ -14,8 +14,9 @@ use hookhost::handlers::wasm::{
     CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, parse_grant,
     test_plugin,
 };
-use hookhost::scaffold::{Lang, NewPlugin, new_plugin, next_steps};
 use hookhost::text::escape;
+
+use super::scaffold::{Lang, NewPlugin, new_plugin, next_steps};
 
 /// What `plugin test` prints.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, Default)]

@@ -50,16 +50,10 @@ pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-/// The example plugin `deny-dangerous-bash`, built once from `plugins/` for
-/// wasm32-wasip2 (as the demo builds it).
+/// The example plugin `deny-dangerous-bash`, built for wasm32-wasip2 by the test-plugins
+/// artifacts crate.
 pub fn deny_dangerous_bash() -> &'static Path {
-    static PLUGIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PLUGIN.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-        hookhost::demo::build_plugins(&workspace, &["deny-dangerous-bash"])
-            .expect("build the example plugin")
-            .join("deny_dangerous_bash.wasm")
-    })
+    Path::new(hookhost_test_plugins::plugins::DENY_DANGEROUS_BASH)
 }
 
 impl TestEnv {

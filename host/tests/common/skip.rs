@@ -4,8 +4,7 @@
 //! green run cannot hide an untested feature.
 //!
 //! Include it with `#[path]` (it is not a test target of its own):
-//! `#[path = "../common/skip.rs"] mod skip;` from `host/tests/cli/`,
-//! `#[path = "../../host/tests/common/skip.rs"] mod skip;` from `tests/it/`.
+//! `#[path = "../common/skip.rs"] mod skip;` from `host/tests/cli/` and `host/tests/it/`.
 
 #![allow(dead_code)]
 

@@ -11,7 +11,7 @@ use hookhost::handlers::wasm::{WasmRuntime, sha256_hex};
 use hookhost::outcome::{Decision, HookStatus, Outcome};
 use hookhost::policy::allowlist::{SigningKey, parse_signing_key, sign_digest, signature_path};
 use hookhost::{HostBuilder, WorkspaceTrust};
-use hookhost_tests::plugins;
+use hookhost_test_plugins::plugins;
 use serde_json::{Value, json};
 
 use crate::support::{bash, settings, wasm_hook};

@@ -23,12 +23,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::config::SourceOptions;
-use crate::handlers::wasm::{CacheStatus, WasmRuntime};
-use crate::outcome::Outcome;
-use crate::session::DiskStore;
-use crate::trust::{TrustStore, WorkspaceTrust, canonical_workspace};
-use crate::{EventCatalogue, Host, HostBuilder};
+use hookhost::config::SourceOptions;
+use hookhost::handlers::wasm::{CacheStatus, WasmRuntime};
+use hookhost::outcome::Outcome;
+use hookhost::session::DiskStore;
+use hookhost::trust::{TrustStore, WorkspaceTrust, canonical_workspace};
+use hookhost::{EventCatalogue, Host, HostBuilder};
+
+use super::scaffold;
 
 /// The repository's hooks with the example wasm plugins (`${PLUGINS}`: their directory,
 /// `${SECRET}`: a file outside the workspace).
@@ -60,58 +62,58 @@ pub const PLUGINS: &[&str] = &[
 const PLUGIN_SOURCES: &[(&str, &str)] = &[
     (
         "deny-dangerous-bash/Cargo.toml",
-        include_str!("../../plugins/deny-dangerous-bash/Cargo.toml"),
+        include_str!("../../../plugins/deny-dangerous-bash/Cargo.toml"),
     ),
     (
         "deny-dangerous-bash/src/lib.rs",
-        include_str!("../../plugins/deny-dangerous-bash/src/lib.rs"),
+        include_str!("../../../plugins/deny-dangerous-bash/src/lib.rs"),
     ),
     (
         "deny-dangerous-bash/cases.json",
-        include_str!("../../plugins/deny-dangerous-bash/cases.json"),
+        include_str!("../../../plugins/deny-dangerous-bash/cases.json"),
     ),
     (
         "protect-paths/Cargo.toml",
-        include_str!("../../plugins/protect-paths/Cargo.toml"),
+        include_str!("../../../plugins/protect-paths/Cargo.toml"),
     ),
     (
         "protect-paths/src/lib.rs",
-        include_str!("../../plugins/protect-paths/src/lib.rs"),
+        include_str!("../../../plugins/protect-paths/src/lib.rs"),
     ),
     (
         "redact-secrets/Cargo.toml",
-        include_str!("../../plugins/redact-secrets/Cargo.toml"),
+        include_str!("../../../plugins/redact-secrets/Cargo.toml"),
     ),
     (
         "redact-secrets/src/lib.rs",
-        include_str!("../../plugins/redact-secrets/src/lib.rs"),
+        include_str!("../../../plugins/redact-secrets/src/lib.rs"),
     ),
     (
         "test-gate/Cargo.toml",
-        include_str!("../../plugins/test-gate/Cargo.toml"),
+        include_str!("../../../plugins/test-gate/Cargo.toml"),
     ),
     (
         "test-gate/src/lib.rs",
-        include_str!("../../plugins/test-gate/src/lib.rs"),
+        include_str!("../../../plugins/test-gate/src/lib.rs"),
     ),
     (
         "hostile/Cargo.toml",
-        include_str!("../../plugins/hostile/Cargo.toml"),
+        include_str!("../../../plugins/hostile/Cargo.toml"),
     ),
     (
         "hostile/src/lib.rs",
-        include_str!("../../plugins/hostile/src/lib.rs"),
+        include_str!("../../../plugins/hostile/src/lib.rs"),
     ),
-    ("Cargo.lock", include_str!("../../plugins/Cargo.lock")),
+    ("Cargo.lock", include_str!("../../../plugins/Cargo.lock")),
 ];
 
 /// The plugins workspace's manifest; its member list and SDK path are rewritten for the
 /// embedded copy.
-const PLUGINS_MANIFEST: &str = include_str!("../../plugins/Cargo.toml");
+const PLUGINS_MANIFEST: &str = include_str!("../../../plugins/Cargo.toml");
 
 /// The `$schema` line of the embedded configs: relative to the source tree, so it goes
 /// when they are written into a demo directory.
-const SCHEMA_LINE: &str = "  \"$schema\": \"../../../docs/hookhost.schema.json\",\n";
+const SCHEMA_LINE: &str = "  \"$schema\": \"../../../../docs/hookhost.schema.json\",\n";
 
 /// An embedded config as written into a demo directory.
 fn config(text: &str) -> String {
@@ -146,7 +148,7 @@ fn embedded_manifest() -> Result<String, String> {
         SDK_PATH,
         &format!(
             "hookhost-guest = {{ path = {:?} }}",
-            crate::scaffold::VENDORED_SDK_DIR
+            scaffold::VENDORED_SDK_DIR
         ),
     ))
 }
@@ -159,12 +161,8 @@ fn embedded_manifest() -> Result<String, String> {
 ///
 /// A write failure, naming the path.
 pub fn write_plugin_sources(dir: &Path) -> Result<PathBuf, String> {
-    let sdk = crate::scaffold::guest_sdk_files().map(|(relative, text)| {
-        (
-            format!("{}/{relative}", crate::scaffold::VENDORED_SDK_DIR),
-            text,
-        )
-    });
+    let sdk = scaffold::guest_sdk_files()
+        .map(|(relative, text)| (format!("{}/{relative}", scaffold::VENDORED_SDK_DIR), text));
     let files = PLUGIN_SOURCES
         .iter()
         .map(|(path, text)| (path.to_string(), text.to_string()))
@@ -186,7 +184,7 @@ pub fn write_plugin_sources(dir: &Path) -> Result<PathBuf, String> {
 fn shown_error(path: &Path, e: std::io::Error) -> String {
     format!(
         "cannot write `{}`: {e}",
-        crate::text::escape(&path.display().to_string())
+        hookhost::text::escape(&path.display().to_string())
     )
 }
 
@@ -222,22 +220,6 @@ pub fn wasm_toolchain() -> Result<(), String> {
         })
 }
 
-/// Builds plugin packages of the `plugins/` workspace at `workspace` for wasm32-wasip2
-/// (release, into `plugins/target`) and returns the directory of the `.wasm` files. Fast
-/// when they are up to date.
-///
-/// # Errors
-///
-/// The sources are not there, or cargo fails (for example when the wasm32-wasip2 target
-/// is not installed).
-pub fn build_plugins(workspace: &Path, packages: &[&str]) -> Result<PathBuf, String> {
-    build_plugins_into(
-        &workspace.join("Cargo.toml"),
-        &workspace.join("target"),
-        packages,
-    )
-}
-
 /// Builds `packages` of the plugins workspace `manifest` into `target` (release,
 /// wasm32-wasip2); returns the directory of the `.wasm` files.
 ///
@@ -252,7 +234,7 @@ pub fn build_plugins_into(
     if !manifest.is_file() {
         return Err(format!(
             "the example plugins' sources are not at {}",
-            crate::text::escape(&manifest.display().to_string())
+            hookhost::text::escape(&manifest.display().to_string())
         ));
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -409,8 +391,8 @@ impl DemoDirs {
     pub fn trust(&self) -> Result<Vec<String>, String> {
         let sources = self.sources();
         let catalogue = EventCatalogue::default();
-        let loaded = crate::config::load(&sources, &catalogue);
-        let request = crate::trust::request(&loaded, &sources, &WorkspaceTrust::Explicit);
+        let loaded = hookhost::config::load(&sources, &catalogue);
+        let request = hookhost::trust::request(&loaded, &sources, &WorkspaceTrust::Explicit);
         let files: Vec<String> = request
             .fingerprint
             .iter()
@@ -474,13 +456,13 @@ pub fn prepare(dirs: &mut DemoDirs, built: Option<&Path>) -> Result<(), String> 
             std::fs::copy(built.join(&file), &to).map_err(|e| {
                 format!(
                     "cannot copy the plugin `{file}` from {}: {e}",
-                    crate::text::escape(&built.display().to_string())
+                    hookhost::text::escape(&built.display().to_string())
                 )
             })?;
         }
         let bytes = std::fs::read(&to).map_err(|e| shown_error(&to, e))?;
         allowlist.push(json!({
-            "sha256": crate::handlers::wasm::cache::sha256_hex(&bytes),
+            "sha256": hookhost::handlers::wasm::sha256_hex(&bytes),
             "name": format!("{package} (an example plugin the security team reviewed)"),
         }));
     }
@@ -698,7 +680,7 @@ async fn dispatch(
         .catalogue
         .get(event)
         .ok_or_else(|| format!("unknown event {event}"))?;
-    let response = crate::outcome::to_claude(spec, &outcome);
+    let response = hookhost::outcome::to_claude(spec, &outcome);
     let mut agent_sees = Vec::new();
     if let Ok(Value::Object(stdout)) = serde_json::from_str::<Value>(&response.stdout)
         && let Some(message) = stdout.get("systemMessage").and_then(Value::as_str)
@@ -706,7 +688,7 @@ async fn dispatch(
         agent_sees.extend(
             message
                 .lines()
-                .map(|l| format!("systemMessage: {}", crate::text::escape(l))),
+                .map(|l| format!("systemMessage: {}", hookhost::text::escape(l))),
         );
     }
     if response.exit_code == 2 {
@@ -743,7 +725,7 @@ pub async fn run_session(
     let start = json!({"source": "startup"});
     let host = dirs.host(runtime.clone());
     let workspace = canonical_workspace(&dirs.project);
-    let notice = crate::outcome::untrusted_notice(host.policy(), &workspace);
+    let notice = hookhost::outcome::untrusted_notice(host.policy(), &workspace);
     let untrusted = notice.is_some();
     let caption = if notice
         .as_deref()
@@ -761,13 +743,13 @@ pub async fn run_session(
         let files = dirs.trust()?;
         let agent_sees = files
             .iter()
-            .map(|f| format!("trusted: {}", crate::text::escape(f)))
+            .map(|f| format!("trusted: {}", hookhost::text::escape(f)))
             .collect();
         push(
             DemoStep {
                 caption: format!(
                     "$ hookhost trust {}",
-                    crate::text::escape(&workspace.display().to_string())
+                    hookhost::text::escape(&workspace.display().to_string())
                 ),
                 outcome: None,
                 agent_sees,

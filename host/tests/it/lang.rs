@@ -16,8 +16,7 @@ use std::time::Instant;
 use hookhost::handlers::Verdict;
 use hookhost::handlers::wasm::{CacheStatus, WasmRuntime};
 use hookhost::outcome::{Decision, HookStatus, Outcome};
-use hookhost::scaffold::{Lang, NewPlugin, new_plugin};
-use hookhost_tests::plugins;
+use hookhost_test_plugins::plugins;
 use serde_json::{Value, json};
 
 use crate::skip::skipped;
@@ -133,8 +132,10 @@ async fn python_deny_dangerous_bash_decides_like_the_rust_one() {
         vec![lang_hook(&lang.python_deny_dangerous_bash, None)],
     );
     let mut denied = 0;
-    let cases: Value =
-        serde_json::from_str(include_str!("../../plugins/deny-dangerous-bash/cases.json")).unwrap();
+    let cases: Value = serde_json::from_str(include_str!(
+        "../../../plugins/deny-dangerous-bash/cases.json"
+    ))
+    .unwrap();
     let (deny, allow) = (
         cases["deny"].as_array().unwrap(),
         cases["allow"].as_array().unwrap(),
@@ -332,16 +333,21 @@ fn must(cmd: &mut Command) -> String {
     text
 }
 
-/// Scaffolds `lang` into a fresh directory.
-fn scaffold(lang: Lang, root: &Path) -> PathBuf {
+/// Scaffolds `lang` into a fresh directory with `hookhost plugin new`.
+fn scaffold(lang: &str, root: &Path) -> PathBuf {
     let dir = root.join("my-hook");
-    new_plugin(&NewPlugin {
-        lang,
-        name: "my-hook".into(),
-        dir: dir.clone(),
-        sdk: None,
-    })
-    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hookhost"))
+        .args(["plugin", "new", "--lang", lang, "my-hook", "--dir"])
+        .arg(&dir)
+        .env("HOOKHOST_CACHE_DIR", root.join("cache"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     dir
 }
 
@@ -377,7 +383,7 @@ async fn check_scaffold_plugin(plugin: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_scaffold_passes_its_test_builds_and_runs() {
     let root = tempfile::tempdir().unwrap();
-    let dir = scaffold(Lang::Rust, root.path());
+    let dir = scaffold("rust", root.path());
     // The versions the example plugins already build with, so nothing new is fetched.
     std::fs::copy(repo().join("plugins/Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
@@ -409,7 +415,7 @@ async fn rust_scaffold_passes_its_test_builds_and_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_scaffold_passes_its_test_builds_and_runs() {
     let root = tempfile::tempdir().unwrap();
-    let dir = scaffold(Lang::Python, root.path());
+    let dir = scaffold("python", root.path());
     let tested = must(
         Command::new("python3")
             .args(["-m", "unittest", "-v"])
@@ -433,7 +439,7 @@ async fn python_scaffold_passes_its_test_builds_and_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_scaffold_passes_its_test_builds_and_runs() {
     let root = tempfile::tempdir().unwrap();
-    let dir = scaffold(Lang::Js, root.path());
+    let dir = scaffold("js", root.path());
     let tested = must(Command::new("node").arg("--test").current_dir(&dir));
     assert!(tested.contains("pass 2"), "{tested}");
     if lang_plugins_for("js_scaffold_passes_its_test_builds_and_runs").is_none() {

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 /// The WIT world every plugin implements, copied into Python and JS scaffolds (their
 /// toolchains read it at build time) and into the vendored guest SDK.
-pub const WIT: &str = include_str!("../../wit/hook.wit");
+pub const WIT: &str = include_str!("../../../wit/hook.wit");
 
 /// The guest SDK's source, vendored into Rust scaffolds.
-pub const GUEST_SDK_LIB: &str = include_str!("../../guest-sdk/src/lib.rs");
+pub const GUEST_SDK_LIB: &str = include_str!("../../../guest-sdk/src/lib.rs");
 
 /// The vendored guest SDK's manifest: standalone (no workspace inheritance).
-const GUEST_SDK_MANIFEST: &str = include_str!("../templates/rust/hookhost-guest/Cargo.toml");
+const GUEST_SDK_MANIFEST: &str = include_str!("../../templates/rust/hookhost-guest/Cargo.toml");
 
 /// The directory of the vendored guest SDK in a Rust scaffold.
 pub const VENDORED_SDK_DIR: &str = "hookhost-guest";
@@ -50,7 +50,7 @@ pub fn write_guest_sdk(dir: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// Writes `text` to `path`, creating its directory.
 fn write_file(path: &Path, text: &str) -> Result<(), String> {
-    let shown = |p: &Path| crate::text::escape(&p.display().to_string()).into_owned();
+    let shown = |p: &Path| hookhost::text::escape(&p.display().to_string()).into_owned();
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create `{}`: {e}", shown(parent)))?;
@@ -95,71 +95,75 @@ impl Lang {
             Lang::Rust => &[
                 (
                     "Cargo.toml",
-                    include_str!("../templates/rust/Cargo.toml"),
+                    include_str!("../../templates/rust/Cargo.toml"),
                     false,
                 ),
                 (
                     "src/lib.rs",
-                    include_str!("../templates/rust/src/lib.rs"),
+                    include_str!("../../templates/rust/src/lib.rs"),
                     false,
                 ),
                 (
                     "README.md",
-                    include_str!("../templates/rust/README.md"),
+                    include_str!("../../templates/rust/README.md"),
                     false,
                 ),
                 (".gitignore", "/target\n", false),
             ],
             Lang::Python => &[
-                ("app.py", include_str!("../templates/python/app.py"), false),
+                (
+                    "app.py",
+                    include_str!("../../templates/python/app.py"),
+                    false,
+                ),
                 (
                     "rules.py",
-                    include_str!("../templates/python/rules.py"),
+                    include_str!("../../templates/python/rules.py"),
                     false,
                 ),
                 (
                     "test_rules.py",
-                    include_str!("../templates/python/test_rules.py"),
+                    include_str!("../../templates/python/test_rules.py"),
                     false,
                 ),
                 (
                     "build.sh",
-                    include_str!("../templates/python/build.sh"),
+                    include_str!("../../templates/python/build.sh"),
                     true,
                 ),
                 (
                     "README.md",
-                    include_str!("../templates/python/README.md"),
+                    include_str!("../../templates/python/README.md"),
                     false,
                 ),
                 ("wit/hook.wit", WIT, false),
                 (".gitignore", "*.wasm\n__pycache__\n", false),
             ],
             Lang::Js => &[
-                ("app.js", include_str!("../templates/js/app.js"), false),
+                ("app.js", include_str!("../../templates/js/app.js"), false),
                 (
                     "rules.mjs",
-                    include_str!("../templates/js/rules.mjs"),
+                    include_str!("../../templates/js/rules.mjs"),
                     false,
                 ),
                 (
                     "rules.test.mjs",
-                    include_str!("../templates/js/rules.test.mjs"),
+                    include_str!("../../templates/js/rules.test.mjs"),
                     false,
                 ),
                 (
                     "build.mjs",
-                    include_str!("../templates/js/build.mjs"),
+                    include_str!("../../templates/js/build.mjs"),
                     false,
                 ),
                 (
                     "package.json",
-                    include_str!("../templates/js/package.json"),
+                    include_str!("../../templates/js/package.json"),
                     false,
                 ),
                 (
                     "README.md",
-                    include_str!("../templates/js/README.md"),
+                    include_str!("../../templates/js/README.md"),
                     false,
                 ),
                 ("wit/hook.wit", WIT, false),
@@ -227,7 +231,7 @@ pub fn new_plugin(spec: &NewPlugin) -> Result<Vec<PathBuf>, String> {
             if !sdk.join("Cargo.toml").is_file() {
                 return Err(format!(
                     "`{}` is not the guest SDK: it has no Cargo.toml",
-                    crate::text::escape(&sdk.display().to_string())
+                    hookhost::text::escape(&sdk.display().to_string())
                 ));
             }
             let sdk = std::path::absolute(sdk).unwrap_or(sdk.clone());
@@ -359,8 +363,8 @@ mod tests {
     /// at the versions of the workspace (it cannot inherit them).
     #[test]
     fn the_vendored_sdk_manifest_matches_the_real_one() {
-        let real = include_str!("../../guest-sdk/Cargo.toml");
-        let workspace = include_str!("../../Cargo.toml");
+        let real = include_str!("../../../guest-sdk/Cargo.toml");
+        let workspace = include_str!("../../../Cargo.toml");
         let vendored = guest_sdk_files()[0].1.clone();
         let section = |text: &str, name: &str| -> Vec<String> {
             text.split(&format!("[{name}]\n"))

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use hookhost::outcome::{Decision, HookStatus, Outcome};
-use hookhost_tests::plugins;
+use hookhost_test_plugins::plugins;
 use serde_json::{Value, json};
 
 use crate::support::*;

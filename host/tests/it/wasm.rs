@@ -7,7 +7,7 @@ use std::path::Path;
 use hookhost::handlers::wasm::{CacheStatus, WasmRuntime};
 use hookhost::handlers::{FailureKind, Verdict};
 use hookhost::outcome::{Decision, HookStatus};
-use hookhost_tests::plugins;
+use hookhost_test_plugins::plugins;
 use serde_json::{Value, json};
 
 use crate::support::*;
