@@ -364,7 +364,7 @@ impl DemoDirs {
             project_dir: self.project.clone(),
             user_dir: Some(self.home.clone()),
             env_notices: Vec::new(),
-            home_dir: crate::config::env::home_dir(),
+            home_dir: hookhost::config::env::home_dir(),
         }
     }
 
