@@ -1,0 +1,430 @@
+//! Loading a plugin: stat, digest, `sha256` pin, managed admission, compile (or the
+//! compile cache), link, `describe`, and the WIT version check.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use wasmtime::component::Component;
+
+use super::bindings::{self, PluginPre};
+use super::cache::{CacheStatus, FileStamp, sha256_hex};
+use super::limits::{Limits, classify_error};
+use super::state::State;
+use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSION};
+use crate::handlers::FailureKind;
+use crate::policy::allowlist::PluginAllowlist;
+use crate::policy::capability::{Declared, DirRequest, Live};
+
+/// Budget of `describe`, which runs once per plugin load.
+pub(super) const DESCRIBE_FUEL: u64 = 1_000_000_000;
+pub(super) const DESCRIBE_MEMORY: u64 = 1 << 30;
+pub(super) const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a plugin says about itself, and what the host found in the file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// sha256 of the file, lowercase hex.
+    pub sha256: String,
+    /// Size of the file in bytes.
+    pub size: u64,
+    /// The `hookhost:hook` version it was built for.
+    pub wit_version: String,
+    /// Name from `describe`.
+    pub name: String,
+    /// Version from `describe`.
+    pub version: String,
+    /// Events it handles (empty: all).
+    pub events: Vec<String>,
+    /// Capabilities it asks for.
+    pub capabilities: DeclaredCapabilities,
+    /// The component's imports (WIT names).
+    pub imports: Vec<String>,
+    /// The component's exports (WIT names).
+    pub exports: Vec<String>,
+}
+
+/// The capabilities a plugin declares, as reported by `inspect`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DeclaredCapabilities {
+    /// Directories: `(path, write)`.
+    pub dirs: Vec<DeclaredDir>,
+    /// Env var names.
+    pub env: Vec<String>,
+    /// Host patterns.
+    pub http: Vec<String>,
+}
+
+/// A directory a plugin asks for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeclaredDir {
+    /// `${workspace}`, `${home}`, an absolute path, or `*`.
+    pub path: String,
+    /// Whether it asks to write.
+    pub write: bool,
+}
+
+impl DeclaredCapabilities {
+    pub(super) fn to_declared(&self) -> Declared {
+        Declared {
+            dirs: self
+                .dirs
+                .iter()
+                .map(|d| DirRequest {
+                    path: d.path.clone(),
+                    write: d.write,
+                })
+                .collect(),
+            env: self.env.clone(),
+            http: self.http.clone(),
+        }
+    }
+}
+
+/// A compiled plugin, ready to instantiate.
+pub(super) struct Loaded {
+    /// The file as it was when loaded; another stamp means it changed.
+    pub(super) stamp: FileStamp,
+    pub(super) pre: PluginPre<State>,
+    pub(super) info: PluginInfo,
+    pub(super) declared: Declared,
+    pub(super) cache_status: CacheStatus,
+    pub(super) file_name: Arc<str>,
+}
+
+impl Sandbox {
+    /// The compiled plugin at `path`, loading it when new or changed.
+    pub(super) async fn load(
+        &self,
+        path: &Path,
+        expected_sha: Option<&str>,
+        allowlist: Option<&PluginAllowlist>,
+    ) -> Result<Arc<Loaded>, LoadError> {
+        let shown = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, &e))?;
+        let stamp = FileStamp::of(&meta);
+        let cached = self
+            .plugins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .cloned();
+        if let Some(loaded) = cached.filter(|l| l.stamp == stamp) {
+            check_sha(&loaded.info.sha256, expected_sha, path)?;
+            admit(allowlist, path, &loaded.info.sha256)?;
+            return Ok(loaded);
+        }
+        let file_name: Arc<str> = path
+            .file_name()
+            .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned())
+            .into();
+        // Hashing, compiling or mapping a cached compile: blocking work, done where
+        // it does not hold up the runtime's other tasks.
+        let (digest, component, cache_status) =
+            blocking(|| self.compile(path, &file_name, &meta, expected_sha, allowlist))?;
+        let (imports, exports) = self.interface_names(&component);
+        let wit_version = check_wit_version(&imports, &exports, path)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .and_then(PluginPre::new)
+            .map_err(|e| {
+                (
+                    FailureKind::CannotStart,
+                    format!("plugin `{shown}` cannot be linked: {e:#}"),
+                )
+            })?;
+        let described = self.describe(&pre, &file_name).await?;
+        let info = PluginInfo {
+            path: path.to_path_buf(),
+            sha256: digest,
+            size: meta.len(),
+            wit_version,
+            name: described.name,
+            version: described.version,
+            events: described.events,
+            capabilities: DeclaredCapabilities {
+                dirs: described
+                    .capabilities
+                    .dirs
+                    .into_iter()
+                    .map(|d| DeclaredDir {
+                        path: d.path,
+                        write: d.write,
+                    })
+                    .collect(),
+                env: described.capabilities.env,
+                http: described.capabilities.http,
+            },
+            imports,
+            exports,
+        };
+        let loaded = Arc::new(Loaded {
+            stamp,
+            pre,
+            declared: info.capabilities.to_declared(),
+            info,
+            cache_status,
+            file_name,
+        });
+        self.plugins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The digest of the plugin at `path` and its compiled component (from the compile
+    /// cache when it holds one), refusing a digest that the config's `sha256` or
+    /// managed policy's allowlist does not admit.
+    pub(super) fn compile(
+        &self,
+        path: &Path,
+        file_name: &Arc<str>,
+        meta: &std::fs::Metadata,
+        expected_sha: Option<&str>,
+        allowlist: Option<&PluginAllowlist>,
+    ) -> Result<(String, Component, CacheStatus), LoadError> {
+        let shown = path.display();
+        let (digest, bytes) = self
+            .cache
+            .plugin_digest(path, meta)
+            .map_err(|e| cannot_read(path, &e))?;
+        check_sha(&digest, expected_sha, path)?;
+        // Managed allowlist: decided on the digest of the bytes that compile (`read`
+        // below refuses bytes with another digest).
+        admit(allowlist, path, &digest)?;
+        // Only a cache miss reads (or re-reads) the file.
+        let read = || {
+            // Bytes from the digest step were hashed there; re-read ones must match it.
+            let bytes = match bytes {
+                Some(bytes) => bytes,
+                None => {
+                    let bytes = std::fs::read(path).map_err(|e| cannot_read(path, &e).1)?;
+                    if sha256_hex(&bytes) != digest {
+                        return Err(format!(
+                            "plugin `{shown}` changed while it was being loaded; try again"
+                        ));
+                    }
+                    bytes
+                }
+            };
+            if !wasmparser_is_component(&bytes) {
+                return Err(format!(
+                    "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
+                ));
+            }
+            Ok(bytes)
+        };
+        let (component, cache_status) = self
+            .cache
+            .load(&self.engine, read, &digest, file_name)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        Ok((digest, component, cache_status))
+    }
+
+    pub(super) fn interface_names(&self, component: &Component) -> (Vec<String>, Vec<String>) {
+        let ty = component.component_type();
+        let imports = ty
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let exports = ty
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        (imports, exports)
+    }
+
+    /// Calls `describe` in a throwaway instance with no capabilities.
+    pub(super) async fn describe(
+        &self,
+        pre: &PluginPre<State>,
+        file_name: &Arc<str>,
+    ) -> Result<bindings::PluginInfo, LoadError> {
+        let limits = Limits {
+            fuel: DESCRIBE_FUEL,
+            memory_bytes: DESCRIBE_MEMORY,
+            timeout: DESCRIBE_TIMEOUT,
+        };
+        let mut store = self
+            .store(file_name, &Live::default(), limits.memory_bytes, &[])
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        limits
+            .arm(&mut store)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        let result = async {
+            let plugin = pre.instantiate_async(&mut store).await?;
+            plugin.hookhost_hook_hook().call_describe(&mut store).await
+        }
+        .await;
+        result.map_err(|e| {
+            let (kind, message) = classify_error(&e, &mut store, &limits);
+            (
+                kind,
+                format!("plugin `{file_name}`: `describe` failed: {message}"),
+            )
+        })
+    }
+}
+
+/// A plugin file that cannot be read (or stat'ed): the hook cannot start.
+pub(super) fn cannot_read(path: &Path, error: &std::io::Error) -> LoadError {
+    (
+        FailureKind::CannotStart,
+        format!("cannot read plugin `{}`: {error}", path.display()),
+    )
+}
+
+/// Runs blocking work (file reads, compiling) from async code: in place on a
+/// multi-thread runtime, whose other tasks move to another thread meanwhile; inline
+/// elsewhere (a one-shot command on a one-thread runtime has nothing else to run).
+pub(super) fn blocking<R>(work: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+/// Whether the bytes are a component (not a core module): the layer field of the
+/// preamble.
+pub(super) fn wasmparser_is_component(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
+}
+
+pub(super) fn check_sha(
+    actual: &str,
+    expected: Option<&str>,
+    path: &Path,
+) -> Result<(), LoadError> {
+    match expected {
+        Some(expected) if !expected.eq_ignore_ascii_case(actual) => Err((
+            FailureKind::Refused,
+            format!(
+                "plugin `{}` refused: `sha256` is {expected} in config but the file's is {actual}",
+                path.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Asks managed policy's allowlist about a plugin digest, reading the plugin's detached
+/// signature only when the digest alone does not admit it.
+pub(super) fn admit(
+    allowlist: Option<&PluginAllowlist>,
+    path: &Path,
+    digest: &str,
+) -> Result<(), LoadError> {
+    let Some(list) = allowlist.filter(|l| l.required()) else {
+        return Ok(());
+    };
+    let signature = if list.needs_signature(digest) {
+        use std::io::Read;
+        let sig = crate::policy::allowlist::signature_path(path);
+        match std::fs::File::open(&sig) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(e.to_string())),
+            Ok(file) => {
+                // A signature is 64 bytes in hex or base64; a larger file is not one.
+                let mut bytes = Vec::new();
+                Some(
+                    file.take(4096)
+                        .read_to_end(&mut bytes)
+                        .map(|_| bytes)
+                        .map_err(|e| e.to_string()),
+                )
+            }
+        }
+    } else {
+        None
+    };
+    list.admit(path, digest, signature)
+        .map(drop)
+        .map_err(|message| (FailureKind::Refused, message))
+}
+
+/// Finds the `hookhost:hook` version of a component; refuses other versions, naming
+/// both.
+pub(super) fn check_wit_version(
+    imports: &[String],
+    exports: &[String],
+    path: &Path,
+) -> Result<String, LoadError> {
+    let version_of = |name: &str| {
+        name.strip_prefix("hookhost:hook/")
+            .and_then(|rest| rest.split_once('@'))
+            .map(|(_, v)| v.to_string())
+    };
+    let Some(version) = exports
+        .iter()
+        .find(|n| n.starts_with(&format!("{HOOK_EXPORT}@")))
+        .and_then(|n| version_of(n))
+    else {
+        return Err((
+            FailureKind::CannotStart,
+            format!(
+                "`{}` is not a hookhost plugin: it exports no `{HOOK_EXPORT}` interface (exports: {})",
+                path.display(),
+                if exports.is_empty() {
+                    "none".to_string()
+                } else {
+                    exports.join(", ")
+                }
+            ),
+        ));
+    };
+    let others = imports.iter().chain(exports).filter_map(|n| version_of(n));
+    for found in std::iter::once(version.clone()).chain(others) {
+        if found != WIT_VERSION {
+            return Err((
+                FailureKind::Refused,
+                format!(
+                    "plugin `{}` was built for hookhost:hook@{found}, but this host supports hookhost:hook@{WIT_VERSION}; \
+                     rebuild it against hookhost-guest for {WIT_VERSION}",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn wit_versions_are_checked_on_every_hookhost_interface() {
+        let path = Path::new("p.wasm");
+        let exports = vec!["hookhost:hook/hook@0.1.0".to_string()];
+        assert_eq!(check_wit_version(&[], &exports, path).unwrap(), "0.1.0");
+        let imports = vec!["hookhost:hook/host@0.3.0".to_string()];
+        let (kind, message) = check_wit_version(&imports, &exports, path).unwrap_err();
+        assert_eq!(kind, FailureKind::Refused);
+        assert!(
+            message.contains("hookhost:hook@0.3.0") && message.contains("hookhost:hook@0.1.0"),
+            "{message}"
+        );
+        let (kind, message) =
+            check_wit_version(&[], &["wasi:cli/run@0.2.0".to_string()], path).unwrap_err();
+        assert_eq!(kind, FailureKind::CannotStart);
+        assert!(
+            message.contains("not a hookhost plugin") && message.contains("wasi:cli/run"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    pub(super) fn component_preamble_is_told_apart_from_core_modules() {
+        assert!(wasmparser_is_component(b"\0asm\x0d\0\x01\0"));
+        assert!(!wasmparser_is_component(b"\0asm\x01\0\0\0"));
+        assert!(!wasmparser_is_component(b"nope"));
+    }
+}
