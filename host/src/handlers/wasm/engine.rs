@@ -14,6 +14,8 @@ use wasmtime::{
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::Plugin;
+use super::grants::OpenedDir;
+use super::hostcalls;
 use super::state::{CappedPipe, Clock, State};
 use super::{OUTPUT_CAP, Sandbox};
 use crate::policy::capability::Live;
@@ -34,7 +36,7 @@ pub(super) const POOL_KEEP_RESIDENT: usize = 1 << 20;
 pub(super) const POOL_WARM_SLOTS: u32 = 32;
 
 /// Elements of a pooled table.
-pub(super) const POOL_TABLE_ELEMENTS: usize = 100_000;
+pub(super) const POOL_TABLE_ELEMENTS: usize = super::state::MAX_TABLE_ELEMENTS;
 
 /// Instances alive at once in the pool (wasmtime's default), and fiber stacks for
 /// their calls.
@@ -116,18 +118,36 @@ pub(super) fn new_engine(instance_pool: bool) -> Result<Engine, String> {
     }
 }
 
-/// The linker of every plugin: WASI 0.2, wasi-http, the `host` import, and sleeps
-/// clamped to the call's deadline.
-pub(super) fn linker(engine: &Engine) -> Result<Linker<State>, String> {
-    let mut linker = Linker::<State>::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-        .map_err(|e| format!("cannot link WASI: {e}"))?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-        .map_err(|e| format!("cannot link wasi-http: {e}"))?;
-    Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
-        .map_err(|e| format!("cannot link the host interface: {e}"))?;
-    clamp_sleeps(&mut linker).map_err(|e| format!("cannot link the clock: {e}"))?;
-    Ok(linker)
+/// The linkers of the sandbox: WASI 0.2, the `host` import, and the wrappers of
+/// [`super::hostcalls`] (deadline-bound sleeps, guarded opens, metered I/O); `http` also
+/// has wasi-http, and is used only for hooks with an HTTP grant.
+pub(super) struct Linkers {
+    /// For hooks without an HTTP grant: wasi-http imports are stubbed per component
+    /// ([`super::hostcalls::stub_http`]).
+    pub(super) plain: Linker<State>,
+    /// For hooks with an HTTP grant.
+    pub(super) http: Linker<State>,
+}
+
+/// Builds both linkers.
+pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
+    let build = |http: bool| -> Result<Linker<State>, String> {
+        let mut linker = Linker::<State>::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| format!("cannot link WASI: {e}"))?;
+        if http {
+            wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+                .map_err(|e| format!("cannot link wasi-http: {e}"))?;
+        }
+        Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(|e| format!("cannot link the host interface: {e}"))?;
+        hostcalls::add(&mut linker).map_err(|e| format!("cannot link the host calls: {e:#}"))?;
+        Ok(linker)
+    };
+    Ok(Linkers {
+        plain: build(false)?,
+        http: build(true)?,
+    })
 }
 
 /// Starts the thread that advances the engine's epoch every [`EPOCH_TICK`]; it stops
@@ -155,12 +175,17 @@ pub(super) fn start_epoch_ticker(engine: &Engine) -> Result<Arc<AtomicBool>, Str
     Ok(ticker_stop)
 }
 
+/// Bytes of randomness a plugin may ask for in one call (wasmtime-wasi allows 64 MiB).
+const MAX_RANDOM_BYTES: u64 = 1 << 20;
+
 impl Sandbox {
-    /// A fresh store for one instance of a plugin, with the hook's live capabilities.
+    /// A fresh store for one instance of a plugin, with the hook's live capabilities
+    /// (its directories opened and checked by [`super::grants`]).
     pub(super) fn store(
         &self,
         plugin: &Arc<str>,
         live: &Live,
+        dirs: &[OpenedDir],
         memory_bytes: u64,
         env: &[(String, String)],
     ) -> Result<Store<State>, String> {
@@ -172,22 +197,26 @@ impl Sandbox {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .monotonic_clock(clock)
-            .allow_blocking_current_thread(true);
+            .max_random_size(MAX_RANDOM_BYTES)
+            // File I/O runs on the runtime's blocking threads, never on the thread that
+            // dispatches events: a host call that blocks is then cut off at the
+            // deadline (`Limits::bound`) and holds up nothing else.
+            .allow_blocking_current_thread(false);
         for (name, value) in env {
             builder.env(name, value);
         }
-        for dir in &live.dirs {
+        for dir in dirs {
             let perms = if dir.write {
                 FsPerms::ReadWrite
             } else {
                 FsPerms::ReadOnly
             };
             builder
-                .preopened_dir(&dir.host, &dir.guest, perms)
+                .preopened_dir(dir.host_path(), &dir.guest, perms)
                 .map_err(|e| {
                     format!(
                         "cannot open granted directory `{}`: {e}",
-                        dir.host.display()
+                        dir.real.display()
                     )
                 })?;
         }
@@ -214,37 +243,4 @@ impl Sandbox {
         });
         Ok(store)
     }
-}
-
-/// Replaces `monotonic-clock.subscribe-duration` / `subscribe-instant` with versions
-/// whose sleeps end at the call's deadline: wasm code is interrupted by the epoch
-/// deadline, but a guest blocked in a host sleep would otherwise outlive its timeout.
-pub(super) fn clamp_sleeps(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    use wasmtime::StoreContextMut;
-    use wasmtime::component::Resource;
-    use wasmtime_wasi::p2::DynPollable;
-    linker.allow_shadowing(true);
-    let mut clock = linker.instance("wasi:clocks/monotonic-clock@0.2.12")?;
-    clock.func_wrap(
-        "subscribe-duration",
-        |mut store: StoreContextMut<'_, State>,
-         (nanos,): (u64,)|
-         -> wasmtime::Result<(Resource<DynPollable>,)> {
-            let until = std::time::Instant::now().checked_add(Duration::from_nanos(nanos));
-            let until = until
-                .unwrap_or_else(|| std::time::Instant::now() + Duration::from_secs(86_400 * 365));
-            Ok((store.data_mut().sleep_until(until)?,))
-        },
-    )?;
-    clock.func_wrap(
-        "subscribe-instant",
-        |mut store: StoreContextMut<'_, State>,
-         (when,): (u64,)|
-         -> wasmtime::Result<(Resource<DynPollable>,)> {
-            let until = store.data().clock.instant(when);
-            Ok((store.data_mut().sleep_until(until)?,))
-        },
-    )?;
-    linker.allow_shadowing(false);
-    Ok(())
 }

@@ -8,15 +8,21 @@ use std::time::Instant;
 use wasmtime::Store;
 
 use super::bindings::{self, Plugin};
+use super::grants::GrantCheck;
 use super::limits::{CallOutcome, Limits, finish};
 use super::load::Loaded;
 use super::state::State;
-use super::{PluginCall, Sandbox};
-use crate::handlers::Invocation;
+use super::{LoadError, PluginCall, Sandbox};
+use crate::handlers::{FailureKind, Invocation};
 use crate::policy::capability::Live;
 
 /// Session instances kept at most; the least recently used goes first.
 pub(super) const MAX_SESSION_INSTANCES: usize = 64;
+/// Linear memory that the kept instances of one hook may hold together; beyond it the
+/// hook's least recently used instances are dropped.
+pub const MAX_SESSION_MEMORY_PER_HOOK: usize = 256 << 20;
+/// Linear memory that all kept instances may hold together.
+pub const MAX_SESSION_MEMORY: usize = 1 << 30;
 
 /// A live instance kept for one (hook, session).
 pub(super) struct SessionInstance {
@@ -29,21 +35,26 @@ pub(super) struct SessionInstance {
 /// Held across the call: a session's events reach its instance one at a time.
 pub(super) type SessionSlot = Arc<tokio::sync::Mutex<Option<SessionInstance>>>;
 
+/// The key of a kept instance: (hook label, session id).
+type SessionKey = (String, String);
+
 impl Sandbox {
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn run_in_session(
         &self,
         call: &PluginCall,
         loaded: &Loaded,
         live: &Live,
+        grants: &GrantCheck<'_>,
         limits: &Limits,
         event: &bindings::Event,
         invocation: &Invocation,
-    ) -> Result<CallOutcome, String> {
+    ) -> Result<CallOutcome, LoadError> {
         let key = (call.label.clone(), invocation.session_id.clone());
         let slot = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
             if !sessions.contains_key(&key) && sessions.len() >= MAX_SESSION_INSTANCES {
-                evict_oldest(&mut sessions);
+                evict_oldest(&mut sessions, |_| true);
             }
             sessions.entry(key.clone()).or_default().clone()
         };
@@ -58,8 +69,12 @@ impl Sandbox {
         let mut instance = match kept {
             Some(instance) => instance,
             None => {
-                let mut store = self.armed_store(loaded, live, limits)?;
-                match loaded.pre.instantiate_async(&mut store).await {
+                let pre = loaded
+                    .pre_for(self, !live.http.is_empty())
+                    .map_err(|e| (FailureKind::CannotStart, e))?;
+                let mut store = self.armed_store(loaded, live, grants, limits)?;
+                let deadline = store.data().http_policy.deadline;
+                match Limits::bound(deadline, pre.instantiate_async(&mut store)).await {
                     Ok(plugin) => SessionInstance {
                         store,
                         plugin,
@@ -75,12 +90,18 @@ impl Sandbox {
             }
         };
         instance.last_used = Instant::now();
-        limits.arm(&mut instance.store)?;
-        let result = instance
-            .plugin
-            .hookhost_hook_hook()
-            .call_handle(&mut instance.store, event)
-            .await;
+        limits
+            .arm(&mut instance.store)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        let deadline = instance.store.data().http_policy.deadline;
+        let result = Limits::bound(
+            deadline,
+            instance
+                .plugin
+                .hookhost_hook_hook()
+                .call_handle(&mut instance.store, event),
+        )
+        .await;
         let trapped = result.is_err();
         let outcome = finish(&mut instance.store, limits, result);
         let ends = invocation.spec.name == "SessionEnd";
@@ -90,28 +111,69 @@ impl Sandbox {
             self.forget_session(&key);
         } else {
             *guard = Some(instance);
+            drop(guard);
+            self.keep_within_memory(&key.0);
         }
         Ok(outcome)
     }
 
-    pub(super) fn forget_session(&self, key: &(String, String)) {
+    pub(super) fn forget_session(&self, key: &SessionKey) {
         self.sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
     }
+
+    /// Drops the least recently used idle instances while the kept instances of `hook`
+    /// hold more than [`MAX_SESSION_MEMORY_PER_HOOK`], or all of them more than
+    /// [`MAX_SESSION_MEMORY`].
+    fn keep_within_memory(&self, hook: &str) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let (mut of_hook, mut all) = (0usize, 0usize);
+            for (key, slot) in sessions.iter() {
+                // An instance in a call is not counted: it is not idle, and its call
+                // puts it back (and checks again) when it ends.
+                let Ok(guard) = slot.try_lock() else { continue };
+                let held = guard
+                    .as_ref()
+                    .map_or(0, |i| i.store.data().limiter.memory());
+                all += held;
+                if key.0 == hook {
+                    of_hook += held;
+                }
+            }
+            if of_hook > MAX_SESSION_MEMORY_PER_HOOK {
+                if !evict_oldest(&mut sessions, |key| key.0 == hook) {
+                    return;
+                }
+            } else if all > MAX_SESSION_MEMORY {
+                if !evict_oldest(&mut sessions, |_| true) {
+                    return;
+                }
+            } else {
+                return;
+            }
+        }
+    }
 }
 
-pub(super) fn evict_oldest(sessions: &mut HashMap<(String, String), SessionSlot>) {
+/// Drops the least recently used idle instance whose key `matches`; whether one was.
+pub(super) fn evict_oldest(
+    sessions: &mut HashMap<SessionKey, SessionSlot>,
+    matches: impl Fn(&SessionKey) -> bool,
+) -> bool {
     let oldest = sessions
         .iter()
+        .filter(|(k, _)| matches(k))
         .filter_map(|(k, slot)| {
             let guard = slot.try_lock().ok()?;
             Some((k.clone(), guard.as_ref().map(|i| i.last_used)))
         })
         .min_by_key(|(_, used)| *used)
         .map(|(k, _)| k);
-    if let Some(key) = oldest {
-        sessions.remove(&key);
+    match oldest {
+        Some(key) => sessions.remove(&key).is_some(),
+        None => false,
     }
 }

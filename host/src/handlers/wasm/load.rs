@@ -2,7 +2,7 @@
 //! compile cache), link, `describe`, and the WIT version check.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -10,17 +10,29 @@ use wasmtime::component::Component;
 
 use super::bindings::{self, PluginPre};
 use super::cache::{CacheStatus, FileStamp, sha256_hex};
+use super::hostcalls::stub_http;
 use super::limits::{Limits, classify_error};
 use super::state::State;
 use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSION};
+use crate::config::file::{FileError, kind_name, open_regular, read_regular};
 use crate::handlers::FailureKind;
 use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{Declared, DirRequest, Live};
 
-/// Budget of `describe`, which runs once per plugin load.
-pub(super) const DESCRIBE_FUEL: u64 = 1_000_000_000;
-pub(super) const DESCRIBE_MEMORY: u64 = 1 << 30;
-pub(super) const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The limits of `describe` when no hook asks (`hookhost plugin inspect`); a hook's
+/// plugin is described under the hook's own limits.
+pub(super) const INSPECT_LIMITS: Limits = Limits {
+    fuel: 1_000_000_000,
+    memory_bytes: 1 << 30,
+    timeout: Duration::from_secs(10),
+};
+/// The largest plugin file read unless configured otherwise
+/// ([`super::WasmRuntime::with_max_plugin_bytes`], `HOOKHOST_MAX_PLUGIN_MB`).
+pub const DEFAULT_MAX_PLUGIN_BYTES: u64 = 256 << 20;
+/// Caps on what `describe` may answer: it is kept for the process's lifetime and shown
+/// in reports.
+const MAX_DESCRIBED_TEXT: usize = 200;
+const MAX_DESCRIBED_ITEMS: usize = 100;
 
 /// What a plugin says about itself, and what the host found in the file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -89,23 +101,126 @@ impl DeclaredCapabilities {
 pub(super) struct Loaded {
     /// The file as it was when loaded; another stamp means it changed.
     pub(super) stamp: FileStamp,
+    component: Component,
+    /// Linked without wasi-http: for hooks without an HTTP grant.
     pub(super) pre: PluginPre<State>,
+    /// Linked with wasi-http, made on the first call of a hook with an HTTP grant.
+    pre_http: OnceLock<Result<PluginPre<State>, String>>,
     pub(super) info: PluginInfo,
     pub(super) declared: Declared,
     pub(super) cache_status: CacheStatus,
     pub(super) file_name: Arc<str>,
 }
 
+impl Loaded {
+    /// The instance template for a call: with wasi-http only when the hook may use it.
+    pub(super) fn pre_for(
+        &self,
+        sandbox: &Sandbox,
+        http: bool,
+    ) -> Result<&PluginPre<State>, String> {
+        if !http {
+            return Ok(&self.pre);
+        }
+        self.pre_http
+            .get_or_init(|| {
+                sandbox
+                    .linkers
+                    .http
+                    .instantiate_pre(&self.component)
+                    .and_then(PluginPre::new)
+                    .map_err(|e| format!("cannot be linked with wasi-http: {e:#}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// What `describe` answered, as memoized in the compile cache.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Described {
+    name: String,
+    version: String,
+    events: Vec<String>,
+    dirs: Vec<(String, bool)>,
+    env: Vec<String>,
+    http: Vec<String>,
+}
+
+impl Described {
+    fn from_wit(info: bindings::PluginInfo) -> Described {
+        Described {
+            name: info.name,
+            version: info.version,
+            events: info.events,
+            dirs: info
+                .capabilities
+                .dirs
+                .into_iter()
+                .map(|d| (d.path, d.write))
+                .collect(),
+            env: info.capabilities.env,
+            http: info.capabilities.http,
+        }
+    }
+
+    /// Refuses an answer larger than a plugin's self-description can reasonably be.
+    fn check(&self) -> Result<(), String> {
+        let texts = [&self.name, &self.version]
+            .into_iter()
+            .chain(&self.events)
+            .chain(self.dirs.iter().map(|(p, _)| p))
+            .chain(&self.env)
+            .chain(&self.http);
+        if let Some(long) = texts
+            .into_iter()
+            .find(|t| t.chars().count() > MAX_DESCRIBED_TEXT)
+        {
+            return Err(format!(
+                "`describe` answered a string of {} characters, above the cap of {MAX_DESCRIBED_TEXT}",
+                long.chars().count()
+            ));
+        }
+        for (field, count) in [
+            ("events", self.events.len()),
+            ("capabilities.dirs", self.dirs.len()),
+            ("capabilities.env", self.env.len()),
+            ("capabilities.http", self.http.len()),
+        ] {
+            if count > MAX_DESCRIBED_ITEMS {
+                return Err(format!(
+                    "`describe` answered {count} {field}, above the cap of {MAX_DESCRIBED_ITEMS}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Sandbox {
-    /// The compiled plugin at `path`, loading it when new or changed.
+    /// The compiled plugin at `path`, loading it when new or changed; `describe` runs
+    /// under `limits` (the hook's own) when its answer is not memoized.
     pub(super) async fn load(
         &self,
         path: &Path,
         expected_sha: Option<&str>,
         allowlist: Option<&PluginAllowlist>,
+        limits: &Limits,
     ) -> Result<Arc<Loaded>, LoadError> {
         let shown = path.display();
         let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, &e))?;
+        if !meta.is_file() {
+            return Err(refused_file(path, &FileError::NotRegular(kind_name(&meta))));
+        }
+        if meta.len() > self.max_plugin_bytes {
+            return Err(refused_file(
+                path,
+                &FileError::TooLarge {
+                    size: meta.len(),
+                    cap: self.max_plugin_bytes,
+                },
+            ));
+        }
         let stamp = FileStamp::of(&meta);
         let cached = self
             .plugins
@@ -124,13 +239,13 @@ impl Sandbox {
             .into();
         // Hashing, compiling or mapping a cached compile: blocking work, done where
         // it does not hold up the runtime's other tasks.
-        let (digest, component, cache_status) =
-            blocking(|| self.compile(path, &file_name, &meta, expected_sha, allowlist))?;
+        let (digest, size, component, cache_status) =
+            blocking(|| self.compile(path, &file_name, expected_sha, allowlist))?;
         let (imports, exports) = self.interface_names(&component);
         let wit_version = check_wit_version(&imports, &exports, path)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
+        let mut linker = self.linkers.plain.clone();
+        let pre = stub_http(&mut linker, &self.engine, &component)
+            .and_then(|()| linker.instantiate_pre(&component))
             .and_then(PluginPre::new)
             .map_err(|e| {
                 (
@@ -138,34 +253,51 @@ impl Sandbox {
                     format!("plugin `{shown}` cannot be linked: {e:#}"),
                 )
             })?;
-        let described = self.describe(&pre, &file_name).await?;
+        let described = match self
+            .cache
+            .described(&digest)
+            .and_then(|json| serde_json::from_str::<Described>(&json).ok())
+        {
+            Some(described) => described,
+            None => {
+                let described = Described::from_wit(self.describe(&pre, &file_name, limits).await?);
+                described.check().map_err(|e| {
+                    (
+                        FailureKind::InvalidOutput,
+                        format!("plugin `{file_name}`: {e}"),
+                    )
+                })?;
+                if let Ok(json) = serde_json::to_string(&described) {
+                    self.cache.store_described(&digest, &json);
+                }
+                described
+            }
+        };
         let info = PluginInfo {
             path: path.to_path_buf(),
             sha256: digest,
-            size: meta.len(),
+            size,
             wit_version,
             name: described.name,
             version: described.version,
             events: described.events,
             capabilities: DeclaredCapabilities {
                 dirs: described
-                    .capabilities
                     .dirs
                     .into_iter()
-                    .map(|d| DeclaredDir {
-                        path: d.path,
-                        write: d.write,
-                    })
+                    .map(|(path, write)| DeclaredDir { path, write })
                     .collect(),
-                env: described.capabilities.env,
-                http: described.capabilities.http,
+                env: described.env,
+                http: described.http,
             },
             imports,
             exports,
         };
         let loaded = Arc::new(Loaded {
             stamp,
+            component,
             pre,
+            pre_http: OnceLock::new(),
             declared: info.capabilities.to_declared(),
             info,
             cache_status,
@@ -178,22 +310,25 @@ impl Sandbox {
         Ok(loaded)
     }
 
-    /// The digest of the plugin at `path` and its compiled component (from the compile
-    /// cache when it holds one), refusing a digest that the config's `sha256` or
-    /// managed policy's allowlist does not admit.
+    /// The digest and size of the plugin at `path` and its compiled component (from
+    /// the compile cache when it holds one), refusing a digest that the config's `sha256`
+    /// or managed policy's allowlist does not admit. The file is opened without blocking
+    /// and read only if it is a regular file under the size cap.
     pub(super) fn compile(
         &self,
         path: &Path,
         file_name: &Arc<str>,
-        meta: &std::fs::Metadata,
         expected_sha: Option<&str>,
         allowlist: Option<&PluginAllowlist>,
-    ) -> Result<(String, Component, CacheStatus), LoadError> {
+    ) -> Result<(String, u64, Component, CacheStatus), LoadError> {
         let shown = path.display();
+        let cap = self.max_plugin_bytes;
+        let (file, meta) = open_regular(path, cap).map_err(|e| refused_file(path, &e))?;
         let (digest, bytes) = self
             .cache
-            .plugin_digest(path, meta)
-            .map_err(|e| cannot_read(path, &e))?;
+            .plugin_digest(path, &file, &meta, cap)
+            .map_err(|e| refused_file(path, &e))?;
+        drop(file);
         check_sha(&digest, expected_sha, path)?;
         // Managed allowlist: decided on the digest of the bytes that compile (`read`
         // below refuses bytes with another digest).
@@ -204,7 +339,8 @@ impl Sandbox {
             let bytes = match bytes {
                 Some(bytes) => bytes,
                 None => {
-                    let bytes = std::fs::read(path).map_err(|e| cannot_read(path, &e).1)?;
+                    let (bytes, _) =
+                        read_regular(path, cap).map_err(|e| refused_file(path, &e).1)?;
                     if sha256_hex(&bytes) != digest {
                         return Err(format!(
                             "plugin `{shown}` changed while it was being loaded; try again"
@@ -224,7 +360,7 @@ impl Sandbox {
             .cache
             .load(&self.engine, read, &digest, file_name)
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        Ok((digest, component, cache_status))
+        Ok((digest, meta.len(), component, cache_status))
     }
 
     pub(super) fn interface_names(&self, component: &Component) -> (Vec<String>, Vec<String>) {
@@ -240,36 +376,46 @@ impl Sandbox {
         (imports, exports)
     }
 
-    /// Calls `describe` in a throwaway instance with no capabilities.
+    /// Calls `describe` in a throwaway instance with no capabilities, under `limits`
+    /// (the whole call, host calls included, ends at its timeout).
     pub(super) async fn describe(
         &self,
         pre: &PluginPre<State>,
         file_name: &Arc<str>,
+        limits: &Limits,
     ) -> Result<bindings::PluginInfo, LoadError> {
-        let limits = Limits {
-            fuel: DESCRIBE_FUEL,
-            memory_bytes: DESCRIBE_MEMORY,
-            timeout: DESCRIBE_TIMEOUT,
-        };
         let mut store = self
-            .store(file_name, &Live::default(), limits.memory_bytes, &[])
+            .store(file_name, &Live::default(), &[], limits.memory_bytes, &[])
             .map_err(|e| (FailureKind::CannotStart, e))?;
         limits
             .arm(&mut store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        let result = async {
+        let deadline = store.data().http_policy.deadline;
+        let result = Limits::bound(deadline, async {
             let plugin = pre.instantiate_async(&mut store).await?;
             plugin.hookhost_hook_hook().call_describe(&mut store).await
-        }
+        })
         .await;
         result.map_err(|e| {
-            let (kind, message) = classify_error(&e, &mut store, &limits);
+            let (kind, message) = classify_error(&e, &mut store, limits);
             (
                 kind,
                 format!("plugin `{file_name}`: `describe` failed: {message}"),
             )
         })
     }
+}
+
+/// A plugin file refused before it is read: not a regular file, or above the cap.
+pub(super) fn refused_file(path: &Path, error: &FileError) -> LoadError {
+    let kind = match error {
+        FileError::NotRegular(_) | FileError::TooLarge { .. } => FailureKind::Refused,
+        FileError::NotFound | FileError::Io(_) => FailureKind::CannotStart,
+    };
+    (
+        kind,
+        format!("cannot read plugin `{}`: {error}", path.display()),
+    )
 }
 
 /// A plugin file that cannot be read (or stat'ed): the hook cannot start.

@@ -27,6 +27,8 @@ mod bindings;
 pub mod cache;
 mod convert;
 mod engine;
+mod grants;
+mod hostcalls;
 mod instances;
 mod limits;
 mod load;
@@ -40,21 +42,29 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmtime::component::Linker;
 use wasmtime::{Engine, Store};
 
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
+pub use convert::{
+    Converted, MAX_CONVERTED_BYTES, PluginResponse, RESERVED_EXTRAS, convert_response,
+};
 pub use engine::{engine_config, instance_pool_available};
-pub use load::{DeclaredCapabilities, DeclaredDir, PluginInfo};
+pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
+pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
+pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
+pub use state::{MAX_CONNECTIONS, MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES};
 pub use tooling::{PluginTestReport, invocation, parse_grant, test_plugin};
 
 use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
+use crate::config::SourceKind;
 use crate::config::schema::{InstanceMode, RawCapabilities};
 use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{self, Live};
+use crate::policy::ceiling::Ceilings;
 use crate::policy::{HandlerSpec, Hook, Policy};
 use futures_util::future::BoxFuture;
+use grants::GrantCheck;
 use instances::SessionSlot;
 use limits::{CallOutcome, Limits, finish};
 use load::Loaded;
@@ -156,6 +166,7 @@ pub struct PluginRun {
 pub struct WasmRuntime {
     cache_dir: Option<PathBuf>,
     instance_pool: bool,
+    max_plugin_bytes: u64,
     sandbox: OnceLock<Result<Arc<Sandbox>, String>>,
 }
 
@@ -171,8 +182,17 @@ impl WasmRuntime {
         WasmRuntime {
             cache_dir,
             instance_pool: true,
+            max_plugin_bytes: max_plugin_bytes_from_env(),
             sandbox: OnceLock::new(),
         }
+    }
+
+    /// The largest plugin file the sandbox reads (default [`DEFAULT_MAX_PLUGIN_BYTES`],
+    /// or `HOOKHOST_MAX_PLUGIN_MB` MiB): a larger one is refused before it is read,
+    /// naming its path.
+    pub fn with_max_plugin_bytes(mut self, bytes: u64) -> WasmRuntime {
+        self.max_plugin_bytes = bytes;
+        self
     }
 
     /// Whether instances come from a pool of reusable slots where the kernel supports it
@@ -194,7 +214,14 @@ impl WasmRuntime {
 
     fn sandbox(&self) -> Result<&Arc<Sandbox>, String> {
         self.sandbox
-            .get_or_init(|| Sandbox::new(self.cache_dir.clone(), self.instance_pool).map(Arc::new))
+            .get_or_init(|| {
+                Sandbox::new(
+                    self.cache_dir.clone(),
+                    self.instance_pool,
+                    self.max_plugin_bytes,
+                )
+                .map(Arc::new)
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -213,13 +240,14 @@ impl WasmRuntime {
     /// version, or `describe` failed.
     pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), String> {
         let sandbox = self.sandbox()?;
-        let loaded = block_on(sandbox.load(path, None, None))?.map_err(|(_, message)| message)?;
+        let loaded = block_on(sandbox.load(path, None, None, &load::INSPECT_LIMITS))?
+            .map_err(|(_, message)| message)?;
         Ok((loaded.info.clone(), loaded.cache_status.clone()))
     }
 
     /// Runs one plugin on one event outside any config: what `hookhost plugin test` does.
     pub async fn call(&self, call: &PluginCall, invocation: &Invocation) -> PluginRun {
-        self.call_admitted(call, invocation, None).await
+        self.call_governed(call, invocation, None, None).await
     }
 
     /// Like [`WasmRuntime::call`], refusing (before compiling, or running a cached
@@ -231,9 +259,26 @@ impl WasmRuntime {
         invocation: &Invocation,
         allowlist: Option<&PluginAllowlist>,
     ) -> PluginRun {
+        self.call_governed(call, invocation, allowlist, None).await
+    }
+
+    /// Like [`WasmRuntime::call_admitted`], also checking the directory grants, when they
+    /// are opened for the instance, against managed policy's `ceilings` (for hooks from
+    /// sources it caps).
+    pub async fn call_governed(
+        &self,
+        call: &PluginCall,
+        invocation: &Invocation,
+        allowlist: Option<&PluginAllowlist>,
+        ceilings: Option<&Ceilings>,
+    ) -> PluginRun {
         let started = Instant::now();
         match self.sandbox() {
-            Ok(sandbox) => sandbox.run(call, invocation, started, allowlist).await,
+            Ok(sandbox) => {
+                sandbox
+                    .run(call, invocation, started, allowlist, ceilings)
+                    .await
+            }
             Err(e) => PluginRun {
                 run: HandlerRun::failed(
                     FailureKind::CannotStart,
@@ -257,8 +302,16 @@ impl WasmRuntime {
                 started,
             );
         };
+        // Managed policy caps every source but itself (and embedders' own hooks).
+        let capped = !matches!(hook.origin.kind, SourceKind::Managed | SourceKind::Embedded);
+        let ceilings = policy.settings.ceilings.as_ref().filter(|_| capped);
         let mut run = self
-            .call_admitted(&call, invocation, Some(&policy.settings.plugin_allowlist))
+            .call_governed(
+                &call,
+                invocation,
+                Some(&policy.settings.plugin_allowlist),
+                ceilings,
+            )
             .await;
         if !run.warnings.is_empty() {
             let warnings: Vec<String> = run
@@ -290,8 +343,11 @@ impl WasmRunner for WasmRuntime {
 /// The engine and everything shared across plugins.
 struct Sandbox {
     engine: Engine,
-    linker: Linker<State>,
+    linkers: engine::Linkers,
     cache: CompileCache,
+    /// Where the compile cache is, so that no grant reaches it.
+    cache_guard: Option<grants::CacheGuard>,
+    max_plugin_bytes: u64,
     plugins: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
     sessions: Mutex<HashMap<(String, String), SessionSlot>>,
     ticker_stop: Arc<AtomicBool>,
@@ -315,15 +371,22 @@ impl Drop for Sandbox {
 pub(super) type LoadError = (FailureKind, String);
 
 impl Sandbox {
-    fn new(cache_dir: Option<PathBuf>, instance_pool: bool) -> Result<Sandbox, String> {
+    fn new(
+        cache_dir: Option<PathBuf>,
+        instance_pool: bool,
+        max_plugin_bytes: u64,
+    ) -> Result<Sandbox, String> {
         let engine = engine::new_engine(instance_pool)?;
-        let linker = engine::linker(&engine)?;
+        let linkers = engine::linkers(&engine)?;
         let ticker_stop = engine::start_epoch_ticker(&engine)?;
+        let cache_guard = cache_dir.as_deref().and_then(grants::CacheGuard::new);
         let cache = CompileCache::new(cache_dir, &engine);
         Ok(Sandbox {
             engine,
-            linker,
+            linkers,
             cache,
+            cache_guard,
+            max_plugin_bytes,
             plugins: Mutex::default(),
             sessions: Mutex::default(),
             ticker_stop,
@@ -336,14 +399,20 @@ impl Sandbox {
         invocation: &Invocation,
         started: Instant,
         allowlist: Option<&PluginAllowlist>,
+        ceilings: Option<&Ceilings>,
     ) -> PluginRun {
         let failed = |kind, message: String, warnings| PluginRun {
             run: HandlerRun::failed(kind, message, started),
             output_json: None,
             warnings,
         };
+        let limits = Limits {
+            fuel: call.fuel,
+            memory_bytes: call.memory_bytes,
+            timeout: call.timeout,
+        };
         let loaded = match self
-            .load(&call.plugin, call.sha256.as_deref(), allowlist)
+            .load(&call.plugin, call.sha256.as_deref(), allowlist, &limits)
             .await
         {
             Ok(l) => l,
@@ -389,28 +458,32 @@ impl Sandbox {
                 );
             }
         };
-        let event = convert::event(invocation, call.config.as_ref());
-        let limits = Limits {
-            fuel: call.fuel,
-            memory_bytes: call.memory_bytes,
-            timeout: call.timeout,
+        let grants = GrantCheck {
+            ceilings,
+            workspace: &invocation.project_dir,
+            home: home_dir(),
+            cache: self.cache_guard.as_ref(),
         };
+        let event = convert::event(invocation, call.config.as_ref());
         let outcome = match call.instance {
-            InstanceMode::Event => self.run_fresh(&loaded, &live, &limits, &event).await,
+            InstanceMode::Event => {
+                self.run_fresh(&loaded, &live, &grants, &limits, &event)
+                    .await
+            }
             InstanceMode::Session => {
-                self.run_in_session(call, &loaded, &live, &limits, &event, invocation)
+                self.run_in_session(call, &loaded, &live, &grants, &limits, &event, invocation)
                     .await
             }
         };
         let CallOutcome {
             result,
             usage,
-            diagnostics,
+            mut diagnostics,
         } = match outcome {
             Ok(o) => o,
-            Err(message) => {
+            Err((kind, message)) => {
                 return failed(
-                    FailureKind::CannotStart,
+                    kind,
                     format!("plugin `{}`: {message}", loaded.file_name),
                     warnings,
                 );
@@ -418,7 +491,21 @@ impl Sandbox {
         };
         let (verdict, output_json) = match result {
             Ok(response) => match convert::response(response, &invocation.spec) {
-                Ok((output, json)) => (Verdict::Answer(output), Some(json)),
+                Ok(converted) => {
+                    if !converted.notes.is_empty() {
+                        let notes = converted
+                            .notes
+                            .iter()
+                            .map(|n| format!("limit: {n}"))
+                            .collect::<Vec<_>>()
+                            .join("\n");
+                        diagnostics = Some(match diagnostics.take() {
+                            Some(d) => cap_text(&format!("{notes}\n{d}")),
+                            None => notes,
+                        });
+                    }
+                    (Verdict::Answer(converted.answer), Some(converted.json))
+                }
                 Err(message) => (
                     Verdict::failed(
                         FailureKind::InvalidOutput,
@@ -445,21 +532,28 @@ impl Sandbox {
         }
     }
 
-    /// A store for a new instance of `loaded` with the hook's live grants, armed with
-    /// `limits` for its first call.
+    /// A store for a new instance of `loaded` with the hook's live grants (directories
+    /// opened and checked now), armed with `limits` for its first call.
     fn armed_store(
         &self,
         loaded: &Loaded,
         live: &Live,
+        grants: &GrantCheck<'_>,
         limits: &Limits,
-    ) -> Result<Store<State>, String> {
-        let mut store = self.store(
-            &loaded.file_name,
-            live,
-            limits.memory_bytes,
-            &env_values(live),
-        )?;
-        limits.arm(&mut store)?;
+    ) -> Result<Store<State>, LoadError> {
+        let dirs = grants::open_dirs(&live.dirs, grants).map_err(|e| (FailureKind::Refused, e))?;
+        let mut store = self
+            .store(
+                &loaded.file_name,
+                live,
+                &dirs,
+                limits.memory_bytes,
+                &env_values(live),
+            )
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        limits
+            .arm(&mut store)
+            .map_err(|e| (FailureKind::CannotStart, e))?;
         Ok(store)
     }
 
@@ -467,20 +561,34 @@ impl Sandbox {
         &self,
         loaded: &Loaded,
         live: &Live,
+        grants: &GrantCheck<'_>,
         limits: &Limits,
         event: &bindings::Event,
-    ) -> Result<CallOutcome, String> {
-        let mut store = self.armed_store(loaded, live, limits)?;
-        let result = async {
-            let plugin = loaded.pre.instantiate_async(&mut store).await?;
+    ) -> Result<CallOutcome, LoadError> {
+        let pre = loaded
+            .pre_for(self, !live.http.is_empty())
+            .map_err(|e| (FailureKind::CannotStart, e))?;
+        let mut store = self.armed_store(loaded, live, grants, limits)?;
+        let deadline = store.data().http_policy.deadline;
+        let result = Limits::bound(deadline, async {
+            let plugin = pre.instantiate_async(&mut store).await?;
             plugin
                 .hookhost_hook_hook()
                 .call_handle(&mut store, event)
                 .await
-        }
+        })
         .await;
         Ok(finish(&mut store, limits, result))
     }
+}
+
+/// `HOOKHOST_MAX_PLUGIN_MB`, else [`DEFAULT_MAX_PLUGIN_BYTES`].
+fn max_plugin_bytes_from_env() -> u64 {
+    std::env::var("HOOKHOST_MAX_PLUGIN_MB")
+        .ok()
+        .and_then(|mb| mb.trim().parse::<u64>().ok())
+        .filter(|mb| *mb > 0)
+        .map_or(DEFAULT_MAX_PLUGIN_BYTES, |mb| mb.saturating_mul(1 << 20))
 }
 
 /// Runs `future` to completion from sync code, on a one-thread runtime of its own: on
