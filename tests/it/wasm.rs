@@ -527,6 +527,40 @@ fn inspect_reports_version_exports_events_capabilities_and_digest() {
     assert!(audit.events.is_empty(), "audit-http handles every event");
 }
 
+/// 16 concurrent first loads of one plugin (here 16 copies of it, so that no load finds
+/// another's loaded plugin by path) compile it once: one load reports `Compiled`, the
+/// others waited for that compile and report `Hit`.
+#[test]
+fn concurrent_first_loads_of_a_plugin_compile_it_once() {
+    const LOADS: usize = 16;
+    let cache = tempfile::tempdir().unwrap();
+    let copies = tempfile::tempdir().unwrap();
+    let paths: Vec<_> = (0..LOADS)
+        .map(|i| {
+            let path = copies.path().join(format!("copy-{i}.wasm"));
+            std::fs::copy(plugins::DENY_DANGEROUS_BASH, &path).unwrap();
+            path
+        })
+        .collect();
+    let runtime = WasmRuntime::new(Some(cache.path().to_path_buf()));
+    let start = std::sync::Barrier::new(LOADS);
+    let statuses: Vec<CacheStatus> = std::thread::scope(|scope| {
+        let loads: Vec<_> = paths
+            .iter()
+            .map(|path| {
+                let (runtime, start) = (&runtime, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    runtime.inspect(path).unwrap().1
+                })
+            })
+            .collect();
+        loads.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    let compiled = statuses.iter().filter(|s| **s != CacheStatus::Hit).count();
+    assert_eq!(compiled, 1, "one compile for {LOADS} loads: {statuses:?}");
+}
+
 #[test]
 fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
     use std::os::unix::fs::PermissionsExt;

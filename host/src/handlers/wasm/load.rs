@@ -1,8 +1,9 @@
 //! Loading a plugin: stat, digest, `sha256` pin, managed admission, compile (or the
 //! compile cache), link, `describe`, and the WIT version check.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -357,8 +358,10 @@ impl Sandbox {
             Ok(bytes)
         };
         let (component, cache_status) = self
-            .cache
-            .load(&self.engine, read, &digest, file_name)
+            .compiles
+            .once(&digest, || {
+                self.cache.load(&self.engine, read, &digest, file_name)
+            })
             .map_err(|e| (FailureKind::CannotStart, e))?;
         Ok((digest, meta.len(), component, cache_status))
     }
@@ -404,6 +407,53 @@ impl Sandbox {
             )
         })
     }
+}
+
+/// What one compile (or cache load) of a digest gave.
+type Compiled = Result<(Component, CacheStatus), String>;
+
+/// Compiles in progress, by plugin digest: concurrent first loads of one plugin (16
+/// events of a new session reaching a warm daemon at once) share one compile instead of
+/// compiling it once each. The first load of a digest compiles; the others wait for its
+/// result (they block the thread they load on, as the compile does) and report
+/// [`CacheStatus::Hit`], since they compiled nothing. An entry lives only while its
+/// compile runs: later loads find the compile cache, or the loaded plugin.
+#[derive(Default)]
+pub(super) struct Compiles {
+    running: Mutex<HashMap<String, Arc<Mutex<Option<Compiled>>>>>,
+}
+
+impl Compiles {
+    /// The result of `compile` for `digest`, run once however many loads ask at once.
+    pub(super) fn once(&self, digest: &str, compile: impl FnOnce() -> Compiled) -> Compiled {
+        let flight = lock(&self.running)
+            .entry(digest.to_owned())
+            .or_default()
+            .clone();
+        // The first to lock the flight compiles; the others wait here for its result.
+        // (A compile that panicked leaves nothing: the next one compiles again.)
+        let mut result = lock(&flight);
+        if let Some(shared) = result.as_ref() {
+            return shared.clone().map(|(component, status)| {
+                let status = match status {
+                    CacheStatus::Uncached => CacheStatus::Uncached,
+                    _ => CacheStatus::Hit,
+                };
+                (component, status)
+            });
+        }
+        let compiled = compile();
+        *result = Some(compiled.clone());
+        let mut running = lock(&self.running);
+        if running.get(digest).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+            running.remove(digest);
+        }
+        compiled
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A plugin file refused before it is read: not a regular file, or above the cap.

@@ -349,6 +349,8 @@ struct Sandbox {
     cache_guard: Option<grants::CacheGuard>,
     max_plugin_bytes: u64,
     plugins: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
+    /// Compiles in progress, so that concurrent first loads of a plugin compile it once.
+    compiles: load::Compiles,
     sessions: Mutex<HashMap<(String, String), SessionSlot>>,
     ticker_stop: Arc<AtomicBool>,
 }
@@ -388,6 +390,7 @@ impl Sandbox {
             cache_guard,
             max_plugin_bytes,
             plugins: Mutex::default(),
+            compiles: load::Compiles::default(),
             sessions: Mutex::default(),
             ticker_stop,
         })
