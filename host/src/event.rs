@@ -73,6 +73,15 @@ pub struct EventSpec {
     pub tool_event: bool,
     /// Whether command hooks get `CLAUDE_ENV_FILE`.
     pub env_file: bool,
+    /// Whether the matcher tests the basename of the matcher field's value, not the whole
+    /// value (FileChanged matchers name files: `.env`, not `/repo/.env`).
+    pub matcher_tests_basename: bool,
+    /// Whether consecutive blocks in a session are counted and capped (`stopBlockCap`):
+    /// a hook that always blocks Stop would otherwise keep the agent from ever stopping.
+    pub caps_consecutive_blocks: bool,
+    /// Whether the event ends the session: state kept for the session (plugin instances)
+    /// is dropped after it.
+    pub ends_session: bool,
     /// The default handler timeout.
     pub default_timeout: Duration,
 }
@@ -198,6 +207,15 @@ const BUILT_IN: [Row; 31] = [
 /// Events whose command hooks get `CLAUDE_ENV_FILE`.
 const ENV_FILE_EVENTS: [&str; 4] = ["SessionStart", "Setup", "CwdChanged", "FileChanged"];
 
+/// Events whose matcher tests the basename of its field.
+const BASENAME_MATCHER_EVENTS: [&str; 1] = ["FileChanged"];
+
+/// Events whose consecutive blocks are capped.
+const CAPPED_BLOCK_EVENTS: [&str; 1] = ["Stop"];
+
+/// Events that end the session.
+const SESSION_ENDING_EVENTS: [&str; 1] = ["SessionEnd"];
+
 /// Events whose matcher uses the narrow exact-name set.
 const NARROW_MATCHER_EVENTS: [&str; 2] = ["FileChanged", "StopFailure"];
 
@@ -218,6 +236,9 @@ impl From<&Row> for EventSpec {
             plain_stdout_is_context: row.plain_context,
             tool_event: matches!(row.matcher, Some("tool_name")),
             env_file: ENV_FILE_EVENTS.contains(&row.name),
+            matcher_tests_basename: BASENAME_MATCHER_EVENTS.contains(&row.name),
+            caps_consecutive_blocks: CAPPED_BLOCK_EVENTS.contains(&row.name),
+            ends_session: SESSION_ENDING_EVENTS.contains(&row.name),
             default_timeout: row.timeout,
         }
     }
@@ -272,6 +293,25 @@ mod tests {
         let catalogue = EventCatalogue::default();
         assert_eq!(catalogue.names().len(), 31);
         assert_eq!(built_in_names().count(), 31);
+    }
+
+    #[test]
+    fn per_event_behaviour_is_an_attribute_of_exactly_its_events() {
+        let c = EventCatalogue::default();
+        let having = |attribute: fn(&EventSpec) -> bool| -> Vec<&str> {
+            let mut names: Vec<&str> = built_in_names()
+                .filter(|name| attribute(c.get(name).unwrap()))
+                .collect();
+            names.sort_unstable();
+            names
+        };
+        assert_eq!(having(|e| e.matcher_tests_basename), ["FileChanged"]);
+        assert_eq!(having(|e| e.caps_consecutive_blocks), ["Stop"]);
+        assert_eq!(having(|e| e.ends_session), ["SessionEnd"]);
+        assert_eq!(
+            having(|e| e.env_file),
+            ["CwdChanged", "FileChanged", "SessionStart", "Setup"]
+        );
     }
 
     #[test]

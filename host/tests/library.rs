@@ -85,6 +85,12 @@ async fn function_hooks_are_limited_by_their_timeout_and_cannot_crash_the_host()
         .function_hook(FunctionHook::new("Stop", "panics", |_| async {
             panic!("bug in the embedder")
         }))
+        // A closure that panics before it returns its future.
+        .function_hook(FunctionHook::new(
+            "Stop",
+            "panics-at-once",
+            |_| -> std::future::Ready<Result<Value, String>> { panic!("bug before the future") },
+        ))
         .function_hook(FunctionHook::new("Stop", "errs", |_| async {
             Err("no database".to_string())
         }))
@@ -106,6 +112,7 @@ async fn function_hooks_are_limited_by_their_timeout_and_cannot_crash_the_host()
         [
             ("slow", HookStatus::Timeout),
             ("panics", HookStatus::Failed),
+            ("panics-at-once", HookStatus::Failed),
             ("errs", HookStatus::Failed),
             ("bad-output", HookStatus::Failed)
         ]
@@ -117,8 +124,9 @@ async fn function_hooks_are_limited_by_their_timeout_and_cannot_crash_the_host()
     );
     let messages: Vec<&str> = out.notices.iter().map(|n| n.message.as_str()).collect();
     assert!(messages[0].contains("panicked"), "{messages:?}");
-    assert!(messages[1].contains("no database"), "{messages:?}");
-    assert!(messages[2].contains("`decision`"), "{messages:?}");
+    assert!(messages[1].contains("panicked"), "{messages:?}");
+    assert!(messages[2].contains("no database"), "{messages:?}");
+    assert!(messages[3].contains("`decision`"), "{messages:?}");
 }
 
 #[tokio::test]
@@ -135,6 +143,9 @@ async fn custom_events_are_dispatched_with_their_attributes() {
         plain_stdout_is_context: false,
         tool_event: false,
         env_file: false,
+        matcher_tests_basename: false,
+        caps_consecutive_blocks: false,
+        ends_session: false,
         default_timeout: Duration::from_secs(5),
     };
     let host = HostBuilder::new(dir.path())

@@ -6,5 +6,7 @@ mod hostile;
 mod lang;
 mod raw;
 mod response_props;
+#[path = "../../host/tests/common/skip.rs"]
+mod skip;
 mod support;
 mod wasm;

@@ -2,59 +2,32 @@
 //! limited by their timeout and merged like any other hook; their answer is Claude Code's
 //! output JSON, as a command hook would print it.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::output::HookOutput;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
-use crate::policy::Hook;
-
-/// A function hook: takes the input JSON, answers with output JSON (`null` or `{}` for
-/// no opinion) or an error message.
-pub trait FunctionHandler: Send + Sync {
-    /// Handles one event.
-    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, String>>;
-}
-
-impl<F, Fut> FunctionHandler for F
-where
-    F: Fn(Value) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<Value, String>> + Send + 'static,
-{
-    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, String>> {
-        Box::pin(self(input))
-    }
-}
-
-/// A registered function, shareable and printable.
-#[derive(Clone)]
-pub struct FunctionSpec {
-    /// The function.
-    pub handler: Arc<dyn FunctionHandler>,
-}
-
-impl std::fmt::Debug for FunctionSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FunctionSpec(..)")
-    }
-}
+use crate::policy::{FunctionSpec, Hook};
 
 /// Runs a function hook once, under its timeout; a panic is a failure, not a crash.
 pub async fn run(spec: &FunctionSpec, hook: &Hook, invocation: &Invocation) -> HandlerRun {
     let started = Instant::now();
-    let call = AssertUnwindSafe(spec.handler.call(invocation.input.clone())).catch_unwind();
+    // A handler can panic before its future exists (in the synchronous part of the
+    // closure) as well as while it is polled: both are the hook's failure, not the host's.
+    let input = invocation.input.clone();
+    let call = match std::panic::catch_unwind(AssertUnwindSafe(|| spec.handler.call(input))) {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+        Err(_) => return panicked(started),
+    };
     let verdict = match tokio::time::timeout(hook.timeout, call).await {
         Err(_) => Verdict::failed(
             FailureKind::Timeout,
             format!("timed out after {:?}", hook.timeout),
         ),
-        Ok(Err(_)) => Verdict::failed(FailureKind::Trap, "the function hook panicked"),
+        Ok(Err(_)) => return panicked(started),
         Ok(Ok(Err(message))) => Verdict::failed(
             FailureKind::Trap,
             format!("the function hook failed: {message}"),
@@ -70,6 +43,16 @@ pub async fn run(spec: &FunctionSpec, hook: &Hook, invocation: &Invocation) -> H
     };
     HandlerRun {
         verdict,
+        exit_code: None,
+        duration: started.elapsed(),
+        usage: Usage::default(),
+        diagnostics: None,
+    }
+}
+
+fn panicked(started: Instant) -> HandlerRun {
+    HandlerRun {
+        verdict: Verdict::failed(FailureKind::Trap, "the function hook panicked"),
         exit_code: None,
         duration: started.elapsed(),
         usage: Usage::default(),

@@ -75,8 +75,7 @@ impl Matcher {
 pub fn subject<'a>(spec: &EventSpec, input: &'a Value) -> Option<&'a str> {
     let field = spec.matcher_field.as_deref()?;
     let value = input.get(field)?.as_str()?;
-    // FileChanged matchers name files, and are tested against the basename.
-    if spec.name == "FileChanged" {
+    if spec.matcher_tests_basename {
         return Some(value.rsplit(['/', '\\']).next().unwrap_or(value));
     }
     Some(value)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::capability::{HostPattern, expand_path};
-use super::hook::{HandlerSpec, Hook};
+use super::spec::{HandlerSpec, Hook};
 use crate::config::SourceKind;
 use crate::config::schema::{DirMode, HandlerType, RawCeilings, RawHandler, RawHandlerTypes};
 
@@ -165,7 +165,7 @@ impl Ceilings {
         }
         if let Some(ceiling) = &self.env {
             for (i, name) in spec.capabilities.env.iter().enumerate() {
-                if !crate::handlers::command::allowlisted(name, ceiling) {
+                if !super::env::allowlisted(name, ceiling) {
                     return Err(format!(
                         "`capabilities.env[{i}]` `{name}` is above the managed ceiling \
                          `ceilings.env`: [{}]",

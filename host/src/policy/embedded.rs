@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::spec::{FunctionHandler, FunctionSpec};
 use super::{Group, HandlerSpec, Hook, RunMode};
 use crate::config::schema::OnFailure;
 use crate::config::{ConfigError, Origin, SourceKind};
 use crate::event::EventCatalogue;
-use crate::handlers::function::{FunctionHandler, FunctionSpec};
 use crate::matcher::{IfRule, Matcher};
 
 /// An in-process function hook, registered with

@@ -24,12 +24,18 @@ pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
 mod embedded;
+pub mod env;
 mod hook;
+pub mod limits;
+mod spec;
 pub mod trust;
 mod urls;
 
 pub use embedded::FunctionHook;
-pub use hook::{CommandSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
+pub use spec::{
+    CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
+    WasmSpec,
+};
 pub use urls::UrlAllowlist;
 
 use allowlist::PluginAllowlist;
@@ -246,8 +252,8 @@ pub fn resolve(
                         &mut hook,
                         &options.project_dir,
                         home.as_deref(),
-                        crate::handlers::wasm::DEFAULT_FUEL,
-                        crate::handlers::wasm::DEFAULT_MEMORY_BYTES,
+                        limits::DEFAULT_FUEL,
+                        limits::DEFAULT_MEMORY_BYTES,
                     )
                 {
                     errors.push(ConfigError {

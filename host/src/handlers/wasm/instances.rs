@@ -104,7 +104,7 @@ impl Sandbox {
         .await;
         let trapped = result.is_err();
         let outcome = finish(&mut instance.store, limits, result);
-        let ends = invocation.spec.name == "SessionEnd";
+        let ends = invocation.spec.ends_session;
         if trapped || ends {
             // A trapped instance is never used again; a session that ended has no use for it.
             drop(guard);

@@ -76,11 +76,7 @@ pub const WIT_VERSION: &str = "0.1.0";
 /// The exported interface every plugin must have, without its version.
 pub(super) const HOOK_EXPORT: &str = "hookhost:hook/hook";
 
-/// Fuel per call unless the hook sets `limits.fuel`.
-pub const DEFAULT_FUEL: u64 = 100_000_000;
-
-/// Linear memory cap unless the hook sets `limits.memoryMb`: 64 MiB.
-pub const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
+pub use crate::policy::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_BYTES};
 
 /// Bytes of stdout, and of stderr, a plugin may write per call.
 pub const OUTPUT_CAP: usize = 1 << 20;

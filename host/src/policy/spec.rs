@@ -1,0 +1,192 @@
+//! What a resolved policy is made of: matcher groups and hooks, each with the spec of what
+//! runs. Later stages read these; [`super::hook`] builds them from config.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::config::Origin;
+use crate::config::schema::{HandlerType, InstanceMode, OnFailure, RawCapabilities};
+use crate::matcher::{IfRule, Matcher};
+/// A matcher group: the hooks that share a matcher.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The compiled matcher.
+    pub matcher: Matcher,
+    /// The matcher as written (`None` when absent).
+    pub matcher_source: Option<String>,
+    /// Run the hooks one after another; a block stops the rest.
+    pub sequential: bool,
+    /// The hooks, in config order.
+    pub hooks: Vec<Arc<Hook>>,
+}
+
+/// How a hook's result is awaited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// The dispatch waits for it and merges its answer.
+    Sync,
+    /// Runs in the background; its context arrives with a later outcome of the session.
+    Async,
+    /// Like `Async`, and exit 2 (a block) wakes the session with the hook's message.
+    AsyncRewake,
+}
+
+/// Which shell runs a shell-form command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    /// `sh -c` (the default on Unix, as in Claude Code).
+    Sh,
+    /// `bash -c`.
+    Bash,
+}
+
+/// A command hook.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    /// The shell command, or the program in exec form.
+    pub command: String,
+    /// Exec-form arguments (`None` = shell form).
+    pub args: Option<Vec<String>>,
+    /// The shell of the shell form.
+    pub shell: Shell,
+}
+
+/// An HTTP hook.
+#[derive(Debug, Clone)]
+pub struct HttpSpec {
+    /// The URL to POST to.
+    pub url: String,
+    /// Header templates.
+    pub headers: Vec<(String, String)>,
+    /// Env vars the headers may interpolate: the hook's `allowedEnvVars`, intersected with
+    /// `httpHookAllowedEnvVars` when a settings file sets it.
+    pub allowed_env_vars: Vec<String>,
+}
+
+/// A wasm hook, as configured. The sandbox turns grants into live capabilities.
+#[derive(Debug, Clone)]
+pub struct WasmSpec {
+    /// Absolute path of the component.
+    pub plugin: PathBuf,
+    /// Expected sha256 (lowercase hex).
+    pub sha256: Option<String>,
+    /// Capability grants.
+    pub capabilities: RawCapabilities,
+    /// Fuel per call.
+    pub fuel: Option<u64>,
+    /// Memory cap in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Instance lifetime.
+    pub instance: InstanceMode,
+    /// Plugin-specific settings.
+    pub config: Option<Value>,
+}
+
+/// What runs.
+#[derive(Debug, Clone)]
+pub enum HandlerSpec {
+    /// A process.
+    Command(CommandSpec),
+    /// A POST.
+    Http(HttpSpec),
+    /// A sandboxed component.
+    Wasm(WasmSpec),
+    /// An in-process function registered by an embedder.
+    Function(FunctionSpec),
+    /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
+    Unsupported(HandlerType),
+}
+
+impl HandlerSpec {
+    /// The handler type as named in config.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            HandlerSpec::Command(_) => "command",
+            HandlerSpec::Http(_) => "http",
+            HandlerSpec::Wasm(_) => "wasm",
+            HandlerSpec::Function(_) => "function",
+            HandlerSpec::Unsupported(t) => t.as_str(),
+        }
+    }
+
+    /// A one-line description for listings.
+    pub fn summary(&self) -> String {
+        match self {
+            HandlerSpec::Command(c) => match &c.args {
+                Some(args) => format!("{} {}", c.command, args.join(" ")),
+                None => c.command.clone(),
+            },
+            HandlerSpec::Http(h) => h.url.clone(),
+            HandlerSpec::Wasm(w) => w.plugin.display().to_string(),
+            HandlerSpec::Function(_) => "(in-process function)".into(),
+            HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
+        }
+    }
+}
+
+/// One resolved hook.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// Stable name in reports: the configured `id`, else `<source>:<Event>[group][index]`.
+    pub id: String,
+    /// The event.
+    pub event: String,
+    /// Where it was configured.
+    pub origin: Origin,
+    /// Its JSON path in that source.
+    pub config_path: String,
+    /// What runs.
+    pub handler: HandlerSpec,
+    /// The `if` filter.
+    pub if_rule: Option<IfRule>,
+    /// Deadline of one run.
+    pub timeout: Duration,
+    /// Fail open or closed.
+    pub on_failure: OnFailure,
+    /// Tie-break among input rewrites: higher wins.
+    pub priority: i64,
+    /// Sync or background.
+    pub mode: RunMode,
+    /// Spinner text.
+    pub status_message: Option<String>,
+    /// Why the hook never runs (`enabled: false`, governance, duplicates), if it doesn't.
+    pub skip: Option<String>,
+    /// Position in config order.
+    pub order: usize,
+}
+
+/// Fields that belong to one handler type only.
+/// A function hook: takes the input JSON, answers with output JSON (`null` or `{}` for
+/// no opinion) or an error message.
+pub trait FunctionHandler: Send + Sync {
+    /// Handles one event.
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, String>>;
+}
+
+impl<F, Fut> FunctionHandler for F
+where
+    F: Fn(Value) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Value, String>> + Send + 'static,
+{
+    fn call(&self, input: Value) -> BoxFuture<'static, Result<Value, String>> {
+        Box::pin(self(input))
+    }
+}
+
+/// A registered function, shareable and printable.
+#[derive(Clone)]
+pub struct FunctionSpec {
+    /// The function.
+    pub handler: Arc<dyn FunctionHandler>,
+}
+
+impl std::fmt::Debug for FunctionSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FunctionSpec(..)")
+    }
+}
