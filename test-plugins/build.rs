@@ -13,6 +13,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("test-gate", "TEST_GATE"),
     ("audit-http", "AUDIT_HTTP"),
     ("hostile", "HOSTILE"),
+    ("hostile-raw", "HOSTILE_RAW"),
     ("wrong-version", "WRONG_VERSION"),
 ];
 

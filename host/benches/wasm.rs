@@ -133,8 +133,11 @@ fn main() {
     let engine = wasmtime::Engine::new(&engine_config()).expect("engine");
     let read = || std::fs::read(&plugin).map_err(|e| e.to_string());
     let load_once = |cache: &CompileCache| {
-        let meta = std::fs::metadata(&plugin).expect("plugin");
-        let (digest, _) = cache.plugin_digest(&plugin, &meta).expect("digest");
+        let file = std::fs::File::open(&plugin).expect("plugin");
+        let meta = file.metadata().expect("plugin");
+        let (digest, _) = cache
+            .plugin_digest(&plugin, &file, &meta, u64::MAX)
+            .expect("digest");
         let (_, status) = cache.load(&engine, read, &digest, "bench").expect("load");
         status
     };

@@ -39,8 +39,10 @@ pub enum FailureKind {
     InvalidOutput,
     /// The HTTP request failed or got a non-2xx status.
     Http,
-    /// The plugin trapped or returned an error.
+    /// The plugin trapped.
     Trap,
+    /// The plugin returned an error (`Err` from its `handle`).
+    PluginError,
     /// The plugin hit a resource limit (fuel, memory).
     Limit,
     /// Policy refused to run it (URL not allowed, digest mismatch).

@@ -9,6 +9,11 @@ use serde_json::{Map, Value};
 /// characters; hookhost caps every text of an outcome there (the marker included).
 pub const OUTPUT_TEXT_CAP: usize = 10_000;
 
+/// Bytes of JSON a hook may hand back in `updatedInput`, `updatedToolOutput` and the
+/// other `hookSpecificOutput` fields: the 1 MiB that a command hook's stdout is captured
+/// to. Sandboxed plugins' JSON fields are checked against it before they are parsed.
+pub const OUTPUT_JSON_CAP: usize = 1 << 20;
+
 /// The fields of a hook's JSON output that hookhost reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]

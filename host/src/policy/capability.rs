@@ -205,6 +205,32 @@ pub fn expand_path(path: &str, workspace: &Path, home: Option<&Path>) -> Result<
     Ok(expanded)
 }
 
+/// What a grant or ceiling path starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathBase {
+    /// `${workspace}`.
+    Workspace,
+    /// `${home}`.
+    Home,
+    /// An absolute path.
+    Absolute,
+}
+
+/// Splits a grant or ceiling path into what it starts from and the rest after it
+/// (`${workspace}/src` → `(Workspace, "src")`; an absolute path is all base). Checking
+/// a resolved directory against a ceiling resolves only the base (the workspace or home
+/// may be reached through a symlink) and takes the rest as written, so that a symlink a
+/// repository puts inside the workspace cannot move the ceiling.
+pub fn path_base(path: &str) -> (PathBase, &str) {
+    if let Some(tail) = path.strip_prefix("${workspace}") {
+        (PathBase::Workspace, tail.trim_start_matches('/'))
+    } else if let Some(tail) = path.strip_prefix("${home}") {
+        (PathBase::Home, tail.trim_start_matches('/'))
+    } else {
+        (PathBase::Absolute, "")
+    }
+}
+
 fn join_rest(base: &Path, rest: &str, path: &str) -> Result<PathBuf, String> {
     if rest.is_empty() {
         return Ok(base.to_path_buf());
@@ -273,6 +299,8 @@ pub struct Declared {
 /// A preopened directory that is live for one hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveDir {
+    /// The grant's path as configured (`${workspace}/data`), for messages.
+    pub grant: String,
     /// The host directory.
     pub host: PathBuf,
     /// Where the guest sees it.
@@ -347,6 +375,7 @@ pub fn intersect(
             ));
         }
         live.dirs.push(LiveDir {
+            grant: dir.path.clone(),
             host,
             guest,
             write: granted_write && wants_write,
@@ -563,6 +592,7 @@ mod tests {
         assert_eq!(
             live.dirs,
             vec![LiveDir {
+                grant: "${workspace}".into(),
                 host: "/w".into(),
                 guest: "/w".into(),
                 write: false
@@ -611,6 +641,17 @@ mod tests {
         assert!(live.dirs[0].write);
         assert!(live.allows_http(Http, "127.0.0.1", Some(9000)));
         assert!(!live.allows_http(Http, "127.0.0.1", Some(9001)));
+    }
+
+    #[test]
+    fn paths_split_into_base_and_rest() {
+        assert_eq!(path_base("${workspace}"), (PathBase::Workspace, ""));
+        assert_eq!(
+            path_base("${workspace}/src/x"),
+            (PathBase::Workspace, "src/x")
+        );
+        assert_eq!(path_base("${home}/.cache"), (PathBase::Home, ".cache"));
+        assert_eq!(path_base("/tmp/hooks"), (PathBase::Absolute, ""));
     }
 
     #[test]

@@ -242,6 +242,23 @@ impl Ceilings {
     }
 }
 
+/// Whether a directory whose real path (symlinks resolved, by the caller) is `real`,
+/// mounted read-write when `write`, lies within a directory ceiling whose resolved path
+/// is `top` and whose mode is `mode`. Pure, for the sandbox's check at instantiation:
+/// the sandbox opens the granted directory, resolves the opened handle's real path, and
+/// asks this.
+pub fn resolved_dir_within(real: &Path, write: bool, top: &Path, mode: DirMode) -> bool {
+    (!write || mode == DirMode::ReadWrite) && real.starts_with(top)
+}
+
+impl Ceilings {
+    /// The directory ceilings as written, with their modes (`None`: managed policy sets
+    /// no `ceilings.dirs`).
+    pub fn dir_ceilings(&self) -> Option<&[(String, DirMode)]> {
+        self.dirs.as_deref()
+    }
+}
+
 /// Where both exist, the grant's real location (symlinks resolved) is below the
 /// ceiling's real location, so a symlink inside an allowed directory cannot reach out.
 fn resolves_within(grant: &Path, top: &Path) -> bool {
@@ -461,6 +478,41 @@ mod tests {
             let e = grant(http(above)).unwrap_err();
             assert!(e.contains(&format!("`{above}` is above")), "{e}");
         }
+    }
+
+    #[test]
+    fn resolved_dirs_fit_below_their_ceiling_and_its_mode() {
+        let top = Path::new("/w/src");
+        assert!(resolved_dir_within(
+            Path::new("/w/src"),
+            false,
+            top,
+            DirMode::ReadOnly
+        ));
+        assert!(resolved_dir_within(
+            Path::new("/w/src/a"),
+            true,
+            top,
+            DirMode::ReadWrite
+        ));
+        assert!(!resolved_dir_within(
+            Path::new("/w/src/a"),
+            true,
+            top,
+            DirMode::ReadOnly
+        ));
+        assert!(!resolved_dir_within(
+            Path::new("/w/srcx"),
+            false,
+            top,
+            DirMode::ReadOnly
+        ));
+        assert!(!resolved_dir_within(
+            Path::new("/etc"),
+            false,
+            top,
+            DirMode::ReadWrite
+        ));
     }
 
     #[test]

@@ -4,6 +4,8 @@ mod allowlist;
 mod demo;
 mod hostile;
 mod lang;
+mod raw;
+mod response_props;
 #[path = "../common/skip.rs"]
 mod skip;
 mod support;

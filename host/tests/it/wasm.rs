@@ -527,8 +527,43 @@ fn inspect_reports_version_exports_events_capabilities_and_digest() {
     assert!(audit.events.is_empty(), "audit-http handles every event");
 }
 
+/// 16 concurrent first loads of one plugin (here 16 copies of it, so that no load finds
+/// another's loaded plugin by path) compile it once: one load reports `Compiled`, the
+/// others waited for that compile and report `Hit`.
+#[test]
+fn concurrent_first_loads_of_a_plugin_compile_it_once() {
+    const LOADS: usize = 16;
+    let cache = tempfile::tempdir().unwrap();
+    let copies = tempfile::tempdir().unwrap();
+    let paths: Vec<_> = (0..LOADS)
+        .map(|i| {
+            let path = copies.path().join(format!("copy-{i}.wasm"));
+            std::fs::copy(plugins::DENY_DANGEROUS_BASH, &path).unwrap();
+            path
+        })
+        .collect();
+    let runtime = WasmRuntime::new(Some(cache.path().to_path_buf()));
+    let start = std::sync::Barrier::new(LOADS);
+    let statuses: Vec<CacheStatus> = std::thread::scope(|scope| {
+        let loads: Vec<_> = paths
+            .iter()
+            .map(|path| {
+                let (runtime, start) = (&runtime, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    runtime.inspect(path).unwrap().1
+                })
+            })
+            .collect();
+        loads.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    let compiled = statuses.iter().filter(|s| **s != CacheStatus::Hit).count();
+    assert_eq!(compiled, 1, "one compile for {LOADS} loads: {statuses:?}");
+}
+
 #[test]
 fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
+    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let plugin = Path::new(plugins::DENY_DANGEROUS_BASH);
     let fresh = || WasmRuntime::new(Some(dir.path().to_path_buf()));
@@ -548,25 +583,51 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
         name.starts_with(&digest) && name.contains("wasmtime48.0.8"),
         "{name}"
     );
+    // The entry, its sidecar and the key are this user's alone.
+    for file in [
+        entry.clone(),
+        entry.with_extension("sha256"),
+        dir.path().join("auth.key"),
+    ] {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{}: {mode:o}", file.display());
+    }
 
-    // The sidecar records the artifact's sha256 and its stamp as written. An unchanged
-    // stamp is trusted without reading the artifact: a wrong digest beside it goes
-    // unnoticed, which shows that the tens of megabytes are not hashed on a hit.
+    // The sidecar records the artifact's sha256 and its stamp, authenticated with the
+    // cache's key: a sidecar changed by anyone without the key is not believed, and the
+    // entry is rebuilt.
     let sidecar = entry.with_extension("sha256");
     let recorded = std::fs::read_to_string(&sidecar).unwrap();
-    let (artifact_digest, stamp) = recorded.trim_end().split_once('\n').unwrap();
-    assert_eq!(
-        artifact_digest,
-        hookhost::handlers::wasm::sha256_hex(&std::fs::read(&entry).unwrap())
-    );
+    assert!(recorded.contains(&hookhost::handlers::wasm::sha256_hex(
+        &std::fs::read(&entry).unwrap()
+    )));
     assert!(
-        stamp.contains("ino=") && stamp.contains("ctime="),
-        "{stamp}"
+        recorded.contains("ino=") && recorded.contains("ctime="),
+        "{recorded}"
     );
-    std::fs::write(&sidecar, format!("{}\n{stamp}\n", "0".repeat(64))).unwrap();
+    std::fs::write(&sidecar, recorded.replacen("ino=", "ino=1", 1)).unwrap();
     let (_, status) = fresh().inspect(plugin).unwrap();
-    assert_eq!(status, CacheStatus::Hit);
-    std::fs::write(&sidecar, &recorded).unwrap();
+    assert!(
+        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("not authenticated")),
+        "{status:?}"
+    );
+
+    // Another component's native code under this entry's name, with a sidecar that
+    // states its digest (as the old format did): refused, rebuilt from the plugin.
+    let (_, _) = fresh().inspect(Path::new(plugins::TEST_GATE)).unwrap();
+    let other = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm") && *p != entry)
+        .expect("the other entry");
+    let substitute = std::fs::read(&other).unwrap();
+    std::fs::write(&entry, &substitute).unwrap();
+    std::fs::write(&sidecar, hookhost::handlers::wasm::sha256_hex(&substitute)).unwrap();
+    let (info, status) = fresh().inspect(plugin).unwrap();
+    assert!(matches!(&status, CacheStatus::Rebuilt(_)), "{status:?}");
+    assert_eq!(info.name, "deny-dangerous-bash", "the substitute never ran");
+    let (_, status) = fresh().inspect(plugin).unwrap();
+    assert_eq!(status, CacheStatus::Hit, "the rebuilt entry is good");
 
     // Corrupt the artifact: its stamp changes, so it is hashed, and its digest no longer
     // matches the sidecar.
@@ -579,36 +640,43 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
         matches!(&status, CacheStatus::Rebuilt(r) if r.contains("does not match")),
         "{status:?}"
     );
-    let (_, status) = fresh().inspect(plugin).unwrap();
-    assert_eq!(status, CacheStatus::Hit, "the rebuilt entry is good");
 
-    // A truncated artifact with a matching sidecar (as if written by someone else):
-    // wasmtime refuses it and it is rebuilt.
-    std::fs::write(&entry, b"\x7fELF garbage").unwrap();
-    std::fs::write(
-        entry.with_extension("sha256"),
-        hookhost::handlers::wasm::sha256_hex(b"\x7fELF garbage"),
-    )
-    .unwrap();
-    let (_, status) = fresh().inspect(plugin).unwrap();
+    // An entry others may write is never mapped: it is read into memory and checked,
+    // so truncating it under a loaded plugin cannot kill the host with SIGBUS.
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let runtime = fresh();
+    let project = tempfile::tempdir().unwrap();
+    let mut call = PluginCall::new(plugin);
+    call.timeout = std::time::Duration::from_secs(30);
+    let spec = hookhost::EventCatalogue::default()
+        .get("PreToolUse")
+        .unwrap()
+        .clone();
+    let input = json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}});
+    let invocation = hookhost::handlers::wasm::invocation(spec, input, project.path()).unwrap();
+    let call_once = |runtime: &WasmRuntime| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(runtime.call(&call, &invocation))
+    };
+    assert!(matches!(
+        call_once(&runtime).run.verdict,
+        Verdict::Answer(_)
+    ));
+    assert_eq!(runtime.inspect(plugin).unwrap().1, CacheStatus::Hit);
+    std::fs::File::options()
+        .write(true)
+        .open(&entry)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let run = call_once(&runtime);
     assert!(
-        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("wasmtime refused")),
-        "{status:?}"
-    );
-
-    // An entry from an older hookhost (a sidecar with the digest alone) is verified
-    // once, then stamped.
-    let artifact = std::fs::read(&entry).unwrap();
-    std::fs::write(&sidecar, hookhost::handlers::wasm::sha256_hex(&artifact)).unwrap();
-    let (_, status) = fresh().inspect(plugin).unwrap();
-    assert_eq!(status, CacheStatus::Hit);
-    let upgraded = std::fs::read_to_string(&sidecar).unwrap();
-    assert!(
-        upgraded
-            .lines()
-            .nth(1)
-            .is_some_and(|l| l.contains("ctime=")),
-        "{upgraded}"
+        matches!(&run.run.verdict, Verdict::Answer(a) if a.output.specific["permissionDecision"] == "deny"),
+        "{:?}",
+        run.run.verdict
     );
 
     // No cache directory: compiled every time, never fails.
@@ -750,7 +818,7 @@ fn failure_kinds_are_mapped() {
     c.config = Some(json!({"mode": "error"}));
     let result = run(&c, "Stop", json!({}), project.path());
     assert!(
-        matches!(&result.run.verdict, Verdict::Failed(f) if f.kind == FailureKind::Trap && f.message.contains("hostile plugin returned an error")),
+        matches!(&result.run.verdict, Verdict::Failed(f) if f.kind == FailureKind::PluginError && f.message.contains("hostile plugin returned an error")),
         "{:?}",
         result.run.verdict
     );

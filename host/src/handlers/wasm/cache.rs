@@ -1,37 +1,65 @@
 //! The on-disk compile cache: one precompiled artifact per (component sha256, wasmtime
-//! version, engine config), loaded with `Component::deserialize_file`.
+//! version, engine config), and the memos that let a process skip work an earlier one
+//! did (a plugin's digest, its `describe` answer).
 //!
-//! An entry is `<key>.cwasm` plus `<key>.sha256`: the artifact's sha256 and the stamp
-//! (device, inode, size, mtime, ctime) the artifact had when this host wrote it. An
-//! entry whose stamp is unchanged is the very file the host wrote, since any write to it
-//! changes its mtime and ctime, and a ctime cannot be set back: it is mapped as it is,
-//! without reading its tens of megabytes. An entry with another stamp (copied, touched,
-//! written by someone else, or from an older hookhost) is used only when its sha256
-//! matches the sidecar, and wasmtime must accept it in every case; anything else
-//! (truncated, corrupt, built by another engine config) is rebuilt. Writes go to a
-//! temporary file that is renamed into place, so a crash never leaves a half-written
-//! entry under the final name.
+//! **Authenticated, not trusted.** Anything in the cache directory could have been
+//! written by someone else (another plugin, a repository, another process), and an
+//! artifact is native code that runs unchecked. So every record the cache keeps is
+//! authenticated with HMAC-SHA256 under a per-user key ([`CacheKey`], `auth.key`, 0600,
+//! made by the first hookhost that uses the directory): whoever cannot read the key
+//! cannot write a record that verifies. An entry is `<key>.cwasm` plus `<key>.sha256`:
+//! the artifact's sha256, the stamp (device, inode, size, mtime, ctime) the artifact had
+//! when this host wrote it, and the MAC over both and the entry's name. While the stamp
+//! is unchanged the artifact is the file hookhost wrote and hashed (any write changes
+//! the mtime and the ctime, and a ctime cannot be set back), so it is loaded without
+//! being hashed; with another stamp it is hashed and used only if the digest matches the
+//! authenticated one. wasmtime must accept it in every case; anything else (no valid
+//! MAC, truncated, corrupt, another engine config) is rebuilt. Writes go to a temporary
+//! file renamed into place.
+//!
+//! **Never mapped where it can be truncated.** A mapped file that shrinks kills the
+//! process with `SIGBUS` on the next access. An artifact is mapped only when the opened
+//! file is owned by this user and writable by no one else (so only processes with the
+//! user's own rights, which could kill hookhost anyway, can truncate it), through the
+//! descriptor that was checked (`/proc/self/fd`), not the path; otherwise it is read
+//! into memory and loaded from there. The sandbox refuses every directory grant that
+//! reaches the cache directory, so no plugin can write or truncate it either.
 //!
 //! A plugin's own sha256 (its cache key, and what `sha256` pins and allowlists check) is
-//! memoized the same way, under `digests/`: a 20 MB Python component is hashed once
-//! per change, not once per process.
+//! memoized the same way under `digests/`, and the plugin's `describe` answer under
+//! `describe/`: a 20 MB Python component is hashed once per change and described once
+//! per digest, not once per process.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+use crate::config::file::{FileError, open_regular, read_regular};
 
 /// The wasmtime release the host is built with; part of every cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
 
 /// How long a plugin file must have been left alone before its digest is memoized.
 const SETTLE_TIME: Duration = Duration::from_secs(1);
+
+/// The largest artifact the cache reads; a larger file is not one of ours.
+const MAX_ARTIFACT_BYTES: u64 = 4 << 30;
+
+/// The largest record (sidecar, memo, key) the cache reads.
+const MAX_RECORD_BYTES: u64 = 64 * 1024;
+
+/// The first line of every authenticated record: a new format gets a new tag, so that
+/// records of another format never verify.
+const RECORD_TAG: &str = "hookhost-cache-2";
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,11 +74,135 @@ pub enum CacheStatus {
     Uncached,
 }
 
+/// The per-user key that authenticates cache records: 32 random bytes in
+/// `<cache>/auth.key`, created 0600 by the first hookhost that uses the directory and
+/// accepted only when it is a regular file owned by this user that no one else may read
+/// or write.
+#[derive(Clone)]
+pub struct CacheKey([u8; 32]);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(…)")
+    }
+}
+
+impl CacheKey {
+    /// The MAC of `fields`, each ended by a newline, after the record tag.
+    fn mac(&self, fields: &[&str]) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key size");
+        mac.update(RECORD_TAG.as_bytes());
+        mac.update(b"\n");
+        for field in fields {
+            mac.update(field.as_bytes());
+            mac.update(b"\n");
+        }
+        mac
+    }
+
+    /// A record: the tag, the fields, and their MAC, one per line.
+    fn seal(&self, fields: &[&str]) -> String {
+        let tag = hex::encode(self.mac(fields).finalize().into_bytes());
+        let mut text = format!("{RECORD_TAG}\n");
+        for field in fields {
+            text.push_str(field);
+            text.push('\n');
+        }
+        text.push_str(&tag);
+        text.push('\n');
+        text
+    }
+
+    /// The fields of a record sealed by [`CacheKey::seal`] with `count` fields, if its
+    /// MAC verifies (in constant time).
+    fn open<'t>(&self, text: &'t str, count: usize) -> Option<Vec<&'t str>> {
+        let mut lines = text.lines();
+        if lines.next()? != RECORD_TAG {
+            return None;
+        }
+        let fields: Vec<&str> = lines.by_ref().take(count).collect();
+        let tag = hex::decode(lines.next()?).ok()?;
+        if fields.len() != count || lines.next().is_some() {
+            return None;
+        }
+        self.mac(&fields).verify_slice(&tag).ok()?;
+        Some(fields)
+    }
+
+    /// The key of the cache directory `dir`, created when absent.
+    fn load_or_create(dir: &Path) -> Result<CacheKey, String> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let path = dir.join("auth.key");
+        let read = |path: &Path| -> Result<Option<CacheKey>, String> {
+            match read_regular(path, MAX_RECORD_BYTES) {
+                Err(FileError::NotFound) => Ok(None),
+                Err(e) => Err(format!("{}: {e}", path.display())),
+                Ok((bytes, meta)) => {
+                    // SAFETY: `geteuid` has no preconditions.
+                    let me = unsafe { libc::geteuid() };
+                    if meta.uid() != me || meta.mode() & 0o077 != 0 {
+                        return Err(format!(
+                            "{} is owned by uid {} with mode {:o}; it must be this user's ({me}) and 0600",
+                            path.display(),
+                            meta.uid(),
+                            meta.mode() & 0o7777
+                        ));
+                    }
+                    let key: [u8; 32] = hex::decode(String::from_utf8_lossy(&bytes).trim())
+                        .ok()
+                        .and_then(|k| k.try_into().ok())
+                        .ok_or_else(|| format!("{} is not a key", path.display()))?;
+                    Ok(Some(CacheKey(key)))
+                }
+            }
+        };
+        if let Some(key) = read(&path)? {
+            return Ok(key);
+        }
+        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut key = [0u8; 32];
+        getrandom::getrandom(&mut key).map_err(|e| format!("no randomness for a key: {e}"))?;
+        // Written to a temporary file and linked into place, which fails when another
+        // process got there first: then its key is the one.
+        let tmp = dir.join(format!(".auth.key.{}.tmp", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(hex::encode(key).as_bytes()));
+        let linked = written.and_then(|()| std::fs::hard_link(&tmp, &path));
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(CacheKey(key)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path)?
+                .ok_or_else(|| format!("{} vanished while it was created", path.display())),
+            Err(e) => Err(format!("cannot create {}: {e}", path.display())),
+        }
+    }
+}
+
+/// Creates `dir` (and its parents) with mode 0700 where it does not exist.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// The compile cache of one engine.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CompileCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    /// The authentication key, read or created on first use; `Err` disables the cache.
+    key: OnceLock<Result<CacheKey, String>>,
+    /// Artifacts this process authenticated, by path and stamp: a second load of an
+    /// unchanged artifact skips even the sidecar.
+    verified: Mutex<HashMap<PathBuf, FileStamp>>,
 }
 
 /// A `Hasher` that feeds sha256, so that the engine's compatibility hash is stable across
@@ -119,10 +271,11 @@ impl std::fmt::Display for FileStamp {
     }
 }
 
-/// Writes `text` to `path` through a temporary file renamed into place.
+/// Writes `text` to `path` (mode 0600) through a temporary file renamed into place.
 fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    create_private_dir(dir)?;
     // Unique per process and per write: two threads storing the same entry must not
     // write into one temporary file.
     static WRITES: AtomicU64 = AtomicU64::new(0);
@@ -132,10 +285,32 @@ fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
         WRITES.fetch_add(1, Ordering::Relaxed),
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
     ));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+}
+
+/// Whether only this user (or root) can change the opened file: it is ours and no one
+/// else may write it. Only such a file is mapped, since truncating a mapped file kills
+/// the process that maps it.
+fn only_ours(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: `geteuid` has no preconditions.
+    meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o022 == 0
+}
+
+/// Whether `/proc/self/fd` reopens a descriptor (not in every container).
+fn proc_fd_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| Path::new("/proc/self/fd").is_dir())
 }
 
 impl CompileCache {
@@ -147,7 +322,12 @@ impl CompileCache {
         hasher.write(std::env::consts::OS.as_bytes());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = hex::encode(&hasher.0.finalize()[..8]);
-        CompileCache { dir, engine_key }
+        CompileCache {
+            dir,
+            engine_key,
+            key: OnceLock::new(),
+            verified: Mutex::default(),
+        }
     }
 
     /// The default directory: `HOOKHOST_CACHE_DIR` (absolute, not inside the working
@@ -173,6 +353,19 @@ impl CompileCache {
         self.dir.as_deref()
     }
 
+    /// The authentication key, or why the cache cannot be used.
+    fn key(&self) -> Option<&CacheKey> {
+        let dir = self.dir.as_deref()?;
+        self.key
+            .get_or_init(|| {
+                CacheKey::load_or_create(dir).inspect_err(|e| {
+                    tracing::warn!("compile cache disabled: {e}");
+                })
+            })
+            .as_ref()
+            .ok()
+    }
+
     /// The artifact path of a component digest.
     pub fn entry_path(&self, digest: &str) -> Option<PathBuf> {
         self.dir.as_ref().map(|d| {
@@ -183,43 +376,88 @@ impl CompileCache {
         })
     }
 
-    /// The sha256 of the plugin file at `path` (whose metadata is `meta`), from the memo
-    /// when the file is unchanged since it was last hashed; else read and hashed, and
-    /// then the bytes read are returned too.
+    /// The sha256 of the opened plugin `file` at `path` (whose metadata is `meta`), from
+    /// the memo when the file is unchanged since it was last hashed; else read (at most
+    /// `cap` bytes) and hashed, and then the bytes read are returned too.
     ///
     /// # Errors
     ///
-    /// The file cannot be read.
+    /// The file cannot be read, or grew past `cap` while it was read.
     pub fn plugin_digest(
         &self,
         path: &Path,
+        mut file: &std::fs::File,
         meta: &std::fs::Metadata,
-    ) -> std::io::Result<(String, Option<Vec<u8>>)> {
+        cap: u64,
+    ) -> Result<(String, Option<Vec<u8>>), FileError> {
         let stamp = FileStamp::of(meta);
-        let memo = self.dir.as_ref().map(|dir| {
+        let memo = self.key().zip(self.dir.as_ref()).map(|(key, dir)| {
             let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-            let key = sha256_hex(canonical.as_os_str().as_encoded_bytes());
-            dir.join("digests").join(&key[..32])
+            let name = sha256_hex(canonical.as_os_str().as_encoded_bytes());
+            (key, dir.join("digests").join(&name[..32]), name)
         });
-        if let Some(memo) = &memo
-            && let Ok(text) = std::fs::read_to_string(memo)
-            && let Some((memo_stamp, digest)) = text.trim_end().split_once('\n')
-            && memo_stamp == stamp.to_string()
-            && digest.len() == 64
+        if let Some((key, memo, name)) = &memo
+            && let Ok((text, _)) = read_regular(memo, MAX_RECORD_BYTES)
+            && let Some(fields) = key.open(&String::from_utf8_lossy(&text), 3)
+            && fields[0] == name.as_str()
+            && fields[1] == stamp.to_string()
+            && fields[2].len() == 64
         {
-            return Ok((digest.to_string(), None));
+            return Ok((fields[2].to_string(), None));
         }
-        let bytes = std::fs::read(path)?;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        Read::by_ref(&mut file)
+            .take(cap.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > cap {
+            return Err(FileError::TooLarge {
+                size: bytes.len() as u64,
+                cap,
+            });
+        }
         let digest = sha256_hex(&bytes);
         // Stamped with the metadata taken before the read: a file changed meanwhile has
         // another stamp next time. A file changed in the last moments is not memoized.
-        if let Some(memo) = &memo
+        if let Some((key, memo, name)) = &memo
             && stamp.settled()
-            && let Err(e) = write_atomically(memo, format!("{stamp}\n{digest}\n").as_bytes())
         {
-            tracing::debug!("cannot memoize the digest of {}: {e}", path.display());
+            let record = key.seal(&[name, &stamp.to_string(), &digest]);
+            if let Err(e) = write_atomically(memo, record.as_bytes()) {
+                tracing::debug!("cannot memoize the digest of {}: {e}", path.display());
+            }
         }
         Ok((digest, Some(bytes)))
+    }
+
+    /// The memoized `describe` answer of the component with digest `digest`, as JSON.
+    pub(super) fn described(&self, digest: &str) -> Option<String> {
+        let (key, path) = self.describe_path(digest)?;
+        let (text, _) = read_regular(&path, MAX_RECORD_BYTES).ok()?;
+        let fields = key.open(std::str::from_utf8(&text).ok()?, 2)?;
+        (fields[0] == digest).then(|| fields[1].to_string())
+    }
+
+    /// Memoizes the `describe` answer (JSON on one line) of the component `digest`.
+    pub(super) fn store_described(&self, digest: &str, json: &str) {
+        let Some((key, path)) = self.describe_path(digest) else {
+            return;
+        };
+        if json.contains('\n') || json.len() as u64 > MAX_RECORD_BYTES / 2 {
+            return;
+        }
+        if let Err(e) = write_atomically(&path, key.seal(&[digest, json]).as_bytes()) {
+            tracing::debug!("cannot memoize describe of {digest}: {e}");
+        }
+    }
+
+    fn describe_path(&self, digest: &str) -> Option<(&CacheKey, PathBuf)> {
+        let key = self.key()?;
+        let dir = self.dir.as_ref()?;
+        Some((
+            key,
+            dir.join("describe")
+                .join(format!("{digest}-{}.json", self.engine_key)),
+        ))
     }
 
     /// Loads the component with digest `digest` from the cache, or compiles the bytes
@@ -237,18 +475,17 @@ impl CompileCache {
         digest: &str,
         label: &str,
     ) -> Result<(Component, CacheStatus), String> {
-        let Some(path) = self.entry_path(digest) else {
+        let (Some(path), Some(key)) = (self.entry_path(digest), self.key()) else {
             return compile(engine, &read()?, label).map(|c| (c, CacheStatus::Uncached));
         };
         let sidecar = path.with_extension("sha256");
         let mut rebuilt = None;
-        if path.exists() {
-            match self.try_load(engine, &path, &sidecar) {
-                Ok(component) => return Ok((component, CacheStatus::Hit)),
-                Err(reason) => {
-                    tracing::warn!(entry = %path.display(), "compile cache entry not used: {reason}");
-                    rebuilt = Some(reason);
-                }
+        match self.try_load(engine, key, &path, &sidecar) {
+            Ok(Some(component)) => return Ok((component, CacheStatus::Hit)),
+            Ok(None) => {}
+            Err(reason) => {
+                tracing::warn!(entry = %path.display(), "compile cache entry not used: {reason}");
+                rebuilt = Some(reason);
             }
         }
         let bytes = read()?;
@@ -256,7 +493,7 @@ impl CompileCache {
         let artifact = with_progress(label, || engine.precompile_component(&bytes))
             .map_err(|e| format!("`{label}` does not compile: {e:#}"))?;
         tracing::debug!(plugin = label, "compiled in {:?}", started.elapsed());
-        let stored = store(&path, &sidecar, &artifact);
+        let stored = store(key, &path, &sidecar, &artifact);
         // SAFETY: the artifact was produced by `precompile_component` of this very engine
         // a moment ago and has not left this process.
         let component = unsafe { Component::deserialize(engine, &artifact) }
@@ -272,34 +509,101 @@ impl CompileCache {
         Ok((component, status))
     }
 
-    fn try_load(&self, engine: &Engine, path: &Path, sidecar: &Path) -> Result<Component, String> {
-        let recorded =
-            std::fs::read_to_string(sidecar).map_err(|e| format!("no digest sidecar ({e})"))?;
-        let mut lines = recorded.lines();
-        let expected = lines.next().unwrap_or_default().trim();
-        let written_as = lines.next();
-        let meta = std::fs::metadata(path).map_err(|e| format!("unreadable ({e})"))?;
-        if written_as != Some(FileStamp::of(&meta).to_string().as_str()) {
-            let artifact = std::fs::read(path).map_err(|e| format!("unreadable ({e})"))?;
+    /// The cached component at `path`: `Ok(None)` when there is no entry, `Err` with the
+    /// reason when there is one that cannot be used.
+    fn try_load(
+        &self,
+        engine: &Engine,
+        key: &CacheKey,
+        path: &Path,
+        sidecar: &Path,
+    ) -> Result<Option<Component>, String> {
+        use std::os::fd::AsRawFd;
+        let (mut file, meta) = match open_regular(path, MAX_ARTIFACT_BYTES) {
+            Err(FileError::NotFound) => return Ok(None),
+            Err(e) => return Err(format!("unusable ({e})")),
+            Ok(opened) => opened,
+        };
+        let stamp = FileStamp::of(&meta);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let memoized = self
+            .verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .is_some_and(|s| *s == stamp);
+        let (expected, recorded) = if memoized {
+            (None, Some(stamp.to_string()))
+        } else {
+            let (text, _) = read_regular(sidecar, MAX_RECORD_BYTES)
+                .map_err(|e| format!("no digest sidecar ({e})"))?;
+            let text = String::from_utf8_lossy(&text);
+            let fields = key.open(&text, 3).ok_or(
+                "its sidecar is not authenticated by this user's cache key \
+                 (written by someone else, or by an older hookhost)",
+            )?;
+            if fields[0] != name {
+                return Err("its sidecar belongs to another entry".into());
+            }
+            (Some(fields[1].to_string()), Some(fields[2].to_string()))
+        };
+        let unchanged = recorded.as_deref() == Some(stamp.to_string().as_str());
+        let component = if unchanged && only_ours(&meta) && proc_fd_available() {
+            // The very file this host wrote and hashed, which only this user can
+            // change: mapped, through the descriptor that was checked.
+            // SAFETY: the artifact is the file `store` wrote from `precompile_component`
+            // output (its stamp is unchanged since, and the stamp is authenticated), no
+            // one but this user can write or truncate it, and wasmtime checks that it was
+            // built by a compatible engine.
+            unsafe {
+                Component::deserialize_file(engine, format!("/proc/self/fd/{}", file.as_raw_fd()))
+            }
+            .map_err(|e| format!("wasmtime refused it: {e}"))?
+        } else {
+            // Read into memory: what is checked is what is loaded, and a truncation
+            // later cannot reach it.
+            let mut artifact = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+            file.read_to_end(&mut artifact)
+                .map_err(|e| format!("unreadable ({e})"))?;
             let actual = sha256_hex(&artifact);
+            let expected = match expected {
+                Some(expected) => expected,
+                // Memoized by stamp, but it is no longer mappable: hash what was read
+                // against the sidecar.
+                None => {
+                    let (text, _) = read_regular(sidecar, MAX_RECORD_BYTES)
+                        .map_err(|e| format!("no digest sidecar ({e})"))?;
+                    key.open(&String::from_utf8_lossy(&text), 3)
+                        .map(|f| f[1].to_string())
+                        .ok_or("its sidecar is not authenticated by this user's cache key")?
+                }
+            };
             if actual != expected {
                 return Err(format!(
                     "artifact digest {actual} does not match its sidecar {expected}"
                 ));
             }
-            // Verified: stamp it, so that the next load maps it without hashing.
-            let stamped = format!("{expected}\n{}\n", FileStamp::of(&meta));
-            if let Err(e) = write_atomically(sidecar, stamped.as_bytes()) {
-                tracing::debug!("cannot update {}: {e}", sidecar.display());
+            if !unchanged && only_ours(&meta) {
+                // Verified: stamp it, so that the next load maps it without hashing.
+                let record = key.seal(&[&name, &expected, &stamp.to_string()]);
+                if let Err(e) = write_atomically(sidecar, record.as_bytes()) {
+                    tracing::debug!("cannot update {}: {e}", sidecar.display());
+                }
             }
-        }
-        // SAFETY: the artifact is the file `store` wrote from `precompile_component`
-        // output (its stamp is unchanged since), or its digest matches the one recorded
-        // when it was written; so it is not truncated or corrupted. wasmtime itself
-        // checks that it was built by a compatible engine (version and codegen config)
-        // and refuses it otherwise.
-        unsafe { Component::deserialize_file(engine, path) }
-            .map_err(|e| format!("wasmtime refused it: {e}"))
+            // SAFETY: the bytes hash to the digest this user's key authenticated for
+            // this entry, which `store` recorded for `precompile_component` output; and
+            // wasmtime checks that it was built by a compatible engine.
+            unsafe { Component::deserialize(engine, &artifact) }
+                .map_err(|e| format!("wasmtime refused it: {e}"))?
+        };
+        self.verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), stamp);
+        Ok(Some(component))
     }
 }
 
@@ -308,13 +612,15 @@ fn compile(engine: &Engine, bytes: &[u8], label: &str) -> Result<Component, Stri
         .map_err(|e| format!("`{label}` does not compile: {e:#}"))
 }
 
-fn store(path: &Path, sidecar: &Path, artifact: &[u8]) -> std::io::Result<()> {
+fn store(key: &CacheKey, path: &Path, sidecar: &Path, artifact: &[u8]) -> std::io::Result<()> {
     write_atomically(path, artifact)?;
     let stamp = FileStamp::of(&std::fs::metadata(path)?);
-    write_atomically(
-        sidecar,
-        format!("{}\n{stamp}\n", sha256_hex(artifact)).as_bytes(),
-    )
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let record = key.seal(&[&name, &sha256_hex(artifact), &stamp.to_string()]);
+    write_atomically(sidecar, record.as_bytes())
 }
 
 /// Runs a compile; when it takes more than a second and stderr is a terminal, shows a
@@ -402,28 +708,44 @@ mod tests {
         );
     }
 
+    /// What a digest lookup of `file` returns: (digest, whether the file was read).
+    fn digest_of(cache: &CompileCache, file: &Path) -> (String, bool) {
+        let (opened, meta) = open_regular(file, 1 << 20).unwrap();
+        let (digest, bytes) = cache.plugin_digest(file, &opened, &meta, 1 << 20).unwrap();
+        (digest, bytes.is_some())
+    }
+
     #[test]
     fn plugin_digests_are_memoized_until_the_file_changes() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CompileCache::new(Some(dir.path().join("cache")), &Engine::default());
         let file = dir.path().join("p.wasm");
         std::fs::write(&file, "first version").unwrap();
-        let digest = |cache: &CompileCache| {
-            let meta = std::fs::metadata(&file).unwrap();
-            cache.plugin_digest(&file, &meta).unwrap()
-        };
 
         // Just written: hashed, and hashed again (not memoized while it may still change
         // within one timestamp tick).
-        let (first, read) = digest(&cache);
+        let (first, read) = digest_of(&cache, &file);
         assert_eq!(first, sha256_hex(b"first version"));
-        assert!(read.is_some());
-        assert!(digest(&cache).1.is_some(), "a fresh file is not memoized");
+        assert!(read);
+        assert!(digest_of(&cache, &file).1, "a fresh file is not memoized");
 
         std::thread::sleep(SETTLE_TIME + Duration::from_millis(100));
-        assert!(digest(&cache).1.is_some(), "hashed once more, and memoized");
-        let (memoized, read) = digest(&cache);
-        assert_eq!((memoized.as_str(), read), (first.as_str(), None));
+        assert!(digest_of(&cache, &file).1, "hashed once more, and memoized");
+        assert_eq!(digest_of(&cache, &file), (first.clone(), false));
+
+        // A memo written by someone without the key is not believed.
+        let memo_dir = dir.path().join("cache/digests");
+        let memo = std::fs::read_dir(&memo_dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let forged = std::fs::read_to_string(&memo)
+            .unwrap()
+            .replace(&first, &"0".repeat(64));
+        std::fs::write(&memo, forged).unwrap();
+        assert_eq!(digest_of(&cache, &file), (first.clone(), true));
 
         // Same size, same mtime, other bytes: the ctime gives the change away.
         let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
@@ -434,12 +756,44 @@ mod tests {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
-        let (changed, read) = digest(&cache);
+        let (changed, read) = digest_of(&cache, &file);
         assert_eq!(changed, sha256_hex(b"other version"));
-        assert!(read.is_some());
+        assert!(read);
 
         // Without a cache directory, nothing is memoized.
         let uncached = CompileCache::new(None, &Engine::default());
-        assert!(digest(&uncached).1.is_some());
+        assert!(digest_of(&uncached, &file).1);
+    }
+
+    #[test]
+    fn records_verify_only_under_their_key_and_untouched() {
+        let key = CacheKey([7; 32]);
+        let other = CacheKey([8; 32]);
+        let record = key.seal(&["name", "digest", "stamp"]);
+        assert_eq!(key.open(&record, 3), Some(vec!["name", "digest", "stamp"]));
+        assert_eq!(other.open(&record, 3), None, "another key");
+        assert_eq!(key.open(&record.replace("digest", "digesu"), 3), None);
+        assert_eq!(key.open(&record, 2), None, "another shape");
+        assert_eq!(key.open("hookhost-cache-2\nname\ndigest\nstamp\n", 3), None);
+        let mut extra = record.clone();
+        extra.push_str("more\n");
+        assert_eq!(key.open(&extra, 3), None);
+    }
+
+    #[test]
+    fn the_key_is_private_and_shared_by_later_processes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache_dir = dir.path().join("c");
+        let first = CacheKey::load_or_create(&cache_dir).unwrap();
+        let again = CacheKey::load_or_create(&cache_dir).unwrap();
+        assert_eq!(first.0, again.0);
+        let key = cache_dir.join("auth.key");
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // A key others can read is not a secret any more: refused.
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = CacheKey::load_or_create(&cache_dir).unwrap_err();
+        assert!(e.contains("0600"), "{e}");
     }
 }

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::bindings::{Event, Permission, Response};
 use crate::event::{DecisionStyle, EventSpec};
+use crate::handlers::output::{OUTPUT_JSON_CAP, OUTPUT_TEXT_CAP, cap_text};
 use crate::handlers::{Answer, HookOutput, Invocation};
 
 /// The WIT event of an invocation.
@@ -24,7 +25,133 @@ pub fn event(invocation: &Invocation, config: Option<&Value>) -> Event {
     }
 }
 
+/// The most a plugin's typed response can hold after conversion: four text fields of
+/// [`OUTPUT_TEXT_CAP`] characters (plus the truncation note) and three JSON fields of
+/// [`OUTPUT_JSON_CAP`] bytes. The fuzz target and the property test hold every
+/// conversion to it.
+pub const MAX_CONVERTED_BYTES: usize = 4 * (OUTPUT_TEXT_CAP * 4 + 64) + 3 * OUTPUT_JSON_CAP + 4096;
+
+/// `hookSpecificOutput` keys that the typed response fields own, or that widen what the
+/// agent may do: `extras-json` may not set them. (`updatedPermissions` would let a plugin
+/// change the session's permission mode; no typed field does that, so a plugin cannot.)
+pub const RESERVED_EXTRAS: &[&str] = &[
+    "hookEventName",
+    "permissionDecision",
+    "permissionDecisionReason",
+    "decision",
+    "behavior",
+    "message",
+    "interrupt",
+    "updatedInput",
+    "updatedToolOutput",
+    "updatedPermissions",
+    "additionalContext",
+    "continue",
+    "stopReason",
+    "systemMessage",
+    "suppressOutput",
+    "reason",
+];
+
+/// A plugin's response as plain Rust values: the WIT `response` record, for callers
+/// outside the sandbox (the fuzz target, tests) of [`convert_response`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginResponse {
+    /// `permission`: `allow`, `deny`, `ask` or `defer`; anything else is none.
+    pub permission: Option<String>,
+    /// `block`.
+    pub block: bool,
+    /// `reason`.
+    pub reason: Option<String>,
+    /// `continue`.
+    pub continue_: Option<bool>,
+    /// `stop-reason`.
+    pub stop_reason: Option<String>,
+    /// `system-message`.
+    pub system_message: Option<String>,
+    /// `additional-context`.
+    pub additional_context: Option<String>,
+    /// `updated-input-json`.
+    pub updated_input_json: Option<String>,
+    /// `updated-output-json`.
+    pub updated_output_json: Option<String>,
+    /// `extras-json`.
+    pub extras_json: Option<String>,
+}
+
+/// What a response converts to: the answer and the Claude Code hook output JSON it
+/// corresponds to, and notes on what was cut to fit the caps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted {
+    /// The answer, as a command hook's JSON would have parsed to.
+    pub answer: Answer,
+    /// The hook output JSON.
+    pub json: Value,
+    /// What was cut (`response field `reason` … cut to the cap of 10000 characters`).
+    pub notes: Vec<String>,
+}
+
+/// Converts a plain response for the event named `event` (see [`response`]), as the
+/// sandbox does with a plugin's answer. The entry point of the response fuzz target.
+///
+/// # Errors
+///
+/// As [`response`]; an unknown event.
+pub fn convert_response(r: PluginResponse, event: &str) -> Result<Converted, String> {
+    let catalogue = crate::event::EventCatalogue::default();
+    let spec = catalogue
+        .get(event)
+        .ok_or_else(|| format!("unknown event `{event}`"))?;
+    let permission = match r.permission.as_deref() {
+        Some("allow") => Some(Permission::Allow),
+        Some("deny") => Some(Permission::Deny),
+        Some("ask") => Some(Permission::Ask),
+        Some("defer") => Some(Permission::Defer),
+        _ => None,
+    };
+    response(
+        Response {
+            permission,
+            block: r.block,
+            reason: r.reason,
+            continue_: r.continue_,
+            stop_reason: r.stop_reason,
+            system_message: r.system_message,
+            additional_context: r.additional_context,
+            updated_input_json: r.updated_input_json,
+            updated_output_json: r.updated_output_json,
+            extras_json: r.extras_json,
+        },
+        spec,
+    )
+}
+
+/// A text field capped at [`OUTPUT_TEXT_CAP`] characters, with a note when it was cut.
+fn capped(text: Option<String>, field: &str, notes: &mut Vec<String>) -> Option<String> {
+    let text = text?;
+    // Fewer bytes than the cap: fewer characters too, and nothing to count.
+    if text.len() <= OUTPUT_TEXT_CAP {
+        return Some(text);
+    }
+    let cut = cap_text(&text);
+    if cut.len() != text.len() {
+        notes.push(format!(
+            "response field `{field}` was {} characters; cut to the cap of {OUTPUT_TEXT_CAP} characters",
+            text.chars().count()
+        ));
+    }
+    Some(cut)
+}
+
+/// Parses a JSON field, refusing it unread when it is larger than [`OUTPUT_JSON_CAP`]:
+/// parsing builds several times its size in values, so the size is checked first.
 fn parse_json(text: &str, field: &str) -> Result<Value, String> {
+    if text.len() > OUTPUT_JSON_CAP {
+        return Err(format!(
+            "response field `{field}` is {} bytes, above the cap of {OUTPUT_JSON_CAP} bytes; not read",
+            text.len()
+        ));
+    }
     serde_json::from_str(text)
         .map_err(|e| format!("response field `{field}` is not valid JSON: {e}"))
 }
@@ -48,10 +175,16 @@ fn permission_name(p: Permission) -> &'static str {
 /// - the JSON fields become `updatedInput`, `updatedToolOutput` and further
 ///   `hookSpecificOutput` fields; the merge ignores what the event does not honour.
 ///
+/// Everything is capped on the way: text fields at [`OUTPUT_TEXT_CAP`] characters (cut,
+/// with a note), JSON fields at [`OUTPUT_JSON_CAP`] bytes (refused before parsing), and
+/// `extras-json` may set none of the [`RESERVED_EXTRAS`].
+///
 /// # Errors
 ///
-/// A JSON field that does not parse, or an output the event's schema rejects.
-pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String> {
+/// A JSON field that is too large or does not parse, a reserved extras key, or an
+/// output the event's schema rejects.
+pub fn response(r: Response, spec: &EventSpec) -> Result<Converted, String> {
+    let mut notes = Vec::new();
     let mut top = Map::new();
     let mut specific = match r.extras_json.as_deref() {
         None => Map::new(),
@@ -59,21 +192,34 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
             Value::Object(map) => map,
             other => {
                 return Err(format!(
-                    "response field `extras-json` must be a JSON object, found {other}"
+                    "response field `extras-json` must be a JSON object, found {}",
+                    kind_of(&other)
                 ));
             }
         },
     };
+    if let Some(key) = specific
+        .keys()
+        .find(|k| RESERVED_EXTRAS.contains(&k.as_str()))
+    {
+        return Err(format!(
+            "response field `extras-json` may not set `{}`: the typed response fields decide it \
+             (reserved: {})",
+            crate::text::escape(key),
+            RESERVED_EXTRAS.join(", ")
+        ));
+    }
+    let reason = capped(r.reason, "reason", &mut notes);
     if let Some(c) = r.continue_ {
         top.insert("continue".into(), Value::Bool(c));
     }
-    if let Some(s) = r.stop_reason {
+    if let Some(s) = capped(r.stop_reason, "stop-reason", &mut notes) {
         top.insert("stopReason".into(), Value::String(s));
     }
-    if let Some(s) = r.system_message {
+    if let Some(s) = capped(r.system_message, "system-message", &mut notes) {
         top.insert("systemMessage".into(), Value::String(s));
     }
-    if let Some(c) = r.additional_context {
+    if let Some(c) = capped(r.additional_context, "additional-context", &mut notes) {
         specific.insert("additionalContext".into(), Value::String(c));
     }
     let updated_input = r
@@ -101,7 +247,7 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
                     Value::String(permission_name(p).into()),
                 );
             }
-            if let Some(reason) = r.reason {
+            if let Some(reason) = reason {
                 specific.insert("permissionDecisionReason".into(), Value::String(reason));
             }
             if let Some(v) = updated_input {
@@ -117,7 +263,7 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
             if let Some(behavior) = behavior {
                 let mut decision = json!({ "behavior": behavior });
                 if behavior == "deny" {
-                    if let Some(reason) = r.reason {
+                    if let Some(reason) = reason {
                         decision["message"] = Value::String(reason);
                     }
                 } else if let Some(v) = updated_input {
@@ -130,7 +276,7 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
             if r.block {
                 top.insert("decision".into(), Value::String("block".into()));
             }
-            if let Some(reason) = r.reason {
+            if let Some(reason) = reason {
                 top.insert("reason".into(), Value::String(reason));
             }
             if let Some(v) = updated_input {
@@ -140,12 +286,12 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
         DecisionStyle::ContinueOnly | DecisionStyle::None => {
             if r.block {
                 blocking_error = Some(
-                    r.reason
+                    reason
                         .clone()
                         .unwrap_or_else(|| "blocked by a wasm hook".to_string()),
                 );
             }
-            if let Some(reason) = r.reason {
+            if let Some(reason) = reason {
                 top.insert("reason".into(), Value::String(reason));
             }
             if let Some(v) = updated_input {
@@ -159,14 +305,27 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<(Answer, Value), String
     }
     let json = Value::Object(top);
     let output = HookOutput::from_json(json.clone(), &spec.name)?;
-    Ok((
-        Answer {
+    Ok(Converted {
+        answer: Answer {
             output,
             blocking_error,
             plain_text: None,
         },
         json,
-    ))
+        notes,
+    })
+}
+
+/// The JSON type of a value, for messages (the value itself may be large).
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 #[cfg(test)]
@@ -191,7 +350,7 @@ mod tests {
 
     fn convert(event: &str, r: Response) -> Result<(Answer, Value), String> {
         let catalogue = EventCatalogue::default();
-        response(r, catalogue.get(event).unwrap())
+        response(r, catalogue.get(event).unwrap()).map(|c| (c.answer, c.json))
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -23,27 +24,77 @@ const MAX_LOG_RECORDS: usize = 200;
 /// Bytes of log text kept per call.
 const MAX_LOG_BYTES: usize = 64 * 1024;
 
-/// The memory limiter: [`StoreLimits`] plus the peak it allowed and the growth it refused.
+/// Elements all the tables of one store may hold together (the pool's per-table cap,
+/// [`super::engine`]): the example Python and JS components use about 5,700 and 7,700.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+/// Core instances, tables and linear memories one store may create: far above what
+/// the example components use (a handful each), and a bound on the host memory their
+/// bookkeeping and reservations take.
+pub const MAX_INSTANCES: usize = 1_000;
+/// See [`MAX_INSTANCES`].
+pub const MAX_TABLES: usize = 1_000;
+/// See [`MAX_INSTANCES`].
+pub const MAX_MEMORIES: usize = 100;
+/// The most host memory one entry of a store's resource table may hold (wasi-http's
+/// `fields` are limited to this): the table holds at most the plugin's memory limit
+/// divided by this many entries ([`resource_table_cap`]), so what a plugin's resources
+/// hold on the host is bounded by its memory limit.
+pub const RESOURCE_ENTRY_BYTES: usize = 64 * 1024;
+/// The fewest entries a resource table gets, whatever the memory limit.
+const MIN_RESOURCE_ENTRIES: usize = 256;
+
+/// Entries of the resource table (WASI and wasi-http resources) of a store whose plugin
+/// may use `memory_bytes` of linear memory.
+pub fn resource_table_cap(memory_bytes: usize) -> usize {
+    (memory_bytes / RESOURCE_ENTRY_BYTES).max(MIN_RESOURCE_ENTRIES)
+}
+
+/// A growth the limiter refused during the current call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Linear memory: the total size, across the store's memories, it would have had.
+    Memory(usize),
+    /// Tables: the total elements, across the store's tables, they would have had.
+    Table(usize),
+}
+
+/// The store's limiter: all linear memories together stay under the plugin's memory
+/// limit, and all tables together under [`MAX_TABLE_ELEMENTS`] (a per-memory cap would
+/// let a component with many memories take many times its limit); records the peak and
+/// what it refused.
 pub struct Limiter {
-    inner: StoreLimits,
-    /// Largest linear memory size allowed so far, in bytes.
+    counts: StoreLimits,
+    memory_cap: usize,
+    memory: usize,
+    elements: usize,
+    /// Largest total linear memory allowed so far, in bytes.
     pub peak: usize,
-    /// A growth refused by the cap during the current call: the size asked for.
-    pub refused: Option<usize>,
+    /// A growth refused during the current call.
+    pub refused: Option<Refused>,
 }
 
 impl Limiter {
-    /// A limiter capping every linear memory at `bytes`.
+    /// A limiter capping all linear memories together at `bytes`.
     pub fn new(bytes: usize) -> Limiter {
-        let inner = StoreLimitsBuilder::new()
-            .memory_size(bytes)
+        let counts = StoreLimitsBuilder::new()
+            .instances(MAX_INSTANCES)
+            .tables(MAX_TABLES)
+            .memories(MAX_MEMORIES)
             .trap_on_grow_failure(false)
             .build();
         Limiter {
-            inner,
+            counts,
+            memory_cap: bytes,
+            memory: 0,
+            elements: 0,
             peak: 0,
             refused: None,
         }
+    }
+
+    /// The linear memory the store's memories hold now, in bytes.
+    pub fn memory(&self) -> usize {
+        self.memory
     }
 }
 
@@ -52,36 +103,43 @@ impl ResourceLimiter for Limiter {
         &mut self,
         current: usize,
         desired: usize,
-        maximum: Option<usize>,
+        _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let allowed = self.inner.memory_growing(current, desired, maximum)?;
-        if allowed {
-            self.peak = self.peak.max(desired);
-        } else {
-            self.refused = Some(desired);
+        let total = (self.memory - current.min(self.memory)).saturating_add(desired);
+        if total > self.memory_cap {
+            self.refused = Some(Refused::Memory(total));
+            return Ok(false);
         }
-        Ok(allowed)
+        self.memory = total;
+        self.peak = self.peak.max(total);
+        Ok(true)
     }
 
     fn table_growing(
         &mut self,
         current: usize,
         desired: usize,
-        maximum: Option<usize>,
+        _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        self.inner.table_growing(current, desired, maximum)
+        let total = (self.elements - current.min(self.elements)).saturating_add(desired);
+        if total > MAX_TABLE_ELEMENTS {
+            self.refused = Some(Refused::Table(total));
+            return Ok(false);
+        }
+        self.elements = total;
+        Ok(true)
     }
 
     fn instances(&self) -> usize {
-        self.inner.instances()
+        self.counts.instances()
     }
 
     fn tables(&self) -> usize {
-        self.inner.tables()
+        self.counts.tables()
     }
 
     fn memories(&self) -> usize {
-        self.inner.memories()
+        self.counts.memories()
     }
 }
 
@@ -245,13 +303,74 @@ impl LogSink {
     }
 }
 
-/// The outgoing-HTTP policy of one instance: the hook's live grants.
+/// Outgoing connections one store may have open at once.
+pub const MAX_CONNECTIONS: usize = 8;
+/// Refused requests kept per call for the report; more are counted.
+const MAX_DENIED_RECORDS: usize = 20;
+
+/// Requests refused during a call: the first few targets and a count.
+#[derive(Debug, Default)]
+pub struct Denied {
+    /// `scheme://host[:port]` of the first refused requests, and why.
+    pub records: Vec<String>,
+    /// Refused requests beyond [`MAX_DENIED_RECORDS`].
+    pub more: usize,
+}
+
+impl Denied {
+    fn push(&mut self, record: String) {
+        if self.records.len() < MAX_DENIED_RECORDS {
+            self.records.push(record);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// Gives back a connection slot when the connection (or its attempt) ends.
+struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The outgoing-HTTP policy of one instance: the hook's live grants, the call's
+/// deadline, and the connection cap.
 pub struct HttpPolicy {
     live: Arc<Live>,
     /// When the current call must end; requests are cut off then.
     pub deadline: Option<tokio::time::Instant>,
     /// Requests refused during the current call, for the report.
-    pub denied: Arc<Mutex<Vec<String>>>,
+    pub denied: Arc<Mutex<Denied>>,
+    /// Connections open (or being opened) now.
+    connections: Arc<AtomicUsize>,
+}
+
+impl HttpPolicy {
+    fn deny(&self, record: String) {
+        self.denied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(record);
+    }
+}
+
+/// The request options of a request made with `remaining` time left in the call: each
+/// wasi-http timeout (connect, first byte, between bytes; 600 s by default) is at most
+/// the time left, whatever the guest asked for.
+fn bounded_options(
+    asked: Option<wasmtime_wasi_http::RequestOptions>,
+    remaining: std::time::Duration,
+) -> wasmtime_wasi_http::RequestOptions {
+    let cap = |t: Option<std::time::Duration>| Some(t.unwrap_or(remaining).min(remaining));
+    let asked = asked.unwrap_or_default();
+    wasmtime_wasi_http::RequestOptions {
+        connect_timeout: cap(asked.connect_timeout),
+        first_byte_timeout: cap(asked.first_byte_timeout),
+        between_bytes_timeout: cap(asked.between_bytes_timeout),
+    }
 }
 
 impl WasiHttpHooks for HttpPolicy {
@@ -275,27 +394,45 @@ impl WasiHttpHooks for HttpPolicy {
         let scheme = uri.scheme_str().and_then(Scheme::parse);
         let host = uri.host().unwrap_or("");
         let port = uri.port_u16();
+        let target = format!(
+            "{}://{}{}",
+            uri.scheme_str().unwrap_or("?"),
+            host,
+            port.map(|p| format!(":{p}")).unwrap_or_default()
+        );
         let allowed = scheme.is_some_and(|s| self.live.allows_http(s, host, port));
         if !allowed {
-            let mut denied = self.denied.lock().unwrap_or_else(|e| e.into_inner());
-            denied.push(format!(
-                "{}://{}{}",
-                uri.scheme_str().unwrap_or("?"),
-                host,
-                port.map(|p| format!(":{p}")).unwrap_or_default()
-            ));
+            self.deny(format!("request to {target} denied (not granted)"));
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
+        if self.connections.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            self.deny(format!(
+                "request to {target} refused: the cap of {MAX_CONNECTIONS} open connections per call is reached"
+            ));
+            return Box::new(async { Err(wasmtime_wasi_http::Error::ConnectionLimitReached) });
+        }
+        let slot = ConnectionSlot(self.connections.clone());
         let _ = fut;
         let deadline = self.deadline;
+        let remaining = deadline.map_or(std::time::Duration::from_secs(600), |d| {
+            d.saturating_duration_since(tokio::time::Instant::now())
+                .max(std::time::Duration::from_millis(1))
+        });
+        let options = bounded_options(options, remaining);
         Box::new(async move {
             use http_body_util::BodyExt;
-            let send = wasmtime_wasi_http::default_send_request(request, options);
+            let send = wasmtime_wasi_http::default_send_request(request, Some(options));
             let (response, io) = match deadline {
                 Some(deadline) => tokio::time::timeout_at(deadline + SLEEP_GRACE, send)
                     .await
                     .map_err(|_| wasmtime_wasi_http::Error::ConnectionTimeout)??,
                 None => send.await?,
+            };
+            // The slot is held as long as the connection runs.
+            let io = async move {
+                let _slot = slot;
+                io.await
             };
             Ok((
                 response.map(BodyExt::boxed_unsync),
@@ -389,6 +526,8 @@ pub struct State {
     pub plugin: Arc<str>,
     /// The guest's monotonic clock.
     pub clock: Clock,
+    /// Fuel charged for host work during the current call.
+    pub host_fuel: u64,
 }
 
 impl State {
@@ -402,14 +541,20 @@ impl State {
         stdout: CappedPipe,
         stderr: CappedPipe,
     ) -> State {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(resource_table_cap(memory_bytes));
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(RESOURCE_ENTRY_BYTES);
         State {
             wasi,
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
+            table,
+            http,
+            host_fuel: 0,
             http_policy: HttpPolicy {
                 live,
                 deadline: None,
                 denied: Arc::default(),
+                connections: Arc::default(),
             },
             limiter: Limiter::new(memory_bytes),
             stdout,
@@ -444,6 +589,29 @@ impl bindings::hookhost::hook::types::Host for State {}
 
 impl bindings::hookhost::hook::host::Host for State {
     fn log(&mut self, level: bindings::Level, message: String, fields: Vec<(String, String)>) {
+        self.record_log(level, &message, &fields);
+    }
+}
+
+impl State {
+    /// Keeps a `host.log` record, within [`MAX_LOG_RECORDS`] and [`MAX_LOG_BYTES`] per
+    /// call: a record that does not fit is counted, never formatted.
+    pub fn record_log(
+        &mut self,
+        level: bindings::Level,
+        message: &str,
+        fields: &[(String, String)],
+    ) {
+        let size = message.len()
+            + fields
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 2)
+                .sum::<usize>()
+            + 8;
+        if self.log.records.len() >= MAX_LOG_RECORDS || self.log.bytes + size > MAX_LOG_BYTES {
+            self.log.dropped += 1;
+            return;
+        }
         let level = match level {
             bindings::Level::Trace => "trace",
             bindings::Level::Debug => "debug",
@@ -452,15 +620,13 @@ impl bindings::hookhost::hook::host::Host for State {
             bindings::Level::Error => "error",
         };
         let mut line = format!("[{level}] {message}");
-        for (k, v) in &fields {
-            line.push_str(&format!(" {k}={v}"));
+        for (k, v) in fields {
+            line.push(' ');
+            line.push_str(k);
+            line.push('=');
+            line.push_str(v);
         }
         tracing::debug!(plugin = %self.plugin, "{line}");
-        if self.log.records.len() >= MAX_LOG_RECORDS || self.log.bytes + line.len() > MAX_LOG_BYTES
-        {
-            self.log.dropped += 1;
-            return;
-        }
         self.log.bytes += line.len();
         self.log.records.push(line);
     }
@@ -489,6 +655,58 @@ mod tests {
         assert!(limiter.memory_growing(65536, 1 << 20, None).unwrap());
         assert!(!limiter.memory_growing(1 << 20, 2 << 20, None).unwrap());
         assert_eq!(limiter.peak, 1 << 20);
-        assert_eq!(limiter.refused, Some(2 << 20));
+        assert_eq!(limiter.refused, Some(Refused::Memory(2 << 20)));
+    }
+
+    #[test]
+    fn limits_hold_for_all_memories_and_tables_together() {
+        // Two memories of 600 KiB each are over a 1 MiB limit together.
+        let mut limiter = Limiter::new(1 << 20);
+        assert!(limiter.memory_growing(0, 600 << 10, None).unwrap());
+        assert!(!limiter.memory_growing(0, 600 << 10, None).unwrap());
+        assert_eq!(limiter.refused, Some(Refused::Memory(1200 << 10)));
+        assert!(limiter.memory_growing(0, 400 << 10, None).unwrap());
+        assert_eq!(limiter.peak, 1000 << 10);
+        // A memory that grows counts its growth only.
+        assert!(limiter.memory_growing(400 << 10, 424 << 10, None).unwrap());
+        assert_eq!(limiter.peak, 1 << 20);
+
+        assert!(
+            limiter
+                .table_growing(0, MAX_TABLE_ELEMENTS - 10, None)
+                .unwrap()
+        );
+        assert!(!limiter.table_growing(0, 11, None).unwrap());
+        assert_eq!(
+            limiter.refused,
+            Some(Refused::Table(MAX_TABLE_ELEMENTS + 1))
+        );
+        assert!(limiter.table_growing(0, 10, None).unwrap());
+    }
+
+    #[test]
+    fn resource_tables_grow_with_the_memory_limit() {
+        assert_eq!(resource_table_cap(0), MIN_RESOURCE_ENTRIES);
+        assert_eq!(resource_table_cap(64 << 20), 1024);
+        assert_eq!(resource_table_cap(1 << 30), 16384);
+    }
+
+    #[test]
+    fn request_timeouts_never_exceed_the_time_left() {
+        use std::time::Duration;
+        let left = Duration::from_millis(1500);
+        let none = bounded_options(None, left);
+        assert_eq!(none.connect_timeout, Some(left));
+        assert_eq!(none.first_byte_timeout, Some(left));
+        assert_eq!(none.between_bytes_timeout, Some(left));
+        let asked = wasmtime_wasi_http::RequestOptions {
+            connect_timeout: Some(Duration::from_millis(10)),
+            first_byte_timeout: Some(Duration::from_secs(900)),
+            between_bytes_timeout: None,
+        };
+        let bounded = bounded_options(Some(asked), left);
+        assert_eq!(bounded.connect_timeout, Some(Duration::from_millis(10)));
+        assert_eq!(bounded.first_byte_timeout, Some(left));
+        assert_eq!(bounded.between_bytes_timeout, Some(left));
     }
 }

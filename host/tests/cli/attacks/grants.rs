@@ -1,1 +1,121 @@
-//! Attacks: grants (see attacks/mod.rs).
+//! Attacks: grants (see attacks/mod.rs). A directory grant is checked when it is used,
+//! not only when the config is built: a warm daemon that built its config while the
+//! granted path did not exist must still refuse it once the path has become a symlink
+//! out of the managed ceiling.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{Run, TestEnv, hooks, wait_until};
+
+/// `plugins/hostile-raw` (a hostile component built from the WIT without the SDK),
+/// built once for wasm32-wasip2.
+pub fn hostile_raw() -> &'static Path {
+    static PLUGIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PLUGIN.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+        hookhost::demo::build_plugins(&workspace, &["hostile-raw"])
+            .expect("build the hostile plugin")
+            .join("hostile_raw.wasm")
+    })
+}
+
+/// A command with the dispatch daemon on (the suite turns it off by default).
+fn with_daemon(env: &TestEnv) -> Command {
+    let mut cmd = env.command();
+    cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
+        .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "120");
+    cmd
+}
+
+fn sockets(env: &TestEnv) -> Vec<PathBuf> {
+    std::fs::read_dir(env.data.join("daemons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+        .collect()
+}
+
+/// The raw plugin's report of one `PreToolUse` through the dispatch daemon.
+fn open_through_daemon(env: &TestEnv) -> (Run, Value) {
+    let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let run = env.run_with(
+        with_daemon(env).args(["dispatch", "PreToolUse"]),
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = run.json()["hooks"][0].clone();
+    (run, report)
+}
+
+#[test]
+fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon() {
+    let env = TestEnv::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "TOP-SECRET").unwrap();
+    env.managed(json!({"ceilings": {"dirs": [{"path": "${workspace}", "mode": "ro"}]}}));
+    let secret = env.project.join("data/secret");
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{
+            "type": "wasm",
+            "id": "reader",
+            "plugin": hostile_raw(),
+            "capabilities": {"dirs": [{"path": "${workspace}/data", "mode": "ro"}]},
+            "config": {"attack": "open", "arg": secret}
+        }]),
+    ));
+
+    // The grant's path does not exist: the config is built (and passes the ceiling),
+    // the hook is refused at instantiation, and the daemon starts and warms up.
+    let (_, report) = open_through_daemon(&env);
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("directory grant `${workspace}/data` does not resolve to a directory"),
+        "{report}"
+    );
+    wait_until("the dispatch daemon to listen", || {
+        !sockets(&env).is_empty()
+    });
+    let (_, report) = open_through_daemon(&env);
+    assert_eq!(report["status"], "failed", "{report}");
+
+    // Now the path becomes a symlink out of the workspace: the daemon's config is
+    // unchanged (no source, trust file or plugin changed), and the grant is refused
+    // when the instance is made, naming the grant and the ceiling.
+    std::os::unix::fs::symlink(outside.path(), env.project.join("data")).unwrap();
+    let (run, report) = open_through_daemon(&env);
+    let message = report["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("directory grant `${workspace}/data` (ro) resolves to")
+            && message.contains("above the managed ceiling `ceilings.dirs`: `${workspace}` (ro)"),
+        "{report}"
+    );
+    assert!(!run.stdout.contains("TOP-SECRET"), "{}", run.stdout);
+    assert_eq!(sockets(&env).len(), 1, "answered by the warm daemon");
+
+    // A real directory inside the workspace is granted as before.
+    std::fs::remove_file(env.project.join("data")).unwrap();
+    std::fs::create_dir(env.project.join("data")).unwrap();
+    std::fs::write(&secret, "inside").unwrap();
+    let (run, report) = open_through_daemon(&env);
+    assert_eq!(report["status"], "ok", "{report}");
+    assert!(
+        run.json()["additionalContext"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("open ok"),
+        "{}",
+        run.stdout
+    );
+    for socket in sockets(&env) {
+        let _ = std::fs::remove_file(socket);
+    }
+}

@@ -11,6 +11,7 @@ mod managed;
 mod path;
 mod redaction;
 mod run_async;
+mod sandbox;
 mod second_pass;
 mod terminal;
 mod trust_store;

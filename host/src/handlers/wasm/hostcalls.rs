@@ -1,0 +1,462 @@
+//! Host calls the sandbox replaces or wraps in the linker, so that the work a plugin
+//! makes the host do on its behalf is bounded like the plugin's own:
+//!
+//! - **Sleeps** (`monotonic-clock.subscribe-*`) end at the call's deadline.
+//! - **Opening a file** (`descriptor.open-at`) that is a FIFO, a device or a socket is
+//!   refused with `access`: opening a FIFO with no writer blocks the opener forever.
+//! - **Bytes moved** by the host are charged to the store's fuel, [`FUEL_PER_BYTE`] per
+//!   byte plus [`FUEL_PER_HOST_CALL`] per call: stream reads and writes (stdout, files,
+//!   HTTP bodies), positional file reads and writes, and `host.log` records. A plugin
+//!   that floods the host with work runs out of fuel as a wasm loop does.
+//! - **wasi-http** is linked only for hooks with an HTTP grant; for the others every
+//!   wasi-http function the component imports traps with [`HttpNotGranted`].
+//!
+//! Each wrapper calls wasmtime-wasi's own implementation for the work itself.
+
+use std::time::Duration;
+
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Linker, Resource, ResourceType};
+use wasmtime::{StoreContextMut, Trap};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
+use wasmtime_wasi::p2::DynPollable;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    self as fs, DescriptorFlags, DescriptorType, ErrorCode, Filesize, HostDescriptor, OpenFlags,
+    PathFlags,
+};
+use wasmtime_wasi_io::bindings::wasi::io::streams::{
+    self, HostInputStream, HostOutputStream, StreamError,
+};
+use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
+
+use super::bindings::Level;
+use super::state::State;
+
+/// Fuel charged per byte a host call moves between the plugin and the host.
+pub const FUEL_PER_BYTE: u64 = 1;
+/// Fuel charged per metered host call, for the work a call costs whatever it moves.
+pub const FUEL_PER_HOST_CALL: u64 = 100;
+/// Fuel charged per `host.log` record, which is formatted and kept.
+pub const FUEL_PER_LOG_RECORD: u64 = 1_000;
+
+/// The WASI 0.2 version whose interfaces the linker defines (guests built for any 0.2.x
+/// match them).
+const WASI: &str = "0.2.12";
+
+/// A wasi-http function called by a plugin whose hook has no HTTP grant: wasi-http is
+/// not linked for it.
+#[derive(Debug)]
+pub struct HttpNotGranted(pub String);
+
+impl std::fmt::Display for HttpNotGranted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the plugin called `{}`, but outgoing HTTP is not granted to this hook \
+             (`capabilities.http`), so wasi-http is not available to it",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for HttpNotGranted {}
+
+/// The resource type that stands in for wasi-http's resources where it is not linked.
+struct NoHttp;
+
+/// Takes `units` of fuel from the store for host work, or traps with
+/// [`Trap::OutOfFuel`] when fewer are left (the store then has none).
+pub fn charge(store: &mut StoreContextMut<'_, State>, units: u64) -> wasmtime::Result<()> {
+    let left = store.get_fuel()?;
+    store.data_mut().host_fuel += units.min(left);
+    if units > left {
+        store.set_fuel(0)?;
+        return Err(Trap::OutOfFuel.into());
+    }
+    store.set_fuel(left - units)?;
+    Ok(())
+}
+
+/// Fuel for a call that moved `bytes`.
+fn cost(bytes: usize) -> u64 {
+    FUEL_PER_HOST_CALL.saturating_add((bytes as u64).saturating_mul(FUEL_PER_BYTE))
+}
+
+/// Adds every wrapper of this module to `linker`, over the definitions of
+/// wasmtime-wasi (and the `host` import) already in it.
+pub fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    clamp_sleeps(linker)?;
+    guard_open(linker)?;
+    meter_streams(linker)?;
+    meter_files(linker)?;
+    meter_log(linker)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// Replaces `monotonic-clock.subscribe-duration` / `subscribe-instant` with versions
+/// whose sleeps end at the call's deadline: wasm code is interrupted by the epoch
+/// deadline, but a guest blocked in a host sleep would otherwise outlive its timeout.
+fn clamp_sleeps(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    let mut clock = linker.instance(&format!("wasi:clocks/monotonic-clock@{WASI}"))?;
+    clock.func_wrap(
+        "subscribe-duration",
+        |mut store: StoreContextMut<'_, State>,
+         (nanos,): (u64,)|
+         -> wasmtime::Result<(Resource<DynPollable>,)> {
+            let until = std::time::Instant::now().checked_add(Duration::from_nanos(nanos));
+            let until = until
+                .unwrap_or_else(|| std::time::Instant::now() + Duration::from_secs(86_400 * 365));
+            Ok((store.data_mut().sleep_until(until)?,))
+        },
+    )?;
+    clock.func_wrap(
+        "subscribe-instant",
+        |mut store: StoreContextMut<'_, State>,
+         (when,): (u64,)|
+         -> wasmtime::Result<(Resource<DynPollable>,)> {
+            let until = store.data().clock.instant(when);
+            Ok((store.data_mut().sleep_until(until)?,))
+        },
+    )?;
+    Ok(())
+}
+
+/// Whether a file of this type may be opened: FIFOs block the opener until a peer
+/// shows up, devices do anything (`/dev/zero` never ends, a terminal waits for input),
+/// and sockets cannot be opened at all.
+fn openable(kind: DescriptorType) -> bool {
+    matches!(
+        kind,
+        DescriptorType::RegularFile | DescriptorType::Directory | DescriptorType::SymbolicLink
+    )
+}
+
+/// `descriptor.open-at`, refusing what [`openable`] refuses before the open: the path is
+/// looked up first (`stat-at`, within the same sandboxed directory, following symlinks
+/// as the open would), and a FIFO, device or socket is `access` denied.
+fn guard_open(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    let mut types = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
+    types.func_wrap_async(
+        "[method]descriptor.open-at",
+        |mut store: StoreContextMut<'_, State>,
+         (fd, path_flags, path, oflags, flags): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            Box::new(async move {
+                charge(&mut store, cost(path.len()))?;
+                let mut view = store.data_mut().filesystem();
+                let looked_up = HostDescriptor::stat_at(
+                    &mut view,
+                    Resource::new_borrow(fd.rep()),
+                    path_flags,
+                    path.clone(),
+                )
+                .await;
+                if let Ok(stat) = looked_up
+                    && !openable(stat.type_)
+                {
+                    return Ok((Err(ErrorCode::Access),));
+                }
+                let opened =
+                    HostDescriptor::open_at(&mut view, fd, path_flags, path, oflags, flags).await;
+                Ok((match opened {
+                    Ok(descriptor) => Ok(descriptor),
+                    Err(e) => Err(fs::Host::convert_error_code(&mut view, e)?),
+                },))
+            })
+        },
+    )?;
+    Ok(())
+}
+
+/// Converts the host's stream error into the guest's, as wasmtime-wasi does.
+fn stream_error(
+    store: &mut StoreContextMut<'_, State>,
+    error: wasmtime_wasi_io::streams::StreamError,
+) -> wasmtime::Result<StreamError> {
+    streams::Host::convert_stream_error(&mut store.data_mut().table, error)
+}
+
+/// Stream reads and writes, charged by the bytes they move.
+fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    type Read = wasmtime::Result<(Result<Vec<u8>, StreamError>,)>;
+    type Count = wasmtime::Result<(Result<u64, StreamError>,)>;
+    type Done = wasmtime::Result<(Result<(), StreamError>,)>;
+    let mut io = linker.instance(&format!("wasi:io/streams@{WASI}"))?;
+    io.func_wrap(
+        "[method]input-stream.read",
+        |mut store: StoreContextMut<'_, State>,
+         (stream, len): (Resource<DynInputStream>, u64)|
+         -> Read {
+            let read = HostInputStream::read(&mut store.data_mut().table, stream, len);
+            Ok((match read {
+                Ok(bytes) => {
+                    charge(&mut store, cost(bytes.len()))?;
+                    Ok(bytes)
+                }
+                Err(e) => Err(stream_error(&mut store, e)?),
+            },))
+        },
+    )?;
+    io.func_wrap_async(
+        "[method]input-stream.blocking-read",
+        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynInputStream>, u64)| {
+            Box::new(async move {
+                let read =
+                    HostInputStream::blocking_read(&mut store.data_mut().table, stream, len).await;
+                let read: Read = Ok((match read {
+                    Ok(bytes) => {
+                        charge(&mut store, cost(bytes.len()))?;
+                        Ok(bytes)
+                    }
+                    Err(e) => Err(stream_error(&mut store, e)?),
+                },));
+                read
+            })
+        },
+    )?;
+    io.func_wrap(
+        "[method]input-stream.skip",
+        |mut store: StoreContextMut<'_, State>,
+         (stream, len): (Resource<DynInputStream>, u64)|
+         -> Count {
+            let skipped = HostInputStream::skip(&mut store.data_mut().table, stream, len);
+            Ok((match skipped {
+                Ok(n) => {
+                    charge(&mut store, cost(n as usize))?;
+                    Ok(n)
+                }
+                Err(e) => Err(stream_error(&mut store, e)?),
+            },))
+        },
+    )?;
+    io.func_wrap_async(
+        "[method]input-stream.blocking-skip",
+        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynInputStream>, u64)| {
+            Box::new(async move {
+                let skipped =
+                    HostInputStream::blocking_skip(&mut store.data_mut().table, stream, len).await;
+                let skipped: Count = Ok((match skipped {
+                    Ok(n) => {
+                        charge(&mut store, cost(n as usize))?;
+                        Ok(n)
+                    }
+                    Err(e) => Err(stream_error(&mut store, e)?),
+                },));
+                skipped
+            })
+        },
+    )?;
+    io.func_wrap(
+        "[method]output-stream.write",
+        |mut store: StoreContextMut<'_, State>,
+         (stream, bytes): (Resource<DynOutputStream>, Vec<u8>)|
+         -> Done {
+            charge(&mut store, cost(bytes.len()))?;
+            let written = HostOutputStream::write(&mut store.data_mut().table, stream, bytes);
+            Ok((match written {
+                Ok(()) => Ok(()),
+                Err(e) => Err(stream_error(&mut store, e)?),
+            },))
+        },
+    )?;
+    io.func_wrap_async(
+        "[method]output-stream.blocking-write-and-flush",
+        |mut store: StoreContextMut<'_, State>,
+         (stream, bytes): (Resource<DynOutputStream>, Vec<u8>)| {
+            Box::new(async move {
+                charge(&mut store, cost(bytes.len()))?;
+                let written = HostOutputStream::blocking_write_and_flush(
+                    &mut store.data_mut().table,
+                    stream,
+                    bytes,
+                )
+                .await;
+                let done: Done = Ok((match written {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(stream_error(&mut store, e)?),
+                },));
+                done
+            })
+        },
+    )?;
+    io.func_wrap(
+        "[method]output-stream.write-zeroes",
+        |mut store: StoreContextMut<'_, State>,
+         (stream, len): (Resource<DynOutputStream>, u64)|
+         -> Done {
+            charge(&mut store, cost(usize::try_from(len).unwrap_or(usize::MAX)))?;
+            let written = HostOutputStream::write_zeroes(&mut store.data_mut().table, stream, len);
+            Ok((match written {
+                Ok(()) => Ok(()),
+                Err(e) => Err(stream_error(&mut store, e)?),
+            },))
+        },
+    )?;
+    io.func_wrap_async(
+        "[method]output-stream.blocking-write-zeroes-and-flush",
+        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynOutputStream>, u64)| {
+            Box::new(async move {
+                charge(&mut store, cost(usize::try_from(len).unwrap_or(usize::MAX)))?;
+                let written = HostOutputStream::blocking_write_zeroes_and_flush(
+                    &mut store.data_mut().table,
+                    stream,
+                    len,
+                )
+                .await;
+                let done: Done = Ok((match written {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(stream_error(&mut store, e)?),
+                },));
+                done
+            })
+        },
+    )?;
+    io.func_wrap(
+        "[method]output-stream.splice",
+        |mut store: StoreContextMut<'_, State>,
+         (dest, src, len): (Resource<DynOutputStream>, Resource<DynInputStream>, u64)|
+         -> Count {
+            let spliced = HostOutputStream::splice(&mut store.data_mut().table, dest, src, len);
+            Ok((match spliced {
+                Ok(n) => {
+                    charge(&mut store, cost(n as usize))?;
+                    Ok(n)
+                }
+                Err(e) => Err(stream_error(&mut store, e)?),
+            },))
+        },
+    )?;
+    io.func_wrap_async(
+        "[method]output-stream.blocking-splice",
+        |mut store: StoreContextMut<'_, State>,
+         (dest, src, len): (Resource<DynOutputStream>, Resource<DynInputStream>, u64)| {
+            Box::new(async move {
+                let spliced =
+                    HostOutputStream::blocking_splice(&mut store.data_mut().table, dest, src, len)
+                        .await;
+                let count: Count = Ok((match spliced {
+                    Ok(n) => {
+                        charge(&mut store, cost(n as usize))?;
+                        Ok(n)
+                    }
+                    Err(e) => Err(stream_error(&mut store, e)?),
+                },));
+                count
+            })
+        },
+    )?;
+    Ok(())
+}
+
+/// Positional file reads and writes (`descriptor.read` / `write`), charged by the bytes
+/// they move.
+fn meter_files(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    let mut types = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
+    types.func_wrap_async(
+        "[method]descriptor.read",
+        |mut store: StoreContextMut<'_, State>,
+         (fd, len, offset): (Resource<Descriptor>, Filesize, Filesize)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let read = HostDescriptor::read(&mut view, fd, len, offset).await;
+                let read = match read {
+                    Ok(read) => Ok(read),
+                    Err(e) => Err(fs::Host::convert_error_code(&mut view, e)?),
+                };
+                if let Ok((bytes, _)) = &read {
+                    charge(&mut store, cost(bytes.len()))?;
+                }
+                Ok((read,))
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.write",
+        |mut store: StoreContextMut<'_, State>,
+         (fd, bytes, offset): (Resource<Descriptor>, Vec<u8>, Filesize)| {
+            Box::new(async move {
+                charge(&mut store, cost(bytes.len()))?;
+                let mut view = store.data_mut().filesystem();
+                let written = HostDescriptor::write(&mut view, fd, bytes, offset).await;
+                Ok((match written {
+                    Ok(n) => Ok(n),
+                    Err(e) => Err(fs::Host::convert_error_code(&mut view, e)?),
+                },))
+            })
+        },
+    )?;
+    Ok(())
+}
+
+/// `host.log`, charged per record and by its bytes.
+fn meter_log(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    let mut host = linker.instance(&format!("hookhost:hook/host@{}", super::WIT_VERSION))?;
+    host.func_wrap(
+        "log",
+        |mut store: StoreContextMut<'_, State>,
+         (level, message, fields): (Level, String, Vec<(String, String)>)|
+         -> wasmtime::Result<()> {
+            let bytes =
+                message.len() + fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+            charge(&mut store, FUEL_PER_LOG_RECORD.saturating_add(cost(bytes)))?;
+            store.data_mut().record_log(level, &message, &fields);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// Defines every wasi-http function and resource that `component` imports as one that
+/// traps with [`HttpNotGranted`]: the linker of a hook without HTTP grants. The
+/// component still links (JavaScript components import `wasi:http/types` whether they
+/// use it or not), but nothing of wasi-http runs, so none of its resources can hold
+/// host memory.
+pub fn stub_http(
+    linker: &mut Linker<State>,
+    engine: &wasmtime::Engine,
+    component: &wasmtime::component::Component,
+) -> wasmtime::Result<()> {
+    let ty = component.component_type();
+    for (name, item) in ty.imports(engine) {
+        if !name.starts_with("wasi:http/") {
+            continue;
+        }
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        let mut defined = linker.instance(name)?;
+        for (export, item) in instance.exports(engine) {
+            match item.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let called = format!("{name}#{export}");
+                    defined.func_new(export, move |_, _, _, _| {
+                        Err(wasmtime::Error::new(HttpNotGranted(called.clone())))
+                    })?;
+                }
+                ComponentItem::Resource(_) => {
+                    // wasi-http's own resources stand in as `NoHttp`; those it takes
+                    // from wasi:io (`use wasi:io/…`) must be wasi:io's very types.
+                    let ty = match export {
+                        "input-stream" => ResourceType::host::<DynInputStream>(),
+                        "output-stream" => ResourceType::host::<DynOutputStream>(),
+                        "pollable" => ResourceType::host::<DynPollable>(),
+                        "io-error" | "error" => {
+                            ResourceType::host::<wasmtime_wasi_io::streams::Error>()
+                        }
+                        _ => ResourceType::host::<NoHttp>(),
+                    };
+                    defined.resource(export, ty, |_, _| Ok(()))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}

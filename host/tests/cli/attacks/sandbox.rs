@@ -1,0 +1,154 @@
+//! Attacks on the wasm sandbox that need the daemon: hostile plugins (built from the
+//! WIT without the SDK) that try to wedge `hookhost serve` by blocking inside host
+//! calls. Every other client must still be answered, and every hostile call must end at
+//! its own timeout.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::grants::hostile_raw;
+use crate::support::{TestEnv, wait_until};
+
+struct Serve {
+    child: Child,
+    socket: std::path::PathBuf,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    fn start(env: &TestEnv) -> Serve {
+        let socket = env.data.join("hookhost.sock");
+        let child = env
+            .command()
+            .args(["serve", "--socket", socket.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("the socket to appear", || {
+            socket.exists() && UnixStream::connect(&socket).is_ok()
+        });
+        Serve { child, socket }
+    }
+
+    fn client(&self) -> (UnixStream, BufReader<UnixStream>) {
+        let stream = UnixStream::connect(&self.socket).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        (stream, reader)
+    }
+}
+
+fn send(stream: &mut UnixStream, id: u64, event: &str, input: Value) {
+    let line = json!({"id": id, "event": event, "input": input}).to_string();
+    stream.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+fn answer(reader: &mut BufReader<UnixStream>) -> Value {
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("an answer within 30 s");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+/// A loopback server that answers with headers and ten bytes and then stalls.
+fn stalling_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ =
+                stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n0123456789");
+            held.push(stream);
+        }
+    });
+    port
+}
+
+/// Four events whose plugin opens a FIFO in its read-only `${workspace}` grant, and four
+/// whose plugin reads a stalled HTTP body from a granted server, sent at once to
+/// `hookhost serve` (two worker threads): another client's benign event is answered
+/// meanwhile, the FIFO opens are refused at once, and the stalled reads end at their
+/// 2 s timeout.
+#[test]
+fn blocking_host_calls_cannot_wedge_the_daemon() {
+    let env = TestEnv::new();
+    let fifo = env.project.join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let port = stalling_server();
+    let plugin = hostile_raw();
+    env.project_hooks(json!({"hooks": {
+        "PreToolUse": [
+            {"matcher": "Read", "hooks": [{"type": "wasm", "id": "fifo", "plugin": plugin, "timeout": 2,
+                "capabilities": {"dirs": [{"path": "${workspace}", "mode": "ro"}]},
+                "config": {"attack": "open", "arg": fifo}}]},
+            {"matcher": "WebFetch", "hooks": [{"type": "wasm", "id": "stall", "plugin": plugin, "timeout": 2,
+                "capabilities": {"http": [format!("http://127.0.0.1:{port}")]},
+                "config": {"attack": "http-read", "arg": format!("http://127.0.0.1:{port}/x")}}]}
+        ],
+        "Stop": [{"hooks": [{"type": "wasm", "id": "benign", "plugin": plugin, "config": {"attack": "echo"}}]}]
+    }}));
+    let serve = Serve::start(&env);
+    let (mut hostile, mut hostile_answers) = serve.client();
+    let tool = |name: &str| json!({"session_id": "h", "tool_name": name, "tool_input": {}});
+    for id in 1..=4 {
+        send(&mut hostile, id, "PreToolUse", tool("Read"));
+    }
+    for id in 5..=8 {
+        send(&mut hostile, id, "PreToolUse", tool("WebFetch"));
+    }
+    // Another client, after the hostile events are in.
+    std::thread::sleep(Duration::from_millis(200));
+    let (mut benign, mut benign_answers) = serve.client();
+    send(&mut benign, 1, "Stop", json!({"session_id": "b"}));
+    let answered = answer(&mut benign_answers);
+    assert_eq!(
+        answered["outcome"]["hooks"][0]["status"], "ok",
+        "{answered}"
+    );
+
+    let mut seen = Vec::new();
+    for _ in 1..=8 {
+        let answer = answer(&mut hostile_answers);
+        seen.push((answer["id"].as_u64().unwrap(), answer["outcome"].clone()));
+    }
+    seen.sort_by_key(|(id, _)| *id);
+    for (id, outcome) in &seen {
+        let hook = &outcome["hooks"][0];
+        if *id <= 4 {
+            assert_eq!(hook["status"], "ok", "{hook}");
+            assert!(
+                outcome["additionalContext"][0]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("open denied")),
+                "{outcome}"
+            );
+        } else {
+            // The read ends at the deadline: by the outer bound of the call or by the
+            // between-bytes timeout, which is now the time left.
+            assert!(
+                hook["status"] == "timeout"
+                    || hook["durationMs"].as_f64().is_some_and(|ms| ms < 5_000.0),
+                "{hook}"
+            );
+        }
+    }
+    drop(serve);
+}

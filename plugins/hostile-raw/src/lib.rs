@@ -1,0 +1,327 @@
+//! A hostile component built straight from `wit/hook.wit` (wit-bindgen, no
+//! `hookhost-guest`). The hook's `config` picks the attack: `{"attack": NAME, "arg":
+//! TEXT, "n": NUMBER}`; every attack tries to make the host spend time, memory or
+//! authority on the plugin's behalf beyond the plugin's own limits. `echo` answers
+//! normally, for "the host still serves" checks.
+
+use std::io::Read;
+
+use serde_json::Value;
+
+wit_bindgen::generate!({
+    world: "plugin",
+    path: "../../wit",
+});
+
+use exports::hookhost::hook::hook::{Event, Guest, PluginInfo, Response};
+use hookhost::hook::host::{Level, log};
+use hookhost::hook::types::{Capabilities, DirRequest};
+
+struct Raw;
+
+fn empty() -> Response {
+    Response {
+        permission: None,
+        block: false,
+        reason: None,
+        continue_: None,
+        stop_reason: None,
+        system_message: None,
+        additional_context: None,
+        updated_input_json: None,
+        updated_output_json: None,
+        extras_json: None,
+    }
+}
+
+fn context(text: impl Into<String>) -> Response {
+    Response {
+        additional_context: Some(text.into()),
+        ..empty()
+    }
+}
+
+/// `n` bytes of `x`.
+fn huge(n: usize) -> String {
+    "x".repeat(n)
+}
+
+/// A JSON array of `n` bytes or more: `[0,0,0,…]`.
+fn huge_json(n: usize) -> String {
+    let mut s = String::with_capacity(n + 2);
+    s.push('[');
+    while s.len() < n {
+        s.push_str("0,");
+    }
+    s.push('0');
+    s.push(']');
+    s
+}
+
+/// `n` fields resources of `appends` × 4 KiB each (30: ~120 KiB), never dropped: host
+/// memory the plugin's own memory limit does not see.
+fn leak_fields(n: usize, appends: usize) -> Result<Response, String> {
+    use wasip2::http::types::Fields;
+    let value = vec![b'v'; 4 * 1024];
+    let mut made = 0usize;
+    for i in 0..n {
+        let fields = Fields::new();
+        for j in 0..appends {
+            if fields.append(&format!("h{j}"), &value).is_err() {
+                break;
+            }
+        }
+        std::mem::forget(fields);
+        made = i + 1;
+    }
+    Ok(context(format!("leaked {made} fields")))
+}
+
+/// Pollables of sleeps, never dropped: entries in the host's resource table.
+fn leak_pollables(n: usize) -> Result<Response, String> {
+    for _ in 0..n {
+        std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1 << 40));
+    }
+    Ok(context(format!("leaked {n} pollables")))
+}
+
+fn parse_url(url: &str) -> (wasip2::http::types::Scheme, String, String) {
+    use wasip2::http::types::Scheme;
+    let (scheme, rest) = match url.split_once("://") {
+        Some(("https", rest)) => (Scheme::Https, rest),
+        Some((_, rest)) => (Scheme::Http, rest),
+        None => (Scheme::Http, url),
+    };
+    match rest.find('/') {
+        Some(i) => (scheme, rest[..i].to_string(), rest[i..].to_string()),
+        None => (scheme, rest.to_string(), "/".to_string()),
+    }
+}
+
+/// Starts a GET of `url` and returns its pending response.
+fn start_get(
+    url: &str,
+) -> Result<wasip2::http::types::FutureIncomingResponse, wasip2::http::types::ErrorCode> {
+    use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest};
+    let (scheme, authority, path) = parse_url(url);
+    let request = OutgoingRequest::new(Fields::new());
+    let _ = request.set_method(&Method::Get);
+    let _ = request.set_scheme(Some(&scheme));
+    let _ = request.set_authority(Some(&authority));
+    let _ = request.set_path_with_query(Some(&path));
+    let body = request.body().expect("body");
+    let future = wasip2::http::outgoing_handler::handle(request, None)?;
+    let _ = OutgoingBody::finish(body, None);
+    Ok(future)
+}
+
+/// GETs `url` and reads the whole body with `blocking-read`: a server that stalls
+/// after a few bytes keeps the guest inside a host call.
+fn http_read_all(url: &str) -> Result<Response, String> {
+    let future = start_get(url).map_err(|e| format!("refused: {e:?}"))?;
+    future.subscribe().block();
+    let response = match future.get() {
+        Some(Ok(Ok(r))) => r,
+        Some(Ok(Err(e))) => return Ok(context(format!("http error: {e:?}"))),
+        _ => return Ok(context("http: no response")),
+    };
+    let body = response.consume().map_err(|()| "no body")?;
+    let stream = body.stream().map_err(|()| "no stream")?;
+    let mut total = 0usize;
+    loop {
+        match stream.blocking_read(64 * 1024) {
+            Ok(chunk) => total += chunk.len(),
+            Err(wasip2::io::streams::StreamError::Closed) => break,
+            Err(e) => {
+                return Ok(context(format!(
+                    "http read error after {total} bytes: {e:?}"
+                )));
+            }
+        }
+    }
+    Ok(context(format!("http read {total} bytes")))
+}
+
+/// Opens `n` requests at once and reports how many the host refused.
+fn http_many(url: &str, n: usize) -> Result<Response, String> {
+    let mut pending = Vec::new();
+    let mut refused = Vec::new();
+    for _ in 0..n {
+        match start_get(url) {
+            Ok(f) => pending.push(f),
+            Err(e) => refused.push(format!("{e:?}")),
+        }
+    }
+    // Wait a little for each, so the host has started every connection.
+    let mut errors = Vec::new();
+    for future in &pending {
+        let sleep = wasip2::clocks::monotonic_clock::subscribe_duration(50_000_000);
+        wasip2::io::poll::poll(&[&future.subscribe(), &sleep]);
+        if let Some(Ok(Err(e))) = future.get() {
+            errors.push(format!("{e:?}"));
+        }
+    }
+    Ok(context(format!(
+        "started {} refused {} errors {:?}",
+        pending.len(),
+        refused.len(),
+        errors
+    )))
+}
+
+impl Guest for Raw {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "hostile-raw".into(),
+            version: "0.0.1".into(),
+            events: Vec::new(),
+            capabilities: Capabilities {
+                dirs: vec![
+                    DirRequest {
+                        path: "*".into(),
+                        write: false,
+                    },
+                    DirRequest {
+                        path: "*".into(),
+                        write: true,
+                    },
+                ],
+                env: vec!["HOSTILE_ENV".into()],
+                http: vec!["*".into()],
+            },
+        }
+    }
+
+    fn handle(event: Event) -> Result<Response, String> {
+        let config: Value = event
+            .config_json
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or(Value::Null);
+        let attack = config["attack"].as_str().unwrap_or("echo");
+        let arg = config["arg"].as_str().unwrap_or("");
+        let n = config["n"].as_u64().unwrap_or(1) as usize;
+        match attack {
+            "echo" => Ok(context(format!("raw echo {}", event.name))),
+            // Opens (and reads) a path: a FIFO without a writer blocks an `open`.
+            "open" => match std::fs::File::open(arg) {
+                Ok(mut file) => {
+                    let mut buf = Vec::new();
+                    let read = (&mut file).take(1 << 20).read_to_end(&mut buf);
+                    Ok(context(format!("open ok: {read:?}")))
+                }
+                Err(e) => Ok(context(format!("open denied: {e}"))),
+            },
+            "http-read" => http_read_all(arg),
+            "http-many" => http_many(arg, n),
+            "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
+            "pollables" => leak_pollables(n),
+            // Strings and JSON of `n` bytes in each response field.
+            "huge-reason" => Ok(Response {
+                reason: Some(huge(n)),
+                block: true,
+                ..empty()
+            }),
+            "huge-texts" => Ok(Response {
+                reason: Some(huge(n)),
+                system_message: Some(huge(n)),
+                additional_context: Some(huge(n)),
+                stop_reason: Some(huge(n)),
+                ..empty()
+            }),
+            "huge-input" => Ok(Response {
+                updated_input_json: Some(huge_json(n)),
+                ..empty()
+            }),
+            "huge-output" => Ok(Response {
+                updated_output_json: Some(huge_json(n)),
+                ..empty()
+            }),
+            "huge-extras" => Ok(Response {
+                extras_json: Some(format!("{{\"sessionTitle\": \"{}\"}}", huge(n))),
+                ..empty()
+            }),
+            "huge-err" => Err(huge(n)),
+            // Extras that try to say more than the typed fields.
+            "extras" => Ok(Response {
+                extras_json: Some(arg.to_string()),
+                ..empty()
+            }),
+            // Host work that wasm fuel does not see: 1 MiB log records in a loop.
+            "log-flood" => {
+                let message = huge(1 << 20);
+                for _ in 0..n {
+                    log(Level::Info, &message, &[]);
+                }
+                Ok(context("log flood done"))
+            }
+            // One record larger than wasmtime's cap on data passed to one host call.
+            "log-huge" => {
+                log(Level::Info, &huge(n), &[]);
+                Ok(context("log huge done"))
+            }
+            "log-fields" => {
+                let fields: Vec<(String, String)> =
+                    (0..n).map(|i| (format!("k{i}"), huge(1024))).collect();
+                log(Level::Info, "fields", &fields);
+                Ok(context("log fields done"))
+            }
+            "write-flood" => {
+                // Writes through a raw WASI stream: each call moves `arg`-sized chunks.
+                let out = wasip2::cli::stderr::get_stderr();
+                let chunk = vec![b'e'; 4096];
+                for _ in 0..n {
+                    if out.blocking_write_and_flush(&chunk).is_err() {
+                        break;
+                    }
+                }
+                Ok(context("write flood done"))
+            }
+            "read-flood" => {
+                // Reads one granted file again and again: host I/O in proportion to the
+                // bytes moved.
+                let mut total = 0usize;
+                for _ in 0..n {
+                    match std::fs::read(arg) {
+                        Ok(bytes) => total += bytes.len(),
+                        Err(e) => return Ok(context(format!("read error: {e}"))),
+                    }
+                }
+                Ok(context(format!("read {total} bytes")))
+            }
+            // Exits the guest process from inside the call.
+            "exit" => std::process::exit(n as i32),
+            // Asks for more memory than its limit, survives the refusal, answers.
+            "grow-refused" => {
+                let pages = n.max(1);
+                // Native builds (the plugins' `cargo test --lib`) have no linear memory.
+                #[cfg(target_arch = "wasm32")]
+                let got = core::arch::wasm32::memory_grow(0, pages);
+                #[cfg(not(target_arch = "wasm32"))]
+                let got = usize::MAX;
+                Ok(context(format!("grow {pages} pages -> {got}")))
+            }
+            "env" => Ok(context(format!(
+                "env {:?}",
+                std::env::vars().collect::<Vec<_>>()
+            ))),
+            // Holds `n` MiB (touched, from the instance's first event on) in a session
+            // instance, and counts its events.
+            "hold" => {
+                static EVENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let count = EVENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if count == 1 {
+                    let held = vec![1u8; n << 20];
+                    std::mem::forget(std::hint::black_box(held));
+                }
+                Ok(context(format!("count={count}")))
+            }
+            "spin" => loop {
+                std::hint::black_box(0u64);
+            },
+            other => Err(format!("unknown attack `{other}`")),
+        }
+    }
+}
+
+export!(Raw);
