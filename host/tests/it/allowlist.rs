@@ -204,8 +204,8 @@ async fn signatures_admit_plugins_and_forged_ones_are_refused() {
 
 /// The plugin "file" is a FIFO whose writer serves the allowlisted bytes on the first
 /// open and other bytes on every later open. A host that checked one read and compiled
-/// another would run the other bytes; hookhost reads once, hashes and compiles those
-/// bytes, so the allowlisted plugin runs and the second payload is never asked for.
+/// another would run the other bytes; hookhost refuses a plugin path that is not a
+/// regular file before it opens it for reading, so neither payload is ever asked for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_replaced_between_check_and_compile_cannot_slip_through() {
     let dir = tempfile::tempdir().unwrap();
@@ -238,9 +238,14 @@ async fn a_plugin_replaced_between_check_and_compile_cannot_slip_through() {
     });
     let hooks = vec![wasm_hook(fifo.to_str().unwrap(), json!({"id": "swap"}))];
     let outcome = dispatch(dir.path(), fresh_runtime(&cache), managed, hooks).await;
-    assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
-    assert_eq!(report(&outcome, "swap").status, HookStatus::Blocked);
-    // The second payload is still waiting for a reader: the host never reopened the file.
+    // A plugin path that is not a regular file is refused before it is read (issue 14.4),
+    // naming the path: neither payload is read, let alone compiled or run.
+    let swap = report(&outcome, "swap");
+    assert_eq!(swap.status, HookStatus::Failed, "{outcome:#?}");
+    assert_ne!(outcome.decision, Decision::Allow, "{outcome:#?}");
+    assert!(format!("{swap:?}").contains("swap.wasm"), "{swap:?}");
+    // Both payloads are still waiting for a reader: the host never opened the file.
+    assert_eq!(std::fs::read(&fifo).unwrap(), good);
     assert_eq!(std::fs::read(&fifo).unwrap(), evil);
     writer.join().unwrap();
 }
