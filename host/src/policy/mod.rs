@@ -26,7 +26,7 @@ pub mod ceiling;
 mod embedded;
 mod hook;
 pub mod trust;
-mod urls;
+pub mod urls;
 
 pub use embedded::FunctionHook;
 pub use hook::{CommandSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
@@ -527,6 +527,19 @@ fn merge_settings(
         }
         any.then_some(all)
     };
+    // An invalid pattern allows nothing; it is reported with its file and index.
+    for layer in layers {
+        let patterns = layer.settings.allowed_http_hook_urls.iter().flatten();
+        for (i, pattern) in patterns.enumerate() {
+            if let Err(message) = urls::validate_pattern(pattern) {
+                errors.push(ConfigError {
+                    location: layer.origin.location.clone(),
+                    path: format!("$.allowedHttpHookUrls[{i}]"),
+                    message,
+                });
+            }
+        }
+    }
     let allowed_urls = union(|l| l.settings.allowed_http_hook_urls.as_ref());
     Settings {
         disable_all_hooks,
