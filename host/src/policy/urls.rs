@@ -549,7 +549,16 @@ mod tests {
         ] {
             assert_eq!(normalize_host(host).unwrap(), expected);
         }
-        for bad in ["", ".", "a b", "exa mple.com", "[::1", "example..com."] {
+        for bad in [
+            "",
+            ".",
+            "a b",
+            "exa mple.com",
+            "[::1",
+            "a%2fb",
+            "a/b",
+            "a@b",
+        ] {
             assert!(normalize_host(bad).is_err(), "{bad:?}");
         }
     }
