@@ -37,7 +37,7 @@ pub async fn run(
                 return HandlerRun::failed(
                     FailureKind::Refused,
                     format!(
-                        "URL `{}` is not allowed by `allowedHttpHookUrls` {patterns:?} ({why}); not contacted",
+                        "URL `{}` is not in `allowedHttpHookUrls` {patterns:?} ({why}); not contacted",
                         spec.url
                     ),
                     started,
