@@ -629,7 +629,7 @@ impl Analyzer {
                 }
                 Item::AssignmentWord(a, w) => {
                     self.assignment(a, depth, sound);
-                    words.push(self.word_value_only(&w.value));
+                    words.push(Self::word_value_only(&w.value));
                 }
                 Item::ProcessSubstitution(_, sub) => {
                     self.compound_list(&sub.list, depth, sound);
@@ -977,10 +977,8 @@ impl Analyzer {
 
     /// The value of a word whose commands were already walked (brush splits an assignment
     /// argument into the assignment and its word).
-    fn word_value_only(&mut self, raw: &str) -> Value {
-        let mut scratch = Analyzer::default();
-        let value = scratch.word_with(raw, MAX_DEPTH + 1, false, false);
-        value
+    fn word_value_only(raw: &str) -> Value {
+        Analyzer::default().word_with(raw, MAX_DEPTH + 1, false, false)
     }
 
     fn word_with(&mut self, raw: &str, depth: usize, sound: bool, heredoc: bool) -> Value {
