@@ -398,9 +398,9 @@ mod tests {
         )
     }
 
-    /// `(rule, command, hook runs)`: the attacks on a `git push` guard, each of which bash
-    /// really runs as `git push` (`attacks_really_run_git_push` checks that in bash).
-    pub(crate) const GIT_PUSH_RUNS: &[&str] = &[
+    /// Attacks on a `git push` guard, each of which runs `git push` (the CLI test
+    /// `attacks::if_rule` runs its own table of them in a real bash with a stub `git`).
+    const GIT_PUSH_RUNS: &[&str] = &[
         "git push",
         "git push origin main",
         "git push;",
@@ -495,6 +495,12 @@ mod tests {
         "trap 'git push' EXIT",
         "x='git push'; eval \"$x\"",
         "coproc git push",
+        "exec -a name git push",
+        "~/bin/git push",
+        "command -- git push",
+        "time -- git push",
+        "time -p -- git push",
+        "nohup -- git push",
     ];
 
     /// Commands a `git push` guard is skipped on: nothing in them runs `git push`.
@@ -576,6 +582,11 @@ mod tests {
         "watch git push",
         "x=$'\\xff'; $'\\xffgit' push",
         "$'\\cAgit' push",
+        "git${IFS}push",
+        "$(which git) push",
+        "bash -c 'git \"$@\"' _ push",
+        "IFS=,; x=git,push; $x",
+        "exec \"$@\"",
     ];
 
     #[test]
@@ -615,6 +626,11 @@ mod tests {
             ("Bash(rm *)", "find . -name '*.o' -exec rm {} +", true),
             ("Bash(rm *)", "ls | xargs rm", true),
             ("Bash(rm *)", "ls | xargs -0 rm -f", true),
+            ("Bash(rm *)", "busybox rm x", true),
+            ("Bash(rm *)", "ls | xargs -I{} rm {}", true),
+            ("Bash(rm *)", "command rm -rf /", true),
+            ("Bash(rm *)", "bash -c 'r\"m\" -rf /'", true),
+            ("Bash(rm *)", "$(printf rm) -rf /", true),
             ("Bash(rm *)", "rmdir x", false),
             ("Bash(rm *)", "git rm x", false),
             ("Bash(rm *)", "ls -la", false),

@@ -107,6 +107,9 @@ const SHELLS: &[&str] = &[
 /// Programs that run the command given in their later words. After one, every later word
 /// may be the command.
 const WRAPPERS: &[&str] = &[
+    // bash's `time` keyword takes `--` (`time -- cmd`, `time -p -- cmd`), which the parser
+    // leaves as the command's first word.
+    "--",
     "command",
     "builtin",
     "exec",
