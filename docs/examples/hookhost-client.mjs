@@ -1,18 +1,33 @@
-// A minimal client for the hookhost daemon (`hookhost serve --socket PATH`), for Node.js
+// A minimal client for the hookhost daemon (`hookhost serve [--socket PATH]`), for Node.js
 // 18+ with no dependencies. Requests on one connection run concurrently; answers are
 // matched to their promises by id.
 //
 //   import { HookhostClient } from './hookhost-client.mjs';
-//   const client = await HookhostClient.connect('/run/user/1000/hookhost.sock');
+//   const client = await HookhostClient.connect(defaultSocketPath());
 //   const outcome = await client.dispatch('PreToolUse',
 //     { session_id: 's1', tool_name: 'Bash', tool_input: { command: 'rm -rf /' } });
 //   if (outcome.decision === 'deny') console.log('blocked:', outcome.reason);
 //   client.close();
 //
-// Run it as a script for a quick check: `node hookhost-client.mjs SOCKET`.
+// Run it as a script for a quick check: `node hookhost-client.mjs [SOCKET]`.
 
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+
+/** Where `hookhost serve` listens without `--socket`: `$XDG_RUNTIME_DIR` when it is an
+ * absolute directory, else the data directory. */
+export function defaultSocketPath() {
+  const runtime = process.env.XDG_RUNTIME_DIR ?? '';
+  if (path.isAbsolute(runtime) && fs.statSync(runtime, { throwIfNoEntry: false })?.isDirectory()) {
+    return path.join(runtime, 'hookhost.sock');
+  }
+  const data = process.env.HOOKHOST_DATA_DIR
+    || path.join(process.env.XDG_DATA_HOME || path.join(os.homedir(), '.local/share'), 'hookhost');
+  return path.join(data, 'hookhost.sock');
+}
 
 export class HookhostClient {
   #socket;
@@ -86,11 +101,11 @@ export class HookhostClient {
 }
 
 async function main(argv) {
-  if (argv.length !== 1) {
-    console.error('usage: node hookhost-client.mjs SOCKET');
+  if (argv.length > 1) {
+    console.error('usage: node hookhost-client.mjs [SOCKET]');
     return 2;
   }
-  const client = await HookhostClient.connect(argv[0]);
+  const client = await HookhostClient.connect(argv[0] ?? defaultSocketPath());
   const commands = ['ls -la', 'rm -rf /'];
   // Both requests in flight at once.
   const outcomes = await Promise.all(commands.map((command) =>

@@ -1,23 +1,36 @@
-"""A minimal client for the hookhost daemon (`hookhost serve --socket PATH`).
+"""A minimal client for the hookhost daemon (`hookhost serve [--socket PATH]`).
 
 Standard library only. The protocol is JSON lines: send
 ``{"id", "event", "input", "project"?}``, receive ``{"id", "outcome"}`` or
 ``{"id", "error"}``; ``{"id", "subscribe": SESSION}`` pushes
 ``{"session", "async"}`` messages as the session's async hooks finish.
 
-    client = HookhostClient("/run/user/1000/hookhost.sock")
+    client = HookhostClient(default_socket_path())
     outcome = client.dispatch("PreToolUse", {"session_id": "s1", "tool_name": "Bash",
                                              "tool_input": {"command": "rm -rf /"}})
     if outcome["decision"] in ("deny", "block"):
         print("blocked:", outcome["reason"])
 
-Run it as a script for a quick check: ``python3 hookhost_client.py SOCKET``.
+Run it as a script for a quick check: ``python3 hookhost_client.py [SOCKET]``.
 """
 
 import itertools
 import json
+import os
 import socket
 import sys
+
+
+def default_socket_path():
+    """Where ``hookhost serve`` listens without ``--socket``: ``$XDG_RUNTIME_DIR`` when
+    it is an absolute directory, else the data directory."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and os.path.isdir(runtime):
+        return os.path.join(runtime, "hookhost.sock")
+    data = os.environ.get("HOOKHOST_DATA_DIR") or os.path.join(
+        os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "hookhost"
+    )
+    return os.path.join(data, "hookhost.sock")
 
 
 class HookhostError(Exception):
@@ -95,10 +108,10 @@ class HookhostClient:
 
 
 def main(argv):
-    if len(argv) != 2:
-        print("usage: hookhost_client.py SOCKET", file=sys.stderr)
+    if len(argv) > 2:
+        print("usage: hookhost_client.py [SOCKET]", file=sys.stderr)
         return 2
-    with HookhostClient(argv[1]) as client:
+    with HookhostClient(argv[1] if len(argv) == 2 else default_socket_path()) as client:
         for command in ("ls -la", "rm -rf /"):
             outcome = client.dispatch(
                 "PreToolUse",

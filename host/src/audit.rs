@@ -1,20 +1,32 @@
 //! The audit log: every dispatch appends one JSON line.
 //!
 //! A line holds the time (UTC, RFC 3339), the session, the event, the tool and its input
-//! with secret-looking fields redacted ([`Redacted`]), the merged decision, and per hook its
-//! id, source, type, status, duration, fuel and memory. The file is
-//! `$HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in the user's data directory; it is created
-//! with mode 0600 and only ever appended to, so it can be rotated by moving it away.
+//! with secret-looking fields redacted ([`Redacted`]), the merged decision, the rewritten
+//! input (redacted) and the hook whose rewrite won, and per hook its id, source, type,
+//! status, duration, fuel and memory. The file is `$HOOKHOST_AUDIT_LOG`, else
+//! `audit.jsonl` in the user's data directory (or the path an embedder or managed policy
+//! gives [`AuditLog::new`]); it is created with mode 0600 and only ever appended to, so it
+//! can be rotated by moving it away.
+//!
+//! What the log refuses to write to, with a message that becomes a notice of the outcome:
+//! a symlink (opened with `O_NOFOLLOW`, relative to the directory it was checked in), a
+//! file that is not regular, not this user's, or writable by group or others, and a
+//! directory that is not this user's (or root's), or that others may write without the
+//! sticky bit (they could replace the log).
 //!
 //! Concurrent writers (parallel `hookhost dispatch` processes, threads of a daemon) never
-//! interleave or lose lines: each line is written with the file opened in append mode
-//! while holding an exclusive `flock` on it, so even a line longer than one `write` is
-//! never torn.
+//! interleave or lose lines: each line is written with one `write` to the file opened in
+//! append mode, while holding an exclusive lock on it. A full disk never leaves half a
+//! line for the next one to be glued to: a short write is truncated back to where the
+//! line started (and should that fail, the next line starts on a new line).
 
 use std::borrow::Cow;
+use std::ffi::CString;
 use std::fs::File;
 use std::io::{BufRead, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,8 +38,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::handlers::Invocation;
-use crate::handlers::command::is_credential_name;
 use crate::outcome::{Decision, HookStatus, Outcome};
+use crate::policy::env::{credential_name_triggers, is_credential_name};
 
 /// Characters of one string value kept in the log; the rest is cut with a note.
 const VALUE_CAP: usize = 2000;
@@ -50,6 +62,11 @@ pub struct AuditLog {
 struct OpenLog {
     file: File,
     id: (u64, u64),
+    /// The next line must start with a newline: the file does not end with one (half a
+    /// line that could not be removed, here or by another process before the open).
+    needs_newline: bool,
+    /// Whether the file's last byte is yet to be checked (once per open, under the lock).
+    check_tail: bool,
 }
 
 impl Clone for AuditLog {
@@ -58,7 +75,8 @@ impl Clone for AuditLog {
     }
 }
 
-/// An exclusive `flock` on a file, released on drop.
+/// An exclusive lock on a file (`flock`, through the standard library), released on
+/// drop.
 #[derive(Debug)]
 pub struct Flock<'a>(&'a File);
 
@@ -67,17 +85,13 @@ impl<'a> Flock<'a> {
     ///
     /// # Errors
     ///
-    /// `flock` failed.
+    /// The lock failed.
     pub fn exclusive(file: &'a File) -> std::io::Result<Flock<'a>> {
         loop {
-            // SAFETY: flock on a file descriptor owned by `file`, which outlives the guard.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if rc == 0 {
-                return Ok(Flock(file));
-            }
-            let error = std::io::Error::last_os_error();
-            if error.kind() != std::io::ErrorKind::Interrupted {
-                return Err(error);
+            match file.lock() {
+                Ok(()) => return Ok(Flock(file)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
             }
         }
     }
@@ -85,11 +99,57 @@ impl<'a> Flock<'a> {
 
 impl Drop for Flock<'_> {
     fn drop(&mut self) {
-        // SAFETY: unlocking the descriptor locked in `exclusive`.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = self.0.unlock();
     }
+}
+
+/// This process's effective uid.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why a directory may not hold the log, if it may not.
+fn unsafe_dir(meta: &std::fs::Metadata) -> Option<String> {
+    let uid = euid();
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Some(format!(
+            "its directory belongs to uid {}, not to this user (uid {uid}) or root",
+            meta.uid()
+        ));
+    }
+    let sticky = meta.mode() & libc::S_ISVTX != 0;
+    if meta.mode() & 0o022 != 0 && !sticky {
+        return Some(format!(
+            "its directory is writable by other users (mode {:o}), who could replace the log",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// Why an opened file may not be the log, if it may not.
+fn unsafe_file(meta: &std::fs::Metadata) -> Option<String> {
+    if !meta.is_file() {
+        return Some(format!(
+            "it is {}, not a regular file",
+            crate::config::file::kind_name(meta)
+        ));
+    }
+    let uid = euid();
+    if meta.uid() != uid {
+        return Some(format!(
+            "it belongs to uid {}, not to this user (uid {uid})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "it is writable by other users (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
 }
 
 impl AuditLog {
@@ -118,7 +178,8 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// The log cannot be opened, locked or written; the message names the file.
+    /// The log cannot be opened, locked or written, or is refused; the message names the
+    /// file.
     pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<(), String> {
         self.append(&entry(invocation, outcome, SystemTime::now()))
     }
@@ -127,14 +188,18 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// The log cannot be opened, locked or written; the message names the file.
+    /// The log cannot be opened, locked or written, or is refused (see the module docs);
+    /// the message names the file.
     pub fn append(&self, entry: &impl Serialize) -> Result<(), String> {
-        use std::os::unix::fs::MetadataExt;
         let shown = self.path.display();
-        let mut line = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
+        let mut line = Vec::with_capacity(512);
+        line.push(b'\n'); // dropped unless the file lacks its last newline
+        serde_json::to_writer(&mut line, entry).map_err(|e| e.to_string())?;
         line.push(b'\n');
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let current = std::fs::metadata(&self.path)
+        // The path's own inode, not a symlink's target: a log replaced by a symlink is
+        // reopened, and then refused.
+        let current = std::fs::symlink_metadata(&self.path)
             .ok()
             .map(|m| (m.dev(), m.ino()));
         if open.as_ref().map(|o| Some(o.id)) != Some(current) {
@@ -146,28 +211,113 @@ impl AuditLog {
             *open = Some(OpenLog {
                 file,
                 id: (meta.dev(), meta.ino()),
+                needs_newline: false,
+                check_tail: meta.len() > 0,
             });
         }
-        let file = &open.as_ref().expect("opened above").file;
-        let _lock = Flock::exclusive(file)
+        let log = open.as_mut().expect("opened above");
+        let _lock = Flock::exclusive(&log.file)
             .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
-        (&*file)
-            .write_all(&line)
+        if log.check_tail {
+            log.check_tail = false;
+            let size = log.file.metadata().map(|m| m.len()).unwrap_or(0);
+            let mut last = [b'\n'];
+            if size > 0 && log.file.read_exact_at(&mut last, size - 1).is_ok() {
+                log.needs_newline = last[0] != b'\n';
+            }
+        }
+        let bytes = if log.needs_newline {
+            &line[..]
+        } else {
+            &line[1..]
+        };
+        write_line(&log.file, bytes, &mut log.needs_newline)
             .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))
     }
 
+    /// Opens (creating it 0600) the log file without following a symlink, in a directory
+    /// opened and checked first, and checks the opened file (see the module docs).
     fn open_file(&self) -> Result<File, String> {
-        use std::os::unix::fs::OpenOptionsExt;
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        let shown = self.path.display();
+        let refuse = |why: String| format!("refusing the audit log `{shown}`: {why}");
+        let dir = match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+                dir
+            }
+            None => Path::new("."),
+        };
+        let name = self
+            .path
+            .file_name()
+            .ok_or_else(|| format!("cannot open the audit log `{shown}`: it names no file"))?;
+        let dir_file =
+            File::open(dir).map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        let dir_meta = dir_file
+            .metadata()
+            .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        if !dir_meta.is_dir() {
+            return Err(format!(
+                "cannot open the audit log `{shown}`: `{}` is not a directory",
+                dir.display()
+            ));
         }
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&self.path)
-            .map_err(|e| format!("cannot open the audit log `{}`: {e}", self.path.display()))
+        if let Some(why) = unsafe_dir(&dir_meta) {
+            return Err(refuse(why));
+        }
+        let name = CString::new(name.as_bytes())
+            .map_err(|_| format!("cannot open the audit log `{shown}`: a NUL in its name"))?;
+        let flags = libc::O_WRONLY
+            | libc::O_APPEND
+            | libc::O_CREAT
+            | libc::O_NOFOLLOW
+            | libc::O_NONBLOCK
+            | libc::O_NOCTTY
+            | libc::O_CLOEXEC;
+        // SAFETY: openat with a directory descriptor we own and a NUL-terminated name;
+        // the returned descriptor, when valid, is owned by nobody else.
+        let fd = unsafe {
+            libc::openat(
+                dir_file.as_raw_fd(),
+                name.as_ptr(),
+                flags,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            // The kernel may answer EACCES for another user's symlink in a sticky
+            // directory: say what is there.
+            let found = matches!(e.raw_os_error(), Some(libc::EACCES | libc::ELOOP))
+                .then(|| std::fs::symlink_metadata(&self.path).ok())
+                .flatten();
+            if found.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
+                return Err(refuse("it is a symlink".into()));
+            }
+            if let Some(why) = found.as_ref().and_then(unsafe_file) {
+                return Err(refuse(why));
+            }
+            return Err(match e.raw_os_error() {
+                Some(libc::ELOOP) => refuse("it is a symlink".into()),
+                Some(libc::EISDIR) => {
+                    format!("cannot open the audit log `{shown}`: it is a directory")
+                }
+                _ => format!("cannot open the audit log `{shown}`: {e}"),
+            });
+        }
+        // SAFETY: `fd` is a fresh, valid descriptor that nothing else owns.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        if let Some(why) = unsafe_file(&meta) {
+            return Err(refuse(why));
+        }
+        Ok(file)
     }
 
     /// Reads every entry, oldest first. Lines that are not JSON are returned as errors
@@ -196,6 +346,38 @@ impl AuditLog {
     }
 }
 
+/// Writes one whole line with one `write` (the file is in append mode and locked). On a
+/// short write (a full disk, a file size limit) the part that was written is truncated
+/// away, so the file still ends with a whole line; if even that fails, `needs_newline`
+/// makes the next line start on a line of its own. A failed `write` wrote nothing.
+fn write_line(file: &File, line: &[u8], needs_newline: &mut bool) -> std::io::Result<()> {
+    let written = loop {
+        match (&*file).write(line) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            result => break result?,
+        }
+    };
+    if written == line.len() {
+        *needs_newline = false;
+        return Ok(());
+    }
+    let partial = std::io::Error::other(format!(
+        "only {written} of the line's {} bytes could be written (is the disk full?)",
+        line.len()
+    ));
+    let end = file.metadata()?.len();
+    match file.set_len(end.saturating_sub(written as u64)) {
+        Ok(()) => Err(partial),
+        Err(truncate) => {
+            // The half line stays; end it, or have the next line start with a newline.
+            *needs_newline = !matches!((&*file).write(b"\n"), Ok(1));
+            Err(std::io::Error::other(format!(
+                "{partial}; the partial line could not be removed ({truncate})"
+            )))
+        }
+    }
+}
+
 /// The audit line of one dispatch, serialized straight from the invocation and the
 /// outcome it borrows (a daemon writes thousands a second).
 #[derive(Debug, Serialize)]
@@ -214,6 +396,12 @@ pub struct Entry<'a> {
     reason: Option<RedactedText<'a>>,
     #[serde(rename = "continue")]
     continue_: bool,
+    /// The rewritten tool input (redacted like `toolInput`), so a rewrite is auditable.
+    #[serde(rename = "updatedInput", skip_serializing_if = "Option::is_none")]
+    updated_input: Option<Redacted<'a>>,
+    /// The hook whose rewrite won.
+    #[serde(rename = "updatedInputBy", skip_serializing_if = "Option::is_none")]
+    updated_input_by: Option<&'a str>,
     hooks: Vec<HookLine<'a>>,
     /// The line of an async hook's run, written after its event's line.
     #[serde(rename = "async", skip_serializing_if = "std::ops::Not::not")]
@@ -261,6 +449,8 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
         decision: outcome.decision,
         reason: outcome.reason.as_deref().map(RedactedText),
         continue_: outcome.continue_,
+        updated_input: outcome.updated_input.as_ref().map(Redacted),
+        updated_input_by: outcome.updated_input_by.as_deref(),
         hooks: outcome
             .hooks
             .iter()
@@ -317,55 +507,75 @@ impl Serialize for RedactedText<'_> {
     }
 }
 
-/// One masking rule: a regex, its replacement, and lowercase literals of which every
+/// One masking rule: a regex, what replaces its matches, and literals of which every
 /// match of the regex contains at least one (compared ASCII case-insensitively).
 ///
-/// The triggers exist for start-up time: compiling the six regexes costs ~3 ms, more
+/// The triggers exist for start-up time: compiling the regexes costs milliseconds, more
 /// than the rest of a one-shot `hookhost dispatch`, while most strings (a `cargo test`
 /// command, a file path) contain no trigger at all. A rule's regex is compiled the first
 /// time one of its triggers is seen, and is the only judge of what is masked.
 struct SecretRule {
-    triggers: &'static [&'static str],
+    triggers: Triggers,
     pattern: &'static str,
-    replacement: &'static str,
+    replacement: Replacement,
+}
+
+/// The literals that can start a rule's work.
+enum Triggers {
+    /// These (lowercase).
+    Literals(&'static [&'static str]),
+    /// The literals of the credential-name rule
+    /// ([`credential_name_triggers`]): every credential name contains one.
+    CredentialNames,
+}
+
+/// What a match becomes.
+enum Replacement {
+    /// A regex replacement template.
+    Template(&'static str),
+    /// `NAME`, the separator, then [`REDACTED`] — when capture 1 (`NAME`) is a
+    /// credential name by the one rule ([`is_credential_name`]); else the match is kept.
+    CredentialAssignment,
 }
 
 const SECRET_RULES: &[SecretRule] = &[
     SecretRule {
-        triggers: &["-----begin "],
+        triggers: Triggers::Literals(&["-----begin "]),
         pattern: r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
-        replacement: "[REDACTED PRIVATE KEY]",
+        replacement: Replacement::Template("[REDACTED PRIVATE KEY]"),
     },
     SecretRule {
-        triggers: &["bearer", "basic", "token"],
+        triggers: Triggers::Literals(&["bearer", "basic", "token"]),
         pattern: r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}",
-        replacement: "${1} [REDACTED]",
+        replacement: Replacement::Template("${1} [REDACTED]"),
     },
-    // NAME=value and NAME: value where NAME looks like a credential.
+    // `NAME=value`, `NAME: value`, `"NAME": "value"`, and URL query parameters
+    // (`?api_key=v&page=2`), where NAME is a credential name by the one rule that also
+    // scrubs command hooks' environment.
     SecretRule {
-        triggers: &["token", "secret", "passw", "key", "credential", "auth"],
-        pattern: r#"(?i)\b([A-Z0-9_.-]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)[A-Z0-9_.-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;&|]+)"#,
-        replacement: "${1}${2}[REDACTED]",
+        triggers: Triggers::CredentialNames,
+        pattern: r#"\b([A-Za-z0-9_.-]+)(["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;&|]+)"#,
+        replacement: Replacement::CredentialAssignment,
     },
     SecretRule {
-        triggers: &[
+        triggers: Triggers::Literals(&[
             "--password",
             "--passwd",
             "--token",
             "--secret",
             "--api-key",
             "--access-key",
-        ],
+        ]),
         pattern: r"(?i)(--(?:password|passwd|token|secret|api-key|access-key)[= ]\s*)\S+",
-        replacement: "${1}[REDACTED]",
+        replacement: Replacement::Template("${1}[REDACTED]"),
     },
     SecretRule {
-        triggers: &["://"],
+        triggers: Triggers::Literals(&["://"]),
         pattern: r"(://[^/\s:@]+:)[^@\s/]+@",
-        replacement: "${1}[REDACTED]@",
+        replacement: Replacement::Template("${1}[REDACTED]@"),
     },
     SecretRule {
-        triggers: &[
+        triggers: Triggers::Literals(&[
             "ghp_",
             "gho_",
             "ghu_",
@@ -380,9 +590,9 @@ const SECRET_RULES: &[SecretRule] = &[
             "akia",
             "aiza",
             "eyj",
-        ],
+        ]),
         pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|sk_(?:live|test)_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})",
-        replacement: "[REDACTED]",
+        replacement: Replacement::Template("[REDACTED]"),
     },
 ];
 
@@ -394,6 +604,41 @@ fn rule_regex(index: usize) -> &'static Regex {
         .get_or_init(|| Regex::new(SECRET_RULES[index].pattern).expect("secret patterns are valid"))
 }
 
+/// Applies one rule to a text; borrows it when nothing matched.
+fn apply_rule<'t>(index: usize, regex: &Regex, text: &'t str) -> Cow<'t, str> {
+    match SECRET_RULES[index].replacement {
+        Replacement::Template(template) => regex.replace_all(text, template),
+        Replacement::CredentialAssignment => mask_credential_assignments(regex, text),
+    }
+}
+
+/// Masks the value of every assignment whose name is a credential name. The search
+/// resumes inside the value of an assignment that is not masked, since that value may
+/// hold one (`https://host/x?key=v`: `https` is no credential, `key` is).
+fn mask_credential_assignments<'t>(regex: &Regex, text: &'t str) -> Cow<'t, str> {
+    let mut out = String::new();
+    let (mut copied, mut from) = (0, 0);
+    while let Some(caps) = regex.captures_at(text, from) {
+        let (name, value) = (
+            &caps[1],
+            caps.get(3).expect("the value group always takes part"),
+        );
+        if is_credential_name(name) {
+            out.push_str(&text[copied..value.start()]);
+            out.push_str(REDACTED);
+            copied = value.end();
+            from = value.end();
+        } else {
+            from = value.start();
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
 /// Every rule's triggers in one automaton (ASCII case-insensitive), each pattern
 /// mapped back to its rule: one pass over a string tells which rules could match.
 fn triggers() -> &'static (AhoCorasick, Vec<usize>) {
@@ -402,7 +647,13 @@ fn triggers() -> &'static (AhoCorasick, Vec<usize>) {
         let (patterns, rules): (Vec<&str>, Vec<usize>) = SECRET_RULES
             .iter()
             .enumerate()
-            .flat_map(|(index, rule)| rule.triggers.iter().map(move |t| (*t, index)))
+            .flat_map(|(index, rule)| {
+                let literals: Vec<&'static str> = match rule.triggers {
+                    Triggers::Literals(literals) => literals.to_vec(),
+                    Triggers::CredentialNames => credential_name_triggers().collect(),
+                };
+                literals.into_iter().map(move |t| (t, index))
+            })
             .unzip();
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
@@ -424,12 +675,8 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
         triggered[rule_of[found.pattern().as_usize()]] = true;
     }
     let mut out = Cow::Borrowed(text);
-    for (index, rule) in SECRET_RULES.iter().enumerate() {
-        if !triggered[index] {
-            continue;
-        }
-        let regex = rule_regex(index);
-        if let Cow::Owned(replaced) = regex.replace_all(&out, rule.replacement) {
+    for (index, _) in triggered.iter().enumerate().filter(|(_, on)| **on) {
+        if let Cow::Owned(replaced) = apply_rule(index, rule_regex(index), &out) {
             out = Cow::Owned(replaced);
         }
     }
@@ -556,18 +803,39 @@ mod tests {
             "-----BEGIN RSA PRIVATE KEY-----\nabc",
             "cargo test --workspace",
             "plain text with no secret at all",
+            "ENCRYPTION_KEY=e1 SIGNING_KEY=s1 SSH_KEY=k1 MASTER_KEY=m1 GCP_SA=g1 make",
+            "curl 'https://api.example.com/v1?key=q1&page=2&access_token=q2'",
+            "GITHUB_PAT=p1 BASIC_AUTH=b1 PATH=/usr/bin AUTHOR=bob FOO=1",
+            r#"{"password": "j1", "path": "/x"}"#,
         ];
         for sample in samples {
             let mut unconditional = sample.to_string();
-            for rule in SECRET_RULES {
+            for (index, rule) in SECRET_RULES.iter().enumerate() {
                 let regex = Regex::new(rule.pattern).unwrap();
-                unconditional = regex
-                    .replace_all(&unconditional, rule.replacement)
-                    .into_owned();
+                unconditional = apply_rule(index, &regex, &unconditional).into_owned();
             }
             assert_eq!(redact_text(sample), unconditional, "sample: {sample}");
         }
         assert_ne!(redact_text(samples[0]), samples[0], "the samples do mask");
+        // The one credential-name rule decides assignments and query parameters.
+        for (sample, secrets, kept) in [
+            (16, &["e1", "s1", "k1", "m1", "g1"][..], &["make"][..]),
+            (17, &["q1", "q2"], &["page=2"]),
+            (18, &["p1", "b1"], &["PATH=/usr/bin", "AUTHOR=bob", "FOO=1"]),
+            (19, &["j1"], &[r#""path": "/x""#]),
+        ] {
+            let masked = redact_text(samples[sample]);
+            for secret in secrets {
+                assert!(!masked.contains(secret), "{secret} in {masked}");
+            }
+            for kept in kept {
+                assert!(masked.contains(kept), "{kept} lost: {masked}");
+            }
+        }
+        assert!(matches!(
+            redact_text("FOO=1 make https://x"),
+            Cow::Borrowed(_)
+        ));
     }
     /// The log stays open between appends, yet a log moved away (rotated) or deleted is
     /// followed by a new file at the configured path.

@@ -13,18 +13,27 @@ use clap::Parser;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> ExitCode {
+    // A panic anywhere is a host error: one line on stderr and exit 1, never Rust's 101
+    // (not a hook-protocol answer) and never 2 (which blocks the agent under
+    // `--format claude`).
+    cli::install_panic_hook();
+    std::panic::catch_unwind(run).unwrap_or_else(|_| ExitCode::from(cli::ERROR_EXIT))
+}
+
+fn run() -> ExitCode {
     // First of all: a dispatch answered by its daemon should cost little more than the
     // process start.
     if let Some(code) = cli::dispatch_daemon::forward() {
         return code;
     }
     // Warnings of the library (a compile-cache entry rebuilt, an audit line that could
-    // not be written by a background run) on stderr; `HOOKHOST_LOG=debug` for more.
+    // not be written by a background run) on stderr, escaped (they quote paths and
+    // plugin names); `HOOKHOST_LOG=debug` for more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("HOOKHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| cli::EscapingStderr)
         .without_time()
         .init();
     if let Some(code) = cli::dispatch_daemon::serve_if_started() {
@@ -34,7 +43,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(message) => {
-            eprint!("{}", cli::error_text(&message));
+            cli::output::write_stderr(&cli::error_text(&message));
             ExitCode::from(cli::ERROR_EXIT)
         }
     }

@@ -1,12 +1,62 @@
 //! `hookhost plugin new`: scaffolds a plugin in Rust, Python or JavaScript from templates
 //! embedded in the binary. Each scaffold builds to a `hookhost:hook@0.1.0` component and
 //! carries a unit test of its rules that passes out of the box.
+//!
+//! Nothing here depends on where the binary was built: a `cargo install`ed `hookhost`
+//! has no source tree beside it. A Rust scaffold therefore gets a copy of the guest SDK
+//! the binary carries (`hookhost-guest/`, with its WIT), unless `--sdk` names another.
 
 use std::path::{Path, PathBuf};
 
 /// The WIT world every plugin implements, copied into Python and JS scaffolds (their
-/// toolchains read it at build time).
+/// toolchains read it at build time) and into the vendored guest SDK.
 pub const WIT: &str = include_str!("../../wit/hook.wit");
+
+/// The guest SDK's source, vendored into Rust scaffolds.
+pub const GUEST_SDK_LIB: &str = include_str!("../../guest-sdk/src/lib.rs");
+
+/// The vendored guest SDK's manifest: standalone (no workspace inheritance).
+const GUEST_SDK_MANIFEST: &str = include_str!("../templates/rust/hookhost-guest/Cargo.toml");
+
+/// The directory of the vendored guest SDK in a Rust scaffold.
+pub const VENDORED_SDK_DIR: &str = "hookhost-guest";
+
+/// The files of a standalone copy of the guest SDK, as (relative path, text).
+pub fn guest_sdk_files() -> [(&'static str, String); 3] {
+    [
+        (
+            "Cargo.toml",
+            GUEST_SDK_MANIFEST.replace("{{sdk_version}}", env!("CARGO_PKG_VERSION")),
+        ),
+        ("src/lib.rs", GUEST_SDK_LIB.to_string()),
+        ("wit/hook.wit", WIT.to_string()),
+    ]
+}
+
+/// Writes a standalone copy of the guest SDK into `dir` (created).
+///
+/// # Errors
+///
+/// A write failure, naming the path.
+pub fn write_guest_sdk(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for (relative, text) in guest_sdk_files() {
+        let path = dir.join(relative);
+        write_file(&path, &text)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes `text` to `path`, creating its directory.
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    let shown = |p: &Path| crate::text::escape(&p.display().to_string()).into_owned();
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create `{}`: {e}", shown(parent)))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write `{}`: {e}", shown(path)))
+}
 
 /// A plugin language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,17 +178,10 @@ pub struct NewPlugin {
     pub name: String,
     /// The directory to create (must not exist or be empty).
     pub dir: PathBuf,
-    /// Rust only: the `guest-sdk` directory the crate depends on by path. `None` uses
-    /// the SDK of the source tree this binary was built from when it still exists.
+    /// Rust only: a `guest-sdk` directory the crate depends on by path. `None` writes a
+    /// copy of the SDK this binary carries into the scaffold's `hookhost-guest/`, so the
+    /// plugin builds anywhere.
     pub sdk: Option<PathBuf>,
-}
-
-/// The `guest-sdk` of the source tree this binary was built from, if it is still there.
-pub fn bundled_sdk() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
-    dir.join("Cargo.toml")
-        .is_file()
-        .then(|| dir.canonicalize().unwrap_or(dir))
 }
 
 /// Checks a plugin name.
@@ -178,41 +221,35 @@ pub fn new_plugin(spec: &NewPlugin) -> Result<Vec<PathBuf>, String> {
             spec.dir.display()
         ));
     }
-    let sdk_dependency = match spec.lang {
-        Lang::Rust => {
-            let sdk = spec.sdk.clone().or_else(bundled_sdk).ok_or_else(|| {
-                "no hookhost guest SDK found: pass `--sdk PATH` to a `guest-sdk` directory of \
-                 a hookhost checkout"
-                    .to_string()
-            })?;
+    let mut written = Vec::new();
+    let sdk_dependency = match (spec.lang, &spec.sdk) {
+        (Lang::Rust, Some(sdk)) => {
             if !sdk.join("Cargo.toml").is_file() {
                 return Err(format!(
                     "`{}` is not the guest SDK: it has no Cargo.toml",
-                    sdk.display()
+                    crate::text::escape(&sdk.display().to_string())
                 ));
             }
-            let sdk = std::path::absolute(&sdk).unwrap_or(sdk);
-            format!(
-                "hookhost-guest = {{ path = {:?} }}",
-                sdk.display().to_string()
-            )
+            let sdk = std::path::absolute(sdk).unwrap_or(sdk.clone());
+            let sdk = sdk.to_str().ok_or("the `--sdk` path is not UTF-8")?;
+            format!("hookhost-guest = {{ path = {} }}", toml_string(sdk))
+        }
+        (Lang::Rust, None) => {
+            for path in write_guest_sdk(&spec.dir.join(VENDORED_SDK_DIR))? {
+                written.push(path.strip_prefix(&spec.dir).unwrap_or(&path).to_path_buf());
+            }
+            format!("hookhost-guest = {{ path = {VENDORED_SDK_DIR:?} }}")
         }
         _ => String::new(),
     };
     let wasm_name = spec.name.replace('-', "_");
-    let mut written = Vec::new();
     for (relative, template, executable) in spec.lang.files() {
         let text = template
             .replace("{{name}}", &spec.name)
             .replace("{{wasm_name}}", &wasm_name)
             .replace("{{sdk_dependency}}", &sdk_dependency);
         let path = spec.dir.join(relative);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, text)
-            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+        write_file(&path, &text)?;
         if *executable {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
@@ -221,6 +258,21 @@ pub fn new_plugin(spec: &NewPlugin) -> Result<Vec<PathBuf>, String> {
         written.push(PathBuf::from(relative));
     }
     Ok(written)
+}
+
+/// `text` as a TOML basic string (quotes, backslashes and controls escaped).
+fn toml_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// What to run next in a fresh scaffold, for the CLI to print.
@@ -273,5 +325,81 @@ mod tests {
             let e = new_plugin(&spec).expect_err("second scaffold into the same dir");
             assert!(e.contains("is not empty"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_rust_scaffold_carries_the_guest_sdk() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = NewPlugin {
+            lang: Lang::Rust,
+            name: "my-hook".into(),
+            dir: dir.path().join("p"),
+            sdk: None,
+        };
+        let files = new_plugin(&spec).unwrap();
+        for file in [
+            "hookhost-guest/Cargo.toml",
+            "hookhost-guest/src/lib.rs",
+            "hookhost-guest/wit/hook.wit",
+        ] {
+            assert!(files.contains(&PathBuf::from(file)), "{file} in {files:?}");
+        }
+        let manifest = std::fs::read_to_string(spec.dir.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("hookhost-guest = { path = \"hookhost-guest\" }"),
+            "{manifest}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(spec.dir.join("hookhost-guest/src/lib.rs")).unwrap(),
+            GUEST_SDK_LIB
+        );
+    }
+
+    /// The vendored manifest lists the dependencies and features of `guest-sdk/Cargo.toml`,
+    /// at the versions of the workspace (it cannot inherit them).
+    #[test]
+    fn the_vendored_sdk_manifest_matches_the_real_one() {
+        let real = include_str!("../../guest-sdk/Cargo.toml");
+        let workspace = include_str!("../../Cargo.toml");
+        let vendored = guest_sdk_files()[0].1.clone();
+        let section = |text: &str, name: &str| -> Vec<String> {
+            text.split(&format!("[{name}]\n"))
+                .nth(1)
+                .unwrap_or("")
+                .lines()
+                .take_while(|l| !l.starts_with('['))
+                .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+                .map(String::from)
+                .collect()
+        };
+        let names = |lines: Vec<String>| -> Vec<String> {
+            lines
+                .iter()
+                .map(|l| l.split('=').next().unwrap().trim().to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(section(real, "dependencies")),
+            names(section(&vendored, "dependencies"))
+        );
+        assert_eq!(section(real, "features"), section(&vendored, "features"));
+        for line in section(&vendored, "dependencies") {
+            let name = line.split('=').next().unwrap().trim();
+            let version = line.split('"').nth(1).unwrap();
+            let pinned = workspace
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} =")))
+                .unwrap_or_else(|| panic!("{name} is not a workspace dependency"));
+            assert!(
+                pinned.contains(&format!("\"{version}")),
+                "{name}: vendored {version}, workspace {pinned}"
+            );
+        }
+    }
+
+    #[test]
+    fn toml_strings_are_escaped() {
+        assert_eq!(toml_string(r#"/a "b"\c"#), r#""/a \"b\"\\c""#);
+        assert_eq!(toml_string("/a\nb"), r#""/a\u000Ab""#);
     }
 }

@@ -16,19 +16,30 @@
 //! notice. On SIGTERM the daemon stops accepting, finishes in-flight requests, answers
 //! them and exits. A socket client that disconnects cancels its in-flight requests (their
 //! processes are killed); on stdio, the end of input means "finish and exit".
+//!
+//! The daemon protects itself from its clients ([`Limits`]): a bounded number of
+//! connections, of requests in flight and of bytes held per connection (request lines
+//! being served and answers the client has not read yet); a client that stops reading
+//! stops being read. A line that is not a request (not JSON, not UTF-8, over the line
+//! cap) is answered with an error and the connection goes on with the next line. A
+//! request that panics is answered with an error; every other request carries on.
 
 use std::collections::HashMap;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use bytes::{Buf, BytesMut};
+use futures_util::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -40,6 +51,55 @@ use crate::{Host, SourcesFingerprint};
 pub const MAX_LINE: usize = 16 << 20;
 /// How often config sources are checked for changes.
 pub const RELOAD_POLL: Duration = Duration::from_millis(250);
+/// How long the accept loop pauses after a failed `accept` (out of descriptors:
+/// `EMFILE`, `ENFILE`; out of memory), instead of retrying at once in a busy loop.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// After shutdown, how long a connection's writer waits for a client that does not read
+/// its answers before it gives up on them (the daemon must be able to exit).
+pub const SHUTDOWN_WRITE_GRACE: Duration = Duration::from_secs(10);
+/// Async results waiting for one subscriber; beyond, the subscriber misses pushes (and
+/// when no subscriber of the session can take one, it waits in the session for its next
+/// outcome, as without subscribers).
+pub const SUBSCRIBER_QUEUE: usize = 64;
+/// An event name that makes a request panic, to test that a panic is answered; only in
+/// builds with debug assertions (the tests'), never in a release build.
+#[cfg(debug_assertions)]
+pub const DEBUG_PANIC_EVENT: &str = "hookhost-debug-panic";
+
+/// What one client may make the daemon hold. Each bound applies per connection except
+/// `connections`; memory per client is at most about `line` (its read buffer) plus
+/// `pending_bytes` plus the answers of `in_flight` finished requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once; one more is answered with an error and closed.
+    pub connections: usize,
+    /// Lines of one connection being served or answered but not yet written to it;
+    /// when all are taken, the daemon stops reading from that connection.
+    pub in_flight: usize,
+    /// Bytes of request lines being served plus answers not yet written, per
+    /// connection; when they are used up, the daemon stops reading from that connection.
+    /// One request or answer larger than this is served alone.
+    pub pending_bytes: usize,
+    /// Longest request line; a longer one is answered with an error and skipped.
+    pub line: usize,
+    /// Subscriptions per connection.
+    pub subscriptions: usize,
+    /// Project hosts kept warm; naming one more project evicts one not in use.
+    pub projects: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            connections: 256,
+            in_flight: 64,
+            pending_bytes: 32 << 20,
+            line: MAX_LINE,
+            subscriptions: 64,
+            projects: 64,
+        }
+    }
+}
 
 /// Builds the host of a project, with the daemon's session store.
 pub type HostFactory = Arc<dyn Fn(&Path, Arc<dyn SessionStore>) -> Host + Send + Sync>;
@@ -55,24 +115,76 @@ struct Project {
 #[derive(Debug, Default)]
 pub struct SubscribingStore {
     inner: MemoryStore,
-    subscribers: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<AsyncResult>>>>,
+    subscribers: Mutex<Subscribers>,
+}
+
+#[derive(Debug, Default)]
+struct Subscribers {
+    next_id: u64,
+    by_session: HashMap<String, Vec<(u64, mpsc::Sender<AsyncResult>)>>,
+}
+
+/// One subscription to a session's async results; dropping it (its connection closed)
+/// unsubscribes.
+#[derive(Debug)]
+pub struct Subscription {
+    store: Arc<SubscribingStore>,
+    session: String,
+    id: u64,
+    results: mpsc::Receiver<AsyncResult>,
+}
+
+impl Subscription {
+    /// The next async result of the session.
+    pub async fn recv(&mut self) -> Option<AsyncResult> {
+        self.results.recv().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut subscribers = self.store.lock();
+        if let Some(list) = subscribers.by_session.get_mut(&self.session) {
+            list.retain(|(id, _)| *id != self.id);
+            if list.is_empty() {
+                subscribers.by_session.remove(&self.session);
+            }
+        }
+    }
 }
 
 impl SubscribingStore {
-    fn subscribe(&self, session: &str) -> mpsc::UnboundedReceiver<AsyncResult> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        subscribers
-            .entry(session.to_string())
-            .or_default()
-            .push(sender);
-        // Anything that finished before the subscription is delivered now.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Subscribers> {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Subscribes to `session`: what finished before is delivered at once.
+    pub fn subscribe(self: &Arc<Self>, session: &str) -> Subscription {
+        let (sender, results) = mpsc::channel(SUBSCRIBER_QUEUE);
+        let mut subscribers = self.lock();
+        let id = subscribers.next_id;
+        subscribers.next_id += 1;
         for result in self.inner.take_async(session) {
-            for s in &subscribers[session] {
-                let _ = s.send(result.clone());
+            if let Err(full) = sender.try_send(result) {
+                self.inner.push_async(session, full.into_inner());
             }
         }
-        receiver
+        subscribers
+            .by_session
+            .entry(session.to_string())
+            .or_default()
+            .push((id, sender));
+        Subscription {
+            store: self.clone(),
+            session: session.to_string(),
+            id,
+            results,
+        }
+    }
+
+    /// How many subscriptions are live (for tests of their clean-up).
+    pub fn subscriptions(&self) -> usize {
+        self.lock().by_session.values().map(Vec::len).sum()
     }
 }
 
@@ -83,19 +195,25 @@ impl SessionStore for SubscribingStore {
     fn set_stop_blocks(&self, session: &str, count: u32) {
         self.inner.set_stop_blocks(session, count)
     }
+    fn update_stop_blocks(
+        &self,
+        session: &str,
+        update: &mut dyn FnMut(u32) -> u32,
+    ) -> Result<(), String> {
+        self.inner.update_stop_blocks(session, update)
+    }
     fn push_async(&self, session: &str, result: AsyncResult) {
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(list) = subscribers.get_mut(session) {
-            list.retain(|s| !s.is_closed());
-            if !list.is_empty() {
-                for s in list.iter() {
-                    let _ = s.send(result.clone());
-                }
-                return;
+        let subscribers = self.lock();
+        let mut delivered = false;
+        if let Some(list) = subscribers.by_session.get(session) {
+            for (_, s) in list {
+                delivered |= s.try_send(result.clone()).is_ok();
             }
         }
         drop(subscribers);
-        self.inner.push_async(session, result);
+        if !delivered {
+            self.inner.push_async(session, result);
+        }
     }
     fn take_async(&self, session: &str) -> Vec<AsyncResult> {
         self.inner.take_async(session)
@@ -110,34 +228,246 @@ pub struct Server {
     sessions: Arc<SubscribingStore>,
     shutdown: CancellationToken,
     connections: TaskTracker,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("default_project", &self.default_project)
+            .field("limits", &self.limits)
             .finish()
     }
 }
 
-#[derive(Deserialize)]
+/// One request line, parsed.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Request {
+pub struct Request {
+    /// The client's id, echoed in the answer.
     #[serde(default)]
-    id: Value,
+    pub id: Value,
+    /// The event to dispatch.
     #[serde(default)]
-    event: Option<String>,
+    pub event: Option<String>,
+    /// The event's input JSON (default `{}`).
     #[serde(default)]
-    input: Option<Value>,
+    pub input: Option<Value>,
+    /// The project whose hooks run (default: the daemon's).
     #[serde(default)]
-    project: Option<PathBuf>,
+    pub project: Option<PathBuf>,
+    /// A session to subscribe to instead of dispatching.
     #[serde(default)]
-    subscribe: Option<String>,
+    pub subscribe: Option<String>,
+}
+
+/// A line that is not a valid request: the answer says why, with the request's id when
+/// the line was JSON with one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadRequest {
+    /// The id of the request, `null` when none could be read.
+    pub id: Value,
+    /// Why the line is not a request (starts with `bad request: `).
+    pub message: String,
+}
+
+impl BadRequest {
+    /// The answer line.
+    pub fn answer(&self) -> String {
+        json!({"id": self.id, "error": self.message}).to_string()
+    }
+}
+
+/// Parses one request line (without its newline). Any bytes are accepted: what is not a
+/// request is a [`BadRequest`], never a panic.
+///
+/// # Errors
+///
+/// The line is not UTF-8 JSON, not an object of the request's fields, or a field has the
+/// wrong type.
+pub fn parse_request(line: &[u8]) -> Result<Request, BadRequest> {
+    // serde would read an array as the fields in order (`[1, "Stop"]`): only an object
+    // is a request.
+    if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(BadRequest {
+            id: Value::Null,
+            message: "bad request: a request is a JSON object".into(),
+        });
+    }
+    serde_json::from_slice::<Request>(line).map_err(|e| BadRequest {
+        // Salvage the id of a request that is JSON but not a valid request.
+        id: serde_json::from_slice::<Value>(line)
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .unwrap_or(Value::Null),
+        message: format!("bad request: {e}"),
+    })
+}
+
+/// One unit of a request stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A line, without its newline.
+    Line(BytesMut),
+    /// A line over the cap: reported once, as soon as it is known to be too long; its
+    /// bytes are skipped up to the next newline.
+    TooLong,
+}
+
+/// Splits a byte stream into request lines of at most `max` bytes. Unlike
+/// `tokio_util`'s `LinesCodec` (whose `FramedRead` ends the stream after the first
+/// error, taking the connection with it), nothing in the bytes is an error: a line that
+/// is too long becomes [`Frame::TooLong`] and the next line is read as usual; bytes that
+/// are not UTF-8 are the parser's to refuse.
+#[derive(Debug)]
+pub struct RequestLines {
+    max: usize,
+    /// How much of the buffer is known to hold no newline.
+    scanned: usize,
+    /// Inside a line over the cap, skipping to its end.
+    discarding: bool,
+}
+
+/// The read buffer's usual size; a buffer grown past [`RequestLines::SHRINK_ABOVE`] by
+/// a long line is given back once that line is out.
+const READ_BUFFER: usize = 8 << 10;
+
+impl RequestLines {
+    const SHRINK_ABOVE: usize = 1 << 20;
+
+    /// Lines of at most `max` bytes.
+    pub fn new(max: usize) -> RequestLines {
+        RequestLines {
+            max,
+            scanned: 0,
+            discarding: false,
+        }
+    }
+
+    fn shrink(buf: &mut BytesMut) {
+        if buf.is_empty() && buf.capacity() > Self::SHRINK_ABOVE {
+            *buf = BytesMut::with_capacity(READ_BUFFER);
+        }
+    }
+}
+
+impl Decoder for RequestLines {
+    type Item = Frame;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<Frame>> {
+        loop {
+            let newline = buf[self.scanned..].iter().position(|&b| b == b'\n');
+            if self.discarding {
+                match newline {
+                    Some(at) => {
+                        buf.advance(self.scanned + at + 1);
+                        self.scanned = 0;
+                        self.discarding = false;
+                        Self::shrink(buf);
+                        continue;
+                    }
+                    None => {
+                        buf.clear();
+                        self.scanned = 0;
+                        Self::shrink(buf);
+                        return Ok(None);
+                    }
+                }
+            }
+            return Ok(match newline {
+                Some(at) => {
+                    let end = self.scanned + at;
+                    self.scanned = 0;
+                    if end > self.max {
+                        buf.advance(end + 1);
+                        Self::shrink(buf);
+                        Some(Frame::TooLong)
+                    } else {
+                        let mut line = buf.split_to(end + 1);
+                        line.truncate(end);
+                        Self::shrink(buf);
+                        Some(Frame::Line(line))
+                    }
+                }
+                None if buf.len() > self.max => {
+                    buf.clear();
+                    self.scanned = 0;
+                    self.discarding = true;
+                    Self::shrink(buf);
+                    Some(Frame::TooLong)
+                }
+                None => {
+                    self.scanned = buf.len();
+                    None
+                }
+            });
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Frame>> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        self.scanned = 0;
+        if self.discarding || buf.is_empty() {
+            buf.clear();
+            return Ok(None);
+        }
+        // The last line, without a newline.
+        Ok(Some(Frame::Line(buf.split())))
+    }
+}
+
+/// An answer waiting to be written, with what it holds of its connection's bounds.
+struct Queued {
+    text: String,
+    _slot: Option<OwnedSemaphorePermit>,
+    _bytes: Option<OwnedSemaphorePermit>,
+}
+
+/// `n` permits of `semaphore` (at most all of them), without waiting when they are free.
+async fn take(semaphore: &Arc<Semaphore>, n: usize, all: usize) -> OwnedSemaphorePermit {
+    let n = n.clamp(1, all) as u32;
+    match semaphore.clone().try_acquire_many_owned(n) {
+        Ok(permit) => permit,
+        Err(_) => semaphore
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .expect("a connection's semaphores are never closed"),
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 impl Server {
     /// A server whose requests without `project` go to `default_project`.
     pub fn new(default_project: PathBuf, factory: HostFactory) -> Arc<Server> {
+        Server::with_limits(default_project, factory, Limits::default())
+    }
+
+    /// [`Server::new`] with other bounds on what clients may make it hold.
+    pub fn with_limits(
+        default_project: PathBuf,
+        factory: HostFactory,
+        limits: Limits,
+    ) -> Arc<Server> {
+        let limits = Limits {
+            connections: limits.connections.max(1),
+            in_flight: limits.in_flight.clamp(1, Semaphore::MAX_PERMITS),
+            pending_bytes: limits.pending_bytes.clamp(1, u32::MAX as usize),
+            line: limits.line.max(1),
+            subscriptions: limits.subscriptions,
+            projects: limits.projects.max(1),
+        };
         Arc::new(Server {
             factory,
             default_project,
@@ -145,12 +475,35 @@ impl Server {
             sessions: Arc::new(SubscribingStore::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
+            limits,
         })
+    }
+
+    /// The session state shared by every connection.
+    pub fn sessions(&self) -> &Arc<SubscribingStore> {
+        &self.sessions
     }
 
     /// Asks the server to stop: no new connections or requests; in-flight ones finish.
     pub fn shutdown(&self) {
         self.shutdown.cancel();
+    }
+
+    /// Before a project is built: with the table full, forgets one project host not in
+    /// use (a client naming ever new projects must not grow the daemon without bound;
+    /// a forgotten project is rebuilt when named again).
+    fn make_room_for(&self, dir: &Path) {
+        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        if projects.len() < self.limits.projects || projects.contains_key(dir) {
+            return;
+        }
+        let idle = projects
+            .iter()
+            .find(|(key, project)| Arc::strong_count(project) == 1 && *key != &self.default_project)
+            .map(|(key, _)| key.clone());
+        if let Some(key) = idle {
+            projects.remove(&key);
+        }
     }
 
     /// The host of a project, built on first use.
@@ -210,33 +563,38 @@ impl Server {
         }
     }
 
-    /// Answers one request line, parsed as `request`; returns the answer line.
-    async fn answer(&self, request: Result<Request, serde_json::Error>, line: &str) -> String {
-        let request = match request {
-            Ok(r) => r,
-            Err(e) => {
-                // Salvage the id of a request that is JSON but not a valid request.
-                let id = serde_json::from_str::<Value>(line)
-                    .ok()
-                    .and_then(|v| v.get("id").cloned())
-                    .unwrap_or(Value::Null);
-                return json!({"id": id, "error": format!("bad request: {e}")}).to_string();
-            }
-        };
-        let Some(event) = request.event else {
+    /// Answers one request; returns the answer line.
+    async fn answer(&self, request: &mut Request) -> String {
+        let Some(event) = request.event.as_deref() else {
             return json!({"id": request.id, "error": "bad request: `event` is required"})
                 .to_string();
         };
-        let dir = request
-            .project
-            .unwrap_or_else(|| self.default_project.clone());
+        #[cfg(debug_assertions)]
+        if event == DEBUG_PANIC_EVENT {
+            panic!("a request for `{DEBUG_PANIC_EVENT}` (debug builds only)");
+        }
+        let dir = match request.project.take() {
+            None => self.default_project.clone(),
+            Some(dir) if dir.is_absolute() => dir,
+            Some(dir) => {
+                return json!({"id": request.id, "error": format!(
+                    "bad request: `project` must be an absolute path, not `{}`",
+                    dir.display()
+                )})
+                .to_string();
+            }
+        };
+        if dir != self.default_project {
+            self.make_room_for(&dir);
+        }
         let project = self.project(&dir);
         let (host, notice) = {
             let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
             (project.host.clone(), project.notice.take())
         };
+        drop(project);
         match host
-            .dispatch(&event, request.input.unwrap_or_else(|| json!({})))
+            .dispatch(event, request.input.take().unwrap_or_else(|| json!({})))
             .await
         {
             Ok(mut outcome) => {
@@ -262,6 +620,22 @@ impl Server {
         }
     }
 
+    /// [`Server::answer`], with a panic answered as an error of this request: the
+    /// connection and every other request carry on.
+    async fn answer_caught(&self, request: &mut Request) -> String {
+        match AssertUnwindSafe(self.answer(request)).catch_unwind().await {
+            Ok(answer) => answer,
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
+                tracing::error!("a request panicked: {message}");
+                json!({"id": request.id, "error": format!(
+                    "internal error: the request panicked ({message}); the daemon serves on"
+                )})
+                .to_string()
+            }
+        }
+    }
+
     /// Serves one connection until it closes or the server shuts down. With
     /// `finish_on_eof`, the end of input waits for in-flight requests (stdio); otherwise it
     /// cancels them (a socket client that went away).
@@ -270,61 +644,111 @@ impl Server {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out, mut outgoing) = mpsc::unbounded_channel::<String>();
-        let writer_task = tokio::spawn(async move {
-            let mut writer = writer;
-            while let Some(mut line) = outgoing.recv().await {
-                line.push('\n');
-                if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
+        let limits = self.limits;
+        // Unbounded as a channel, bounded by the permits each queued answer holds.
+        let (out, outgoing) = mpsc::unbounded_channel::<Queued>();
+        let writer_task = tokio::spawn(write_answers(writer, outgoing, self.shutdown.clone()));
+        let mut lines =
+            FramedRead::with_capacity(reader, RequestLines::new(limits.line), READ_BUFFER);
+        let slots = Arc::new(Semaphore::new(limits.in_flight));
+        let bytes = Arc::new(Semaphore::new(limits.pending_bytes));
         let mut requests = JoinSet::new();
         let mut subscriptions = JoinSet::new();
+        // An answer the reading loop makes itself (errors, acks, pushes): small, so it
+        // holds a slot but no bytes.
+        let small = |text: String, slot| Queued {
+            text,
+            _slot: Some(slot),
+            _bytes: None,
+        };
         let eof = loop {
+            // A slot for whatever the next line is answered with. When the client
+            // leaves its answers unread and every slot is taken, reading stops here.
+            let slot = tokio::select! {
+                biased;
+                slot = take(&slots, 1, limits.in_flight) => slot,
+                _ = self.shutdown.cancelled() => break false,
+            };
             let next = tokio::select! {
                 _ = self.shutdown.cancelled() => break false,
                 next = lines.next() => next,
-                // Reap answered requests so a long connection does not accumulate them.
-                Some(_) = requests.join_next(), if !requests.is_empty() => continue,
             };
-            match next {
-                None | Some(Err(LinesCodecError::Io(_))) => break true,
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    let error = format!("bad request: line longer than {MAX_LINE} bytes");
-                    let _ = out.send(json!({"id": null, "error": error}).to_string());
+            let line = match next {
+                None | Some(Err(_)) => break true,
+                Some(Ok(Frame::TooLong)) => {
+                    let message = format!(
+                        "bad request: line longer than {} bytes (skipped to its end)",
+                        limits.line
+                    );
+                    let _ = out.send(small(
+                        json!({"id": null, "error": message}).to_string(),
+                        slot,
+                    ));
+                    continue;
                 }
-                Some(Ok(line)) if line.trim().is_empty() => {}
-                Some(Ok(line)) => {
-                    let request = serde_json::from_str::<Request>(&line);
-                    if let Ok(Request {
-                        id,
-                        subscribe: Some(session),
-                        ..
-                    }) = request
-                    {
-                        let mut results = self.sessions.subscribe(&session);
-                        let _ = out.send(json!({"id": id, "subscribed": session}).to_string());
-                        let out = out.clone();
-                        subscriptions.spawn(async move {
-                            while let Some(result) = results.recv().await {
-                                let push = json!({"session": session, "async": result}).to_string();
-                                if out.send(push).is_err() {
-                                    break;
-                                }
-                            }
-                        });
-                        continue;
-                    }
-                    let (server, out) = (self.clone(), out.clone());
-                    requests.spawn(async move {
-                        let _ = out.send(server.answer(request, &line).await);
-                    });
-                }
+                Some(Ok(Frame::Line(line))) => line,
+            };
+            if line.first() != Some(&b'{') && line.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
+            // The line's bytes count until its answer exists.
+            let held = tokio::select! {
+                biased;
+                held = take(&bytes, line.len(), limits.pending_bytes) => held,
+                _ = self.shutdown.cancelled() => break false,
+            };
+            let mut request = match parse_request(&line) {
+                Ok(request) => request,
+                Err(bad) => {
+                    let _ = out.send(small(bad.answer(), slot));
+                    continue;
+                }
+            };
+            drop(line);
+            if let Some(session) = request.subscribe.take() {
+                drop(held);
+                if subscriptions.len() >= limits.subscriptions {
+                    let message = format!(
+                        "bad request: at most {} subscriptions per connection",
+                        limits.subscriptions
+                    );
+                    let _ = out.send(small(
+                        json!({"id": request.id, "error": message}).to_string(),
+                        slot,
+                    ));
+                    continue;
+                }
+                let mut subscription = self.sessions.subscribe(&session);
+                let ack = json!({"id": request.id, "subscribed": session}).to_string();
+                let _ = out.send(small(ack, slot));
+                let (out, slots) = (out.clone(), slots.clone());
+                subscriptions.spawn(async move {
+                    while let Some(result) = subscription.recv().await {
+                        // Waits while the client leaves its answers unread; meanwhile
+                        // the subscription's own queue is bounded.
+                        let slot = take(&slots, 1, limits.in_flight).await;
+                        let push = json!({"session": session, "async": result}).to_string();
+                        if out.send(small(push, slot)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                continue;
+            }
+            let (server, out, bytes) = (self.clone(), out.clone(), bytes.clone());
+            requests.spawn(async move {
+                let text = server.answer_caught(&mut request).await;
+                drop(request);
+                drop(held);
+                let held = take(&bytes, text.len(), limits.pending_bytes).await;
+                let _ = out.send(Queued {
+                    text,
+                    _slot: Some(slot),
+                    _bytes: Some(held),
+                });
+            });
+            // Reap answered requests so a long connection does not accumulate them.
+            while requests.try_join_next().is_some() {}
         };
         if eof && !finish_on_eof {
             // The client is gone: cancel its requests; dropping their futures kills their
@@ -340,43 +764,292 @@ impl Server {
     }
 }
 
-impl Server {
-    /// Accepts connections on a unix socket until shutdown, then waits for every
-    /// connection to finish its in-flight requests. The socket file is created with mode
-    /// 0600 and removed at the end.
+/// Writes answers as they come, batching those that are ready into one write. Gives up
+/// when the client is gone, or when, after shutdown, it has not taken an answer within
+/// [`SHUTDOWN_WRITE_GRACE`].
+async fn write_answers<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut queue: mpsc::UnboundedReceiver<Queued>,
+    shutdown: CancellationToken,
+) {
+    let mut writer = BufWriter::with_capacity(16 << 10, writer);
+    let give_up = || async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(SHUTDOWN_WRITE_GRACE).await;
+    };
+    while let Some(first) = queue.recv().await {
+        let mut next = Some(first);
+        while let Some(answer) = next {
+            let written = tokio::select! {
+                biased;
+                written = async {
+                    writer.write_all(answer.text.as_bytes()).await?;
+                    writer.write_all(b"\n").await
+                } => written.is_ok(),
+                _ = give_up() => false,
+            };
+            if !written {
+                return;
+            }
+            drop(answer);
+            next = queue.try_recv().ok();
+        }
+        let flushed = tokio::select! {
+            biased;
+            flushed = writer.flush() => flushed.is_ok(),
+            _ = give_up() => false,
+        };
+        if !flushed {
+            return;
+        }
+    }
+}
+
+/// A unix socket bound for [`Server::serve_bound`]: created with mode 0600 in a private
+/// directory and only then linked at its path, so that no other user can connect to it
+/// at any moment, whatever the umask.
+#[derive(Debug)]
+pub struct BoundSocket {
+    listener: std::os::unix::net::UnixListener,
+    path: PathBuf,
+    inode: u64,
+}
+
+/// `sun_path` holds 108 bytes with its terminating NUL.
+const MAX_SOCKET_PATH: usize = 107;
+
+fn refused(path: &Path, why: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("{}: {why}", path.display()))
+}
+
+/// The effective uid of this process.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+impl BoundSocket {
+    /// Binds a socket at `path`. Only a stale socket of this user (one nothing listens
+    /// on) is replaced; anything else at `path` (a live socket, a regular file, a
+    /// symlink, a directory) is an error, and so is a directory that another user owns
+    /// or may write to (without the sticky bit), since that user could swap the socket.
     ///
     /// # Errors
     ///
-    /// The socket cannot be bound (a live daemon already listens there, or the path is
-    /// not writable).
-    pub async fn serve_unix(self: Arc<Self>, path: &Path) -> std::io::Result<()> {
-        if path.exists() {
-            if tokio::net::UnixStream::connect(path).await.is_ok() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::AddrInUse,
-                    format!("a daemon already listens on {}", path.display()),
+    /// The directory is missing or unsafe, the path is taken or too long, or binding
+    /// fails; each message names the path.
+    pub async fn bind(path: &Path) -> io::Result<BoundSocket> {
+        let len = path.as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            return Err(refused(
+                path,
+                format!("a socket path holds at most {MAX_SOCKET_PATH} bytes; this one has {len}"),
+            ));
+        }
+        if path.file_name().is_none() {
+            return Err(refused(path, "not a file name"));
+        }
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let dir = match std::fs::metadata(&parent) {
+            Ok(meta) if meta.is_dir() => meta,
+            Ok(_) => return Err(refused(&parent, "not a directory")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(refused(
+                    &parent,
+                    "the directory does not exist (create it first)",
                 ));
             }
-            std::fs::remove_file(path)?; // a stale socket of a daemon that died
+            Err(e) => return Err(refused(&parent, e)),
+        };
+        let me = euid();
+        if dir.uid() != me && dir.uid() != 0 {
+            return Err(refused(
+                &parent,
+                format!(
+                    "the directory belongs to uid {}, who could replace the socket",
+                    dir.uid()
+                ),
+            ));
         }
-        let listener = tokio::net::UnixListener::bind(path)?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        if dir.mode() & 0o022 != 0 && dir.mode() & 0o1000 == 0 {
+            return Err(refused(
+                &parent,
+                "other users may write to this directory (and it has no sticky bit): they could replace the socket",
+            ));
         }
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(refused(path, e)),
+            Ok(meta) if !meta.file_type().is_socket() => {
+                let kind = crate::config::file::kind_name(&meta);
+                return Err(refused(
+                    path,
+                    format!("exists and is {kind}, not a socket (only a stale socket is replaced)"),
+                ));
+            }
+            Ok(meta) if meta.uid() != me => {
+                return Err(refused(
+                    path,
+                    format!("the socket belongs to uid {}; not replacing it", meta.uid()),
+                ));
+            }
+            Ok(_) => match tokio::net::UnixStream::connect(path).await {
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    std::fs::remove_file(path).map_err(|e| refused(path, e))?; // stale
+                }
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("a daemon already listens on {}", path.display()),
+                    ));
+                }
+            },
+        }
+        // Bound where nobody else can reach it, made 0600, then linked into place: a
+        // hard link fails if anything appeared at `path` meanwhile.
+        let private = tempfile::Builder::new()
+            .prefix(".hh")
+            .rand_bytes(6)
+            .tempdir_in(&parent)
+            .map_err(|e| refused(&parent, format!("cannot create a private directory: {e}")))?;
+        let staged = private.path().join("s");
+        if staged.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(refused(
+                path,
+                format!(
+                    "too long to bind safely: {} with a short file name fits in {MAX_SOCKET_PATH} bytes",
+                    parent.display()
+                ),
+            ));
+        }
+        let listener = std::os::unix::net::UnixListener::bind(&staged)
+            .map_err(|e| refused(path, format!("cannot bind: {e}")))?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| refused(path, e))?;
+        std::fs::hard_link(&staged, path).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                refused(
+                    path,
+                    "something appeared at this path while the socket was bound",
+                )
+            } else {
+                refused(path, e)
+            }
+        })?;
+        drop(private); // removes the staging name and its directory
+        let inode = std::fs::symlink_metadata(path)
+            .map_err(|e| refused(path, e))?
+            .ino();
+        Ok(BoundSocket {
+            listener,
+            path: path.to_path_buf(),
+            inode,
+        })
+    }
+
+    /// Where it is bound.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the socket file, if it is still this one.
+    fn remove(&self) {
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.inode) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Best effort, without waiting: one error line to a connection that is refused.
+fn refuse_connection(stream: &tokio::net::UnixStream, message: &str) {
+    let line = json!({"id": null, "error": message}).to_string() + "\n";
+    let _ = stream.try_write(line.as_bytes());
+}
+
+impl Server {
+    /// Binds `path` ([`BoundSocket::bind`]) and serves on it ([`Server::serve_bound`]).
+    ///
+    /// # Errors
+    ///
+    /// The socket cannot be bound (a live daemon already listens there, the path is
+    /// taken or its directory unsafe or missing).
+    pub async fn serve_unix(self: Arc<Self>, path: &Path) -> io::Result<()> {
+        let socket = BoundSocket::bind(path).await?;
+        self.serve_bound(socket).await
+    }
+
+    /// Accepts connections until shutdown, then waits for every connection to finish its
+    /// in-flight requests and removes the socket file. Connections from another user
+    /// (but root) are refused, as are connections beyond [`Limits::connections`]; when
+    /// `accept` fails (out of descriptors), the loop pauses [`ACCEPT_BACKOFF`].
+    ///
+    /// # Errors
+    ///
+    /// The listener cannot be registered with the runtime.
+    pub async fn serve_bound(self: Arc<Self>, socket: BoundSocket) -> io::Result<()> {
+        socket.listener.set_nonblocking(true)?;
+        let listener = tokio::net::UnixListener::from_std(socket.listener.try_clone()?)?;
         let reloader = self.clone().spawn_reloader();
+        let slots = Arc::new(Semaphore::new(self.limits.connections));
+        let me = euid();
+        let mut failing = false;
         loop {
-            tokio::select! {
+            let accepted = tokio::select! {
                 _ = self.shutdown.cancelled() => break,
-                accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let (reader, writer) = stream.into_split();
-                    self.connections.spawn(self.clone().serve_connection(reader, writer, false));
+                accepted = listener.accept() => accepted,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => {
+                    failing = false;
+                    stream
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(
+                            "hookhost serve: accept: {e}; retrying every {ACCEPT_BACKOFF:?}"
+                        );
+                    }
+                    failing = true;
+                    tokio::select! {
+                        _ = self.shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
+                    }
+                }
+            };
+            match stream.peer_cred() {
+                Ok(peer) if peer.uid() == me || peer.uid() == 0 => {}
+                Ok(peer) => {
+                    tracing::warn!(
+                        "hookhost serve: refused a connection from uid {}",
+                        peer.uid()
+                    );
+                    refuse_connection(&stream, "this daemon serves only its own user");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("hookhost serve: cannot tell who connected ({e}); refused");
+                    continue;
                 }
             }
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                refuse_connection(
+                    &stream,
+                    &format!("too many connections (at most {})", self.limits.connections),
+                );
+                continue;
+            };
+            let (reader, writer) = stream.into_split();
+            let server = self.clone();
+            self.connections.spawn(async move {
+                server.serve_connection(reader, writer, false).await;
+                drop(slot);
+            });
         }
         drop(listener);
-        let _ = std::fs::remove_file(path);
+        socket.remove();
         self.connections.close();
         self.connections.wait().await;
         reloader.abort();
@@ -402,5 +1075,238 @@ impl Server {
                 let _ = tokio::task::spawn_blocking(move || server.reload_changed()).await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostBuilder;
+    use crate::policy::FunctionHook;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    fn frames(chunks: &[&[u8]], max: usize) -> Vec<Frame> {
+        let mut decoder = RequestLines::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+                out.push(frame);
+            }
+        }
+        while let Some(frame) = decoder.decode_eof(&mut buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    fn line(text: &[u8]) -> Frame {
+        Frame::Line(BytesMut::from(text))
+    }
+
+    #[test]
+    fn lines_are_split_and_a_long_one_is_skipped_to_its_end() {
+        assert_eq!(
+            frames(&[b"ab\ncd", b"e\n\xff\xfe\nlast"], 8),
+            [line(b"ab"), line(b"cde"), line(b"\xff\xfe"), line(b"last")]
+        );
+        // Too long before its newline arrives: reported at once, once; the rest of it,
+        // in later chunks, is skipped; the next line is read as usual.
+        assert_eq!(
+            frames(&[b"0123456789", b"abcdef", b"gh\nok\n"], 8),
+            [Frame::TooLong, line(b"ok")]
+        );
+        // Too long with its newline in the same chunk; exactly the cap is accepted.
+        assert_eq!(
+            frames(&[b"012345678\n01234567\n"], 8),
+            [Frame::TooLong, line(b"01234567")]
+        );
+        // A long line at the end of input is not a request.
+        assert_eq!(
+            frames(&[b"ok\n0123456789"], 8),
+            [line(b"ok"), Frame::TooLong]
+        );
+    }
+
+    #[test]
+    fn a_long_line_gives_its_buffer_back() {
+        let mut decoder = RequestLines::new(4 << 20);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&vec![b'x'; 3 << 20]);
+        buf.extend_from_slice(b"\n");
+        assert!(matches!(
+            decoder.decode(&mut buf).unwrap(),
+            Some(Frame::Line(_))
+        ));
+        assert!(buf.capacity() <= READ_BUFFER, "{}", buf.capacity());
+    }
+
+    #[test]
+    fn bad_lines_keep_their_id_when_they_have_one() {
+        let bad = parse_request(br#"{"id": 3, "evnt": "Stop"}"#).unwrap_err();
+        assert_eq!(bad.id, json!(3));
+        assert!(
+            bad.message.contains("unknown field `evnt`"),
+            "{}",
+            bad.message
+        );
+        for line in [
+            &b"\xff\xfe"[..],
+            b"{\"id\": 1, \"ev",
+            b"[]",
+            b"[1, \"Stop\"]",
+            b"{\"id\": \"\xff\"}",
+        ] {
+            let bad = parse_request(line).unwrap_err();
+            assert_eq!(bad.id, Value::Null);
+            assert!(bad.message.starts_with("bad request: "));
+        }
+    }
+
+    /// A server over a host with one function hook on PreToolUse that sleeps 200 ms and
+    /// one on PostToolUse that panics while it is called; the factory itself panics for
+    /// the project `/boom`.
+    fn server(limits: Limits) -> Arc<Server> {
+        let factory: HostFactory = Arc::new(|dir, sessions| {
+            assert!(dir != Path::new("/boom"), "the factory panics for /boom");
+            HostBuilder::new(dir)
+                .function_hook(FunctionHook::new("PreToolUse", "slow", |_| async {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Ok(json!({"decision": "block", "reason": "slow"}))
+                }))
+                .function_hook(FunctionHook::new(
+                    "PostToolUse",
+                    "boom",
+                    |_| -> std::future::Ready<Result<Value, String>> { panic!("boom") },
+                ))
+                .session_store(sessions)
+                .build()
+        });
+        Server::with_limits(std::env::temp_dir(), factory, limits)
+    }
+
+    /// Sends `lines` on a fresh connection and reads `answers` answers.
+    async fn exchange(server: &Arc<Server>, lines: &str, answers: usize) -> Vec<Value> {
+        let (client, daemon) = tokio::io::duplex(1 << 16);
+        let (reader, writer) = tokio::io::split(daemon);
+        let served = tokio::spawn(server.clone().serve_connection(reader, writer, true));
+        let (client_reader, mut client_writer) = tokio::io::split(client);
+        client_writer.write_all(lines.as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(client_reader).lines();
+        let mut out = Vec::new();
+        for _ in 0..answers {
+            let line = lines.next_line().await.unwrap().expect("an answer");
+            out.push(serde_json::from_str(&line).unwrap());
+        }
+        // Both halves: the daemon sees the end of input once the whole stream is gone.
+        drop((lines, client_writer));
+        served.await.unwrap();
+        out
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_is_the_answer_of_its_own_request_only() {
+        let server = server(Limits::default());
+        let lines = [
+            json!({"id": "slow", "event": "PreToolUse", "input": {"tool_name": "Bash"}}),
+            json!({"id": "factory", "event": "Stop", "project": "/boom"}),
+            json!({"id": "hook", "event": "PostToolUse", "input": {"tool_name": "Bash"}}),
+            json!({"id": "after", "event": "Stop"}),
+        ]
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect::<String>();
+        let answers = exchange(&server, &lines, 4).await;
+        let by_id = |id: &str| answers.iter().find(|a| a["id"] == id).unwrap().clone();
+        assert_eq!(by_id("slow")["outcome"]["decision"], "deny", "{answers:?}");
+        let factory = by_id("factory");
+        assert!(
+            factory["error"]
+                .as_str()
+                .unwrap()
+                .contains("the request panicked (the factory panics for /boom)"),
+            "{factory}"
+        );
+        // The hook's panic is either the hook's failure or the request's error; never
+        // a lost answer.
+        let hook = by_id("hook");
+        assert!(
+            hook["outcome"].is_object() || hook["error"].is_string(),
+            "{hook}"
+        );
+        assert_eq!(by_id("after")["outcome"]["event"], "Stop");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_does_not_read_is_not_read() {
+        let server = server(Limits {
+            in_flight: 4,
+            ..Limits::default()
+        });
+        let (client, daemon) = tokio::io::duplex(1024);
+        let (reader, writer) = tokio::io::split(daemon);
+        let served = tokio::spawn(server.clone().serve_connection(reader, writer, false));
+        let (client_reader, mut client_writer) = tokio::io::split(client);
+        let request = json!({"id": 1, "event": "Stop"}).to_string() + "\n";
+        // Nothing is read: after the in-flight slots, the pipe's 1 KiB and the
+        // daemon's read buffer, writing blocks.
+        let mut sent = 0;
+        while sent < 10_000 {
+            let write = client_writer.write_all(request.as_bytes());
+            if tokio::time::timeout(Duration::from_secs(2), write)
+                .await
+                .is_err()
+            {
+                break;
+            }
+            sent += 1;
+        }
+        assert!(sent < 1000, "{sent} requests were read");
+        // Reading frees the slots, and what was sent is answered.
+        let mut lines = BufReader::new(client_reader).lines();
+        for _ in 0..sent {
+            let answer: Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!(answer["outcome"]["event"], "Stop");
+        }
+        drop((lines, client_writer));
+        served.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_connection_takes_its_subscriptions_with_it() {
+        let server = server(Limits::default());
+        let lines: String = (0..50)
+            .map(|n| json!({"id": n, "subscribe": format!("s{n}")}).to_string() + "\n")
+            .collect();
+        let answers = exchange(&server, &lines, 50).await;
+        assert!(answers.iter().all(|a| a["subscribed"].is_string()));
+        assert_eq!(server.sessions().subscriptions(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn naming_ever_new_projects_keeps_a_bounded_table() {
+        let server = server(Limits {
+            projects: 4,
+            ..Limits::default()
+        });
+        let dirs = tempfile::tempdir().unwrap();
+        let lines: String = (0..20)
+            .map(|n| {
+                let project = dirs.path().join(n.to_string());
+                json!({"id": n, "event": "Stop", "project": project}).to_string() + "\n"
+            })
+            .collect();
+        let relative =
+            json!({"id": "rel", "event": "Stop", "project": "x/../y"}).to_string() + "\n";
+        let answers = exchange(&server, &(lines + &relative), 21).await;
+        assert!(answers.iter().filter(|a| a["outcome"].is_object()).count() == 20);
+        let rel = answers.iter().find(|a| a["id"] == "rel").unwrap();
+        assert!(
+            rel["error"].as_str().unwrap().contains("absolute path"),
+            "{rel}"
+        );
+        assert!(server.projects.lock().unwrap().len() <= 4);
     }
 }

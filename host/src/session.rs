@@ -3,14 +3,20 @@
 //!
 //! The library and the daemon keep it in memory ([`MemoryStore`]); the one-shot CLI keeps
 //! it on disk ([`DiskStore`]) so that consecutive `hookhost dispatch` processes of one
-//! session share it.
+//! session share it. Either way the Stop count is updated read-modify-write under one
+//! lock ([`SessionStore::update_stop_blocks`]): concurrent dispatches of a session never
+//! lose a block.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// The result of an async hook, delivered with a later outcome of its session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,8 +40,24 @@ pub struct AsyncResult {
 pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// Consecutive Stop blocks so far.
     fn stop_blocks(&self, session: &str) -> u32;
+    /// Replaces the count of consecutive Stop blocks with `update(count)`, atomically:
+    /// no other update of the session's count runs between the read and the write, in
+    /// this process or (for stores shared between processes) in another.
+    ///
+    /// # Errors
+    ///
+    /// The state cannot be read or written; the message names the file.
+    fn update_stop_blocks(
+        &self,
+        session: &str,
+        update: &mut dyn FnMut(u32) -> u32,
+    ) -> Result<(), String>;
     /// Records the count of consecutive Stop blocks.
-    fn set_stop_blocks(&self, session: &str, count: u32);
+    fn set_stop_blocks(&self, session: &str, count: u32) {
+        if let Err(e) = self.update_stop_blocks(session, &mut |_| count) {
+            tracing::warn!("{e}");
+        }
+    }
     /// Queues an async result.
     fn push_async(&self, session: &str, result: AsyncResult);
     /// Takes every queued async result, oldest first.
@@ -56,13 +78,22 @@ impl SessionStore for MemoryStore {
             .get(session)
             .map_or(0, |s| s.0)
     }
-    fn set_stop_blocks(&self, session: &str, count: u32) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session.to_string())
-            .or_default()
-            .0 = count;
+    fn update_stop_blocks(
+        &self,
+        session: &str,
+        update: &mut dyn FnMut(u32) -> u32,
+    ) -> Result<(), String> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        match sessions.get_mut(session) {
+            Some(state) => state.0 = update(state.0),
+            None => {
+                let count = update(0);
+                if count != 0 {
+                    sessions.insert(session.to_string(), (count, Vec::new()));
+                }
+            }
+        }
+        Ok(())
     }
     fn push_async(&self, session: &str, result: AsyncResult) {
         self.sessions
@@ -83,14 +114,19 @@ impl SessionStore for MemoryStore {
     }
 }
 
-/// Session state in a directory: `<dir>/<session>/stop-blocks` and
-/// `<dir>/<session>/async/*.json`. Writes go through a temporary file and a rename, and
-/// readers claim a result by renaming it first, so concurrent processes never deliver a
-/// result twice or read half a file.
+/// Session state in a directory: `<dir>/<key>/stop-blocks` and `<dir>/<key>/async/*.json`,
+/// where `<key>` is [`session_key`] of the session id. Directories are private (0700),
+/// files 0600. The Stop count is rewritten in place under an exclusive lock on its file;
+/// async results are written through a temporary file and a rename, and readers claim a
+/// result by renaming it first, so concurrent processes never deliver a result twice or
+/// read half a file.
 #[derive(Debug, Clone)]
 pub struct DiskStore {
     dir: PathBuf,
 }
+
+/// The largest state file read back (an async result holds capped texts).
+const STATE_FILE_CAP: u64 = 4 << 20;
 
 impl DiskStore {
     /// A store rooted at `dir` (created on first write).
@@ -100,54 +136,207 @@ impl DiskStore {
 
     /// The directory of one session.
     pub fn session_dir(&self, session: &str) -> PathBuf {
-        self.dir.join(file_safe(session))
+        self.dir.join(session_key(session))
+    }
+
+    /// Creates the store's and the session's directories, private to this user.
+    ///
+    /// # Errors
+    ///
+    /// A directory cannot be created, or one that exists is not this user's.
+    pub fn create_session_dir(&self, session: &str) -> Result<PathBuf, String> {
+        private_dir(&self.dir)?;
+        let dir = self.session_dir(session);
+        private_dir(&dir)?;
+        Ok(dir)
     }
 }
 
-/// A file name for a session id: kept as is when it is plain, hex-encoded otherwise, so
-/// that an id like `../x` cannot leave the store.
-fn file_safe(session: &str) -> String {
-    let plain = !session.is_empty()
-        && session.len() <= 128
-        && session
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if plain {
-        session.to_string()
-    } else {
-        format!("x-{}", hex::encode(session.as_bytes()))
+/// The file name of a session's state: the sha256 of the id, in hex (64 characters).
+///
+/// The id comes from the agent's input and may be anything: empty, 200 characters long
+/// (above a file system's name limit), `../x`, with `/` or NUL bytes. A fixed-length
+/// digest is a valid name for every one of them, and distinct ids get distinct names.
+pub fn session_key(session: &str) -> String {
+    hex::encode(Sha256::digest(session.as_bytes()))
+}
+
+/// This process's effective uid.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Creates `dir` (and missing parents) with mode 0700 and checks the result: a
+/// directory, not a symlink, owned by this user; one with a wider mode is narrowed to
+/// 0700 (state from older versions was created 0755).
+///
+/// # Errors
+///
+/// It cannot be created, or is not a directory owned by this user.
+pub fn private_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create `{shown}`: {e}"))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "`{shown}` is {}, not a directory",
+            crate::config::file::kind_name(&meta)
+        ));
     }
+    if meta.uid() != euid() {
+        return Err(format!(
+            "`{shown}` belongs to uid {}, not to this user (uid {}); refusing to keep session state there",
+            meta.uid(),
+            euid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("cannot make `{shown}` private: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Opens a state file of this user's for reading and writing without following a
+/// symlink or blocking on a FIFO, creating it 0600 when `create`; the opened file must
+/// be a regular file owned by this user, and is narrowed to 0600 if its mode is wider.
+///
+/// # Errors
+///
+/// `Ok(None)`: absent and not `create`d. `Err`: anything else that is wrong, named.
+pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, String> {
+    let shown = path.display();
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!("`{shown}` is a symlink; refusing to follow it"));
+        }
+        Err(e) => return Err(format!("cannot open `{shown}`: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "`{shown}` is {}, not a regular file",
+            crate::config::file::kind_name(&meta)
+        ));
+    }
+    if meta.uid() != euid() {
+        return Err(format!(
+            "`{shown}` belongs to uid {}, not to this user (uid {})",
+            meta.uid(),
+            euid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("cannot make `{shown}` private: {e}"))?;
+    }
+    Ok(Some(file))
+}
+
+/// Creates the `CLAUDE_ENV_FILE` of a session (where SessionStart hooks export
+/// variables, secrets included) if it does not exist: 0600, in the session's 0700
+/// directory. An existing one is kept (hooks of one session append to it) but must be a
+/// regular file of this user's, and is narrowed to 0600.
+///
+/// # Errors
+///
+/// The file or its directory cannot be made private; the message names it.
+pub fn prepare_env_file(path: &Path) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        if let Some(store) = dir.parent() {
+            private_dir(store)?;
+        }
+        private_dir(dir)?;
+    }
+    open_private_file(path, true).map(drop)
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().expect("state files live in a directory");
-    std::fs::create_dir_all(dir)?;
+    private_dir(dir).map_err(std::io::Error::other)?;
     let tmp = dir.join(format!(
         ".tmp-{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::write(&tmp, bytes)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    drop(file);
     std::fs::rename(&tmp, path)
+}
+
+/// Reads the count of a locked `stop-blocks` file (anything unreadable counts as 0).
+fn read_count(file: &mut File) -> u32 {
+    let mut text = String::new();
+    let _ = file.take(32).read_to_string(&mut text);
+    text.trim().parse().unwrap_or(0)
 }
 
 impl SessionStore for DiskStore {
     fn stop_blocks(&self, session: &str) -> u32 {
-        std::fs::read_to_string(self.session_dir(session).join("stop-blocks"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0)
+        let path = self.session_dir(session).join("stop-blocks");
+        match open_private_file(&path, false) {
+            Ok(Some(mut file)) => {
+                let _lock = file.lock_shared();
+                read_count(&mut file)
+            }
+            _ => 0,
+        }
     }
 
-    fn set_stop_blocks(&self, session: &str, count: u32) {
+    fn update_stop_blocks(
+        &self,
+        session: &str,
+        update: &mut dyn FnMut(u32) -> u32,
+    ) -> Result<(), String> {
         let path = self.session_dir(session).join("stop-blocks");
-        if let Err(e) = write_atomically(&path, count.to_string().as_bytes()) {
-            tracing::warn!(
-                "cannot record the Stop block count in {}: {e}",
-                path.display()
-            );
+        let what = |e: String| format!("cannot record the Stop block count: {e}");
+        let mut file = match open_private_file(&path, false).map_err(what)? {
+            Some(file) => file,
+            // No file: the count is 0, and an update that keeps it 0 writes nothing
+            // (a Stop that does not block, in a session that never blocked).
+            None if update(0) == 0 => return Ok(()),
+            None => {
+                self.create_session_dir(session).map_err(what)?;
+                open_private_file(&path, true)
+                    .map_err(what)?
+                    .expect("created")
+            }
+        };
+        let shown = path.display();
+        file.lock()
+            .map_err(|e| what(format!("cannot lock `{shown}`: {e}")))?;
+        let count = read_count(&mut file);
+        let next = update(count);
+        if next != count {
+            use std::os::unix::fs::FileExt;
+            file.set_len(0)
+                .and_then(|()| file.write_all_at(next.to_string().as_bytes(), 0))
+                .map_err(|e| what(format!("cannot write `{shown}`: {e}")))?;
         }
+        // The lock is released when the file is closed.
+        Ok(())
     }
 
     fn push_async(&self, session: &str, result: AsyncResult) {
@@ -160,14 +349,15 @@ impl SessionStore for DiskStore {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let path = self.session_dir(session).join("async").join(name);
-        let bytes = serde_json::to_vec(&result).expect("async results serialize");
-        if let Err(e) = write_atomically(&path, &bytes) {
-            tracing::warn!(
-                "cannot queue the async result of `{}` in {}: {e}",
-                result.hook,
-                path.display()
-            );
+        let queued = self
+            .create_session_dir(session)
+            .map(|dir| dir.join("async").join(name))
+            .and_then(|path| {
+                let bytes = serde_json::to_vec(&result).expect("async results serialize");
+                write_atomically(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
+            });
+        if let Err(e) = queued {
+            tracing::warn!("cannot queue the async result of `{}`: {e}", result.hook);
         }
     }
 
@@ -187,10 +377,12 @@ impl SessionStore for DiskStore {
             if std::fs::rename(&path, &claimed).is_err() {
                 continue; // another dispatch took it
             }
-            if let Ok(bytes) = std::fs::read(&claimed)
-                && let Ok(result) = serde_json::from_slice(&bytes)
-            {
-                results.push(result);
+            match crate::config::file::read_regular(&claimed, STATE_FILE_CAP) {
+                Ok((bytes, _)) => match serde_json::from_slice(&bytes) {
+                    Ok(result) => results.push(result),
+                    Err(e) => tracing::warn!("{}: not an async result: {e}", claimed.display()),
+                },
+                Err(e) => tracing::warn!("{}: {e}", claimed.display()),
             }
             let _ = std::fs::remove_file(&claimed);
         }
@@ -237,10 +429,93 @@ mod tests {
         exercise(&DiskStore::new(dir.path()));
     }
 
+    /// Every id, however long or odd, is one fixed-length name inside the store.
     #[test]
-    fn session_ids_cannot_escape_the_store() {
-        assert_eq!(file_safe("abc-123_x"), "abc-123_x");
-        assert!(file_safe("../etc").starts_with("x-"));
-        assert!(file_safe("").starts_with("x-"));
+    fn session_ids_become_fixed_length_names() {
+        let long = "s".repeat(200);
+        let ids = ["abc-123_x", "../etc", "", "a/b", "nul\0byte", &long, "é"];
+        let mut names = std::collections::HashSet::new();
+        for id in ids {
+            let name = session_key(id);
+            assert_eq!(name.len(), 64, "{id}");
+            assert!(name.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+            names.insert(name);
+        }
+        assert_eq!(names.len(), ids.len(), "distinct ids, distinct names");
+        let store = DiskStore::new("/state");
+        assert_eq!(
+            store.session_dir("../x").parent(),
+            Some(Path::new("/state"))
+        );
+    }
+
+    #[test]
+    fn state_is_private_and_refuses_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DiskStore::new(dir.path().join("sessions"));
+        store.set_stop_blocks("s", 2);
+        let session = store.session_dir("s");
+        for path in [dir.path().join("sessions"), session.clone()] {
+            let mode = std::fs::metadata(&path).unwrap().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", path.display());
+        }
+        let counter = session.join("stop-blocks");
+        assert_eq!(std::fs::metadata(&counter).unwrap().mode() & 0o777, 0o600);
+
+        // A planted symlink is refused, not followed.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "7").unwrap();
+        std::fs::remove_file(&counter).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &counter).unwrap();
+        let error = store.update_stop_blocks("s", &mut |n| n + 1).unwrap_err();
+        assert!(error.contains("symlink"), "{error}");
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "7");
+
+        // An env file is created 0600 in 0700 directories; a wider one is narrowed.
+        let env = store.session_dir("t").join("env");
+        prepare_env_file(&env).unwrap();
+        assert_eq!(std::fs::metadata(&env).unwrap().mode() & 0o777, 0o600);
+        std::fs::set_permissions(&env, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(
+            env.parent().unwrap(),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        prepare_env_file(&env).unwrap();
+        assert_eq!(std::fs::metadata(&env).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(env.parent().unwrap()).unwrap().mode() & 0o777,
+            0o700
+        );
+    }
+
+    /// Threads with their own file handles, as processes would have: no update is lost.
+    #[test]
+    fn concurrent_updates_are_never_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                let path = path.clone();
+                scope.spawn(move || {
+                    let store = DiskStore::new(&path);
+                    for _ in 0..25 {
+                        store.update_stop_blocks("s", &mut |n| n + 1).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(DiskStore::new(&path).stop_blocks("s"), 200);
+        let memory = MemoryStore::default();
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        memory.update_stop_blocks("s", &mut |n| n + 1).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(memory.stop_blocks("s"), 200);
     }
 }

@@ -63,6 +63,28 @@ pub fn escape_multiline(text: &str) -> Cow<'_, str> {
     escape_with(text, true)
 }
 
+/// JSON text (serde's output) with the characters serde leaves raw but a terminal acts
+/// on — DEL, C1 controls, bidi and invisible marks — written as `\uXXXX` escapes. The
+/// result is the same JSON value, byte for byte once parsed; these characters can only
+/// occur inside strings, where the escape means the same character.
+pub fn escape_json(json: &str) -> Cow<'_, str> {
+    if json.is_ascii() && !json.contains('\u{7f}') {
+        return Cow::Borrowed(json);
+    }
+    if !json.chars().any(|c| c >= '\u{7f}' && is_unsafe(c, true)) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if c >= '\u{7f}' && is_unsafe(c, true) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +106,21 @@ mod tests {
         assert_eq!(escape("\u{7f}\u{9b}"), "\\x7f\\x9b");
         assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
         assert_eq!(escape_multiline("a\nb\x1b]0;t\x07"), "a\nb\\x1b]0;t\\x07");
+    }
+
+    #[test]
+    fn json_keeps_its_value_and_loses_what_a_terminal_acts_on() {
+        let value = serde_json::json!({"k\u{202e}": "a\u{7f}\u{9b}b\u{2066}ü\u{1b}"});
+        let text = serde_json::to_string(&value).unwrap();
+        let escaped = escape_json(&text);
+        assert!(
+            !escaped.chars().any(|c| is_unsafe(c, false) && c != '\\'),
+            "{escaped}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&escaped).unwrap(),
+            value
+        );
+        assert!(matches!(escape_json("{\"a\":\"ü\"}"), Cow::Borrowed(_)));
     }
 }

@@ -4,8 +4,9 @@
 //! scaffolds of `hookhost plugin new` build and pass their tests.
 //!
 //! The Python and JS components come from `plugins/build-lang.sh` (cached by a stamp of
-//! their sources). Without the toolchains these tests skip with a message, unless
-//! `HOOKHOST_REQUIRE_LANG_PLUGINS=1` (set by `.ci/run`) makes that a failure.
+//! their sources). Without the toolchains these tests skip, each printing
+//! `SKIPPED: <test>: <why>` in the normal test output (which `.ci/run` fails on), and
+//! `HOOKHOST_REQUIRE_LANG_PLUGINS=1` (set by `.ci/run`) makes them fail outright.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +20,7 @@ use hookhost::scaffold::{Lang, NewPlugin, new_plugin};
 use hookhost_tests::plugins;
 use serde_json::{Value, json};
 
+use crate::skip::skipped;
 use crate::support::*;
 use hookhost::handlers::wasm::PluginCall;
 
@@ -36,20 +38,31 @@ fn required() -> bool {
     std::env::var("HOOKHOST_REQUIRE_LANG_PLUGINS").is_ok_and(|v| v == "1")
 }
 
-/// Skips (returns `None`) or fails, per `HOOKHOST_REQUIRE_LANG_PLUGINS`.
-fn missing(what: &str) -> Option<LangPlugins> {
+/// Why the plugins are missing, as a skip reason; fails instead when
+/// `HOOKHOST_REQUIRE_LANG_PLUGINS=1`.
+fn missing(what: &str) -> Result<LangPlugins, String> {
     assert!(
         !required(),
         "HOOKHOST_REQUIRE_LANG_PLUGINS=1 but {what}; run `plugins/build-lang.sh --install DIR`"
     );
-    eprintln!("SKIPPED: {what}; install with `plugins/build-lang.sh --install DIR`");
-    None
+    Err(what.to_string())
+}
+
+/// The Python and JS plugins for `test`, or `None` after reporting `test` as skipped.
+fn lang_plugins_for(test: &str) -> Option<&'static LangPlugins> {
+    match lang_plugins() {
+        Ok(plugins) => Some(plugins),
+        Err(why) => {
+            skipped(test, why);
+            None
+        }
+    }
 }
 
 /// Builds (or reuses) the Python and JS plugins: into `HOOKHOST_LANG_PLUGINS_DIR` when
 /// set (`.ci/run` builds there first), else under the test target directory.
-fn lang_plugins() -> Option<&'static LangPlugins> {
-    static PLUGINS: OnceLock<Option<LangPlugins>> = OnceLock::new();
+fn lang_plugins() -> Result<&'static LangPlugins, &'static str> {
+    static PLUGINS: OnceLock<Result<LangPlugins, String>> = OnceLock::new();
     PLUGINS
         .get_or_init(|| {
             let out = std::env::var_os("HOOKHOST_LANG_PLUGINS_DIR")
@@ -62,7 +75,7 @@ fn lang_plugins() -> Option<&'static LangPlugins> {
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
             let stderr = String::from_utf8_lossy(&result.stderr);
             match result.status.code() {
-                Some(0) => Some(LangPlugins {
+                Some(0) => Ok(LangPlugins {
                     python_deny_dangerous_bash: out.join("python_deny_dangerous_bash.wasm"),
                     js_protect_paths: out.join("js_protect_paths.wasm"),
                 }),
@@ -71,6 +84,7 @@ fn lang_plugins() -> Option<&'static LangPlugins> {
             }
         })
         .as_ref()
+        .map_err(String::as_str)
 }
 
 /// What a hook decided, without timings and ids: the fields the agent acts on.
@@ -103,7 +117,10 @@ fn lang_hook(plugin: &Path, config: Option<Value>) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_deny_dangerous_bash_decides_like_the_rust_one() {
-    let Some(lang) = lang_plugins() else { return };
+    let Some(lang) = lang_plugins_for("python_deny_dangerous_bash_decides_like_the_rust_one")
+    else {
+        return;
+    };
     let project = tempfile::tempdir().unwrap();
     let rust = settings(
         "PreToolUse",
@@ -157,7 +174,9 @@ fn python_port_passes_the_shared_rule_cases() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_protect_paths_decides_like_the_rust_one() {
-    let Some(lang) = lang_plugins() else { return };
+    let Some(lang) = lang_plugins_for("js_protect_paths_decides_like_the_rust_one") else {
+        return;
+    };
     let project = tempfile::tempdir().unwrap();
     let cwd = project.path().display().to_string();
     let configs = [
@@ -232,7 +251,9 @@ async fn js_protect_paths_decides_like_the_rust_one() {
 /// for JS) are linked.
 #[test]
 fn lang_plugins_compile_once_then_load_from_the_cache() {
-    let Some(lang) = lang_plugins() else { return };
+    let Some(lang) = lang_plugins_for("lang_plugins_compile_once_then_load_from_the_cache") else {
+        return;
+    };
     let cache = tempfile::tempdir().unwrap();
     for (plugin, name) in [
         (
@@ -268,7 +289,9 @@ fn lang_plugins_compile_once_then_load_from_the_cache() {
 /// Python's ~14 MiB initial memory does not fit an 8 MiB cap: the failure says so.
 #[test]
 fn python_plugin_needs_its_memory_and_says_so() {
-    let Some(lang) = lang_plugins() else { return };
+    let Some(lang) = lang_plugins_for("python_plugin_needs_its_memory_and_says_so") else {
+        return;
+    };
     let project = tempfile::tempdir().unwrap();
     let mut small = PluginCall::new(lang.python_deny_dangerous_bash.to_str().unwrap());
     small.memory_bytes = 8 << 20;
@@ -393,7 +416,7 @@ async fn python_scaffold_passes_its_test_builds_and_runs() {
             .current_dir(&dir),
     );
     assert!(tested.contains("OK"), "{tested}");
-    if lang_plugins().is_none() {
+    if lang_plugins_for("python_scaffold_passes_its_test_builds_and_runs").is_none() {
         return;
     }
     let tool = std::env::var_os("COMPONENTIZE_PY")
@@ -413,7 +436,7 @@ async fn js_scaffold_passes_its_test_builds_and_runs() {
     let dir = scaffold(Lang::Js, root.path());
     let tested = must(Command::new("node").arg("--test").current_dir(&dir));
     assert!(tested.contains("pass 2"), "{tested}");
-    if lang_plugins().is_none() {
+    if lang_plugins_for("js_scaffold_passes_its_test_builds_and_runs").is_none() {
         return;
     }
     // The toolchain `npm install` would fetch, already installed for js-protect-paths.
@@ -442,7 +465,9 @@ fn percentiles(mut samples: Vec<f64>) -> (f64, f64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run explicitly with --ignored --nocapture"]
 async fn benchmark() {
-    let Some(lang) = lang_plugins() else { return };
+    let Some(lang) = lang_plugins_for("benchmark") else {
+        return;
+    };
     const EVENTS: usize = 40;
     let project = tempfile::tempdir().unwrap();
     let cwd = project.path().display().to_string();

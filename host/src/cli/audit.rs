@@ -6,6 +6,7 @@ use clap::Args;
 use serde_json::Value;
 
 use hookhost::audit::AuditLog;
+use hookhost::text::escape;
 
 use super::data_dir;
 
@@ -28,7 +29,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     for entry in log.read()? {
         match entry {
             Ok(value) => entries.push(value),
-            Err(e) => eprintln!("warning: {}: {e}", log.path().display()),
+            Err(e) => errln!(
+                "warning: {}: {}",
+                escape(&log.path().display().to_string()),
+                escape(&e.to_string())
+            ),
         }
     }
     if let Some(session) = &args.session {
@@ -40,17 +45,19 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     for entry in &entries {
         if args.json {
-            println!("{entry}");
+            outln!("{}", hookhost::text::escape_json(&entry.to_string()));
         } else {
-            println!("{}", line(entry));
+            outln!("{}", line(entry));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// One entry for people: time, session, event, tool, decision, and each hook's status.
+/// Every field is escaped: session ids, tool names and hook ids come from the agent and
+/// the config, and a `\r` or ESC in one must not make a line display as another entry.
 fn line(entry: &Value) -> String {
-    let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let text = |v: &Value| escape(v.as_str().unwrap_or("-")).into_owned();
     let hooks: Vec<String> = entry["hooks"]
         .as_array()
         .into_iter()
@@ -77,7 +84,7 @@ fn line(entry: &Value) -> String {
         text(&entry["time"]),
         text(&entry["session"]),
         text(&entry["event"]),
-        entry["toolName"].as_str().unwrap_or("-"),
+        text(&entry["toolName"]),
         text(&entry["decision"]),
         hooks.join(", ")
     )

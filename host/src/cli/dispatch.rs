@@ -1,6 +1,7 @@
 //! `hookhost dispatch` and the background runner of async hooks.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -72,21 +73,31 @@ impl Printed {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let stdin = read_stdin()?;
-    let printed =
-        one_shot_runtime()?.block_on(dispatch_stdin(&args, &stdin, || args.sources.host()));
-    print!("{}", printed.stdout);
-    eprint!("{}", printed.stderr);
+    let printed = one_shot_runtime()?.block_on(dispatch_stdin(&args, &stdin, |project| {
+        args.sources.host_for(project)
+    }));
+    // The hooks ran and the audit line is written: a reader that went away changes
+    // nothing, so a closed stdout or stderr is not an error here.
+    {
+        use std::io::Write;
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(printed.stdout.as_bytes());
+        let _ = std::io::stdout().lock().flush();
+    }
+    super::output::write_stderr(&printed.stderr);
     Ok(ExitCode::from(printed.code))
 }
 
 /// What `hookhost dispatch` prints for the event of `args` and its `stdin`, dispatched
-/// on the host `host` builds (once the input is known to be valid); errors included. The
+/// on the host `host` builds for the project (found from the arguments, the environment
+/// and the input's `cwd`, once the input is known to be valid); errors included. The
 /// process and the dispatch daemon both answer through here, so they print the same
 /// bytes.
 pub async fn dispatch_stdin(
     args: &DispatchArgs,
     stdin: &[u8],
-    host: impl FnOnce() -> Result<Host, String>,
+    host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Printed {
     dispatch(args, stdin, host)
         .await
@@ -96,7 +107,7 @@ pub async fn dispatch_stdin(
 async fn dispatch(
     args: &DispatchArgs,
     stdin: &[u8],
-    host: impl FnOnce() -> Result<Host, String>,
+    host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Result<Printed, String> {
     let input = parse_input(stdin)?;
     let event = match (
@@ -111,8 +122,20 @@ async fn dispatch(
             );
         }
     };
-    let host = host()?;
-    let outcome = host
+    let project = args
+        .sources
+        .find_project(input.get("cwd").and_then(Value::as_str))?;
+    let host = host(&project)?;
+    // Project hooks skipped for trust would otherwise fail open in silence (computed
+    // only under `--format claude`, and costing nothing in a trusted workspace).
+    let notice = match args.format {
+        Format::Claude => untrusted_notice(host.policy()).map(|notice| {
+            let session = input.get("session_id").and_then(Value::as_str);
+            (notice, TrustNoticeState::for_session(session))
+        }),
+        Format::Outcome => None,
+    };
+    let mut outcome = host
         .dispatch(&event, input)
         .await
         .map_err(|e| e.to_string())?;
@@ -123,8 +146,9 @@ async fn dispatch(
             } else {
                 serde_json::to_string(&outcome)
             };
+            let json = json.map_err(|e| e.to_string())?;
             Ok(Printed {
-                stdout: json.map_err(|e| e.to_string())? + "\n",
+                stdout: hookhost::text::escape_json(&json).into_owned() + "\n",
                 stderr: String::new(),
                 code: 0,
             })
@@ -135,7 +159,20 @@ async fn dispatch(
                 .catalogue
                 .get(&event)
                 .expect("dispatch checked the event");
-            let response = hookhost::outcome::to_claude(spec, &outcome);
+            // Tell the user why the project's hooks do not run, once per session and
+            // reason. Only with exit 0: on exit 2 Claude Code ignores stdout, so the
+            // message would be lost.
+            if let Some((notice, _)) = &notice {
+                outcome.system_messages.insert(0, notice.clone());
+            }
+            let mut response = hookhost::outcome::to_claude(spec, &outcome);
+            if let Some((notice, state)) = notice {
+                let shown = response.exit_code == 0 && state.first_time(&notice);
+                if !shown {
+                    outcome.system_messages.remove(0);
+                    response = hookhost::outcome::to_claude(spec, &outcome);
+                }
+            }
             let stdout = if response.stdout.is_empty() {
                 String::new()
             } else {
@@ -150,16 +187,77 @@ async fn dispatch(
     }
 }
 
+/// The notice of project hooks skipped for trust, for the policy of a dispatch.
+fn untrusted_notice(policy: &hookhost::policy::Policy) -> Option<String> {
+    // Cheap unless the workspace is untrusted: the canonical path costs a syscall only
+    // then.
+    let untrusted = policy
+        .workspace_trust
+        .as_ref()
+        .is_some_and(|decision| !decision.is_trusted());
+    if !untrusted {
+        return None;
+    }
+    let workspace = hookhost::trust::canonical_workspace(&policy.project_dir);
+    hookhost::outcome::untrusted_notice(policy, &workspace)
+}
+
+/// Which trust notice a session was last shown, kept in the session's private directory
+/// of the CLI's session store, so that one-shot processes and dispatch daemons agree.
+struct TrustNoticeState {
+    /// `None`: no session id, so nothing to remember: the notice is shown every time.
+    session: Option<String>,
+}
+
+impl TrustNoticeState {
+    fn for_session(session: Option<&str>) -> TrustNoticeState {
+        TrustNoticeState {
+            session: session.filter(|s| !s.is_empty()).map(str::to_string),
+        }
+    }
+
+    /// Whether `notice` is new to the session (then it is recorded as shown). A state
+    /// that cannot be read or written shows the notice again rather than hide it.
+    fn first_time(&self, notice: &str) -> bool {
+        use std::io::{Read, Seek, Write};
+        let Some(session) = &self.session else {
+            return true;
+        };
+        let store = hookhost::session::DiskStore::new(super::sessions_dir());
+        let recorded = store.create_session_dir(session).and_then(|dir| {
+            let file = dir.join("trust-notice");
+            let mut file = hookhost::session::open_private_file(&file, true)?
+                .ok_or_else(|| format!("cannot create `{}`", file.display()))?;
+            let mut shown = Vec::new();
+            let cap = notice.len() as u64 + 1;
+            (&mut file)
+                .take(cap)
+                .read_to_end(&mut shown)
+                .map_err(|e| e.to_string())?;
+            if shown == notice.as_bytes() {
+                return Ok(false);
+            }
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(notice.as_bytes()))
+                .map_err(|e| e.to_string())?;
+            Ok(true)
+        });
+        recorded.unwrap_or_else(|e| {
+            tracing::warn!("cannot record the trust notice: {e}");
+            true
+        })
+    }
+}
+
+/// `hookhost run-async`: the detached runner of a dispatch's async hooks. Its job (the
+/// input and the admission record of each hook) comes on stdin, a pipe from the
+/// dispatch: nothing in argv, the environment or a file that another user could read or
+/// swap.
 #[derive(Debug, Args)]
 pub struct RunAsyncArgs {
     #[command(flatten)]
     sources: SourceArgs,
-    /// The event.
-    #[arg(long)]
-    event: String,
-    /// The hook's id.
-    #[arg(long)]
-    hook: String,
 }
 
 pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
@@ -169,13 +267,18 @@ pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
     unsafe {
         libc::setsid();
     }
-    let input = parse_input(&read_stdin()?)?;
+    let mut job = Vec::new();
+    std::io::stdin()
+        .take(hookhost::dispatch::ASYNC_JOB_CAP + 1)
+        .read_to_end(&mut job)
+        .map_err(|e| format!("cannot read the async job from stdin: {e}"))?;
+    if job.len() as u64 > hookhost::dispatch::ASYNC_JOB_CAP {
+        return Err(format!(
+            "the async job on stdin is larger than {} bytes",
+            hookhost::dispatch::ASYNC_JOB_CAP
+        ));
+    }
     let host = args.sources.host()?;
-    one_shot_runtime()?
-        .block_on(
-            host.dispatcher()
-                .run_async_hook(&args.event, &args.hook, input),
-        )
-        .map_err(|e| e.to_string())?;
+    one_shot_runtime()?.block_on(host.dispatcher().run_async_job(&job))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -25,12 +25,14 @@ use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use futures_util::FutureExt;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -59,6 +61,19 @@ const MAX_SOCKET_PATH: usize = 100;
 /// sets when it propagates traces): a daemon keyed by them would serve one call, so a
 /// caller with one set dispatches in-process.
 const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
+/// The largest stdin a daemon takes; a caller with more dispatches in-process (the
+/// daemon must not hold what any process of the user claims to send).
+const MAX_INPUT: usize = 64 << 20;
+/// Requests a daemon serves at once; beyond, it stops accepting until one is answered
+/// (the callers wait in the socket's backlog).
+const MAX_CONNECTIONS: usize = 256;
+/// How long `accept` pauses after it failed (out of descriptors: `EMFILE`), instead of
+/// retrying in a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// The files of a daemon that is gone (killed, or exited with an error) are removed by
+/// the next daemon start in the same directory once they are this old: a starting
+/// daemon's are fresh, and a failure's log stays readable for a while.
+const STALE_AFTER: Duration = Duration::from_secs(60);
 
 /// Where the daemon of this process's command line lives.
 struct Place {
@@ -136,7 +151,7 @@ impl Place {
     /// Starts a daemon for this command line in the background, unless one holds the
     /// lock already (it is starting) or the directory has its share of daemons.
     fn start_daemon(&self) {
-        if !lock_is_free(&self.lock) || live_daemons(&self.dir) >= MAX_DAEMONS {
+        if !lock_is_free(&self.lock) || sweep_and_count_live(&self.dir) >= MAX_DAEMONS {
             return;
         }
         let Ok(exe) = std::env::current_exe() else {
@@ -155,6 +170,8 @@ impl Place {
         if log.metadata().is_ok_and(|m| m.len() > LOG_CAP) {
             let _ = log.set_len(0);
         }
+        // Fresh: a concurrent sweep leaves the files of a starting daemon alone.
+        let _ = log.set_modified(std::time::SystemTime::now());
         // The daemon must not hold the caller's pipes: an agent reads a hook's stdout
         // until every writer has closed it. It leaves the caller's session itself
         // (`setsid` refuses a process group leader, so no `process_group` here).
@@ -184,16 +201,63 @@ fn lock_is_free(path: &Path) -> bool {
     open_lock(path).is_ok_and(|file| file.try_lock().is_ok())
 }
 
-/// How many daemons of `dir` are alive (hold their lock).
-fn live_daemons(dir: &Path) -> usize {
+/// How many daemons of `dir` are alive (hold their lock); removes the files of dead
+/// ones (lock free) older than [`STALE_AFTER`].
+fn sweep_and_count_live(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    entries
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "lock"))
-        .filter(|e| !lock_is_free(&e.path()))
-        .count()
+    let mut live = 0;
+    for entry in entries.flatten() {
+        let lock_path = entry.path();
+        if lock_path.extension().is_none_or(|x| x != "lock") {
+            continue;
+        }
+        let Ok(lock) = open_lock(&lock_path) else {
+            continue;
+        };
+        if lock.try_lock().is_err() {
+            live += 1;
+            continue;
+        }
+        // Held by this process from here: a daemon that opened the file before it is
+        // unlinked finds it gone once it gets the lock, and stands down.
+        let files = ["sock", "log", "lock"].map(|x| lock_path.with_extension(x));
+        let fresh = files.iter().any(|file| {
+            std::fs::symlink_metadata(file)
+                .and_then(|m| m.modified())
+                .is_ok_and(|at| {
+                    at.elapsed().is_ok_and(|age| age < STALE_AFTER) || at.elapsed().is_err()
+                })
+        });
+        if !fresh {
+            for file in &files {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+    live
+}
+
+/// Whether `lock`, locked by this process, is still the file at `path` (a sweep may
+/// have removed it between open and lock).
+fn still_at(lock: &File, path: &Path) -> bool {
+    match (lock.metadata(), std::fs::metadata(path)) {
+        (Ok(held), Ok(now)) => held.ino() == now.ino() && held.dev() == now.dev(),
+        _ => false,
+    }
+}
+
+/// Whether this process's command line is a valid `hookhost dispatch` one: `--help`, a
+/// bad flag or another command never starts a daemon (its "bad command line" would be
+/// left behind in the daemon's files).
+fn parsed_dispatch_args() -> Option<DispatchArgs> {
+    match super::Cli::try_parse() {
+        Ok(super::Cli {
+            command: super::Command::Dispatch(args),
+        }) => Some(args),
+        _ => None,
+    }
 }
 
 /// In a `hookhost dispatch` process, unless `HOOKHOST_DISPATCH_DAEMON` turns the daemon
@@ -214,7 +278,10 @@ pub fn forward() -> Option<ExitCode> {
     }
     let place = Place::of_this_process()?;
     let Ok(stream) = UnixStream::connect(&place.socket) else {
-        place.start_daemon();
+        // Cold path only: parsing here costs the forwarded calls nothing.
+        if parsed_dispatch_args().is_some() {
+            place.start_daemon();
+        }
         return None;
     };
     // Connected: the daemon reads stdin from here on, so a failure is reported rather
@@ -241,10 +308,14 @@ pub fn forward() -> Option<ExitCode> {
     })
 }
 
-/// Sends stdin, reads the answer.
+/// Sends stdin, reads the answer; a stdin over [`MAX_INPUT`] is dispatched here instead.
 fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
     let mut input = Vec::new();
     io::stdin().lock().read_to_end(&mut input)?;
+    if input.len() > MAX_INPUT {
+        drop(stream);
+        return Ok(dispatch_here(&input));
+    }
     let len = u32::try_from(input.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "stdin over 4 GiB"))?;
     stream.write_all(&len.to_le_bytes())?;
@@ -257,6 +328,19 @@ fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
             "the connection closed before a whole answer",
         )
     })
+}
+
+/// What `hookhost dispatch` prints for `input`, dispatched in this process.
+fn dispatch_here(input: &[u8]) -> Printed {
+    let Some(args) = parsed_dispatch_args() else {
+        return Printed::error("not a `hookhost dispatch` command line");
+    };
+    match super::one_shot_runtime() {
+        Ok(runtime) => runtime.block_on(dispatch_stdin(&args, input, |project| {
+            args.sources.host_for(project)
+        })),
+        Err(message) => Printed::error(&message),
+    }
 }
 
 fn encode(printed: &Printed) -> Vec<u8> {
@@ -323,8 +407,8 @@ fn serve(socket: &Path) -> Result<(), String> {
     };
     let lock_path = socket.with_extension("lock");
     let lock = open_lock(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
-    if lock.try_lock().is_err() {
-        return Ok(()); // another daemon serves this command line
+    if lock.try_lock().is_err() || !still_at(&lock, &lock_path) {
+        return Ok(()); // another daemon serves this command line, or a sweep removed it
     }
     let idle = std::env::var(IDLE_VAR)
         .ok()
@@ -341,7 +425,7 @@ fn serve(socket: &Path) -> Result<(), String> {
         socket.display(),
         idle.as_secs()
     );
-    let runtime = super::runtime()?;
+    let runtime = super::serve::daemon_runtime()?;
     let daemon = Arc::new(Daemon {
         args,
         wasm: Arc::new(WasmRuntime::default()),
@@ -349,6 +433,13 @@ fn serve(socket: &Path) -> Result<(), String> {
     });
     let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle))?;
     eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
+    // A clean exit leaves nothing behind: the socket (when it is still this daemon's),
+    // the log, and last the lock, removed while held.
+    if std::fs::symlink_metadata(socket).is_ok_and(|m| m.ino() == inode) {
+        let _ = std::fs::remove_file(socket);
+    }
+    let _ = std::fs::remove_file(socket.with_extension("log"));
+    let _ = std::fs::remove_file(&lock_path);
     drop(lock);
     Ok(())
 }
@@ -369,13 +460,28 @@ async fn accept_until_idle(
     const CHECK_EVERY: Duration = Duration::from_secs(1);
     let mut last_active = Instant::now();
     let mut last_check = Instant::now();
+    let mut failing = false;
     let reason = loop {
-        match tokio::time::timeout(CHECK_EVERY, listener.accept()).await {
-            Ok(Ok((stream, _))) => {
-                requests.spawn(answer(stream, daemon.clone()));
+        if requests.len() >= MAX_CONNECTIONS {
+            // Full: callers wait in the backlog until a request is answered.
+            let _ = tokio::time::timeout(CHECK_EVERY, requests.join_next()).await;
+        } else {
+            match tokio::time::timeout(CHECK_EVERY, listener.accept()).await {
+                Ok(Ok((stream, _))) => {
+                    failing = false;
+                    requests.spawn(answer(stream, daemon.clone()));
+                }
+                Ok(Err(e)) => {
+                    if !failing {
+                        tracing::warn!(
+                            "dispatch daemon: accept: {e}; retrying every {ACCEPT_BACKOFF:?}"
+                        );
+                    }
+                    failing = true;
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+                Err(_elapsed) => {}
             }
-            Ok(Err(e)) => tracing::warn!("dispatch daemon: accept: {e}"),
-            Err(_elapsed) => {}
         }
         while requests.try_join_next().is_some() {
             last_active = Instant::now();
@@ -416,14 +522,16 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn host(&self) -> Result<Host, String> {
+    fn host(&self, project: &Path) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        // The project can differ between requests (it may come from the input's `cwd`).
         if let Some((host, built_from)) = cached.as_ref()
+            && host.policy().project_dir == project
             && host.fingerprint() == *built_from
         {
             return Ok(host.clone());
         }
-        let host = self.args.sources.host_with(self.wasm.clone())?;
+        let host = self.args.sources.host_with(project, self.wasm.clone())?;
         let fingerprint = host.fingerprint();
         // A file written within the last second could change again without its stamp
         // showing it: such a host is rebuilt next time.
@@ -440,15 +548,54 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
     let mut input = Vec::new();
     let read = async {
         stream.read_exact(&mut len).await?;
-        input.resize(u32::from_le_bytes(len) as usize, 0);
-        stream.read_exact(&mut input).await
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_INPUT {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a request of {len} bytes (at most {MAX_INPUT})"),
+            ));
+        }
+        // Grown as bytes arrive: a length is a claim, not an allocation.
+        (&mut stream)
+            .take(len as u64)
+            .read_to_end(&mut input)
+            .await?;
+        if input.len() == len {
+            Ok(())
+        } else {
+            Err(io::Error::from(io::ErrorKind::UnexpectedEof))
+        }
     };
     if let Err(e) = read.await {
         tracing::warn!("dispatch daemon: reading a request: {e}");
         return;
     }
     let (mut reader, mut writer) = stream.split();
-    let dispatched = dispatch_stdin(&daemon.args, &input, || daemon.host());
+    // A panic answers this request with an error (exit 1), as a host error would be;
+    // the daemon serves on.
+    let dispatched = AssertUnwindSafe(async {
+        #[cfg(debug_assertions)]
+        if input
+            .windows(hookhost::serve::DEBUG_PANIC_EVENT.len())
+            .any(|w| w == hookhost::serve::DEBUG_PANIC_EVENT.as_bytes())
+        {
+            panic!(
+                "a request for `{}` (debug builds only)",
+                hookhost::serve::DEBUG_PANIC_EVENT
+            );
+        }
+        dispatch_stdin(&daemon.args, &input, |project| daemon.host(project)).await
+    })
+    .catch_unwind()
+    .map(|caught| {
+        caught.unwrap_or_else(|payload| {
+            let message = hookhost::serve::panic_message(payload.as_ref());
+            tracing::error!("dispatch daemon: a request panicked: {message}");
+            Printed::error(&format!(
+                "internal error: the dispatch panicked ({message}); the daemon serves on"
+            ))
+        })
+    });
     // The caller sends nothing more: anything readable is the end of the connection.
     let printed = tokio::select! {
         printed = dispatched => printed,

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use hookhost::event::built_in_names;
 use hookhost::policy::{HandlerSpec, Hook, Policy};
+use hookhost::text::escape;
 
 use super::SourceArgs;
 
@@ -61,6 +62,8 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
     }
 }
 
+/// `hookhost hooks`: the table is for people, so every field that came from a config file
+/// (ids, matchers, commands, reasons) is escaped; `--json` stays JSON.
 pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
     let host = args.sources.host()?;
     let policy = host.policy();
@@ -89,39 +92,47 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
         });
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?
-        );
+        let json = serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?;
+        outln!("{}", hookhost::text::escape_json(&json));
     } else if lines.is_empty() {
-        println!("no hooks configured");
+        outln!("no hooks configured");
     } else {
-        println!(
+        outln!(
             "{:<9} {:<18} {:<14} {:<8} {:<34} STATE",
-            "SOURCE", "EVENT", "MATCHER", "TYPE", "ID"
+            "SOURCE",
+            "EVENT",
+            "MATCHER",
+            "TYPE",
+            "ID"
         );
         for l in &lines {
             let state = match &l.why_not {
                 None => "runs".to_string(),
-                Some(why) => format!("skipped: {why}"),
+                Some(why) => format!("skipped: {}", escape(why)),
             };
-            println!(
+            outln!(
                 "{:<9} {:<18} {:<14} {:<8} {:<34} {state}",
-                l.source, l.event, l.matcher, l.kind, l.id
+                l.source,
+                escape(&l.event),
+                escape(&l.matcher),
+                l.kind,
+                escape(&l.id)
             );
-            println!("{:<9} {}", "", l.handler);
+            outln!("{:<9} {}", "", escape(&l.handler));
         }
     }
     print_problems(policy);
     Ok(ExitCode::SUCCESS)
 }
 
+/// The config's warnings and errors on stderr, one escaped line each (they quote values
+/// and paths from the files).
 fn print_problems(policy: &Policy) {
     for warning in &policy.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {}", escape(&warning.to_string()));
     }
     for error in &policy.errors {
-        eprintln!("error: {error}");
+        errln!("error: {}", escape(&error.to_string()));
     }
 }
 
@@ -135,7 +146,7 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
             .iter()
             .map(|h| h.origin.location.as_str())
             .collect();
-        println!(
+        outln!(
             "ok: {} hooks from {} sources, {} warnings",
             policy.hooks.len(),
             sources.len(),
@@ -143,7 +154,7 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        println!(
+        outln!(
             "{} errors, {} warnings",
             policy.errors.len(),
             policy.warnings.len()
@@ -154,20 +165,24 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
 
 pub fn events() -> Result<ExitCode, String> {
     let catalogue = hookhost::EventCatalogue::default();
-    println!(
+    outln!(
         "{:<20} {:<18} {:<8} {:<18} {:>8}  OUTPUTS",
-        "EVENT", "MATCHER FIELD", "EXIT 2", "DECISION", "TIMEOUT"
+        "EVENT",
+        "MATCHER FIELD",
+        "EXIT 2",
+        "DECISION",
+        "TIMEOUT"
     );
     for name in built_in_names() {
         let s = catalogue.get(name).expect("built-in event");
-        println!(
+        outln!(
             "{:<20} {:<18} {:<8} {:<18} {:>7}s  {}",
-            s.name,
-            s.matcher_field.as_deref().unwrap_or("-"),
+            escape(&s.name),
+            escape(s.matcher_field.as_deref().unwrap_or("-")),
             format!("{:?}", s.exit2).to_lowercase(),
             format!("{:?}", s.decision),
             s.default_timeout.as_secs_f64(),
-            s.specific_outputs.join(", ")
+            escape(&s.specific_outputs.join(", "))
         );
     }
     Ok(ExitCode::SUCCESS)

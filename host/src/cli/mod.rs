@@ -1,11 +1,17 @@
 //! Command-line arguments and the commands behind them.
 
+// First: the printing macros every command below uses.
+#[macro_use]
+pub mod output;
+
 mod audit;
 mod demo;
 mod dispatch;
 pub mod dispatch_daemon;
 mod hooks;
+mod install;
 mod plugin;
+pub mod project;
 mod serve;
 mod signing;
 mod trust;
@@ -59,6 +65,11 @@ enum Command {
         #[command(subcommand)]
         command: plugin::PluginCommand,
     },
+    /// Make hookhost the hook of Claude Code or Codex: write the drop-in into its
+    /// settings (merged with what is there; `--dry-run` shows the change).
+    Install(install::InstallArgs),
+    /// Remove what `hookhost install` added to Claude Code's or Codex's settings.
+    Uninstall(install::InstallArgs),
     /// Print the JSON Schema of settings files (committed as `docs/hookhost.schema.json`).
     Schema,
     /// Internal: run one async hook in the background (started by `dispatch`).
@@ -83,14 +94,26 @@ pub struct SourceArgs {
 }
 
 impl SourceArgs {
+    /// `--project` or the current directory, as given (what `serve` serves by default).
     fn project_dir(&self) -> Result<PathBuf, String> {
         let dir = match &self.project {
             Some(dir) => dir.clone(),
             None => std::env::current_dir()
                 .map_err(|e| format!("cannot read the current directory: {e}"))?,
         };
-        std::path::absolute(&dir)
-            .map_err(|e| format!("bad project directory `{}`: {e}", dir.display()))
+        std::path::absolute(&dir).map_err(|e| {
+            format!(
+                "bad project directory `{}`: {e}",
+                hookhost::text::escape(&dir.display().to_string())
+            )
+        })
+    }
+
+    /// The project, found the way agents mean it (see [`project`]): `--project`, else the
+    /// environment, else the input's `cwd`, else the working directory, walking up to
+    /// the nearest `.hookhost/`.
+    pub fn find_project(&self, input_cwd: Option<&str>) -> Result<PathBuf, String> {
+        project::find(self.project.as_deref(), input_cwd)
     }
 
     /// A builder over the standard sources and the `--settings` of a project.
@@ -105,23 +128,38 @@ impl SourceArgs {
         builder
     }
 
-    /// A host over the standard sources, with session state on disk so that consecutive
-    /// one-shot processes of a session share it.
+    /// A host over the standard sources of the project found from the working
+    /// directory (no input to look at), with session state on disk.
     fn host(&self) -> Result<Host, String> {
-        self.host_with(std::sync::Arc::new(one_shot_wasm()))
+        self.host_for(&self.find_project(None)?)
     }
 
-    /// [`SourceArgs::host`] running wasm hooks in `wasm` (the dispatch daemon's warm one).
-    fn host_with(&self, wasm: std::sync::Arc<dyn WasmRunner>) -> Result<Host, String> {
-        let builder = self.builder(&self.project_dir()?);
-        let data = data_dir();
-        let sessions = data.join("sessions");
-        let mut launcher_args = vec!["run-async".to_string()];
-        if let Some(project) = &self.project {
-            launcher_args.extend(["--project".into(), project.display().to_string()]);
-        }
+    /// A host over the standard sources of `project`, with session state on disk so
+    /// that consecutive one-shot processes of a session share it.
+    fn host_for(&self, project: &std::path::Path) -> Result<Host, String> {
+        self.host_with(project, std::sync::Arc::new(one_shot_wasm()))
+    }
+
+    /// [`SourceArgs::host_for`] running wasm hooks in `wasm` (the dispatch daemon's warm
+    /// one).
+    fn host_with(
+        &self,
+        project: &std::path::Path,
+        wasm: std::sync::Arc<dyn WasmRunner>,
+    ) -> Result<Host, String> {
+        let builder = self.builder(project);
+        let sessions = sessions_dir();
+        // The background runner of async hooks gets the project this dispatch found,
+        // which it could not find again: it sees neither the input's `cwd` nor, once
+        // detached, necessarily the same environment. As bytes: a path need not be
+        // UTF-8, and a lossy copy would name another directory.
+        let mut launcher_args: Vec<std::ffi::OsString> = vec![
+            "run-async".into(),
+            "--project".into(),
+            project.as_os_str().to_os_string(),
+        ];
         for settings in &self.settings {
-            launcher_args.extend(["--settings".into(), settings.clone()]);
+            launcher_args.extend(["--settings".into(), settings.into()]);
         }
         if self.trust_workspace {
             launcher_args.push("--trust-workspace".into());
@@ -140,6 +178,11 @@ impl SourceArgs {
             .async_launcher(launcher)
             .build())
     }
+}
+
+/// Where the CLI keeps per-session state: `sessions/` in the [`data_dir`].
+pub fn sessions_dir() -> PathBuf {
+    data_dir().join("sessions")
 }
 
 /// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost`.
@@ -178,9 +221,48 @@ fn one_shot_wasm() -> WasmRuntime {
 /// means "block" and a host error must not block the agent.
 pub const ERROR_EXIT: u8 = 1;
 
-/// How a host error is reported on stderr.
+/// How a host error is reported on stderr: one line, with every control character
+/// escaped (messages quote config values, paths and plugin output).
 pub fn error_text(message: &str) -> String {
-    format!("hookhost: error: {message}\n")
+    let message = message.strip_prefix("hookhost: ").unwrap_or(message);
+    let message = message.strip_prefix("error: ").unwrap_or(message);
+    format!("hookhost: error: {}\n", hookhost::text::escape(message))
+}
+
+/// Makes every panic print one line on stderr (`hookhost: error: internal error …`)
+/// instead of Rust's multi-line report; `main` turns it into exit status 1. With
+/// `RUST_BACKTRACE` set, Rust's report follows, for bug reports.
+pub fn install_panic_hook() {
+    let rust_report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let what = info.payload_as_str().unwrap_or("a panic without a message");
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        output::write_stderr(&error_text(&format!(
+            "internal error (a bug in hookhost; please report it): {what}{place}"
+        )));
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            rust_report(info);
+        }
+    }));
+}
+
+/// stderr for the library's log lines (`tracing`), with control characters escaped:
+/// they quote paths, plugin names and hook output.
+pub struct EscapingStderr;
+
+impl std::io::Write for EscapingStderr {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(bytes);
+        output::write_stderr(&hookhost::text::escape_multiline(&text));
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Runs a parsed command line.
@@ -193,9 +275,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Demo(args) => demo::run(args),
         Command::Plugin { command } => plugin::run(command),
         Command::Schema => {
-            print!("{}", hookhost::config::schema::json_schema_text());
+            out!("{}", hookhost::config::schema::json_schema_text());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Install(args) => install::install(args),
+        Command::Uninstall(args) => install::uninstall(args),
         Command::Serve(args) => serve::run(args),
         Command::Trust(args) => trust::trust(args),
         Command::Untrust(args) => trust::untrust(args),

@@ -15,6 +15,19 @@ use hookhost::handlers::wasm::{
     test_plugin,
 };
 use hookhost::scaffold::{Lang, NewPlugin, new_plugin, next_steps};
+use hookhost::text::escape;
+
+/// What `plugin test` prints.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Default)]
+pub enum TestFormat {
+    /// The report: the response, its status and resource use, as JSON.
+    #[default]
+    Report,
+    /// The plugin's response as plain Claude Code hook output JSON on stdout (what a
+    /// command hook would print; nothing when it has nothing to say), the report on
+    /// stderr.
+    Claude,
+}
 
 /// The `plugin` subcommands.
 #[derive(Debug, Subcommand)]
@@ -29,8 +42,8 @@ pub enum PluginCommand {
         /// Where to create it (default: `./NAME`).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// Rust only: the `guest-sdk` directory to depend on (default: the SDK of the
-        /// hookhost source tree this binary was built from).
+        /// Rust only: a `guest-sdk` directory to depend on by path (default: a copy of
+        /// the SDK this binary carries, written into the plugin's `hookhost-guest/`).
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
@@ -69,6 +82,10 @@ pub enum PluginCommand {
         /// The project directory `${workspace}` expands to (default: the current directory).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// `report` (default) or `claude`: the response as Claude Code hook output JSON on
+        /// stdout, beside the report on stderr.
+        #[arg(long, value_enum, default_value_t)]
+        format: TestFormat,
     },
     /// Sign a plugin: write `PLUGIN.wasm.sig` (ed25519 over the file's sha256).
     Sign(super::signing::SignArgs),
@@ -97,12 +114,10 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
             if json {
                 let mut value = serde_json::to_value(&info).map_err(|e| e.to_string())?;
                 value["cache"] = Value::String(cache_label(&cache));
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
-                );
+                let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+                outln!("{}", hookhost::text::escape_json(&json));
             } else {
-                print!("{}", describe(&info, &cache));
+                out!("{}", describe(&info, &cache));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -115,6 +130,7 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
             memory_mb,
             timeout,
             project,
+            format,
         } => {
             let mut capabilities = RawCapabilities::default();
             for grant in &grants {
@@ -165,10 +181,23 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
                 )
             };
             let report = test_plugin(&runtime, &call, &event, input, &project)?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-            );
+            let report_json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+            let report_json = hookhost::text::escape_json(&report_json);
+            match format {
+                TestFormat::Report => outln!("{report_json}"),
+                TestFormat::Claude => {
+                    // The JSON a command hook prints; the report beside it, where a
+                    // person reads it.
+                    errln!("{report_json}");
+                    if let Some(response) = report
+                        .response
+                        .as_ref()
+                        .filter(|r| r.as_object().is_none_or(|o| !o.is_empty()))
+                    {
+                        outln!("{}", hookhost::text::escape_json(&response.to_string()));
+                    }
+                }
+            }
             Ok(if report.status == "ok" {
                 ExitCode::SUCCESS
             } else {
@@ -187,12 +216,15 @@ fn cache_label(status: &CacheStatus) -> String {
     }
 }
 
+/// `hookhost plugin inspect` for people. The name, version, events, capabilities and
+/// imports are the plugin's own words, read before anyone trusts it: each is escaped, so
+/// a plugin cannot forge lines of this report.
 fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
     let list = |items: &[String]| {
         if items.is_empty() {
             "none".to_string()
         } else {
-            items.join(", ")
+            escape(&items.join(", ")).into_owned()
         }
     };
     let dirs: Vec<String> = info
@@ -202,23 +234,27 @@ fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
         .map(|d| format!("{} ({})", d.path, if d.write { "rw" } else { "ro" }))
         .collect();
     let mut out = String::new();
-    out.push_str(&format!("plugin:       {} {}\n", info.name, info.version));
+    out.push_str(&format!(
+        "plugin:       {} {}\n",
+        escape(&info.name),
+        escape(&info.version)
+    ));
     out.push_str(&format!(
         "file:         {} ({} bytes)\n",
-        info.path.display(),
+        escape(&info.path.display().to_string()),
         info.size
     ));
     out.push_str(&format!("sha256:       {}\n", info.sha256));
     out.push_str(&format!(
         "wit:          hookhost:hook@{}\n",
-        info.wit_version
+        escape(&info.wit_version.to_string())
     ));
     out.push_str(&format!(
         "events:       {}\n",
         if info.events.is_empty() {
             "all".to_string()
         } else {
-            info.events.join(", ")
+            list(&info.events)
         }
     ));
     out.push_str("capabilities: (requested; live only when granted)\n");
@@ -230,7 +266,7 @@ fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
     ));
     out.push_str(&format!("exports:      {}\n", list(&info.exports)));
     out.push_str(&format!("imports:      {}\n", list(&info.imports)));
-    out.push_str(&format!("compile:      {}\n", cache_label(cache)));
+    out.push_str(&format!("compile:      {}\n", escape(&cache_label(cache))));
     out
 }
 
@@ -250,14 +286,11 @@ fn new(
         dir: dir.clone(),
         sdk,
     })?;
-    println!(
-        "created {} plugin `{name}` in {}:",
-        lang.as_str(),
-        dir.display()
-    );
+    let shown = escape(&dir.display().to_string()).into_owned();
+    outln!("created {} plugin `{name}` in {shown}:", lang.as_str());
     for file in files {
-        println!("  {}", file.display());
+        outln!("  {}", file.display());
     }
-    println!("next, in {}:\n{}", dir.display(), next_steps(lang, &name));
+    outln!("next, in {shown}:\n{}", next_steps(lang, &name));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,22 +1,25 @@
 //! `hookhost serve`: the daemon (see `hookhost::serve` for the protocol).
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
 
-use hookhost::serve::{HostFactory, Server};
-use hookhost::{AsyncLauncher, HostBuilder};
+use hookhost::serve::{BoundSocket, HostFactory, Server};
+use hookhost::trust::TrustStore;
+use hookhost::{AsyncLauncher, HostBuilder, WorkspaceTrust};
 
-use super::{SourceArgs, data_dir, runtime};
+use super::{SourceArgs, data_dir};
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("transport").required(true).args(["socket", "stdio"])))]
 pub struct ServeArgs {
-    /// Listen on this unix socket (created with mode 0600).
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
+    /// Listen on this unix socket (created with mode 0600; the default, also without
+    /// this flag, is `$XDG_RUNTIME_DIR/hookhost.sock`, else `hookhost.sock` in the data
+    /// directory).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, conflicts_with = "stdio")]
+    socket: Option<Option<PathBuf>>,
     /// Serve one client on stdin/stdout.
     #[arg(long)]
     stdio: bool,
@@ -24,13 +27,68 @@ pub struct ServeArgs {
     sources: SourceArgs,
 }
 
+/// The stack of each of a daemon's threads: what a main thread gets on Linux, four
+/// times tokio's default. Requests run on these threads; a stack overflow aborts the
+/// whole process (it is not a panic), so the parsers of hostile input are depth-limited
+/// well below what this holds, and the size is set here rather than left to a default.
+pub const DAEMON_STACK: usize = 8 << 20;
+
+/// The tokio runtime of a daemon: two workers with [`DAEMON_STACK`] each.
+pub fn daemon_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(DAEMON_STACK)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// `$XDG_RUNTIME_DIR/hookhost.sock` when that is an absolute path to a directory (the
+/// XDG spec ignores a relative one), else `hookhost.sock` in the data directory, which
+/// is created (mode 0700) when missing.
+fn default_socket() -> Result<PathBuf, String> {
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute() && dir.is_dir());
+    if let Some(dir) = runtime_dir {
+        return Ok(dir.join("hookhost.sock"));
+    }
+    let data = data_dir();
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&data)
+            .map_err(|e| {
+                format!(
+                    "cannot create the data directory {} for the socket: {e} (name one with --socket)",
+                    data.display()
+                )
+            })?;
+    }
+    Ok(data.join("hookhost.sock"))
+}
+
+/// One line for the person who started the daemon; a closed stderr is not an error.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "hookhost: {line}");
+}
+
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     crate::allocator::use_mimalloc();
     let default_project = args.sources.project_dir()?;
     let sources = args.sources.clone();
     let session_files = data_dir().join("sessions");
+    let trust_store = TrustStore::in_data_dir(&data_dir()).path().to_path_buf();
+    let trusted_project = default_project.clone();
     let factory: HostFactory = Arc::new(move |dir, sessions| {
-        let builder: HostBuilder = sources.builder(dir);
+        let mut builder: HostBuilder = sources.builder(dir);
+        // `--trust-workspace` (and `HOOKHOST_TRUST_WORKSPACE=1`) trust the daemon's
+        // project; any other project a client names is judged by the trust store.
+        if dir != trusted_project {
+            builder = builder.workspace_trust(WorkspaceTrust::Store(trust_store.clone()));
+        }
         builder
             .session_store(sessions)
             .session_files(session_files.clone())
@@ -38,7 +96,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             .build()
     });
     let server = Server::new(default_project, factory);
-    let rt = runtime()?;
+    let socket = match (&args.socket, args.stdio) {
+        (_, true) => None,
+        (Some(Some(path)), false) => Some(path.clone()),
+        (Some(None) | None, false) => Some(default_socket()?),
+    };
+    let rt = daemon_runtime()?;
     rt.block_on(async move {
         let stopper = server.clone();
         tokio::spawn(async move {
@@ -55,13 +118,20 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             }
             stopper.shutdown();
         });
-        match &args.socket {
+        match socket {
             Some(path) => {
-                eprintln!("hookhost: serving on {}", path.display());
-                server
-                    .serve_unix(path)
+                // Bound before anything is printed: "serving on" is true when it shows.
+                let bound = BoundSocket::bind(&path)
                     .await
-                    .map_err(|e| format!("cannot serve on {}: {e}", path.display()))
+                    .map_err(|e| format!("cannot serve: {e}"))?;
+                say(&format!(
+                    "serving on {}",
+                    hookhost::text::escape(&path.display().to_string())
+                ));
+                server
+                    .serve_bound(bound)
+                    .await
+                    .map_err(|e| cannot_serve(&path, &e))
             }
             None => {
                 server.serve_stdio().await;
@@ -70,4 +140,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         }
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn cannot_serve(path: &Path, e: &std::io::Error) -> String {
+    format!("cannot serve on {}: {e}", path.display())
 }

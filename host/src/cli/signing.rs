@@ -80,13 +80,18 @@ pub fn keygen(args: KeygenArgs) -> Result<ExitCode, String> {
         0o644,
         args.force,
     )?;
-    eprintln!(
+    errln!(
         "wrote the private key to {} (keep it secret) and the public key to {}",
-        args.out.display(),
-        Path::new(&pub_path).display()
+        shown(&args.out),
+        shown(Path::new(&pub_path))
     );
-    println!("{public}");
+    outln!("{public}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A path for people, escaped.
+fn shown(path: &Path) -> String {
+    hookhost::text::escape(&path.display().to_string()).into_owned()
 }
 
 fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
@@ -103,11 +108,11 @@ pub fn sign(args: SignArgs) -> Result<ExitCode, String> {
     let signature = sign_digest(&key, &digest)?;
     let sig_path = signature_path(&args.plugin);
     write_new(&sig_path, &format!("{signature}\n"), 0o644, true)?;
-    println!(
+    outln!(
         "signed {} (sha256 {digest}) with key {}: {}",
-        args.plugin.display(),
+        shown(&args.plugin),
         hex::encode(key.verifying_key().as_bytes()),
-        sig_path.display()
+        shown(&sig_path)
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -134,14 +139,14 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode, String> {
     };
     match list.admit(&args.plugin, &digest, sig) {
         Ok(_) => {
-            println!(
+            outln!(
                 "ok: {} (sha256 {digest}) is signed by this key",
-                args.plugin.display()
+                shown(&args.plugin)
             );
             Ok(ExitCode::SUCCESS)
         }
         Err(message) => {
-            println!("{message}");
+            outln!("{}", hookhost::text::escape(&message));
             Ok(ExitCode::from(1))
         }
     }

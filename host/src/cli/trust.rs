@@ -12,6 +12,7 @@ use hookhost::EventCatalogue;
 use hookhost::config::{SourceKind, SourceOptions};
 use hookhost::policy::ResolveOptions;
 use hookhost::policy::trust::{TrustDecision, TrustedBy};
+use hookhost::text::escape;
 use hookhost::trust::{TrustStore, canonical_workspace};
 use hookhost::{HostBuilder, WorkspaceTrust};
 
@@ -19,7 +20,8 @@ use super::data_dir;
 
 #[derive(Debug, Args)]
 pub struct TrustArgs {
-    /// The workspace (default: the current directory).
+    /// The workspace (default: the project of the current directory: the nearest
+    /// directory above it with a `.hookhost/`, as `dispatch` finds it).
     dir: Option<PathBuf>,
     /// Show whether the workspace is trusted, and what changed since, instead of trusting.
     #[arg(long)]
@@ -31,20 +33,36 @@ pub struct TrustArgs {
 
 #[derive(Debug, Args)]
 pub struct UntrustArgs {
-    /// The workspace (default: the current directory).
+    /// The workspace (default: the project of the current directory, as for `trust`).
     dir: Option<PathBuf>,
 }
 
+/// The workspace: `dir` exactly, else the project `dispatch` would find from here (so
+/// that `hookhost trust` in a subdirectory trusts the project its hooks come from).
 fn workspace(dir: &Option<PathBuf>) -> Result<PathBuf, String> {
     let dir = match dir {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => super::project::find(None, None)?,
     };
     if !dir.is_dir() {
-        return Err(format!("`{}` is not a directory", dir.display()));
+        return Err(format!("`{}` is not a directory", shown(&dir)));
     }
     Ok(canonical_workspace(&dir))
+}
+
+/// A path for people: escaped (a directory name can hold a newline or ESC).
+fn shown(path: &std::path::Path) -> String {
+    escape(&path.display().to_string()).into_owned()
+}
+
+/// Seconds since the Unix epoch as a UTC date and time (`2026-08-01 12:00:00 UTC`).
+fn date(secs: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let rfc3339 = hookhost::audit::rfc3339(time);
+    // `2026-08-01T12:00:00.000Z` → `2026-08-01 12:00:00 UTC`
+    let (day, clock) = rfc3339.split_once('T').unwrap_or((&rfc3339, ""));
+    let clock = clock.split(['.', 'Z']).next().unwrap_or(clock);
+    format!("{day} {clock} UTC")
 }
 
 fn store() -> TrustStore {
@@ -68,13 +86,13 @@ pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
         ..ResolveOptions::default()
     };
     let policy = hookhost::policy::resolve(loaded, catalogue, &options);
-    let shown = workspace.display();
+    let shown = shown(&workspace);
     match &policy.workspace_trust {
         Some(TrustDecision::Trusted {
             by: TrustedBy::Managed,
             ..
         }) => {
-            println!("{shown} is trusted by managed policy (`trustedWorkspaces`); nothing to do");
+            outln!("{shown} is trusted by managed policy (`trustedWorkspaces`); nothing to do");
             return Ok(ExitCode::SUCCESS);
         }
         Some(TrustDecision::Untrusted { reason, .. }) => return Err(reason.clone()),
@@ -85,30 +103,40 @@ pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
         .iter()
         .filter(|h| matches!(h.origin.kind, SourceKind::Project | SourceKind::Local))
         .collect();
-    println!("trusting {shown}: these hooks will run");
+    // What is listed here is what the user trusts: every field comes from the
+    // repository, so each is escaped (a `\r` in a command must not show
+    // `./scripts/lint.sh` over `curl … | sh`).
+    outln!("trusting {shown}: these hooks will run");
     if hooks.is_empty() {
-        println!("  (no project or local hooks)");
+        outln!("  (no project or local hooks)");
     }
     for hook in &hooks {
-        println!(
+        outln!(
             "  {:<7} {:<18} {:<8} {}",
             hook.origin.kind,
-            hook.event,
+            escape(&hook.event),
             hook.handler.type_name(),
-            hook.handler.summary()
+            escape(&hook.handler.summary())
         );
     }
     for (file, state) in &fingerprint {
         match &state.sha256 {
-            Some(sha) => println!("  file {file}  sha256 {}", &sha[..16]),
-            None => println!("  file {file}  (absent)"),
+            Some(sha) => outln!(
+                "  file {}  sha256 {}",
+                escape(file),
+                sha.get(..16).unwrap_or(sha)
+            ),
+            None => outln!("  file {}  (absent)", escape(file)),
+        }
+        if let Some(target) = &state.target {
+            outln!("       -> {}", escape(target));
         }
     }
     for error in &policy.errors {
-        eprintln!("warning: {error}");
+        errln!("warning: {}", escape(&error.to_string()));
     }
     store().trust(&workspace, fingerprint)?;
-    println!(
+    outln!(
         "trusted {shown}; any change to these files untrusts it again (`hookhost untrust {shown}` to undo)"
     );
     Ok(ExitCode::SUCCESS)
@@ -140,51 +168,61 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
             "state": state,
             "trustedBy": by,
             "trustedAt": record.as_ref().map(|r| r.trusted_at),
+            "trustedAtUtc": record.as_ref().map(|r| hookhost::audit::rfc3339(
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(r.trusted_at)
+            )),
             "changes": changes,
             "message": message,
             "store": store().path().display().to_string(),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
-        );
+        let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        outln!("{}", hookhost::text::escape_json(&json));
         return Ok(ExitCode::SUCCESS);
     }
-    let shown = workspace.display();
+    let shown = shown(workspace);
     match (state, by) {
         ("trusted", Some(TrustedBy::Managed)) => {
-            println!("{shown}: trusted by managed policy (`trustedWorkspaces`)")
+            outln!("{shown}: trusted by managed policy (`trustedWorkspaces`)")
         }
         ("trusted", Some(TrustedBy::Explicit)) => {
-            println!(
+            outln!(
                 "{shown}: trusted for this run only (`--trust-workspace` / HOOKHOST_TRUST_WORKSPACE)"
             )
         }
-        ("trusted", _) => println!(
-            "{shown}: trusted (since {} s after the Unix epoch); unchanged since",
-            record.map(|r| r.trusted_at).unwrap_or(0)
-        ),
+        ("trusted", _) => match record {
+            Some(record) => outln!(
+                "{shown}: trusted since {}; unchanged since",
+                date(record.trusted_at)
+            ),
+            None => outln!("{shown}: trusted; unchanged since"),
+        },
         ("changed", _) => {
-            println!(
-                "{shown}: changed since it was trusted; its project and local hooks are skipped"
+            let since = record
+                .map(|r| format!(" (on {})", date(r.trusted_at)))
+                .unwrap_or_default();
+            outln!(
+                "{shown}: changed since it was trusted{since}; its project and local hooks are skipped"
             );
             for change in &changes {
-                println!("  {change}");
+                outln!("  {}", escape(change));
             }
-            println!("review, then run `hookhost trust {shown}`");
+            outln!("review, then run `hookhost trust {shown}`");
         }
-        _ => println!("{shown}: not trusted\n  {}", message.unwrap_or_default()),
+        _ => outln!(
+            "{shown}: not trusted\n  {}",
+            escape(&message.unwrap_or_default())
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn untrust(args: UntrustArgs) -> Result<ExitCode, String> {
     let workspace = workspace(&args.dir)?;
-    let shown = workspace.display();
+    let shown = shown(&workspace);
     if store().untrust(&workspace)? {
-        println!("untrusted {shown}: its project and local hooks no longer run");
+        outln!("untrusted {shown}: its project and local hooks no longer run");
     } else {
-        println!("{shown} was not trusted");
+        outln!("{shown} was not trusted");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,13 @@
 //! The command handler: a process per run, Claude Code's contract.
 //!
 //! - stdin: the input JSON on one line; cwd: the project directory;
-//! - shell form runs `sh -c COMMAND` (or `bash -c`); exec form runs the program with
-//!   `args`, no shell, with `${CLAUDE_PROJECT_DIR}`-style placeholders substituted;
+//! - shell form runs `/bin/sh -c COMMAND` (or `bash -c`, bash found in `PATH`); exec form
+//!   runs the program with `args`, no shell, with `${CLAUDE_PROJECT_DIR}`-style
+//!   placeholders substituted;
+//! - programs are never chosen by the repository: empty and relative `PATH` entries
+//!   (`PATH=:/usr/bin`, `PATH=.:/bin`) are ignored when the shell or an exec-form program
+//!   is looked up, and removed from the `PATH` the hook gets; a relative exec-form path
+//!   (`./hooks/x`) is the project's own and is taken relative to the project directory;
 //! - the process leads its own process group, and on timeout (or cancellation) the whole
 //!   group is killed, so a hook that forked a sleeper leaves nothing behind;
 //! - exit 0: success, stdout is JSON when its first non-blank character is `{`;
@@ -11,12 +16,15 @@
 //!   which then decides alone;
 //! - a process that cannot start (spawn error, shell exit 126/127, an interpreter that
 //!   cannot open its script) is a non-blocking error, never a block (claude-code #80697);
-//! - the environment is the host's, minus credential-looking variables (see
-//!   [`is_credential_name`]) unless `envAllowlist` names them.
+//! - the environment is the host's, byte for byte (names and values need not be UTF-8),
+//!   minus credential-looking variables (see [`is_credential_name`]) unless
+//!   `envAllowlist` names them; the values hookhost sets itself never hold a NUL byte.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -25,111 +33,150 @@ use super::output::{Stdout, cap_text, classify_stdout};
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
 use crate::policy::{CommandSpec, Hook, Settings, Shell};
 
+pub use crate::policy::env::{allowlisted, is_credential_name};
+use crate::policy::env::{allowlisted_bytes, is_credential_name_bytes};
+
 /// Bytes of stdout or stderr kept per run; the rest is read and dropped so the hook never
 /// blocks on a full pipe.
 pub const CAPTURE_LIMIT: usize = 1 << 20;
 
-/// Substrings that mark an environment variable as a credential.
-const CREDENTIAL_MARKERS: &[&str] = &[
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "KEY",
-    "CREDENTIAL",
-    "PRIVATE",
-];
-/// Prefixes of cloud credentials.
-const CREDENTIAL_PREFIXES: &[&str] = &["AWS_", "AZURE_", "GCP_", "GOOGLE_"];
-/// Whole names of variables that usually embed credentials.
-const CREDENTIAL_NAMES: &[&str] = &["DATABASE_URL", "NETRC"];
+/// The shell of the shell form, by absolute path: never looked up in `PATH`.
+pub const SH: &str = "/bin/sh";
 
-/// Whether a variable name looks like it holds a credential.
-pub fn is_credential_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    CREDENTIAL_MARKERS.iter().any(|m| upper.contains(m))
-        || CREDENTIAL_PREFIXES.iter().any(|p| upper.starts_with(p))
-        || CREDENTIAL_NAMES.contains(&upper.as_str())
+/// Where programs are looked up when `PATH` is unset (as `execvp` does).
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// A value hookhost sets in a hook's environment or argv, without NUL bytes (which
+/// `execve` cannot carry: one would make the hook fail to start).
+pub fn without_nul(value: &OsStr) -> OsString {
+    let bytes = value.as_bytes();
+    if bytes.contains(&0) {
+        OsString::from_vec(bytes.iter().copied().filter(|&b| b != 0).collect())
+    } else {
+        value.to_os_string()
+    }
 }
 
-/// Whether `name` matches an allowlist entry (`*` is a wildcard).
-pub fn allowlisted(name: &str, allowlist: &[String]) -> bool {
-    allowlist
-        .iter()
-        .any(|pattern| wildcard_match(pattern, name))
-}
-
-fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first)
-        || !text[first.len()..].ends_with(last)
-        || text.len() < first.len() + last.len()
-    {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
-            None => return false,
-        }
-    }
-    true
+/// `PATH` without its empty and relative entries: those name directories of whatever
+/// the current directory is (the repository), and a hook must not run the repository's
+/// `./sh` or `./git` because of them.
+pub fn absolute_path_entries(path: &OsStr) -> OsString {
+    let kept: Vec<&[u8]> = path
+        .as_bytes()
+        .split(|&b| b == b':')
+        .filter(|entry| entry.first() == Some(&b'/'))
+        .collect();
+    OsString::from_vec(kept.join(&b':'))
 }
 
 /// The environment a command hook gets.
-pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = std::env::vars()
-        .filter(|(name, _)| !is_credential_name(name) || allowlisted(name, &settings.env_allowlist))
+pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| {
+            let name = name.as_bytes();
+            !is_credential_name_bytes(name) || allowlisted_bytes(name, &settings.env_allowlist)
+        })
+        .map(|(name, value)| {
+            if name == "PATH" {
+                let path = absolute_path_entries(&value);
+                (name, path)
+            } else {
+                (name, value)
+            }
+        })
         .collect();
-    let project = invocation.project_dir.display().to_string();
+    let project = without_nul(invocation.project_dir.as_os_str());
+    let session = without_nul(OsStr::new(&invocation.session_id));
     env.push(("CLAUDE_PROJECT_DIR".into(), project.clone()));
     env.push(("HOOKHOST_PROJECT_DIR".into(), project));
+    env.push(("CLAUDE_CODE_SESSION_ID".into(), session.clone()));
+    env.push(("HOOKHOST_SESSION_ID".into(), session));
     env.push((
-        "CLAUDE_CODE_SESSION_ID".into(),
-        invocation.session_id.clone(),
+        "HOOKHOST_EVENT".into(),
+        without_nul(OsStr::new(&*invocation.spec.name)),
     ));
-    env.push(("HOOKHOST_SESSION_ID".into(), invocation.session_id.clone()));
-    env.push(("HOOKHOST_EVENT".into(), invocation.spec.name.to_string()));
     if let Some(file) = &invocation.env_file {
-        env.push(("CLAUDE_ENV_FILE".into(), file.display().to_string()));
-        env.push(("HOOKHOST_ENV_FILE".into(), file.display().to_string()));
+        let file = without_nul(file.as_os_str());
+        env.push(("CLAUDE_ENV_FILE".into(), file.clone()));
+        env.push(("HOOKHOST_ENV_FILE".into(), file));
     }
     env
 }
 
 /// Substitutes `${CLAUDE_PROJECT_DIR}`, `${HOOKHOST_PROJECT_DIR}` and
-/// `${CLAUDE_CODE_SESSION_ID}` in an exec-form argument, as plain strings.
-fn substitute(arg: &str, invocation: &Invocation) -> String {
-    let project = invocation.project_dir.display().to_string();
-    arg.replace("${CLAUDE_PROJECT_DIR}", &project)
-        .replace("${HOOKHOST_PROJECT_DIR}", &project)
-        .replace("${CLAUDE_CODE_SESSION_ID}", &invocation.session_id)
+/// `${CLAUDE_CODE_SESSION_ID}` in an exec-form argument, as plain bytes (the project
+/// directory need not be UTF-8; NUL bytes are dropped, see [`without_nul`]).
+fn substitute(arg: &str, invocation: &Invocation) -> OsString {
+    const PLACEHOLDERS: [&str; 3] = [
+        "${CLAUDE_PROJECT_DIR}",
+        "${HOOKHOST_PROJECT_DIR}",
+        "${CLAUDE_CODE_SESSION_ID}",
+    ];
+    if !arg.contains("${") {
+        return without_nul(OsStr::new(arg));
+    }
+    let project = invocation.project_dir.as_os_str().as_bytes();
+    let session = invocation.session_id.as_bytes();
+    let mut out = Vec::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some((at, placeholder)) = PLACEHOLDERS
+        .iter()
+        .filter_map(|p| rest.find(p).map(|at| (at, *p)))
+        .min_by_key(|(at, _)| *at)
+    {
+        out.extend_from_slice(&rest.as_bytes()[..at]);
+        out.extend_from_slice(if placeholder == PLACEHOLDERS[2] {
+            session
+        } else {
+            project
+        });
+        rest = &rest[at + placeholder.len()..];
+    }
+    out.extend_from_slice(rest.as_bytes());
+    without_nul(OsStr::from_bytes(&out))
 }
 
-/// Finds `program` the way `execvp` would in the hook's environment: a name with a `/`
-/// as it is, else the first executable file of that name in `search_path` (relative
-/// entries against `cwd`, the hook's working directory; `/bin:/usr/bin` when unset).
+/// Finds the program a hook runs, never in a directory the repository chose:
 ///
-/// Why not leave the search to the spawn: with a cleared environment and a bare name,
-/// the standard library must `fork` the whole host to search in the child, while an
-/// absolute path lets it use `posix_spawn` (a `vfork`), which does not copy the host's
-/// page tables: a large share of a command hook's start-up. A name found nowhere is
-/// returned unchanged, so the spawn reports the same error it always did.
-fn resolve_program(program: &str, search_path: Option<&str>, cwd: &Path) -> PathBuf {
-    if program.contains('/') {
-        return PathBuf::from(program);
+/// - a name with a `/` is a path: absolute as it is, relative against `project_dir` (the
+///   project's own scripts, `./hooks/x`);
+/// - a bare name is looked up in the absolute entries of `search_path` (empty and
+///   relative entries are ignored, as hardened `execvp`s do), `/bin:/usr/bin` when unset.
+///
+/// Why resolve here rather than leave the search to the spawn: the spawn would search
+/// the relative entries too, and an absolute path also lets the standard library use
+/// `posix_spawn` instead of `fork`ing the whole host.
+///
+/// # Errors
+///
+/// A bare name found in no absolute entry: a message for the hook's failure.
+pub fn resolve_program(
+    program: &OsStr,
+    search_path: Option<&OsStr>,
+    project_dir: &Path,
+) -> Result<PathBuf, String> {
+    let bytes = program.as_bytes();
+    if bytes.contains(&b'/') {
+        let path = Path::new(program);
+        return Ok(if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            project_dir.join(path)
+        });
     }
-    search_path
-        .unwrap_or("/bin:/usr/bin")
-        .split(':')
-        .map(|dir| cwd.join(dir).join(program))
+    let search = search_path.unwrap_or(OsStr::new(DEFAULT_PATH));
+    search
+        .as_bytes()
+        .split(|&b| b == b':')
+        .filter(|entry| entry.first() == Some(&b'/'))
+        .map(|dir| Path::new(OsStr::from_bytes(dir)).join(program))
         .find(|candidate| is_executable_file(candidate))
-        .unwrap_or_else(|| PathBuf::from(program))
+        .ok_or_else(|| {
+            format!(
+                "`{}` is not in PATH (only its absolute entries are searched)",
+                program.to_string_lossy()
+            )
+        })
 }
 
 fn is_executable_file(path: &Path) -> bool {
@@ -160,6 +207,12 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Whether a spawn failed for want of file descriptors (this process's or the system's):
+/// a shortage that passes as other hooks finish, not a reason for this one not to run.
+fn out_of_fds(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 /// Runs a command hook once.
 pub async fn run(
     spec: &CommandSpec,
@@ -168,41 +221,40 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
-    if let Some(file) = &invocation.env_file {
-        // The hook appends `export NAME=value` lines; the file exists, empty, before it
-        // runs. Failing to create it is not the hook's failure: it then finds no file.
-        let _ = std::fs::create_dir_all(file.parent().expect("an env file has a parent"));
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file);
-    }
     let env = hook_env(invocation, settings);
     let search_path = env
         .iter()
         .find(|(name, _)| name == "PATH")
-        .map(|(_, value)| value.as_str());
-    let (program, args) = match &spec.args {
+        .map(|(_, value)| value.as_os_str());
+    let (program, shown, args): (OsString, &str, Vec<OsString>) = match &spec.args {
         None => {
             let shell = match spec.shell {
-                Shell::Sh => "sh",
+                Shell::Sh => SH,
                 Shell::Bash => "bash",
             };
             (
-                shell.to_string(),
-                vec!["-c".to_string(), spec.command.clone()],
+                shell.into(),
+                shell,
+                vec!["-c".into(), without_nul(OsStr::new(&spec.command))],
             )
         }
         Some(args) => (
             substitute(&spec.command, invocation),
+            spec.command.as_str(),
             args.iter().map(|a| substitute(a, invocation)).collect(),
         ),
     };
-    let mut command = Command::new(resolve_program(
-        &program,
-        search_path,
-        &invocation.project_dir,
-    ));
+    let resolved = match resolve_program(&program, search_path, &invocation.project_dir) {
+        Ok(path) => path,
+        Err(message) => {
+            return HandlerRun::failed(
+                FailureKind::CannotStart,
+                format!("cannot start `{shown}`: {message}"),
+                started,
+            );
+        }
+    };
+    let mut command = Command::new(&resolved);
     command
         .arg0(&program)
         .args(&args)
@@ -215,15 +267,24 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true);
 
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            let what = spec.args.as_ref().map_or("sh", |_| spec.command.as_str());
-            return HandlerRun::failed(
-                FailureKind::CannotStart,
-                format!("cannot start `{what}`: {e}"),
-                started,
-            );
+    // Out of file descriptors: wait for other hooks to finish and close theirs, until
+    // this hook's own deadline (the dispatcher bounds how many run at once, but other
+    // parts of the process, e.g. a daemon's connections, hold descriptors too).
+    let mut backoff = Duration::from_millis(2);
+    let mut child = loop {
+        match command.spawn() {
+            Ok(child) => break child,
+            Err(e) if out_of_fds(&e) && started.elapsed() + backoff < hook.timeout => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => {
+                return HandlerRun::failed(
+                    FailureKind::CannotStart,
+                    format!("cannot start `{shown}`: {e}"),
+                    started,
+                );
+            }
         }
     };
     let mut guard = GroupGuard(child.id().map(|pid| pid as i32));
@@ -350,7 +411,7 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
             .trim();
         return Verdict::failed(
             FailureKind::CannotStart,
-            format!("cannot start (exit {code}): {first}"),
+            cap_text(&format!("cannot start (exit {code}): {first}")),
         );
     }
     let parsed = classify_stdout(stdout, event);
@@ -399,31 +460,21 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
                     .trim();
                 Verdict::failed(
                     FailureKind::ExitCode,
-                    format!("Failed with non-blocking status code {code}: {first}"),
+                    cap_text(&format!(
+                        "Failed with non-blocking status code {code}: {first}"
+                    )),
                 )
             }
         },
     }
 }
 
-/// Whether a path exists and is executable, for `hookhost hooks` diagnostics.
+/// Whether a command hook's program would be found, for `hookhost hooks` diagnostics:
+/// by the same rule as a run ([`resolve_program`]), in this process's `PATH`.
 pub fn program_exists(program: &str, project_dir: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let p = Path::new(program);
-        return executable(&if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            project_dir.join(p)
-        });
-    }
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|dir| executable(&dir.join(program))))
-        .unwrap_or(false)
+    let path = std::env::var_os("PATH");
+    resolve_program(OsStr::new(program), path.as_deref(), project_dir)
+        .is_ok_and(|resolved| is_executable_file(&resolved))
 }
 
 #[cfg(test)]
@@ -510,40 +561,7 @@ mod tests {
     }
 
     #[test]
-    fn credential_names() {
-        for name in [
-            "GITHUB_TOKEN",
-            "AWS_REGION",
-            "ANTHROPIC_API_KEY",
-            "db_password",
-            "MY_SECRET_X",
-            "DATABASE_URL",
-        ] {
-            assert!(is_credential_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "LANG", "TERM", "SHELL", "USER"] {
-            assert!(!is_credential_name(name), "{name}");
-        }
-    }
-
-    #[test]
-    fn allowlist_wildcards() {
-        let list = vec![
-            "GITHUB_TOKEN".to_string(),
-            "NPM_*".to_string(),
-            "*_PUBLIC_KEY".to_string(),
-        ];
-        assert!(allowlisted("GITHUB_TOKEN", &list));
-        assert!(allowlisted("NPM_TOKEN", &list));
-        assert!(allowlisted("SSH_PUBLIC_KEY", &list));
-        assert!(!allowlisted("GITLAB_TOKEN", &list));
-        assert!(wildcard_match("a*b*c", "aXbYc"));
-        assert!(!wildcard_match("a*b*c", "aXcYb"));
-        assert!(!wildcard_match("ab*ba", "aba"));
-    }
-
-    #[test]
-    fn programs_are_found_like_execvp_does() {
+    fn programs_are_found_in_absolute_path_entries_only() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
@@ -556,30 +574,62 @@ mod tests {
         };
         write(&bin.join("tool"), 0o644); // not executable: skipped, as execvp does
         write(&other.join("tool"), 0o755);
+        write(&dir.path().join("planted"), 0o755); // in the "repository" itself
         std::fs::create_dir_all(bin.join("dir-not-file")).unwrap();
-        let path = format!("{}:{}", bin.display(), other.display());
+        let path = OsString::from(format!("{}:{}", bin.display(), other.display()));
+        let found =
+            |name: &str, path: Option<&OsStr>| resolve_program(OsStr::new(name), path, dir.path());
+        assert_eq!(found("tool", Some(&path)), Ok(other.join("tool")));
+        // Relative and empty entries name the current directory (the repository): ignored.
+        for relative in ["bin:other", ":", "", ".", "./", "bin", "::."] {
+            let path = OsString::from(relative);
+            assert!(found("tool", Some(&path)).is_err(), "{relative:?}");
+            assert!(found("planted", Some(&path)).is_err(), "{relative:?}");
+        }
+        let mixed = OsString::from(format!(":.:{}", other.display()));
+        assert_eq!(found("tool", Some(&mixed)), Ok(other.join("tool")));
+        assert!(found("dir-not-file", Some(&path)).is_err());
+        // Names with a slash are paths; relative ones belong to the project.
+        assert_eq!(found("./tool", Some(&path)), Ok(dir.path().join("./tool")));
         assert_eq!(
-            resolve_program("tool", Some(&path), dir.path()),
-            other.join("tool")
+            found("/abs/tool", Some(&path)),
+            Ok(PathBuf::from("/abs/tool"))
         );
-        // Relative entries are relative to the hook's working directory.
-        assert_eq!(
-            resolve_program("tool", Some("bin:other"), dir.path()),
-            other.join("tool")
+        assert!(
+            found("no-such-tool", Some(&path))
+                .unwrap_err()
+                .contains("not in PATH")
         );
-        assert_eq!(
-            resolve_program("dir-not-file", Some(&path), dir.path()),
-            PathBuf::from("dir-not-file")
-        );
-        // Names with a slash are used as they are; unknown names are left to the spawn.
-        assert_eq!(
-            resolve_program("./tool", Some(&path), dir.path()),
-            PathBuf::from("./tool")
-        );
-        assert_eq!(
-            resolve_program("no-such-tool", Some(&path), dir.path()),
-            PathBuf::from("no-such-tool")
-        );
-        assert!(resolve_program("sh", None, dir.path()).is_absolute());
+        assert!(found("sh", None).unwrap().is_absolute());
+        // Non-UTF-8 entries are searched like any other.
+        let odd = dir.path().join(OsStr::from_bytes(b"odd\xff"));
+        std::fs::create_dir_all(&odd).unwrap();
+        write(&odd.join("tool2"), 0o755);
+        assert_eq!(found("tool2", Some(odd.as_os_str())), Ok(odd.join("tool2")));
+    }
+
+    #[test]
+    fn path_loses_its_empty_and_relative_entries() {
+        let cases: [(&[u8], &[u8]); 6] = [
+            (b":/usr/bin", b"/usr/bin"),
+            (b"/usr/bin:", b"/usr/bin"),
+            (b"/a::/b", b"/a:/b"),
+            (b".:bin:/b:./x", b"/b"),
+            (b"", b""),
+            (b"/\xff:/c", b"/\xff:/c"),
+        ];
+        for (path, want) in cases {
+            assert_eq!(
+                absolute_path_entries(OsStr::from_bytes(path)).as_bytes(),
+                want,
+                "{path:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_set_by_the_host_never_hold_nul() {
+        assert_eq!(without_nul(OsStr::new("a\0b\0")), OsString::from("ab"));
+        assert_eq!(without_nul(OsStr::new("plain")), OsString::from("plain"));
     }
 }

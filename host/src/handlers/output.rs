@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Claude Code caps `additionalContext`, `systemMessage` and plain stdout at 10,000
-/// characters.
+/// characters; hookhost caps every text of an outcome there (the marker included).
 pub const OUTPUT_TEXT_CAP: usize = 10_000;
 
 /// The fields of a hook's JSON output that hookhost reads.
@@ -124,15 +124,34 @@ pub fn classify_stdout(stdout: &str, event: &str) -> Stdout {
     }
 }
 
-/// Caps a text at [`OUTPUT_TEXT_CAP`] characters, saying how much was cut.
-pub fn cap_text(text: &str) -> String {
-    match text.char_indices().nth(OUTPUT_TEXT_CAP) {
-        None => text.to_string(),
-        Some((cut, _)) => {
-            let dropped = text[cut..].chars().count();
-            format!("{}… [{dropped} characters truncated]", &text[..cut])
-        }
+/// Caps a text in place at [`OUTPUT_TEXT_CAP`] characters, saying how much was cut (see
+/// [`cap_text`]). A text of at most that many bytes is left without scanning it.
+pub fn cap_in_place(text: &mut String) {
+    if text.len() > OUTPUT_TEXT_CAP {
+        *text = cap_text(text);
     }
+}
+
+/// Caps a text at [`OUTPUT_TEXT_CAP`] characters, the marker saying how much was cut
+/// (`… [N characters truncated]`) included: a capped text is within the cap, so capping
+/// it again changes nothing.
+pub fn cap_text(text: &str) -> String {
+    let marker = |dropped: usize| format!("… [{dropped} characters truncated]");
+    if text.len() <= OUTPUT_TEXT_CAP || text.chars().count() <= OUTPUT_TEXT_CAP {
+        return text.to_string();
+    }
+    let total = text.chars().count();
+    // The marker's length depends on the count it names; two rounds settle it.
+    let mut kept = OUTPUT_TEXT_CAP - marker(total - OUTPUT_TEXT_CAP).chars().count();
+    loop {
+        let again = OUTPUT_TEXT_CAP - marker(total - kept).chars().count();
+        if again >= kept {
+            break;
+        }
+        kept = again;
+    }
+    let cut = text.char_indices().nth(kept).map_or(text.len(), |(i, _)| i);
+    format!("{}{}", &text[..cut], marker(total - kept))
 }
 
 #[cfg(test)]
@@ -186,8 +205,20 @@ mod tests {
     fn text_is_capped_at_10000_characters() {
         let long = "é".repeat(10_005);
         let capped = cap_text(&long);
-        assert!(capped.starts_with(&"é".repeat(10_000)));
-        assert!(capped.ends_with("[5 characters truncated]"));
+        assert_eq!(capped.chars().count(), OUTPUT_TEXT_CAP);
+        assert!(capped.starts_with(&"é".repeat(9_900)));
+        let kept = capped.chars().filter(|&c| c == 'é').count();
+        assert!(capped.ends_with(&format!("… [{} characters truncated]", 10_005 - kept)));
+        assert_eq!(cap_text(&capped), capped, "capping twice changes nothing");
+        assert_eq!(cap_text(&"é".repeat(10_000)), "é".repeat(10_000));
+        let huge = cap_text(&"x".repeat(5_000_000));
+        assert_eq!(huge.chars().count(), OUTPUT_TEXT_CAP);
         assert_eq!(cap_text("short"), "short");
+        let mut in_place = long.clone();
+        cap_in_place(&mut in_place);
+        assert_eq!(in_place, capped);
+        let mut exact = "x".repeat(OUTPUT_TEXT_CAP);
+        cap_in_place(&mut exact);
+        assert_eq!(exact.len(), OUTPUT_TEXT_CAP);
     }
 }

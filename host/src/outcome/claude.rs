@@ -1,10 +1,20 @@
 //! Rendering an [`Outcome`] as Claude Code's hook output, for `--format claude`: the
 //! JSON on stdout, exit code 2 with the reason on stderr when the action is blocked.
+//!
+//! Claude Code shows stderr to the user and the model, so everything on it that came
+//! from a hook (a reason, a notice) is escaped for the terminal; the JSON on stdout
+//! stays JSON (serde escapes control characters there).
+
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use super::{Decision, Outcome};
+use crate::config::SourceKind;
 use crate::event::{DecisionStyle, EventSpec, Exit2};
+use crate::policy::Policy;
+use crate::policy::trust::{ManagedTrust, TrustDecision, TrustInput, decide};
+use crate::text::{escape, escape_multiline};
 
 /// What a command hook prints and returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,20 +87,85 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
     let blocked = outcome.decision.is_blocking() && spec.exit2 == Exit2::Blocks;
     let mut stderr = String::new();
     if blocked {
-        stderr.push_str(outcome.reason.as_deref().unwrap_or("blocked by hook"));
+        let reason = outcome.reason.as_deref().unwrap_or("blocked by hook");
+        stderr.push_str(&escape_multiline(reason));
         stderr.push('\n');
     }
     for notice in &outcome.notices {
-        stderr.push_str(&format!("hookhost: {}: {}\n", notice.hook, notice.message));
+        stderr.push_str(&notice_line(&notice.hook, &notice.message));
     }
+    // JSON, with what a terminal would act on escaped too (the same value once parsed).
     let stdout = if top.is_empty() {
         String::new()
     } else {
-        Value::Object(top).to_string()
+        crate::text::escape_json(&Value::Object(top).to_string()).into_owned()
     };
     ClaudeResponse {
         stdout,
         stderr,
         exit_code: if blocked { 2 } else { 0 },
     }
+}
+
+/// One notice as a line of stderr: `hookhost: HOOK: MESSAGE`, or `hookhost: MESSAGE` for
+/// the host's own notices (not `hookhost: hookhost: …`). Escaped, on one line.
+pub fn notice_line(hook: &str, message: &str) -> String {
+    if hook == "hookhost" {
+        format!("hookhost: {}\n", escape(message))
+    } else {
+        format!("hookhost: {}: {}\n", escape(hook), escape(message))
+    }
+}
+
+/// The message that tells the user that the project's hooks are not running because
+/// the workspace is not trusted (or changed since it was trusted), or `None` when no
+/// project or local hook is skipped for trust. `workspace` is the canonical path the
+/// trust decision was taken for. The directory and the changed files are escaped: they
+/// come from the repository.
+pub fn untrusted_notice(policy: &Policy, workspace: &Path) -> Option<String> {
+    let Some(TrustDecision::Untrusted { reason, changes }) = &policy.workspace_trust else {
+        return None;
+    };
+    let count = policy
+        .hooks
+        .iter()
+        .filter(|h| matches!(h.origin.kind, SourceKind::Project | SourceKind::Local))
+        .count();
+    if count == 0 {
+        return None;
+    }
+    let dir = escape(&workspace.display().to_string()).into_owned();
+    // The plain "never trusted" case is the decision for no trust at all; anything else
+    // without changes (managed policy forbids trust, the store cannot be read) keeps the
+    // policy's own words, since `hookhost trust` would not help.
+    let never_trusted = || {
+        decide(
+            workspace,
+            &Default::default(),
+            &Default::default(),
+            &TrustInput::Untrusted,
+            &ManagedTrust::default(),
+        )
+    };
+    let why = if !changes.is_empty() {
+        let files: Vec<String> = changes.iter().map(|c| escape(c).into_owned()).collect();
+        format!(
+            "this workspace changed since you trusted it: {} — review the changes, then run \
+             `hookhost trust` in {dir}",
+            files.join("; ")
+        )
+    } else if matches!(never_trusted(), TrustDecision::Untrusted { reason: plain, .. } if plain == *reason)
+    {
+        format!("this workspace is not trusted — run `hookhost trust` in {dir}")
+    } else {
+        escape(reason).into_owned()
+    };
+    let (hooks, are) = if count == 1 {
+        ("hook", "is")
+    } else {
+        ("hooks", "are")
+    };
+    Some(format!(
+        "hookhost: {count} project {hooks} {are} not running: {why}"
+    ))
 }

@@ -15,11 +15,15 @@
 //!   `priority` wins, then the first in config order, and the outcome names it;
 //! - a failed hook is a notice (fail open), or a block with `onFailure: "block"` on events
 //!   that can block;
-//! - fields the event does not honour are ignored.
+//! - fields the event does not honour are ignored;
+//! - every text of the outcome (`reason`, `stopReason`, each `additionalContext`,
+//!   `systemMessages` entry, notice, and hook `message` / `diagnostics`) is cut at
+//!   [`crate::handlers::output::OUTPUT_TEXT_CAP`] characters with a marker saying how much was cut
+//!   ([`Outcome::enforce_caps`]), whatever handler produced it.
 
 mod claude;
 
-pub use claude::{ClaudeResponse, to_claude};
+pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
 
 use std::sync::Arc;
 
@@ -28,7 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::config::schema::OnFailure;
 use crate::event::{DecisionStyle, EventSpec, Exit2};
-use crate::handlers::output::cap_text;
+use crate::handlers::output::{cap_in_place, cap_text};
 use crate::handlers::{Answer, Failure, FailureKind, HandlerRun, Verdict};
 use crate::policy::{Hook, RunMode};
 
@@ -168,12 +172,37 @@ impl Outcome {
         }
     }
 
-    /// Adds a notice from the host itself.
+    /// Adds a notice from the host itself (capped like every notice).
     pub fn host_notice(&mut self, message: impl Into<String>) {
+        let mut message = message.into();
+        cap_in_place(&mut message);
         self.notices.push(Notice {
             hook: "hookhost".into(),
-            message: message.into(),
+            message,
         });
+    }
+
+    /// Cuts every text of the outcome at
+    /// [`OUTPUT_TEXT_CAP`](crate::handlers::output::OUTPUT_TEXT_CAP) characters, with a marker
+    /// saying how much was cut: the last line of defence, so that no handler (present or
+    /// future) and no host notice can make an outcome carry a hook's megabytes. Texts
+    /// within the cap are not scanned (a length check each).
+    pub fn enforce_caps(&mut self) {
+        let texts = self
+            .reason
+            .iter_mut()
+            .chain(self.stop_reason.iter_mut())
+            .chain(self.additional_context.iter_mut())
+            .chain(self.system_messages.iter_mut())
+            .chain(self.notices.iter_mut().map(|n| &mut n.message))
+            .chain(
+                self.hooks
+                    .iter_mut()
+                    .flat_map(|h| h.message.iter_mut().chain(h.diagnostics.iter_mut())),
+            );
+        for text in texts {
+            cap_in_place(text);
+        }
     }
 }
 
@@ -375,6 +404,7 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
             outcome.hook_specific_output.insert(field, c.value);
         }
     }
+    outcome.enforce_caps();
     outcome
 }
 
@@ -748,6 +778,47 @@ mod tests {
         );
         assert_eq!(out.decision, Decision::Deny);
         assert_eq!(out.hook_specific_output["decision"]["behavior"], "deny");
+    }
+
+    /// Whatever a handler puts in a failure message or a reason, the outcome carries at
+    /// most the cap of each, with the marker.
+    #[test]
+    fn every_text_is_capped_at_the_outcome() {
+        let huge = "e".repeat(1 << 20);
+        let out = merged(
+            "Stop",
+            vec![
+                (0, Verdict::failed(FailureKind::ExitCode, huge.clone())),
+                (
+                    0,
+                    json_answer(
+                        json!({"decision": "block", "reason": huge, "systemMessage": huge,
+                               "continue": false, "stopReason": huge}),
+                        "Stop",
+                    ),
+                ),
+            ],
+        );
+        let texts = [
+            out.notices[0].message.clone(),
+            out.hooks[0].message.clone().unwrap(),
+            out.hooks[1].message.clone().unwrap(),
+            out.reason.clone().unwrap(),
+            out.stop_reason.clone().unwrap(),
+            out.system_messages[0].clone(),
+        ];
+        for text in texts {
+            assert!(text.chars().count() <= 10_000, "{} characters", text.len());
+            assert!(text.ends_with("characters truncated]"), "no marker");
+        }
+        let mut outcome = Outcome::empty("Stop");
+        outcome.host_notice("n".repeat(20_000));
+        outcome.additional_context.push("c".repeat(20_000));
+        outcome.enforce_caps();
+        for text in [&outcome.notices[0].message, &outcome.additional_context[0]] {
+            assert_eq!(text.chars().count(), 10_000);
+            assert!(text.ends_with("characters truncated]"));
+        }
     }
 
     #[test]

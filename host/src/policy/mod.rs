@@ -24,6 +24,7 @@ pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
 mod embedded;
+pub mod env;
 mod hook;
 pub mod trust;
 pub mod urls;

@@ -6,7 +6,11 @@ use crate::support::{TestEnv, bash_input, wait_until};
 
 /// Waits (bounded) until the session has a queued async result.
 fn wait_for_result(env: &TestEnv, session: &str) {
-    let dir = env.data.join("sessions").join(session).join("async");
+    let dir = env
+        .data
+        .join("sessions")
+        .join(hookhost::session::session_key(session))
+        .join("async");
     wait_until(&format!("an async result in {}", dir.display()), || {
         std::fs::read_dir(&dir).is_ok_and(|d| {
             d.flatten()
@@ -98,4 +102,41 @@ fn async_rewake_exit_2_wakes_the_session() {
             .contains("asyncRewake"),
         "{next}"
     );
+}
+
+/// The detached runner loads the config the dispatch loaded: a relative `--settings`
+/// file, dispatched from another directory than the project, is found again and its
+/// async hook runs (it is not refused as missing or changed).
+#[test]
+fn the_runner_loads_the_same_relative_settings_file() {
+    let env = TestEnv::new();
+    let dir = env.home.join("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({"hooks": {"PostToolUse": [{"hooks": [
+        {"type": "command", "id": "bg", "async": true, "command": "touch async-ran"}
+    ]}]}});
+    std::fs::write(dir.join("s.json"), settings.to_string()).unwrap();
+    let dispatch = |input: Value| {
+        let run = env.run_with(
+            env.command()
+                .args([
+                    "dispatch",
+                    "PostToolUse",
+                    "--settings",
+                    "s.json",
+                    "--project",
+                ])
+                .arg(&env.project)
+                .current_dir(&dir),
+            &input.to_string(),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.json()
+    };
+    let first = dispatch(json!({"session_id": "rel", "tool_name": "Bash"}));
+    assert_eq!(first["hooks"][0]["status"], "async", "{first}");
+    wait_for_result(&env, "rel");
+    assert!(env.project.join("async-ran").exists());
+    let next = dispatch(json!({"session_id": "rel", "tool_name": "Bash"}));
+    assert!(!next["notices"].to_string().contains("refused"), "{next}");
 }

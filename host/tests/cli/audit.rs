@@ -213,3 +213,131 @@ fn concurrent_dispatches_never_tear_or_lose_lines() {
     sessions.dedup();
     assert_eq!(sessions.len(), processes);
 }
+
+/// Dispatches Stop with the audit log at `log`; returns the outcome.
+fn dispatch_logging_to(env: &TestEnv, log: &std::path::Path) -> Value {
+    let run = env.run_with(
+        env.command()
+            .args(["dispatch", "Stop"])
+            .env("HOOKHOST_AUDIT_LOG", log),
+        "{}",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.json()
+}
+
+fn audit_notice(out: &Value) -> String {
+    out["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .find(|m| m.starts_with("audit:"))
+        .unwrap_or_else(|| panic!("no audit notice: {out}"))
+        .to_string()
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn an_audit_log_that_is_a_symlink_is_refused_not_followed() {
+    let env = TestEnv::new();
+    let dir = env.home.join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = env.home.join("victim");
+    std::fs::write(&target, "").unwrap();
+    let log = dir.join("audit.jsonl");
+    std::os::unix::fs::symlink(&target, &log).unwrap();
+    let notice = audit_notice(&dispatch_logging_to(&env, &log));
+    assert!(
+        notice.contains("refusing the audit log") && notice.contains("symlink"),
+        "{notice}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "", "followed");
+}
+
+#[test]
+fn an_audit_log_others_can_write_or_replace_is_refused() {
+    let env = TestEnv::new();
+    // A log file others may write.
+    let dir = env.home.join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("audit.jsonl");
+    std::fs::write(&log, "").unwrap();
+    set_mode(&log, 0o666);
+    let notice = audit_notice(&dispatch_logging_to(&env, &log));
+    assert!(
+        notice.contains("writable by other users (mode 666)"),
+        "{notice}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+
+    // A directory others may write, where they could replace the log.
+    let shared = env.home.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    set_mode(&shared, 0o777);
+    let log = shared.join("audit.jsonl");
+    let notice = audit_notice(&dispatch_logging_to(&env, &log));
+    assert!(
+        notice.contains("its directory is writable by other users"),
+        "{notice}"
+    );
+    assert!(!log.exists());
+
+    // With the sticky bit (as /tmp), others cannot replace a file of ours: accepted.
+    set_mode(&shared, 0o1777);
+    let out = dispatch_logging_to(&env, &log);
+    assert!(!out["notices"].to_string().contains("audit"), "{out}");
+    assert_eq!(lines(&log).len(), 1);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// Another local user prepares the log's path in a shared (sticky) directory before we
+/// write to it: their file, or their symlink to a file of ours, is refused.
+#[test]
+fn another_users_audit_log_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: another_users_audit_log_is_refused: needs root to act as a second uid");
+        return;
+    }
+    let env = TestEnv::new();
+    let shared = env.home.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    // The second user must reach the shared directory.
+    set_mode(env.home.parent().unwrap(), 0o755);
+    set_mode(&env.home, 0o755);
+    set_mode(&shared, 0o1777);
+    let as_nobody = |script: &str| {
+        let status = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+                script,
+            ])
+            .current_dir(&shared)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{script}");
+    };
+    // Their own file, even one only they can write.
+    as_nobody("umask 022; : > theirs.jsonl");
+    let notice = audit_notice(&dispatch_logging_to(&env, &shared.join("theirs.jsonl")));
+    assert!(notice.contains("belongs to uid 65534"), "{notice}");
+
+    // Their symlink to a file of ours.
+    let ours = env.home.join("ours");
+    std::fs::write(&ours, "").unwrap();
+    as_nobody(&format!("ln -s '{}' link.jsonl", ours.display()));
+    let notice = audit_notice(&dispatch_logging_to(&env, &shared.join("link.jsonl")));
+    assert!(notice.contains("symlink"), "{notice}");
+    assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
+}

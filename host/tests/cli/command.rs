@@ -324,11 +324,14 @@ fn output_text_is_capped_at_10000_characters() {
         json!({"session_id": "s", "prompt": "p"}),
     );
     let context = out["additionalContext"][0].as_str().unwrap();
-    assert!(context.starts_with(&"a".repeat(10_000)));
+    // 10,000 characters with the marker saying how much of the 20,000 was cut.
+    assert_eq!(context.chars().count(), 10_000);
+    let kept = context.chars().take_while(|&c| c == 'a').count();
+    assert!(kept > 9_900, "{kept}");
     assert!(
-        context.ends_with("[10000 characters truncated]"),
+        context.ends_with(&format!("… [{} characters truncated]", 20_000 - kept)),
         "{}",
-        &context[9990..]
+        &context[9900..]
     );
 }
 
@@ -360,4 +363,55 @@ fn disabled_hooks_are_reported_as_skipped() {
             .contains("enabled: false")
     );
     assert!(!env.project.join("ran").exists());
+}
+
+/// Where SessionStart hooks export variables (secrets too): 0600, in a 0700 directory,
+/// and a planted symlink is not handed to the hooks.
+#[test]
+fn the_env_file_is_private_and_never_a_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": "echo \"file=${CLAUDE_ENV_FILE:-unset}\"; [ -n \"$CLAUDE_ENV_FILE\" ] && echo 'export API_TOKEN=t0k3n' >> \"$CLAUDE_ENV_FILE\"; true"}
+    ]}]}}));
+    let start = |session: &str| {
+        env.dispatch(
+            "SessionStart",
+            json!({"session_id": session, "source": "startup"}),
+        )
+    };
+    let out = start("private");
+    assert_eq!(out["hooks"][0]["status"], "ok", "{out}");
+    let dir = env
+        .data
+        .join("sessions")
+        .join(hookhost::session::session_key("private"));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&env.data.join("sessions")), 0o700);
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("env")), 0o600);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("env")).unwrap(),
+        "export API_TOKEN=t0k3n\n"
+    );
+
+    // A symlink where the env file goes (planted by someone who could write there).
+    let dir = env
+        .data
+        .join("sessions")
+        .join(hookhost::session::session_key("planted"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = env.home.join("victim");
+    std::fs::write(&victim, "").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("env")).unwrap();
+    let out = start("planted");
+    assert_eq!(out["hooks"][0]["status"], "ok", "{out}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "", "followed");
+    assert!(
+        out["notices"]
+            .to_string()
+            .contains("CLAUDE_ENV_FILE is not set"),
+        "{out}"
+    );
+    assert_eq!(out["additionalContext"], json!(["file=unset"]), "{out}");
 }

@@ -14,12 +14,12 @@ use crate::support::{Run, TestEnv, bash_input, deny_dangerous_bash, hooks, wait_
 /// ran it (`$PPID` of its `sh -c`): the dispatching `hookhost` or its daemon.
 const PARENT_HOOK: &str = r#"input=$(cat); case "$input" in *'rm -rf'*) echo 'rm -rf is not allowed' >&2; exit 2;; esac; echo "{\"systemMessage\": \"parent $PPID $HOOK_TAG\"}""#;
 
-fn parent_hook_config() -> Value {
+pub(crate) fn parent_hook_config() -> Value {
     parent_hook_config_with(&[])
 }
 
 /// The parent hook and `more` handlers, in one PreToolUse group.
-fn parent_hook_config_with(more: &[Value]) -> Value {
+pub(crate) fn parent_hook_config_with(more: &[Value]) -> Value {
     let mut handlers = vec![json!({"type": "command", "command": PARENT_HOOK})];
     handlers.extend_from_slice(more);
     hooks("PreToolUse", "Bash", Value::Array(handlers))
@@ -27,19 +27,19 @@ fn parent_hook_config_with(more: &[Value]) -> Value {
 
 /// A command with the daemon on by default (`HOOKHOST_DISPATCH_DAEMON` unset; the other
 /// tests of the suite turn it off).
-fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
+pub(crate) fn with_daemon(env: &TestEnv, idle_secs: u64) -> Command {
     let mut cmd = env.command();
     cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
         .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", idle_secs.to_string());
     cmd
 }
 
-fn dispatch(env: &TestEnv, mut cmd: Command, args: &[&str], input: &Value) -> Run {
+pub(crate) fn dispatch(env: &TestEnv, mut cmd: Command, args: &[&str], input: &Value) -> Run {
     env.run_with(cmd.args(["dispatch"]).args(args), &input.to_string())
 }
 
 /// `dispatch PreToolUse` of `ls` with the dispatch daemon on (idle exit after 120 s).
-fn ls_via_daemon(env: &TestEnv) -> Run {
+pub(crate) fn ls_via_daemon(env: &TestEnv) -> Run {
     dispatch(
         env,
         with_daemon(env, 120),
@@ -49,17 +49,17 @@ fn ls_via_daemon(env: &TestEnv) -> Run {
 }
 
 /// The sockets of the daemons listening in `env`.
-fn sockets(env: &TestEnv) -> Vec<PathBuf> {
+pub(crate) fn sockets(env: &TestEnv) -> Vec<PathBuf> {
     daemon_files(env, "sock")
 }
 
 /// The logs of the daemons started in `env`: a caller that starts a daemon creates its
 /// log before it returns (the socket appears only once the daemon listens).
-fn logs(env: &TestEnv) -> Vec<PathBuf> {
+pub(crate) fn logs(env: &TestEnv) -> Vec<PathBuf> {
     daemon_files(env, "log")
 }
 
-fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
+pub(crate) fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
     std::fs::read_dir(env.data.join("daemons"))
         .into_iter()
         .flatten()
@@ -71,7 +71,7 @@ fn daemon_files(env: &TestEnv, extension: &str) -> Vec<PathBuf> {
 
 /// The pid of the daemon listening on `socket`, from the last start line of its log
 /// (`hookhost dispatch daemon PID on SOCKET: serving …`).
-fn daemon_pid(socket: &std::path::Path) -> u32 {
+pub(crate) fn daemon_pid(socket: &std::path::Path) -> u32 {
     let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
     let started = log.lines().rfind(|l| l.contains(": serving until"));
     started
@@ -79,12 +79,12 @@ fn daemon_pid(socket: &std::path::Path) -> u32 {
         .unwrap_or_else(|| panic!("no pid in the log: {log}"))
 }
 
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
 
 /// Which process ran the parent hook, from a PreToolUse outcome.
-fn hook_parent(run: &Run) -> u32 {
+pub(crate) fn hook_parent(run: &Run) -> u32 {
     assert_eq!(run.code, 0, "dispatch failed: {}", run.stderr);
     let message = run.json()["systemMessages"][0]
         .as_str()
@@ -94,7 +94,7 @@ fn hook_parent(run: &Run) -> u32 {
 }
 
 /// Runs the first dispatch (in-process; it starts the daemon) and waits for the daemon.
-fn start(env: &TestEnv, cmd: impl Fn() -> Command, args: &[&str]) -> (PathBuf, u32) {
+pub(crate) fn start(env: &TestEnv, cmd: impl Fn() -> Command, args: &[&str]) -> (PathBuf, u32) {
     let started = Instant::now();
     let first = dispatch(env, cmd(), args, &bash_input("ls"));
     // The daemon must not hold the caller's stdout: reading it to the end would wait
@@ -290,8 +290,13 @@ fn an_idle_daemon_exits_and_the_next_call_dispatches_itself() {
     let (socket, daemon) = start(&env, || with_daemon(&env, 1), &["PreToolUse"]);
     wait_until("the idle daemon to exit", || !process_alive(daemon));
     assert!(!socket.exists(), "an idle daemon removes its socket");
-    let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
-    assert!(log.trim_end().ends_with("idle"), "{log}");
+    for extension in ["sock", "lock", "log"] {
+        assert_eq!(
+            daemon_files(&env, extension),
+            [] as [PathBuf; 0],
+            "an exited daemon leaves no .{extension}"
+        );
+    }
     let run = dispatch(
         &env,
         with_daemon(&env, 1),
@@ -312,8 +317,10 @@ fn removing_the_socket_stops_the_daemon() {
     let (socket, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
     std::fs::remove_file(&socket).unwrap();
     wait_until("the daemon to exit", || !process_alive(daemon));
-    let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
-    assert!(log.contains("its socket was removed"), "{log}");
+    assert!(
+        !socket.with_extension("lock").exists() && !socket.with_extension("log").exists(),
+        "its files are removed"
+    );
 }
 
 /// `env`'s command with `HOOKHOST_DISPATCH_DAEMON` set to `mode`.
@@ -422,15 +429,22 @@ fn assert_no_daemon_is_used(env: &TestEnv) {
 #[test]
 fn a_bad_command_line_fails_as_without_a_daemon() {
     let env = TestEnv::new();
-    let own = dispatch(&env, env.command(), &["--format", "yaml"], &json!({}));
-    let via = dispatch(
-        &env,
-        with_daemon(&env, 120),
-        &["--format", "yaml"],
-        &json!({}),
-    );
-    assert_eq!(own.code, 2, "clap's usage error: {}", own.stderr);
-    assert_eq!((via.code, via.stderr), (own.code, own.stderr));
+    // No stdin: the usage error comes before any would be read.
+    let run = |mut cmd: Command| {
+        let out = cmd
+            .args(["dispatch", "--format", "yaml"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let own = run(env.command());
+    let via = run(with_daemon(&env, 120));
+    assert_eq!(own.0, Some(2), "clap's usage error: {}", own.1);
+    assert_eq!(via, own);
 }
 
 #[test]
@@ -504,4 +518,75 @@ fn no_more_than_sixteen_daemons_per_data_directory() {
     // One daemon fewer: the next call starts one.
     drop(held);
     start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+}
+
+#[test]
+fn help_or_a_bad_command_line_starts_no_daemon() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["PreToolUse", "--no-such-flag"],
+        &["--format", "yaml"],
+        &["PreToolUse", "extra", "positional"],
+    ] {
+        for _ in 0..2 {
+            // No stdin: `--help` exits before it would read one.
+            let out = with_daemon(&env, 120)
+                .arg("dispatch")
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            assert!(
+                matches!(out.status.code(), Some(0 | 2)),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<PathBuf> = std::fs::read_dir(env.data.join("daemons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(left, [] as [PathBuf; 0], "daemon files were left");
+}
+
+#[test]
+fn files_of_dead_daemons_are_swept_by_the_next_start() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    let daemons = daemons_dir(&env, 0o700);
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(300);
+    let leave = |name: &str, extensions: &[&str], at: Option<std::time::SystemTime>| {
+        for extension in extensions {
+            let path = daemons.join(format!("{name}.{extension}"));
+            let file = std::fs::File::create(&path).unwrap();
+            if let Some(at) = at {
+                file.set_modified(at).unwrap();
+            }
+        }
+    };
+    // A daemon killed long ago, one that just failed (its log is still of use), and a
+    // live one (its lock held).
+    leave("killed", &["sock", "lock", "log"], Some(long_ago));
+    leave("failed", &["lock", "log"], None);
+    leave("live", &["lock", "log"], Some(long_ago));
+    let live = std::fs::File::options()
+        .write(true)
+        .open(daemons.join("live.lock"))
+        .unwrap();
+    live.lock().unwrap();
+    start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let exists = |name: &str| daemons.join(name).exists();
+    assert!(
+        !exists("killed.sock") && !exists("killed.lock") && !exists("killed.log"),
+        "the dead daemon's files are swept"
+    );
+    assert!(exists("failed.log") && exists("live.lock") && exists("live.log"));
+    drop(live);
 }

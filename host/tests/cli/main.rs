@@ -2,6 +2,9 @@
 //! server.
 
 mod support;
+// `SKIPPED: <test>: <why>` for tests whose prerequisite (root, a toolchain) is missing.
+#[path = "../common/skip.rs"]
+mod skip;
 
 mod async_hooks;
 mod attacks;
@@ -15,6 +18,7 @@ mod faults;
 mod governance;
 mod http;
 mod merge;
+mod pipes;
 mod plugin;
 mod schema;
 mod serve;

@@ -44,7 +44,8 @@ fn committed_schema_is_current() {
 fn example_configs_reference_the_schema_and_load() {
     for file in [
         "host/src/demo/hooks.json",
-        "host/src/demo/plugins.json",
+        "host/src/demo/project-hooks.json",
+        "host/src/demo/user-hooks.json",
         "host/tests/fixtures/claude/hooks.json",
     ] {
         let path = repo().join(file);

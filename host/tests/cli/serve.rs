@@ -12,20 +12,35 @@ use crate::support::{
     TestEnv, bash_input, deny_dangerous_bash, hooks, process_running, wait_until,
 };
 
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
+/// A `hookhost serve` on a socket in the test's data directory.
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
+    pub(crate) socket: PathBuf,
 }
 
 impl Daemon {
-    fn start(env: &TestEnv) -> Daemon {
+    pub(crate) fn start(env: &TestEnv) -> Daemon {
         Daemon::start_with(env, env.command())
     }
 
-    fn start_with(env: &TestEnv, mut command: std::process::Command) -> Daemon {
-        let socket = env.data.join("hookhost.sock");
+    pub(crate) fn start_with(env: &TestEnv, command: std::process::Command) -> Daemon {
+        Daemon::start_at(env.data.join("hookhost.sock"), command)
+    }
+
+    /// `command serve --socket SOCKET`, once it answers on its socket.
+    pub(crate) fn start_at(socket: PathBuf, command: std::process::Command) -> Daemon {
+        Daemon::start_serving(socket, command, &[])
+    }
+
+    /// `command serve --socket SOCKET EXTRA…`, once it answers on its socket.
+    pub(crate) fn start_serving(
+        socket: PathBuf,
+        mut command: std::process::Command,
+        extra: &[&str],
+    ) -> Daemon {
         let child = command
             .args(["serve", "--socket", socket.to_str().unwrap()])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -37,7 +52,11 @@ impl Daemon {
         Daemon { child, socket }
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub(crate) fn client(&self) -> Client {
         let stream = UnixStream::connect(&self.socket).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -48,7 +67,7 @@ impl Daemon {
         }
     }
 
-    fn terminate(&mut self) -> i32 {
+    pub(crate) fn terminate(&mut self) -> i32 {
         // SAFETY: kill has no memory-safety preconditions.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
@@ -71,28 +90,29 @@ impl Drop for Daemon {
     }
 }
 
-struct Client {
-    stream: UnixStream,
-    reader: BufReader<UnixStream>,
+/// One connection to a `hookhost serve`.
+pub(crate) struct Client {
+    pub(crate) stream: UnixStream,
+    pub(crate) reader: BufReader<UnixStream>,
 }
 
 impl Client {
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         self.stream.write_all(line.as_bytes()).unwrap();
         self.stream.write_all(b"\n").unwrap();
     }
 
-    fn request(&mut self, id: Value, event: &str, input: Value) {
+    pub(crate) fn request(&mut self, id: Value, event: &str, input: Value) {
         self.send(&json!({"id": id, "event": event, "input": input}).to_string());
     }
 
-    fn read(&mut self) -> Value {
+    pub(crate) fn read(&mut self) -> Value {
         let mut line = String::new();
         self.reader.read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad answer line {line:?}: {e}"))
     }
 
-    fn call(&mut self, event: &str, input: Value) -> Value {
+    pub(crate) fn call(&mut self, event: &str, input: Value) -> Value {
         self.request(json!("call"), event, input);
         let answer = self.read();
         assert_eq!(answer["id"], "call", "{answer}");
@@ -344,13 +364,24 @@ fn the_python_and_node_clients_work() {
         json!({"command": "ls -la", "decision": "none", "reason": null}),
         json!({"command": "rm -rf /", "decision": "deny", "reason": "never"}),
     ];
-    for (program, script) in [
-        ("python3", "hookhost_client.py"),
-        ("node", "hookhost-client.mjs"),
+    // The daemon's socket is where `hookhost serve` listens by default without
+    // `$XDG_RUNTIME_DIR`: each client is run with it named and with its default.
+    assert_eq!(daemon.socket, env.data.join("hookhost.sock"));
+    for (program, script, named) in [
+        ("python3", "hookhost_client.py", true),
+        ("python3", "hookhost_client.py", false),
+        ("node", "hookhost-client.mjs", true),
+        ("node", "hookhost-client.mjs", false),
     ] {
-        let out = std::process::Command::new(program)
+        let mut client = std::process::Command::new(program);
+        client
             .arg(examples.join(script))
-            .arg(&daemon.socket)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("HOOKHOST_DATA_DIR", &env.data);
+        if named {
+            client.arg(&daemon.socket);
+        }
+        let out = client
             .output()
             .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -431,4 +462,94 @@ fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
             run.stderr
         );
     }
+}
+
+/// `hookhost serve ARGS` run with `cmd`, expected to fail: its stderr.
+fn serve_fails(mut cmd: std::process::Command, args: &[&str]) -> String {
+    let out = cmd
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("serving on"), "claimed to serve: {stderr}");
+    stderr
+}
+
+#[test]
+fn serve_says_why_it_cannot_bind_before_it_claims_to_serve() {
+    let env = TestEnv::new();
+    let missing = env.data.join("no/such/dir/hookhost.sock");
+    let stderr = serve_fails(env.command(), &["--socket", missing.to_str().unwrap()]);
+    assert!(
+        stderr.contains(&format!(
+            "{}: the directory does not exist",
+            env.data.join("no/such/dir").display()
+        )),
+        "{stderr}"
+    );
+    let long = env.data.join(format!("{}.sock", "x".repeat(120)));
+    let stderr = serve_fails(env.command(), &["--socket", long.to_str().unwrap()]);
+    assert!(stderr.contains("at most 107 bytes"), "{stderr}");
+    let daemon = Daemon::start(&env);
+    let stderr = serve_fails(
+        env.command(),
+        &["--socket", daemon.socket.to_str().unwrap()],
+    );
+    assert!(stderr.contains("a daemon already listens"), "{stderr}");
+    assert_eq!(daemon.client().call("Stop", json!({}))["event"], "Stop");
+}
+
+#[test]
+fn serve_without_a_path_listens_in_the_runtime_dir_else_the_data_dir() {
+    let env = TestEnv::new();
+    let runtime = env.data.join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    // `$XDG_RUNTIME_DIR` when it is an absolute directory.
+    for args in [&[][..], &["--socket"][..]] {
+        let mut cmd = env.command();
+        cmd.env("XDG_RUNTIME_DIR", &runtime)
+            .args(["serve"])
+            .args(args);
+        let socket = runtime.join("hookhost.sock");
+        let mut daemon = spawned(cmd, socket.clone());
+        assert_eq!(daemon.client().call("Stop", json!({}))["event"], "Stop");
+        assert_eq!(daemon.terminate(), 0);
+        assert!(!socket.exists());
+    }
+    // Unset, empty, relative or missing: the data directory (created if need be).
+    let data = env.data.join("fresh-data");
+    for value in [
+        None,
+        Some(""),
+        Some("relative/dir"),
+        Some("/no/such/runtime/dir"),
+    ] {
+        let mut cmd = env.command();
+        cmd.env("HOOKHOST_DATA_DIR", &data);
+        match value {
+            None => cmd.env_remove("XDG_RUNTIME_DIR"),
+            Some(v) => cmd.env("XDG_RUNTIME_DIR", v),
+        };
+        cmd.arg("serve");
+        let mut daemon = spawned(cmd, data.join("hookhost.sock"));
+        assert_eq!(daemon.client().call("Stop", json!({}))["event"], "Stop");
+        assert_eq!(daemon.terminate(), 0);
+    }
+}
+
+/// A `hookhost serve` started by `cmd` (its arguments included), serving on `socket`.
+fn spawned(mut cmd: std::process::Command, socket: PathBuf) -> Daemon {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the socket to appear", || {
+        UnixStream::connect(&socket).is_ok()
+    });
+    Daemon { child, socket }
 }

@@ -129,6 +129,10 @@ impl TestEnv {
             .env("HOOKHOST_DATA_DIR", &self.data)
             .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
             .env_remove("HOOKHOST_STOP_BLOCK_CAP")
+            // The project is the working directory unless a test says otherwise, even
+            // when the tests run inside an agent's session.
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("HOOKHOST_PROJECT_DIR")
             .env_remove("HOOKHOST_AUDIT_LOG")
             // The dispatch daemon is on by default; its own tests turn it back on.
             .env("HOOKHOST_DISPATCH_DAEMON", "off")
@@ -164,12 +168,12 @@ impl TestEnv {
             .spawn()
             .unwrap();
         let pid = child.id();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
+        // A process that exits without reading its input (a usage error) closes the
+        // pipe first: that is its answer, not a failure of the test.
+        match child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("writing stdin: {e}"),
+            _ => {}
+        }
         let Output {
             status,
             stdout,

@@ -1,0 +1,161 @@
+//! Which project a command works on, found the way agents mean it.
+//!
+//! An agent runs its hooks with the environment and input of the session, not always
+//! in the project's root: Claude Code sets `CLAUDE_PROJECT_DIR` and may run a hook after
+//! the agent `cd`ed into a subdirectory; Codex sets no variable but puts the session's
+//! `cwd` in the input. Taking the process's working directory as the project made the
+//! drop-in miss the project's `.hookhost/` from a subdirectory and run none of its hooks,
+//! silently. So the starting directory is, in order:
+//!
+//! 1. `--project DIR` (used exactly as given: the caller said which),
+//! 2. `HOOKHOST_PROJECT_DIR`, then `CLAUDE_PROJECT_DIR` (when set, not empty, and a
+//!    directory),
+//! 3. the input's `cwd` (when it is an absolute path to a directory),
+//! 4. the working directory;
+//!
+//! and from 2–4 hookhost walks up to the nearest directory with a `.hookhost/`. The walk
+//! stops below the user's home directory and the filesystem root, and at a mount point
+//! (like git's discovery), and it only takes a `.hookhost/` above the starting directory
+//! that belongs to the user or to root, so a directory another user planted higher up
+//! (`/tmp/.hookhost`) never becomes the project. With no `.hookhost/` on the way, the
+//! project is the starting directory itself.
+
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The variables that name the project, in order of precedence.
+pub const PROJECT_VARS: [&str; 2] = ["HOOKHOST_PROJECT_DIR", "CLAUDE_PROJECT_DIR"];
+
+/// The project for `explicit` (`--project`), the environment and the input's `cwd`.
+///
+/// # Errors
+///
+/// An explicit directory that cannot be made absolute, or a working directory that
+/// cannot be read when nothing else names the project.
+pub fn find(explicit: Option<&Path>, input_cwd: Option<&str>) -> Result<PathBuf, String> {
+    if let Some(dir) = explicit {
+        return std::path::absolute(dir).map_err(|e| {
+            format!(
+                "bad project directory `{}`: {e}",
+                hookhost::text::escape(&dir.display().to_string())
+            )
+        });
+    }
+    // Each candidate costs a `stat`; the working directory is read only when needed.
+    let working = std::cell::OnceCell::new();
+    let working = || {
+        working
+            .get_or_init(std::env::current_dir)
+            .as_ref()
+            .ok()
+            .cloned()
+    };
+    let from_env = PROJECT_VARS
+        .iter()
+        .filter_map(std::env::var_os)
+        .filter(|value| !value.is_empty())
+        .filter_map(|value| absolute_from(value, working));
+    let from_input = input_cwd
+        .map(Path::new)
+        .filter(|cwd| cwd.is_absolute())
+        .map(Path::to_path_buf);
+    let start = match from_env.chain(from_input).find(|dir| dir.is_dir()) {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    // The common case, a `.hookhost/` right there, needs no walk and no home directory.
+    if start.join(".hookhost").is_dir() {
+        return Ok(start);
+    }
+    let home = directories::BaseDirs::new().and_then(|d| d.home_dir().canonicalize().ok());
+    Ok(nearest_project(&start, home.as_deref()).unwrap_or(start))
+}
+
+/// `value` as an absolute path (relative ones against the working directory).
+fn absolute_from(value: OsString, working: impl FnOnce() -> Option<PathBuf>) -> Option<PathBuf> {
+    let path = PathBuf::from(value);
+    if path.is_absolute() {
+        Some(path)
+    } else {
+        working().map(|dir| dir.join(path))
+    }
+}
+
+/// The directory at or above `start` that holds a `.hookhost/`, under the rules of the
+/// module docs; `None` when there is none. `start` itself is returned as given (so its
+/// hooks see the path the agent used); an ancestor is returned canonical.
+pub fn nearest_project(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    if start.join(".hookhost").is_dir() {
+        return Some(start.to_path_buf());
+    }
+    let canonical = start.canonicalize().ok()?;
+    let device = std::fs::metadata(&canonical).ok()?.dev();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mut dir = canonical.as_path();
+    while let Some(parent) = dir.parent() {
+        let at_boundary = parent.parent().is_none() // the root
+            || Some(parent) == home
+            || std::fs::metadata(parent).map_or(true, |m| m.dev() != device);
+        if at_boundary {
+            return None;
+        }
+        if let Ok(meta) = std::fs::metadata(parent.join(".hookhost"))
+            && meta.is_dir()
+            && (meta.uid() == me || meta.uid() == 0)
+        {
+            return Some(parent.to_path_buf());
+        }
+        dir = parent;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_up_to_the_nearest_hookhost_dir() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let project = base.join("repo");
+        let deep = project.join("src/a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(project.join(".hookhost")).unwrap();
+        assert_eq!(nearest_project(&deep, None), Some(project.clone()));
+        assert_eq!(nearest_project(&project, None), Some(project.clone()));
+        // A nested project wins over the outer one.
+        std::fs::create_dir_all(project.join("src/.hookhost")).unwrap();
+        assert_eq!(nearest_project(&deep, None), Some(project.join("src")));
+    }
+
+    #[test]
+    fn the_walk_stops_below_home() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().canonicalize().unwrap().join("home");
+        let work = home.join("work/x");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(home.join(".hookhost")).unwrap();
+        assert_eq!(nearest_project(&work, Some(&home)), None);
+        // Starting at home itself still finds its own `.hookhost/`.
+        assert_eq!(nearest_project(&home, Some(&home)), Some(home.clone()));
+        assert_eq!(
+            nearest_project(&work, None),
+            Some(home.clone()),
+            "without a home boundary the walk goes on"
+        );
+    }
+
+    #[test]
+    fn a_file_named_hookhost_is_not_a_project() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let deep = base.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(base.join("a/.hookhost"), "not a dir").unwrap();
+        assert_eq!(nearest_project(&deep, Some(&base)), None);
+    }
+}
