@@ -19,6 +19,8 @@ fuzz_target!(|data: &[u8]| {
     let analysis = hookhost::matcher::shell::analyze(&text);
     let kept: usize = analysis.commands.iter().map(|c| c.text.len()).sum::<usize>()
         + analysis.literals.iter().map(String::len).sum::<usize>();
-    // What the analysis keeps is bounded by what it may parse.
-    assert!(kept <= 16 * (text.len() + 64), "{kept} bytes kept for {} of input", text.len());
+    // What the analysis keeps is bounded by what it may parse: a word that looks like code is
+    // kept and parsed again, once per nesting level at most (`shell::MAX_DEPTH`).
+    let bound = 2 * (hookhost::matcher::shell::MAX_DEPTH + 1) * (text.len() + 64);
+    assert!(kept <= bound, "{kept} bytes kept for {} of input", text.len());
 });
