@@ -27,21 +27,26 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
-    if let Some(allowlist) = &settings.allowed_http_hook_urls
-        && !allowlist.allows(&spec.url)
-    {
-        let patterns: Vec<&str> = allowlist.patterns().collect();
-        return HandlerRun::failed(
-            FailureKind::Refused,
-            format!(
-                "URL `{}` is not in `allowedHttpHookUrls` {patterns:?}; not contacted",
-                spec.url
-            ),
-            started,
-        );
-    }
+    // The URL is parsed once: the allowlist checks the same parse that is contacted.
+    let target = match &settings.allowed_http_hook_urls {
+        None => spec.url.clone(),
+        Some(allowlist) => match allowlist.check(&spec.url) {
+            Ok(url) => url.to_string(),
+            Err(why) => {
+                let patterns: Vec<&str> = allowlist.patterns().collect();
+                return HandlerRun::failed(
+                    FailureKind::Refused,
+                    format!(
+                        "URL `{}` is not in `allowedHttpHookUrls` {patterns:?} ({why}); not contacted",
+                        spec.url
+                    ),
+                    started,
+                );
+            }
+        },
+    };
     let mut request = client
-        .post(&spec.url)
+        .post(&target)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(invocation.input_json.clone());
     for (name, template) in &spec.headers {

@@ -1,12 +1,17 @@
 //! The per-handler `if` filter: one permission rule in Claude Code's syntax.
 //!
-//! - `Bash(pattern)`: the pattern is tested against every subcommand of the command line
-//!   (split on `&&`, `||`, `;`, `|`, `&` and newlines, plus the commands inside `$( )` and
-//!   backticks), each with leading `VAR=value` assignments stripped. `*` matches anything;
-//!   a trailing ` *` also matches the bare command, and the legacy `prefix:*` form means
-//!   "starts with prefix". When a subcommand runs the pattern's program with arguments the
-//!   host cannot see (`$( )`, backticks, `$VAR`), or the line cannot be parsed, the hook runs:
-//!   the filter only ever saves a run, it never hides a command from a hook.
+//! - `Bash(pattern)`: the command line is parsed as a shell script ([`super::shell`]) and
+//!   the pattern is tested against every simple command that may run in it, after quote
+//!   removal: in lists, pipelines, groups, subshells, compound commands and functions,
+//!   inside `$( )`, backticks and `<( )`, inside the strings given to `sh -c` (any shell),
+//!   `eval` and `trap`, and after wrappers (`sudo`, `env`, `xargs`, `timeout` …), each with
+//!   leading `VAR=value` assignments stripped. The program also matches by its file name
+//!   (`/usr/bin/git` is `git`), case-insensitively. `*` matches anything; a trailing ` *`
+//!   also matches the bare command, and the legacy `prefix:*` form means "starts with
+//!   prefix". When the pattern's program runs with arguments the host cannot see (`$( )`,
+//!   `$VAR`, globs, `xargs`), when quoted text that may be code contains the pattern, or
+//!   when the line cannot be understood, the hook runs: the filter only ever saves a run,
+//!   it never hides a command from a hook.
 //! - `Edit(glob)`, `Write(glob)`, `Read(glob)`: the glob is tested against
 //!   `tool_input.file_path` (gitignore-like: a pattern without `/` matches the file name at
 //!   any depth; `//abs` is absolute, `~/` the home directory, `/x` the project directory,
@@ -15,13 +20,28 @@
 //! - `Tool(pattern)` for other tools: the glob is tested against the tool's main string
 //!   field (`command`, `file_path`, `path`, `url`, `pattern`, `query`).
 //!
-//! The rule runs only on tool events; a hook with `if` never runs on any other event.
+//! A rule is at most [`MAX_RULE_BYTES`] long with at most [`MAX_WILDCARDS`] wildcards, so
+//! that no rule costs more than a bounded amount per event. The rule runs only on tool
+//! events; a hook with `if` never runs on any other event.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 use serde_json::Value;
+
+use super::shell::{self, Analysis, clip};
+
+/// The longest `if` rule accepted (longer is a config error).
+pub const MAX_RULE_BYTES: usize = 1024;
+
+/// The most wildcards (`*`, `?`, `[`) an `if` rule may hold.
+pub const MAX_WILDCARDS: usize = 32;
+
+/// Compiled size allowed for one regex built from config.
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// A compiled `if` rule.
 #[derive(Debug, Clone)]
@@ -34,9 +54,88 @@ pub struct IfRule {
 
 #[derive(Debug, Clone)]
 enum Argument {
-    Bash { pattern: Regex, program: String },
-    Path { pattern: String },
+    Bash(Box<BashPattern>),
+    Path(PathPattern),
     Other { pattern: GlobMatcher },
+}
+
+/// Where a path pattern is anchored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PathBase {
+    /// `//abs`: the glob is absolute.
+    Root,
+    /// `~/x`: relative to `$HOME`.
+    Home,
+    /// `/x`: relative to the project directory.
+    Project,
+    /// `x/y`, `./x`: relative to the cwd.
+    Cwd,
+    /// A bare name: at any depth (the glob is `**/name`, absolute).
+    AnyDepth,
+}
+
+/// A path pattern, compiled once: the glob is relative to its base, and paths are made
+/// relative to the base (after resolving `.` and `..`) at match time, so that nothing from
+/// the event (its cwd) is ever compiled.
+#[derive(Debug, Clone)]
+struct PathPattern {
+    base: PathBase,
+    glob: GlobMatcher,
+}
+
+impl PathPattern {
+    fn parse(pattern: &str) -> Result<PathPattern, String> {
+        let (base, glob) = if let Some(abs) = pattern.strip_prefix("//") {
+            (PathBase::Root, format!("/{abs}"))
+        } else if let Some(rest) = pattern.strip_prefix("~/") {
+            (PathBase::Home, rest.to_string())
+        } else if let Some(rest) = pattern.strip_prefix('/') {
+            (PathBase::Project, rest.to_string())
+        } else {
+            let rest = pattern.strip_prefix("./").unwrap_or(pattern);
+            if rest.contains('/') {
+                (PathBase::Cwd, rest.to_string())
+            } else {
+                // gitignore: a bare name matches at any depth.
+                (PathBase::AnyDepth, format!("**/{rest}"))
+            }
+        };
+        let glob = compile_glob(&glob).map_err(|e| e.to_string())?;
+        Ok(PathPattern { base, glob })
+    }
+
+    fn matches(&self, path: &str, cwd: &Path, project_dir: &Path) -> bool {
+        let absolute = normalize(&cwd.join(path));
+        let base = match self.base {
+            PathBase::Root | PathBase::AnyDepth => return self.glob.is_match(&absolute),
+            PathBase::Home => match std::env::var_os("HOME") {
+                Some(home) => normalize(Path::new(&home)),
+                None => return false,
+            },
+            PathBase::Project => normalize(project_dir),
+            PathBase::Cwd => normalize(cwd),
+        };
+        absolute
+            .strip_prefix(&base)
+            .is_ok_and(|relative| self.glob.is_match(relative))
+    }
+}
+
+/// Resolves `.` and `..` without touching the file system (`a/../b` is `b`): a path that
+/// walks out of a directory and back in is where it ends, not where it starts.
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Tools whose `file_path` an `Edit(...)` rule covers.
@@ -50,6 +149,22 @@ impl IfRule {
     /// A rule that is not `Tool` or `Tool(pattern)`, or whose glob does not compile.
     pub fn parse(rule: &str) -> Result<IfRule, String> {
         let rule = rule.trim();
+        let wildcards = rule
+            .bytes()
+            .filter(|c| matches!(c, b'*' | b'?' | b'['))
+            .count();
+        if wildcards > MAX_WILDCARDS {
+            return Err(format!(
+                "`if` rule `{}` has {wildcards} wildcards; at most {MAX_WILDCARDS} are allowed",
+                clip(rule)
+            ));
+        }
+        if rule.len() > MAX_RULE_BYTES {
+            return Err(format!(
+                "`if` rule `{}` is longer than {MAX_RULE_BYTES} bytes",
+                clip(rule)
+            ));
+        }
         let (tool, argument) = match rule.find('(') {
             Some(open) => {
                 let Some(inner) = rule[open + 1..].strip_suffix(')') else {
@@ -75,15 +190,13 @@ impl IfRule {
             .compile_matcher();
         let argument = match argument {
             None => None,
-            Some(arg) if tool == "Bash" => Some(bash_argument(arg)),
-            Some(arg) if matches!(tool, "Edit" | "Write" | "Read") => {
-                // Validate now; the glob is resolved against the cwd at match time.
-                compile_glob(&resolve_path_pattern(arg, Path::new("/"), Path::new("/")))
-                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?;
-                Some(Argument::Path {
-                    pattern: arg.to_string(),
-                })
-            }
+            Some("") if tool == "Bash" => None,
+            Some(arg) if tool == "Bash" => Some(Argument::Bash(Box::new(
+                BashPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+            ))),
+            Some(arg) if matches!(tool, "Edit" | "Write" | "Read") => Some(Argument::Path(
+                PathPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+            )),
             Some(arg) => Some(Argument::Other {
                 pattern: compile_glob(arg)
                     .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
@@ -115,27 +228,21 @@ impl IfRule {
         }
         match &self.argument {
             None => true,
-            Some(Argument::Bash { pattern, program }) => {
-                let command = tool_input
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                bash_matches(command, pattern, program)
+            Some(Argument::Bash(pattern)) => {
+                // A Bash call without a string command is not understood: the hook runs.
+                let Some(command) = tool_input.get("command").and_then(Value::as_str) else {
+                    return true;
+                };
+                pattern.matches(&analysis(command))
             }
-            Some(Argument::Path { pattern }) => {
+            Some(Argument::Path(pattern)) => {
                 let Some(path) = ["file_path", "notebook_path", "path"]
                     .iter()
                     .find_map(|f| tool_input.get(*f).and_then(Value::as_str))
                 else {
                     return false;
                 };
-                let resolved = resolve_path_pattern(pattern, cwd, project_dir);
-                let absolute = if Path::new(path).is_absolute() {
-                    PathBuf::from(path)
-                } else {
-                    cwd.join(path)
-                };
-                compile_glob(&resolved).is_ok_and(|glob| glob.is_match(&absolute))
+                pattern.matches(path, cwd, project_dir)
             }
             Some(Argument::Other { pattern }) => {
                 ["command", "file_path", "path", "url", "pattern", "query"]
@@ -147,7 +254,7 @@ impl IfRule {
     }
 
     fn tool_matches(&self, tool_name: &str) -> bool {
-        if self.tool_name == "Edit" && matches!(self.argument, Some(Argument::Path { .. })) {
+        if self.tool_name == "Edit" && matches!(self.argument, Some(Argument::Path(_))) {
             return EDIT_TOOLS.contains(&tool_name);
         }
         self.tool.is_match(tool_name)
@@ -165,201 +272,116 @@ fn compile_glob(pattern: &str) -> Result<GlobMatcher, globset::Error> {
         .compile_matcher())
 }
 
-/// Turns a permission-rule path pattern into an absolute glob.
-fn resolve_path_pattern(pattern: &str, cwd: &Path, project_dir: &Path) -> String {
-    if let Some(abs) = pattern.strip_prefix("//") {
-        return format!("/{abs}");
-    }
-    if let Some(rest) = pattern.strip_prefix("~/") {
-        let home = std::env::var("HOME").unwrap_or_default();
-        return format!("{}/{rest}", home.trim_end_matches('/'));
-    }
-    if let Some(rest) = pattern.strip_prefix('/') {
-        return format!(
-            "{}/{rest}",
-            project_dir.display().to_string().trim_end_matches('/')
+/// A `Bash(...)` pattern, compiled for the candidates of [`shell::analyze`].
+#[derive(Debug, Clone)]
+struct BashPattern {
+    /// The whole pattern, against a candidate's words as written.
+    full: Regex,
+    /// The pattern with its program replaced by the program's file name, against a
+    /// candidate whose program is also its file name.
+    base: Regex,
+    /// The pattern's program alone (file name), against a candidate's program.
+    program: Regex,
+    /// The pattern anywhere in a quoted text, between word boundaries.
+    literal: Regex,
+}
+
+impl BashPattern {
+    fn parse(pattern: &str) -> Result<BashPattern, String> {
+        let (body, open_end) = if let Some(prefix) = pattern.strip_suffix(":*") {
+            (prefix, true)
+        } else if let Some(prefix) = pattern.strip_suffix(" *") {
+            (prefix, true)
+        } else {
+            (pattern, false)
+        };
+        let mut words = body.split_whitespace();
+        let program = words.next().unwrap_or("");
+        let program_base = program.rsplit('/').next().unwrap_or(program);
+        let rest: String = words.map(|w| format!(r"\s+{}", wildcard(w))).collect();
+        let tail = if open_end { r"(?:\s.*)?" } else { "" };
+        let anchored = |program: &str| format!(r"(?s)^(?i:{}){rest}{tail}$", wildcard(program));
+        // Quoted text: the pattern between non-word characters (a `/` may precede the
+        // program: `/usr/bin/git`).
+        let literal = format!(
+            r"(?s)(?:^|[^\w.-])(?i:{}){rest}(?:[^\w.-]|$)",
+            wildcard(program_base)
         );
+        Ok(BashPattern {
+            full: compile_regex(&anchored(program))?,
+            base: compile_regex(&anchored(program_base))?,
+            program: compile_regex(&format!(r"(?s)^(?i:{})$", wildcard(program_base)))?,
+            literal: compile_regex(&literal)?,
+        })
     }
-    let rest = pattern.strip_prefix("./").unwrap_or(pattern);
-    let base = cwd.display().to_string();
-    if rest.contains('/') {
-        format!("{}/{rest}", base.trim_end_matches('/'))
-    } else {
-        // gitignore: a bare name matches at any depth.
-        format!("**/{rest}")
-    }
-}
 
-fn bash_argument(pattern: &str) -> Argument {
-    let program = pattern
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .trim_end_matches(":*")
-        .to_string();
-    let regex = if let Some(prefix) = pattern.strip_suffix(":*") {
-        format!(r"^{}(?:\s.*)?$", regex::escape(prefix))
-    } else if let Some(prefix) = pattern.strip_suffix(" *") {
-        format!(r"^{}(?:\s.*)?$", wildcard(prefix))
-    } else {
-        format!("^{}$", wildcard(pattern))
-    };
-    let pattern = Regex::new(&regex).expect("escaped pattern is a valid regex");
-    Argument::Bash { pattern, program }
-}
-
-fn wildcard(pattern: &str) -> String {
-    pattern
-        .split('*')
-        .map(regex::escape)
-        .collect::<Vec<_>>()
-        .join(".*")
-}
-
-fn bash_matches(command: &str, pattern: &Regex, program: &str) -> bool {
-    let Some(subcommands) = split_subcommands(command) else {
-        return true; // unparseable: fail open, the hook runs
-    };
-    subcommands.iter().any(|sub| {
-        let sub = strip_assignments(sub);
-        if pattern.is_match(sub) {
+    fn matches(&self, analysis: &Analysis) -> bool {
+        if analysis.unknown.is_some() {
             return true;
         }
-        // The host cannot see what `$(...)`, backticks or `$VAR` expand to: when the
-        // pattern's program is the one that runs, the hook runs.
-        let dynamic = sub.contains("$(") || sub.contains('`') || sub.contains('$');
-        dynamic && sub.split_whitespace().next() == Some(program)
+        analysis.commands.iter().any(|c| {
+            self.full.is_match(&c.text)
+                || self.base.is_match(&c.base_text)
+                || (c.dynamic && self.program.is_match(&c.program))
+        }) || analysis.literals.iter().any(|l| self.literal.is_match(l))
+    }
+}
+
+/// A regex from config, under a size limit (a pattern too large is an error, never a panic).
+pub(crate) fn compile_regex(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::CompiledTooBig(limit) => {
+                format!("the pattern compiles to more than {limit} bytes")
+            }
+            other => other.to_string(),
+        })
+}
+
+/// `*` matches any run of characters (a run of `*` is one); whitespace matches any run of
+/// whitespace; everything else matches itself.
+fn wildcard(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() * 2);
+    let mut chars = pattern.chars().peekable();
+    let mut buf = [0u8; 4];
+    while let Some(c) = chars.next() {
+        if c == '*' {
+            while chars.peek() == Some(&'*') {
+                chars.next();
+            }
+            out.push_str(".*");
+        } else if c.is_whitespace() {
+            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                chars.next();
+            }
+            out.push_str(r"\s+");
+        } else {
+            out.push_str(&regex::escape(c.encode_utf8(&mut buf)));
+        }
+    }
+    out
+}
+
+thread_local! {
+    /// The analysis of the last command seen on this thread: every `Bash(...)` rule of one
+    /// event tests the same command, which is parsed once.
+    static LAST_ANALYSIS: RefCell<Option<(String, Rc<Analysis>)>> = const { RefCell::new(None) };
+}
+
+fn analysis(command: &str) -> Rc<Analysis> {
+    LAST_ANALYSIS.with(|cell| {
+        if let Some((last, analysis)) = &*cell.borrow()
+            && last == command
+        {
+            return analysis.clone();
+        }
+        let analysis = Rc::new(shell::analyze(command));
+        *cell.borrow_mut() = Some((command.to_string(), analysis.clone()));
+        analysis
     })
-}
-
-/// Leading `VAR=value` words are environment assignments, not the command.
-fn strip_assignments(mut command: &str) -> &str {
-    loop {
-        command = command.trim_start();
-        let word_end = command.find(char::is_whitespace).unwrap_or(command.len());
-        let word = &command[..word_end];
-        let is_assignment = word.find('=').is_some_and(|eq| {
-            eq > 0
-                && word[..eq]
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        if !is_assignment || word_end == command.len() {
-            return command.trim_end();
-        }
-        command = &command[word_end..];
-    }
-}
-
-/// Splits a command line into its simple commands, including those inside `$( )` and
-/// backticks, which are returned as commands of their own (and also stay in the text of
-/// the command that contains them). `None` when quotes or parentheses do not balance.
-fn split_subcommands(line: &str) -> Option<Vec<String>> {
-    let mut out = Vec::new();
-    split_into(line, &mut out)?;
-    Some(out)
-}
-
-fn split_into(line: &str, out: &mut Vec<String>) -> Option<()> {
-    let chars: Vec<char> = line.chars().collect();
-    let mut current = String::new();
-    let mut i = 0;
-    let mut quote: Option<char> = None;
-    let flush = |current: &mut String, out: &mut Vec<String>| {
-        let trimmed = current.trim();
-        if !trimmed.is_empty() {
-            out.push(trimmed.to_string());
-        }
-        current.clear();
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        match quote {
-            Some('\'') => {
-                current.push(c);
-                if c == '\'' {
-                    quote = None;
-                }
-                i += 1;
-                continue;
-            }
-            Some(_) if c == '\\' && i + 1 < chars.len() => {
-                current.push(c);
-                current.push(chars[i + 1]);
-                i += 2;
-                continue;
-            }
-            Some('"') if c == '"' => {
-                quote = None;
-                current.push(c);
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        if c == '\\' && quote.is_none() && i + 1 < chars.len() {
-            current.push(c);
-            current.push(chars[i + 1]);
-            i += 2;
-            continue;
-        }
-        if (c == '\'' || c == '"') && quote.is_none() {
-            quote = Some(c);
-            current.push(c);
-            i += 1;
-            continue;
-        }
-        // Command substitution works inside double quotes too.
-        if c == '$' && chars.get(i + 1) == Some(&'(') {
-            let end = matching_paren(&chars, i + 1)?;
-            let inner: String = chars[i + 2..end].iter().collect();
-            split_into(&inner, out)?;
-            current.extend(&chars[i..=end]);
-            i = end + 1;
-            continue;
-        }
-        if c == '`' {
-            let end = chars[i + 1..].iter().position(|&d| d == '`')? + i + 1;
-            let inner: String = chars[i + 1..end].iter().collect();
-            split_into(&inner, out)?;
-            current.extend(&chars[i..=end]);
-            i = end + 1;
-            continue;
-        }
-        if quote.is_none() && matches!(c, ';' | '&' | '|' | '\n' | '(' | ')') {
-            flush(&mut current, out);
-            i += 1;
-            continue;
-        }
-        current.push(c);
-        i += 1;
-    }
-    if quote.is_some() {
-        return None;
-    }
-    flush(&mut current, out);
-    Some(())
-}
-
-fn matching_paren(chars: &[char], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    for (offset, &c) in chars[open..].iter().enumerate() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(') => depth += 1,
-            (None, ')') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(open + offset);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -376,38 +398,391 @@ mod tests {
         )
     }
 
+    /// Attacks on a `git push` guard, each of which runs `git push` (the CLI test
+    /// `attacks::if_rule` runs its own table of them in a real bash with a stub `git`).
+    const GIT_PUSH_RUNS: &[&str] = &[
+        "git push",
+        "git push origin main",
+        "git push;",
+        "cd repo && git push",
+        "make || git push -f",
+        "ls; git push",
+        "echo x | git push",
+        "git push &",
+        "git push & wait",
+        "true\ngit push",
+        "! git push",
+        "(git push)",
+        "( (git push) )",
+        "{ git push; }",
+        "{ { git push; }; }",
+        "bash -c 'git push'",
+        "sh -c \"git push\"",
+        "dash -c 'git push'",
+        "bash -lc 'git push'",
+        "bash -ec 'git push'",
+        "bash -o pipefail -c 'git push'",
+        "bash --norc -c 'git push'",
+        "env bash -c 'git push'",
+        "/bin/sh -c 'git push'",
+        "/usr/bin/env sh -c 'git push'",
+        "command git push",
+        "command -p git push",
+        "builtin eval 'git push'",
+        "exec git push",
+        "nohup git push",
+        "echo x | xargs sh -c 'git push'",
+        "echo push | xargs git",
+        "time git push",
+        "time -p git push",
+        "eval 'git push'",
+        "eval git push",
+        "eval \"git\" 'push'",
+        "if true; then git push; fi",
+        "if git push; then :; fi",
+        "if false; then :; else git push; fi",
+        "if false; then :; elif true; then git push; fi",
+        "while true; do git push; break; done",
+        "until git push; do :; done",
+        "for i in 1; do git push; done",
+        "case x in x) git push;; esac",
+        "f() { git push; }; f",
+        "function f { git push; }; f",
+        "echo $(git push)",
+        "echo \"$(git push)\"",
+        "x=$(git push)",
+        "echo `git push`",
+        "cat <(git push)",
+        "cat < <(git push)",
+        "echo $(echo $(git push))",
+        "cat <<EOF\n$(git push)\nEOF",
+        "cat <<EOF\n'$(git push)'\nEOF",
+        "git push <<EOF\nx\nEOF",
+        "g'i't push",
+        "\"git\" push",
+        "\\git push",
+        "$'\\x67it' push",
+        "$'\\147it' push",
+        "$'\\u0067it' push",
+        "git p\"us\"h",
+        "git 'push'",
+        "git $'push'",
+        "git \\\npush",
+        "gi\\\nt push",
+        "# a comment\ngit push",
+        "true # comment\ngit push",
+        "VAR=x git push",
+        "A=1 B=2 git push",
+        "/usr/bin/git push",
+        "./git push",
+        "GIT push",
+        "git  push",
+        "git\tpush",
+        "git push 2>&1 | tee log",
+        "git push || true",
+        "git push && echo done",
+        "exec 3>&1; git push",
+        "bash -c \"sh -c 'eval \\\"git push\\\"'\"",
+        "sudo git push",
+        "sudo -u root git push",
+        "sudo -- git push",
+        "sudo env X=1 bash -c 'git push'",
+        "env X=1 git push",
+        "env -i PATH=/usr/bin git push",
+        "timeout 5 git push",
+        "nice -n 5 git push",
+        "find . -maxdepth 0 -exec git push \\;",
+        "trap 'git push' EXIT",
+        "x='git push'; eval \"$x\"",
+        "coproc git push",
+        "exec -a name git push",
+        "~/bin/git push",
+        "command -- git push",
+        "time -- git push",
+        "time -p -- git push",
+        "nohup -- git push",
+        "coproc NAME { git push; }",
+        "select x in a; do git push; break; done <<< 1",
+        "[[ -n $(git push) ]]",
+        "case $(git push) in *) ;; esac",
+        "for x in $(git push); do :; done",
+        "cat <<< $(git push)",
+        "echo >(git push)",
+        "git push |& cat",
+        "function f() { git push; }; f",
+        "f() ( git push ); f",
+        "{ git push ; } 2>/dev/null",
+        "git push&>/dev/null",
+        "if [ \"$(git push)\" ]; then :; fi",
+        "exec 3< <(git push); cat <&3",
+        "a=( $(git push) )",
+        "declare x=$(git push)",
+        "export x=$(git push)",
+        "echo \"${x/y/$(git push)}\"",
+        "echo $[ $(git push) ]",
+        "echo x#; git push",
+        "echo \"$(echo \"$(git push)\")\"",
+        "echo ${x:=$(git push)}",
+        "echo ${#x[$(git push)]}",
+        "a[$(git push)]=1",
+        "x=1 y=$(git push) true",
+        ": \"$(git push)\"",
+        "command eval 'git push'",
+        "exec eval 'git push'",
+        "eval eval \"'git push'\"",
+        "env -- git push",
+        "sudo -E -H -- git push",
+        "nohup nice -n1 timeout 5 git push",
+        "git push 2>/dev/null >&2",
+        ">out git push",
+        "2>&1 git push",
+        "true\r\ngit push",
+    ];
+
+    /// Commands a `git push` guard is skipped on: nothing in them runs `git push`.
+    const GIT_PUSH_SKIPS: &[&str] = &[
+        "git status",
+        "git pushx",
+        "gitk",
+        "git",
+        "echo git push",
+        "ls -la",
+        "cargo test && cargo build",
+        "npm run build && npm test",
+        "cat file | grep push",
+        "git commit -m 'push later'",
+        "echo hello > out.txt",
+        "for f in *.rs; do wc -l \"$f\"; done",
+        "[ -f x ] && echo ok",
+        "export PATH=$PATH:/x; cargo build",
+        "cd /tmp && ls",
+        "echo \"$HOME\"",
+        "x=1; echo $x",
+        "git log | head -5",
+        "bash -c 'git status'",
+        "sudo ls",
+        "grep -r \"pattern\" src/",
+        "cat <<'EOF'\nhello\nEOF",
+        "printf '%s\\n' a b",
+        "read -r line < file",
+        "echo ${#x}",
+        "echo \"${arr[@]}\"",
+    ];
+
+    /// Commands where the filter cannot be sure, so the hook runs.
+    const GIT_PUSH_UNKNOWN: &[&str] = &[
+        "echo 'unterminated",
+        "echo $(",
+        "$cmd push",
+        "${GIT} push",
+        "\"$(echo git)\" push",
+        "git $SUB",
+        "git $(echo push)",
+        "git pu?h",
+        "git p*",
+        "/usr/bin/gi? push",
+        "{git,push}",
+        "git {push,pull}",
+        "echo 'git push' | sh",
+        "bash <<EOF\ngit push\nEOF",
+        "bash <<< 'git push'",
+        "sh script.sh",
+        "bash",
+        "source ./script.sh",
+        ". ./script.sh",
+        "alias x=y",
+        "python3 -c 'import os; os.system(\"g\"+\"it push\")'",
+        "python3 - <<EOF\nprint(1)\nEOF",
+        "perl -e 'system(\"git\", \"push\")'",
+        "node -e 'x'",
+        "awk 'BEGIN{system(\"git push\")}'",
+        "x='a[$(git push)]'; echo $((x))",
+        "echo $((i+1))",
+        "y=$(printf 'a[$(%s push)]' git); echo $((y))",
+        "[[ $x -eq 1 ]]",
+        "echo ${!name}",
+        "echo ${x@P}",
+        "echo ${x:-$(git push)}",
+        "echo ${a[$i]}",
+        "PS4='$(git push)' bash -xc true",
+        "declare -i x=y",
+        "printf -v \"$name\" x",
+        "eval \"$cmd\"",
+        "bash -c \"$cmd\"",
+        "sudo $CMD",
+        "trap \"$handler\" EXIT",
+        "hash -p /usr/bin/git x; x push",
+        "let x=1",
+        "ssh host 'git push'",
+        "env -S 'git push'",
+        "watch git push",
+        "x=$'\\xff'; $'\\xffgit' push",
+        "$'\\cAgit' push",
+        "git${IFS}push",
+        "$(which git) push",
+        "bash -c 'git \"$@\"' _ push",
+        "IFS=,; x=git,push; $x",
+        "exec \"$@\"",
+    ];
+
+    #[test]
+    fn git_push_guard_table() {
+        let rule = "Bash(git push *)";
+        // Every wrong row is listed, not only the first.
+        let mut wrong = Vec::new();
+        for &command in GIT_PUSH_RUNS.iter().chain(GIT_PUSH_UNKNOWN) {
+            if !bash(rule, command) {
+                wrong.push(format!("must run on {command:?}"));
+            }
+        }
+        for &command in GIT_PUSH_SKIPS {
+            if bash(rule, command) {
+                wrong.push(format!("must skip {command:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{rule}:\n{}", wrong.join("\n"));
+    }
+
     #[test]
     fn bash_rules() {
         let rows: &[(&str, &str, bool)] = &[
             ("Bash(git *)", "git push origin main", true),
             ("Bash(git *)", "git", true),
             ("Bash(git *)", "gitk", false),
-            ("Bash(git push *)", "git status", false),
-            ("Bash(git push *)", "cd repo && git push", true),
-            ("Bash(git push *)", "make || git push -f", true),
-            ("Bash(git push *)", "ls; git push", true),
-            ("Bash(git push *)", "echo x | git push", true),
-            ("Bash(git push *)", "echo $(git push now)", true),
-            ("Bash(git push *)", "echo `git push now`", true),
-            ("Bash(git push *)", "echo \"$(git push now)\"", true),
+            ("Bash(git *)", "/opt/git/bin/git -C x log", true),
             ("Bash(git push *)", "GIT_DIR=x FOO=1 git push", true),
-            ("Bash(git push *)", "echo 'git push && x'", false),
+            ("Bash(git push *)", "echo 'git push && x'", true),
+            ("Bash(git push *)", "git commit -m 'then git push'", true),
             ("Bash(rm -rf *)", "rm -rf /", true),
             ("Bash(rm -rf *)", "rm -r /", false),
+            ("Bash(rm *)", "rm x", true),
+            ("Bash(rm *)", "/bin/rm x", true),
+            ("Bash(rm *)", "sudo rm -rf /", true),
+            ("Bash(rm *)", "r\\m x", true),
+            ("Bash(rm *)", "\"rm\" x", true),
+            ("Bash(rm *)", "find . -name '*.o' -exec rm {} +", true),
+            ("Bash(rm *)", "ls | xargs rm", true),
+            ("Bash(rm *)", "ls | xargs -0 rm -f", true),
+            ("Bash(rm *)", "busybox rm x", true),
+            ("Bash(rm *)", "ls | xargs -I{} rm {}", true),
+            ("Bash(rm *)", "command rm -rf /", true),
+            ("Bash(rm *)", "bash -c 'r\"m\" -rf /'", true),
+            ("Bash(rm *)", "$(printf rm) -rf /", true),
+            ("Bash(rm *)", "rmdir x", false),
+            ("Bash(rm *)", "git rm x", false),
+            ("Bash(rm *)", "ls -la", false),
+            ("Bash(rm *)", "echo rm", false),
+            ("Bash(rm *)", "for f in a b; do rm \"$f\"; done", true),
             ("Bash(npm run test:*)", "npm run test --watch", true),
             ("Bash(npm run test:*)", "npm run build", false),
             ("Bash(npm test)", "npm test", true),
+            ("Bash(npm test)", "cd x && npm test", true),
             ("Bash(npm test)", "npm test -- -u", false),
-            // the host cannot see through substitutions or variables: the hook runs
-            ("Bash(git push *)", "git $SUB", true),
-            ("Bash(git push *)", "git $(echo push)", true),
-            // unparseable: fail open
-            ("Bash(git push *)", "echo 'unterminated", true),
+            ("Bash(./deploy.sh *)", "./deploy.sh prod", true),
+            ("Bash(./deploy.sh *)", "bash -c './deploy.sh prod'", true),
+            ("Bash(./deploy.sh *)", "/srv/app/deploy.sh prod", true),
+            ("Bash(* --force)", "git push --force", true),
+            ("Bash(* --force)", "git push", false),
+            ("Bash(*)", "anything", true),
+            ("Bash()", "anything", true),
             ("Bash", "anything at all", true),
         ];
         for &(rule, command, expected) in rows {
-            assert_eq!(bash(rule, command), expected, "{rule} vs {command}");
+            assert_eq!(bash(rule, command), expected, "{rule} vs {command:?}");
         }
+    }
+
+    #[test]
+    fn a_missing_or_odd_command_runs_the_hook() {
+        let rule = IfRule::parse("Bash(git push *)").unwrap();
+        let cwd = Path::new("/");
+        for input in [json!({}), json!({"command": 7}), json!({"command": null})] {
+            assert!(rule.matches("Bash", &input, cwd, cwd), "{input}");
+        }
+    }
+
+    /// Runs `f` on a thread with a tokio worker's stack or less.
+    fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn commands_beyond_the_limits_run_the_hook_without_crashing() {
+        let too_deep = [
+            format!("echo {}ls{}", "$(".repeat(100_000), ")".repeat(100_000)),
+            format!("echo {}ls{}", "$(echo ".repeat(80), ")".repeat(80)),
+            format!("{}ls{}", "{ ".repeat(50_000), "; }".repeat(50_000)),
+            format!("{}ls{}", "{ ".repeat(3_000), "; }".repeat(3_000)),
+            format!(
+                "{}ls{}",
+                "if a; then ".repeat(20_000),
+                "; fi".repeat(20_000)
+            ),
+            format!("ls {}", "$(".repeat(100_000)),
+            "ls -la; ".repeat(1 << 20),
+        ];
+        for command in too_deep {
+            let shown = command[..40.min(command.len())].to_string();
+            assert!(
+                on_small_stack(move || bash("Bash(git push *)", &command)),
+                "{shown}"
+            );
+        }
+        // Long but flat: parsed (or not) without a crash, whatever the answer.
+        for command in [format!("ls {}", "a ".repeat(30_000)), "\"'".repeat(30_000)] {
+            on_small_stack(move || bash("Bash(git push *)", &command));
+        }
+    }
+
+    #[test]
+    fn nesting_within_the_limits_is_understood_on_a_small_stack() {
+        let within = [
+            format!("echo {}ls{}", "$(echo ".repeat(60), ")".repeat(60)),
+            format!("{}ls{}", "{ ".repeat(2_000), "; }".repeat(2_000)),
+            format!("{}ls{}", "( { ".repeat(1_000), "; } )".repeat(1_000)),
+            format!("{}ls{}", "if a; then ".repeat(1_000), "; fi".repeat(1_000)),
+            format!("{}ls{}", "while a; do ".repeat(600), "; done".repeat(600)),
+        ];
+        for command in within {
+            let shown = command[..40.min(command.len())].to_string();
+            let analysis = on_small_stack(move || shell::analyze(&command));
+            assert_eq!(analysis.unknown, None, "{shown}");
+            assert!(!analysis.commands.is_empty());
+        }
+    }
+
+    #[test]
+    fn patterns_are_bounded() {
+        let long = format!("Bash({})", "a".repeat(3 << 20));
+        let e = IfRule::parse(&long).unwrap_err();
+        assert!(
+            e.contains("longer than") && e.len() < 300,
+            "{}",
+            &e[..e.len().min(300)]
+        );
+        let stars = format!("Bash({})", "*".repeat(100_000));
+        let e = IfRule::parse(&stars).unwrap_err();
+        assert!(
+            e.contains("wildcards") && e.len() < 300,
+            "{}",
+            &e[..e.len().min(300)]
+        );
+        // The most wildcards allowed, against the longest command parsed: still a regex
+        // search, linear in the command.
+        let rule = format!("Bash({}x)", "a*".repeat(MAX_WILDCARDS - 1));
+        let rule = IfRule::parse(&rule).unwrap();
+        let command = format!("echo {}", "a".repeat(60_000));
+        assert!(!rule.matches(
+            "Bash",
+            &json!({ "command": command }),
+            Path::new("/"),
+            Path::new("/")
+        ));
     }
 
     #[test]
@@ -425,6 +800,13 @@ mod tests {
             ("Read(//etc/**)", "Read", "/etc/passwd", true),
             ("Read(/secrets/*)", "Read", "/repo/secrets/k", true),
             ("Read(./src/*.rs)", "Read", "src/main.rs", true),
+            // `..` is resolved before matching: where the path ends is what counts
+            ("Write(src/**)", "Write", "/repo/lib/../src/a.rs", true),
+            ("Write(src/**)", "Write", "lib/../src/a.rs", true),
+            ("Write(src/**)", "Write", "/repo/src/../lib/a.rs", false),
+            ("Read(//etc/**)", "Read", "/tmp/../etc/shadow", true),
+            ("Read(/secrets/*)", "Read", "/repo/x/./../secrets/k", true),
+            ("Edit(*.ts)", "Edit", "/repo/a.ts/../b.rs", false),
         ];
         for &(rule, tool, path, expected) in rows {
             let r = IfRule::parse(rule).unwrap();
@@ -435,6 +817,23 @@ mod tests {
                 Path::new("/repo"),
             );
             assert_eq!(got, expected, "{rule} vs {tool} {path}");
+        }
+    }
+
+    #[test]
+    fn a_huge_cwd_is_not_compiled_and_still_matches() {
+        let cwd = PathBuf::from(format!("/{}", "d".repeat(3 << 20)));
+        for (rule, path) in [("Edit(*.ts)", "a.ts"), ("Edit(src/*.ts)", "src/a.ts")] {
+            let r = IfRule::parse(rule).unwrap();
+            assert!(
+                r.matches(
+                    "Edit",
+                    &json!({ "file_path": path }),
+                    &cwd,
+                    Path::new("/repo")
+                ),
+                "{rule}"
+            );
         }
     }
 

@@ -9,15 +9,22 @@
 //!   StopFailure use the narrower set of letters, digits, `_` and `|`;
 //! - anything else: an unanchored regex;
 //! - always case-sensitive; ignored on events that have no matcher field.
+//!
+//! A matcher is at most [`MAX_MATCHER_BYTES`] long, and a regex matcher compiles under a size
+//! limit: a larger one is a config error naming the pattern, never a panic.
 
 mod if_rule;
+pub mod shell;
 
-pub use if_rule::IfRule;
+pub use if_rule::{IfRule, MAX_RULE_BYTES, MAX_WILDCARDS};
 
 use regex::Regex;
 use serde_json::Value;
 
 use crate::event::{EventSpec, MatcherSyntax};
+
+/// The longest matcher accepted (longer is a config error).
+pub const MAX_MATCHER_BYTES: usize = 4096;
 
 /// A compiled matcher.
 #[derive(Debug, Clone)]
@@ -42,6 +49,12 @@ impl Matcher {
             Some(p) if p.is_empty() || p == "*" => return Ok(Matcher::All),
             Some(p) => p,
         };
+        if pattern.len() > MAX_MATCHER_BYTES {
+            return Err(format!(
+                "matcher `{}` is longer than {MAX_MATCHER_BYTES} bytes",
+                shell::clip(pattern)
+            ));
+        }
         let exact_char = |c: char| match syntax {
             MatcherSyntax::Standard => c.is_ascii_alphanumeric() || "_- ,|".contains(c),
             MatcherSyntax::Narrow => c.is_ascii_alphanumeric() || "_|".contains(c),
@@ -55,9 +68,9 @@ impl Matcher {
                 .collect();
             return Ok(Matcher::Exact(names));
         }
-        Regex::new(pattern)
+        if_rule::compile_regex(pattern)
             .map(Matcher::Regex)
-            .map_err(|e| format!("invalid matcher regex `{pattern}`: {e}"))
+            .map_err(|e| format!("invalid matcher regex `{}`: {e}", shell::clip(pattern)))
     }
 
     /// Whether the matcher accepts `subject` (`None` when the input lacks the field).

@@ -82,28 +82,33 @@ impl HostPattern {
                 "`{original}`: a host pattern has no path, query or user info"
             ));
         }
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((host, port)) if !host.contains(':') => {
+        let (host, port) =
+            super::urls::split_port(rest).map_err(|e| format!("`{original}`: {e}"))?;
+        let port = match port {
+            None => None,
+            Some(port) => {
                 let port: u16 = port.parse().map_err(|_| {
                     format!("`{original}`: port `{port}` is not a number from 1 to 65535")
                 })?;
                 if port == 0 {
                     return Err(format!("`{original}`: port 0 is not a port"));
                 }
-                (host, Some(port))
+                Some(port)
             }
-            _ => (rest, None),
         };
-        let host = host.to_ascii_lowercase();
+        // Hosts compare in the one normal form of `urls::normalize_host` (IDNA, case,
+        // IPv4 forms, no trailing dot), on both the grant and the request side.
         let host = match host.strip_prefix("*.") {
             Some(suffix) => {
-                check_host(suffix, original)?;
+                let suffix = check_host(suffix, original)?;
+                if suffix.starts_with('[') || suffix.parse::<std::net::Ipv4Addr>().is_ok() {
+                    return Err(format!(
+                        "`{original}`: `*.` must be followed by a domain name"
+                    ));
+                }
                 HostMatch::Subdomains(format!(".{suffix}"))
             }
-            None => {
-                check_host(&host, original)?;
-                HostMatch::Exact(host)
-            }
+            None => HostMatch::Exact(check_host(host, original)?),
         };
         Ok(HostPattern {
             scheme,
@@ -123,7 +128,9 @@ impl HostPattern {
         if port != self.port.unwrap_or(self.scheme.default_port()) {
             return false;
         }
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let Ok(host) = super::urls::normalize_host(host) else {
+            return false;
+        };
         match &self.host {
             HostMatch::Exact(h) => host == *h,
             HostMatch::Subdomains(suffix) => {
@@ -161,18 +168,12 @@ impl fmt::Display for HostPattern {
     }
 }
 
-fn check_host(host: &str, original: &str) -> Result<(), String> {
-    let ok = !host.is_empty()
-        && !host.starts_with('.')
-        && !host.ends_with('.')
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{original}`: `{host}` is not a host name"))
+/// A grant's host in normal form; `*` anywhere but a leading `*.` is refused.
+fn check_host(host: &str, original: &str) -> Result<String, String> {
+    if host.contains('*') {
+        return Err(format!("`{original}`: `{host}` is not a host name"));
     }
+    super::urls::normalize_host(host).map_err(|e| format!("`{original}`: {e}"))
 }
 
 /// Expands `${workspace}` and `${home}` at the start of a grant path and checks that the
@@ -488,6 +489,38 @@ mod tests {
             ("*.example.com", Https, "example.com", None, false),
             ("*.example.com", Https, "badexample.com", None, false),
             ("https://Example.COM/", Https, "example.com", None, true),
+            // both sides in one normal form: case, trailing dot, IPv4 forms, IDNA, IPv6
+            ("api.example.com", Https, "API.EXAMPLE.COM.", None, true),
+            ("http://127.0.0.1:8080", Http, "0x7f.1", Some(8080), true),
+            (
+                "http://127.0.0.1:8080",
+                Http,
+                "2130706433",
+                Some(8080),
+                true,
+            ),
+            (
+                "http://0x7f.0.0.1:8080",
+                Http,
+                "127.0.0.1",
+                Some(8080),
+                true,
+            ),
+            ("http://10.0.0.1:8080", Http, "0x7f.1", Some(8080), false),
+            ("api.example.com", Https, "0x7f.1", None, false),
+            (
+                "http://127.0.0.1:8080",
+                Http,
+                "[::ffff:127.0.0.1]",
+                Some(8080),
+                false,
+            ),
+            ("http://[::1]:8080", Http, "[0::1]", Some(8080), true),
+            ("http://[::1]", Http, "[::1]", None, true),
+            ("bücher.example", Https, "xn--bcher-kva.example", None, true),
+            ("*.example.com", Https, "A.EXAMPLE.com.", None, true),
+            ("api.example.com", Https, "api.example.com%2e", None, false),
+            ("api.example.com", Https, "", None, false),
         ];
         for &(pattern, scheme, host, port, allowed) in cases {
             let p = HostPattern::parse(pattern).unwrap();
@@ -511,6 +544,11 @@ mod tests {
             "*.",
             "*",
             "a b",
+            "a*.example.com",
+            "*.127.0.0.1",
+            "*.[::1]",
+            "[::1",
+            "x.com:port",
         ] {
             assert!(
                 HostPattern::parse(bad).is_err(),

@@ -29,7 +29,7 @@ mod hook;
 pub mod limits;
 mod spec;
 pub mod trust;
-mod urls;
+pub mod urls;
 
 pub use embedded::FunctionHook;
 pub use spec::{
@@ -617,6 +617,19 @@ fn merge_settings(
         }
         any.then_some(all)
     };
+    // An invalid pattern allows nothing; it is reported with its file and index.
+    for layer in layers {
+        let patterns = layer.settings.allowed_http_hook_urls.iter().flatten();
+        for (i, pattern) in patterns.enumerate() {
+            if let Err(message) = urls::validate_pattern(pattern) {
+                errors.push(ConfigError {
+                    location: layer.origin.location.clone(),
+                    path: format!("$.allowedHttpHookUrls[{i}]"),
+                    message,
+                });
+            }
+        }
+    }
     let allowed_urls = union(|l| l.settings.allowed_http_hook_urls.as_ref());
     Settings {
         disable_all_hooks,

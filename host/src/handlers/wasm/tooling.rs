@@ -1,7 +1,7 @@
 //! What `hookhost plugin test` and embedders that call the sandbox directly need: an
 //! [`Invocation`] outside any dispatcher, `--grant` parsing, and one test run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;

@@ -10,16 +10,10 @@ use serde_json::{Value, json};
 
 use crate::support::{Run, TestEnv, hooks, wait_until};
 
-/// `plugins/hostile-raw` (a hostile component built from the WIT without the SDK),
-/// built once for wasm32-wasip2.
+/// `plugins/hostile-raw` (a hostile component built from the WIT without the SDK), built
+/// for wasm32-wasip2 by the test-plugins artifacts crate.
 pub fn hostile_raw() -> &'static Path {
-    static PLUGIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PLUGIN.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-        hookhost::demo::build_plugins(&workspace, &["hostile-raw"])
-            .expect("build the hostile plugin")
-            .join("hostile_raw.wasm")
-    })
+    Path::new(hookhost_test_plugins::plugins::HOSTILE_RAW)
 }
 
 /// A command with the dispatch daemon on (the suite turns it off by default).

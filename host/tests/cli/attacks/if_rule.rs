@@ -1,1 +1,208 @@
-//! Attacks: if_rule (see attacks/mod.rs).
+//! Attacks on the `if` filter: a guard with `if: "Bash(git push *)"` must run whenever the
+//! command line runs `git push`, however it is wrapped, quoted or nested. Each attack is
+//! first run in a real bash with a stub `git` that records its arguments (so the table only
+//! holds commands that really push), then dispatched; and each command the filter skips is
+//! run in bash too, to show it really does not push.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::support::{TestEnv, bash_input, hooks};
+
+/// Lines that run `git push` in bash.
+const PUSHES: &[&str] = &[
+    "git push origin main",
+    "true && git push",
+    "false || git push",
+    "echo x | git push",
+    "{ git push; }",
+    "(git push)",
+    "bash -c 'git push'",
+    "sh -c \"git push\"",
+    "dash -c 'git push'",
+    "/bin/sh -c 'git push'",
+    "env bash -c 'git push'",
+    "env -i PATH=\"$PATH\" git push",
+    "command git push",
+    "exec git push",
+    "nohup git push >/dev/null 2>&1",
+    "echo x | xargs sh -c 'git push'",
+    "echo push | xargs git",
+    "time git push",
+    "time -- git push",
+    "time -p -- git push",
+    "exec -a name git push",
+    "command -- git push",
+    "timeout 5 git push",
+    "nice -n 1 git push",
+    "eval 'git push'",
+    "eval git push",
+    "if true; then git push; fi",
+    "while true; do git push; break; done",
+    "for i in 1; do git push; done",
+    "case x in x) git push;; esac",
+    "f() { git push; }; f",
+    "echo $(git push)",
+    "echo \"$(git push)\"",
+    "echo `git push`",
+    "cat <(git push)",
+    "cat <<EOF\n$(git push)\nEOF",
+    "cat <<EOF\n'$(git push)'\nEOF",
+    "bash <<EOF\ngit push\nEOF",
+    "bash <<< 'git push'",
+    "echo 'git push' | sh",
+    "g'i't push",
+    "\"git\" push",
+    "\\git push",
+    "$'\\x67it' push",
+    "$'\\147it' push",
+    "git p\"us\"h",
+    "git $'push'",
+    "git \\\npush",
+    "# comment\ngit push",
+    "VAR=x git push",
+    "A=1 B=2 git push",
+    "GIT_TEST=1 /bin/sh -c 'eval \"git push\"'",
+    "bash -c \"sh -c 'eval \\\"git push\\\"'\"",
+    "cmd=git; $cmd push",
+    "x=push; git $x",
+    "git $(echo push)",
+    "$(echo git) push",
+    "{git,push}",
+    "trap 'git push' EXIT",
+    "x='a[$(git push)]'; echo $((x))",
+    "y=$(printf 'a[$(%s push)]' git); echo $((y)) >/dev/null",
+    "x='$(git push)'; echo ${x@P}",
+    "find . -maxdepth 0 -exec git push \\;",
+    "git push 2>&1 | cat",
+    "! git push",
+    "coproc git push; wait",
+    "python3 -c 'import subprocess; subprocess.run([\"git\", \"push\"])'",
+];
+
+/// Lines that do not run `git push` in bash, which the filter skips.
+const SKIPS: &[&str] = &[
+    "git status",
+    "git pushx",
+    "echo git push",
+    "ls -la",
+    "cat /dev/null | grep push",
+    "echo hello > out.txt",
+    "for f in a b; do echo \"$f\"; done",
+    "[ -f x ] && echo ok",
+    "export PATH=$PATH:/x; echo done",
+    "bash -c 'git status'",
+    "git log | head -5",
+];
+
+/// A stub `git` that appends its arguments to `log`.
+fn stub_bin(dir: &Path, log: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(
+        &git,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Whether `command`, run by bash with the stub first on PATH, runs `git push`.
+fn bash_pushes(command: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("git.log");
+    let bin = stub_bin(dir.path(), &log);
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let status = Command::new("timeout")
+        .args(["10", "bash", "-c", command])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    let _ = status;
+    std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some("push"))
+}
+
+#[test]
+fn every_way_of_running_git_push_runs_the_guard() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo guard ran >&2; exit 2", "if": "Bash(git push *)"}]),
+    ));
+    let mut failures = Vec::new();
+    for &command in PUSHES {
+        assert!(
+            bash_pushes(command),
+            "the table is wrong: bash does not push on {command:?}"
+        );
+        let out = env.dispatch("PreToolUse", bash_input(command));
+        if out["decision"] != "deny" {
+            failures.push(command);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the guard was skipped on {failures:#?}"
+    );
+    for &command in SKIPS {
+        assert!(
+            !bash_pushes(command),
+            "the table is wrong: bash pushes on {command:?}"
+        );
+        let out = env.dispatch("PreToolUse", bash_input(command));
+        assert_eq!(
+            out["decision"], "none",
+            "{command:?} should skip the guard: {out}"
+        );
+    }
+}
+
+/// The same rule through the daemon: one parse per event, the same answers.
+#[test]
+fn the_daemon_filters_like_the_one_shot_cli() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "exit 2", "if": "Bash(rm *)"}]),
+    ));
+    let requests: String = ["sudo rm -rf /", "ls", "bash -c 'r\\m x'", "echo rm"]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "{}\n",
+                json!({"id": i, "event": "PreToolUse", "input": bash_input(c)})
+            )
+        })
+        .collect();
+    let run = env.run(&["serve", "--stdio"], &requests);
+    let mut decisions = vec![String::new(); 4];
+    for line in run.stdout.lines() {
+        let answer: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(id) = answer["id"].as_u64() {
+            decisions[id as usize] = answer["outcome"]["decision"].as_str().unwrap().to_string();
+        }
+    }
+    assert_eq!(
+        decisions,
+        ["deny", "none", "deny", "none"],
+        "{}",
+        run.stderr
+    );
+}

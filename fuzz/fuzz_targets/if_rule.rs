@@ -1,0 +1,29 @@
+//! The `if` filter: no rule and no command line may panic, overflow the stack or take
+//! unbounded time; and a command that a rule matches is still matched when it is wrapped in
+//! `sh -c '…'` or a `{ …; }` group (wrapping never hides a command from a hook).
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use serde_json::json;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    // The first line is the rule's pattern, the rest the command.
+    let (pattern, command) = text.split_once('\n').unwrap_or(("git push *", &text));
+    let Ok(rule) = hookhost::matcher::IfRule::parse(&format!("Bash({pattern})")) else {
+        return;
+    };
+    let cwd = Path::new("/");
+    let matches = |command: &str| rule.matches("Bash", &json!({ "command": command }), cwd, cwd);
+    if matches(command) {
+        let quoted = format!("sh -c '{}'", command.replace('\'', r"'\''"));
+        assert!(matches(&quoted), "lost inside sh -c: {quoted:?}");
+        let grouped = format!("{{ {command}\n}}");
+        // A command that ends in a here-document or a comment may not survive the group.
+        if !command.contains("<<") && !command.contains('#') && !command.contains('\\') {
+            assert!(matches(&grouped), "lost inside a group: {grouped:?}");
+        }
+    }
+});
