@@ -1,0 +1,278 @@
+//! The drop-in itself: which handler commands are hookhost's (the forms `install` writes,
+//! and any that hands events to it), and adding it to or removing it from the `hooks`
+//! object of a settings value, leaving every other handler, key and order as it was.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use hookhost::text::escape;
+
+use super::Agent;
+
+/// The command the drop-in runs, after the program.
+pub(super) const DISPATCH_ARGS: &str = "dispatch --format claude";
+
+/// Events whose input has a tool name, so that their matcher group gets `"*"`.
+const TOOL_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+];
+/// Whether `command` is a drop-in `hookhost install` writes: the plain form, an absolute
+/// path to a `hookhost` binary (quoted or not), or exactly `custom`.
+pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
+    if custom.is_some_and(|c| c == command) {
+        return true;
+    }
+    let Some(program) = command.strip_suffix(DISPATCH_ARGS) else {
+        return false;
+    };
+    let Some(program) = program.strip_suffix(' ') else {
+        return false;
+    };
+    if program == "hookhost" {
+        return true;
+    }
+    let unquoted = program
+        .strip_prefix('\'')
+        .and_then(|p| p.strip_suffix('\''))
+        .map(|p| p.replace(r"'\''", "'"))
+        .unwrap_or_else(|| program.to_string());
+    unquoted.starts_with('/') && Path::new(&unquoted).file_name() == Some("hookhost".as_ref())
+}
+
+/// Whether a handler already hands its events to hookhost (any form, including one the
+/// user wrote, like `HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude`).
+fn is_any_drop_in(command: &str, custom: Option<&str>) -> bool {
+    is_installed_form(command, custom)
+        || (command.contains("hookhost") && command.contains(DISPATCH_ARGS))
+}
+/// The `hooks` object of the settings, checked to be Claude Code's shape where hookhost
+/// looks: an object of arrays.
+fn hooks_object<'a>(
+    settings: &'a mut Map<String, Value>,
+    shown: &str,
+) -> Result<Option<&'a mut Map<String, Value>>, String> {
+    match settings.get_mut("hooks") {
+        None => Ok(None),
+        Some(Value::Object(hooks)) => {
+            for (event, groups) in hooks.iter() {
+                if !groups.is_array() {
+                    return Err(format!(
+                        "`{shown}`: `hooks.{}` is not an array of matcher groups; fix it first",
+                        escape(event)
+                    ));
+                }
+            }
+            Ok(Some(hooks))
+        }
+        Some(_) => Err(format!("`{shown}`: `hooks` is not an object; fix it first")),
+    }
+}
+
+/// The commands of an event's handlers.
+fn commands(groups: &Value) -> impl Iterator<Item = &str> {
+    groups
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group.get("hooks")?.as_array())
+        .flatten()
+        .filter(|h| h.get("type").and_then(Value::as_str) == Some("command"))
+        .filter_map(|h| h.get("command")?.as_str())
+}
+
+/// Adds the drop-in for each event that has none; returns the events it was added to.
+pub(super) fn add_drop_in(
+    settings: &mut Map<String, Value>,
+    agent: Agent,
+    command: &str,
+    custom: Option<&str>,
+    shown: &str,
+) -> Result<Vec<&'static str>, String> {
+    hooks_object(settings, shown)?;
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .expect("checked above");
+    let mut added = Vec::new();
+    for &event in agent.events() {
+        if let Some(groups) = hooks.get(event)
+            && commands(groups).any(|c| is_any_drop_in(c, custom))
+        {
+            continue;
+        }
+        let mut group = Map::new();
+        if TOOL_EVENTS.contains(&event) {
+            group.insert("matcher".into(), json!("*"));
+        }
+        group.insert(
+            "hooks".into(),
+            json!([{"type": "command", "command": command}]),
+        );
+        hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .expect("checked above")
+            .push(Value::Object(group));
+        added.push(event);
+    }
+    Ok(added)
+}
+
+/// Removes every drop-in handler `install` writes; matcher groups, events and the
+/// `hooks` object that it leaves empty go too. Returns the events it was removed from.
+pub(super) fn remove_drop_in(
+    settings: &mut Map<String, Value>,
+    custom: Option<&str>,
+    shown: &str,
+) -> Result<Vec<String>, String> {
+    let Some(hooks) = hooks_object(settings, shown)? else {
+        return Ok(Vec::new());
+    };
+    let mut removed = Vec::new();
+    let mut emptied = Vec::new();
+    for (event, groups) in hooks.iter_mut() {
+        let groups = groups.as_array_mut().expect("checked by hooks_object");
+        let before = groups.len();
+        let mut touched = false;
+        groups.retain_mut(|group| {
+            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                return true;
+            };
+            let count = handlers.len();
+            handlers.retain(|h| {
+                let ours = h.get("type").and_then(Value::as_str) == Some("command")
+                    && h.get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| is_installed_form(c, custom));
+                !ours
+            });
+            if handlers.len() == count {
+                return true;
+            }
+            touched = true;
+            !handlers.is_empty()
+        });
+        if touched {
+            removed.push(event.clone());
+        }
+        if before > 0 && groups.is_empty() {
+            emptied.push(event.clone());
+        }
+    }
+    let had_events = !hooks.is_empty();
+    for event in emptied {
+        hooks.shift_remove(&event);
+    }
+    if had_events && hooks.is_empty() {
+        settings.shift_remove("hooks");
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::install::CLAUDE_EVENTS;
+    use crate::cli::install::settings::render;
+
+    fn parse(text: &str) -> Map<String, Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn installed_forms_are_recognised() {
+        for ours in [
+            "hookhost dispatch --format claude",
+            "/usr/local/bin/hookhost dispatch --format claude",
+            "'/home/a b/.cargo/bin/hookhost' dispatch --format claude",
+        ] {
+            assert!(is_installed_form(ours, None), "{ours}");
+        }
+        for theirs in [
+            "HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude",
+            "./hookhost-wrapper dispatch --format claude",
+            "hookhost dispatch --format claude; rm -rf ~",
+            "echo hookhost dispatch --format claude",
+        ] {
+            assert!(!is_installed_form(theirs, None), "{theirs}");
+        }
+        assert!(is_any_drop_in(
+            "HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude",
+            None
+        ));
+        assert!(is_installed_form("my-hook", Some("my-hook")));
+    }
+    #[test]
+    fn install_then_uninstall_gives_back_the_same_bytes() {
+        let original = "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\n        \"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./guard.sh\"\n          }\n        ]\n      }\n    ]\n  },\n  \"env\": {\n    \"A\": \"1\"\n  }\n}\n";
+        let mut value = parse(original);
+        assert_eq!(render(&value, true).unwrap(), original, "round trip");
+        let added = add_drop_in(
+            &mut value,
+            Agent::Claude,
+            "hookhost dispatch --format claude",
+            None,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(added, CLAUDE_EVENTS);
+        // The user's hook and keys are kept, in their order.
+        let keys: Vec<&String> = value.keys().collect();
+        assert_eq!(keys, ["model", "hooks", "env"]);
+        assert_eq!(
+            value["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "./guard.sh"
+        );
+        assert_eq!(value["hooks"]["PreToolUse"][1]["matcher"], "*");
+        assert!(value["hooks"]["Stop"][0].get("matcher").is_none());
+        // Idempotent.
+        assert!(
+            add_drop_in(
+                &mut value,
+                Agent::Claude,
+                "hookhost dispatch --format claude",
+                None,
+                "f"
+            )
+            .unwrap()
+            .is_empty()
+        );
+        let removed = remove_drop_in(&mut value, None, "f").unwrap();
+        assert_eq!(removed.len(), CLAUDE_EVENTS.len());
+        assert_eq!(render(&value, true).unwrap(), original);
+    }
+
+    #[test]
+    fn uninstall_keeps_handlers_it_did_not_write() {
+        let mut value = parse(
+            r#"{"hooks": {"Stop": [{"hooks": [
+                {"type": "command", "command": "hookhost dispatch --format claude"},
+                {"type": "command", "command": "./mine.sh"}]}],
+              "PreToolUse": [{"matcher": "*", "hooks": [
+                {"type": "command", "command": "HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude"}]}]}}"#,
+        );
+        let removed = remove_drop_in(&mut value, None, "f").unwrap();
+        assert_eq!(removed, ["Stop"]);
+        assert_eq!(
+            Value::Object(value),
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./mine.sh"}]}],
+                   "PreToolUse": [{"matcher": "*", "hooks": [
+                     {"type": "command", "command": "HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude"}]}]}})
+        );
+    }
+    #[test]
+    fn a_wrong_shape_is_refused_not_replaced() {
+        let mut value = parse(r#"{"hooks": []}"#);
+        let e = add_drop_in(&mut value, Agent::Codex, "x", None, "f").unwrap_err();
+        assert!(e.contains("`hooks` is not an object"), "{e}");
+        let mut value = parse(r#"{"hooks": {"Stop": {}}}"#);
+        let e = add_drop_in(&mut value, Agent::Codex, "x", None, "f").unwrap_err();
+        assert!(e.contains("`hooks.Stop`"), "{e}");
+    }
+}

@@ -1,0 +1,151 @@
+//! The daemon's table of project hosts: each built on first use (with the last good
+//! versions of its files that other hosts keep), and bounded by evicting one not in use.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::Server;
+use crate::{Host, SourcesFingerprint};
+
+/// One project's warm host, with the fingerprint of its config sources it was built
+/// from (what a reload compares against).
+pub(super) struct Project {
+    pub(super) host: Host,
+    pub(super) fingerprint: SourcesFingerprint,
+    /// A reload notice for the next outcome.
+    pub(super) notice: Option<String>,
+}
+
+impl Server {
+    /// Before a project is built: with the table full, forgets one project host not in
+    /// use (a client naming ever new projects must not grow the daemon without bound;
+    /// a forgotten project is rebuilt when named again).
+    pub(super) fn make_room_for(&self, dir: &Path) {
+        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        if projects.len() < self.limits.projects || projects.contains_key(dir) {
+            return;
+        }
+        let idle = projects
+            .iter()
+            .find(|(key, project)| Arc::strong_count(project) == 1 && *key != &self.default_project)
+            .map(|(key, _)| key.clone());
+        if let Some(key) = idle
+            && let Some(project) = projects.remove(&key)
+        {
+            let host = project
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .host
+                .clone();
+            let mut forgotten = self.forgotten.lock().unwrap_or_else(|e| e.into_inner());
+            *forgotten = Some(match forgotten.take() {
+                Some(kept) => kept.remembering(&host),
+                None => host,
+            });
+        }
+    }
+
+    /// The host of a project, built on first use (with what forgotten projects left
+    /// behind as its previous version). A first build that panics is not kept (the panic
+    /// is its request's answer, and the next request builds again).
+    pub(super) fn project(&self, dir: &Path) -> Arc<Mutex<Project>> {
+        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(project) = projects.get(dir) {
+            return project.clone();
+        }
+        // The files this project shares with the others (the user's, managed policy) have
+        // a last good version in the default project's host, and its own files may have
+        // one in what forgotten hosts left behind.
+        let default = projects
+            .get(&self.default_project)
+            .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()).host.clone());
+        let forgotten = self
+            .forgotten
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let previous = match (default, forgotten) {
+            (Some(default), Some(forgotten)) => Some(default.remembering(&forgotten)),
+            (default, forgotten) => default.or(forgotten),
+        };
+        let host = (self.factory)(dir, self.sessions.clone(), previous.as_ref());
+        let fingerprint = host.fingerprint();
+        let project = Arc::new(Mutex::new(Project {
+            host,
+            fingerprint,
+            notice: None,
+        }));
+        projects.insert(dir.to_path_buf(), project.clone());
+        project
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::serve::{HostFactory, Limits, Server};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// A project built while a file is broken gets that file's last good version: the
+    /// user's (shared) from the default project's host, its own from the host that was
+    /// forgotten to bound the table. Checked to fail when new project hosts were built
+    /// without a previous version (both guards were skipped).
+    #[test]
+    fn projects_built_while_a_file_is_broken_keep_its_last_good_version() {
+        let root = tempfile::tempdir().unwrap();
+        let user = root.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let guard = |id: &str| {
+            format!(
+                r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "id": "{id}", "command": "exit 2"}}]}}]}}}}"#
+            )
+        };
+        std::fs::write(user.join("hooks.json"), guard("user-guard")).unwrap();
+        let project_a = root.path().join("a");
+        std::fs::create_dir_all(project_a.join(".hookhost")).unwrap();
+        std::fs::write(project_a.join(".hookhost/hooks.json"), guard("a-guard")).unwrap();
+        let u = user.clone();
+        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+            crate::HostBuilder::new(dir)
+                .user_dir(&u)
+                .workspace_trust(crate::WorkspaceTrust::Explicit)
+                .session_store(sessions)
+                .reload_of(previous)
+                .build()
+        });
+        let default = root.path().join("default");
+        let server = Server::with_limits(
+            default.clone(),
+            factory,
+            Limits {
+                projects: 2,
+                ..Limits::default()
+            },
+        );
+        let running = |dir: &Path| -> Vec<String> {
+            let project = server.project(dir);
+            let host = project.lock().unwrap().host.clone();
+            let mut ids: Vec<String> = host
+                .policy()
+                .hooks
+                .iter()
+                .filter(|h| h.skip.is_none())
+                .map(|h| h.id.clone())
+                .collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(running(&default), ["user-guard"]);
+        assert_eq!(running(&project_a), ["a-guard", "user-guard"]);
+        std::fs::write(user.join("hooks.json"), "{ broken").unwrap();
+        std::fs::write(project_a.join(".hookhost/hooks.json"), "{ broken").unwrap();
+        // A new project: the user's guard from the default project's host.
+        let b = root.path().join("b");
+        server.make_room_for(&b);
+        assert_eq!(running(&b), ["user-guard"]);
+        assert!(!server.projects.lock().unwrap().contains_key(&project_a));
+        // `a`, forgotten to make room for `b`, is built again with both guards.
+        server.make_room_for(&project_a);
+        assert_eq!(running(&project_a), ["a-guard", "user-guard"]);
+    }
+}

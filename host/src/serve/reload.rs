@@ -1,0 +1,134 @@
+//! Reloading: polling each project's config sources and rebuilding the hosts whose files
+//! changed, never leaving a project less guarded than before.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::projects::Project;
+use super::{RELOAD_POLL, Server};
+use crate::session::SessionStore;
+
+impl Server {
+    /// Rebuilds the hosts whose config files changed. A rebuild never leaves a project
+    /// less guarded: a file that fails to load keeps its last good version in force (see
+    /// [`crate::HostBuilder::reload_of`]), and a rebuild that panics keeps the previous
+    /// host serving, with a notice on every outcome, until the files change again (it is
+    /// not retried on every poll).
+    pub fn reload_changed(&self) {
+        let projects: Vec<(PathBuf, Arc<Mutex<Project>>)> = self
+            .projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (dir, project) in projects {
+            let (old, now, previous) = {
+                let project = project.lock().unwrap_or_else(|e| e.into_inner());
+                (
+                    project.fingerprint.clone(),
+                    project.host.fingerprint(),
+                    project.host.clone(),
+                )
+            };
+            if now == old {
+                continue;
+            }
+            let sessions: Arc<dyn SessionStore> = self.sessions.clone();
+            let host = previous.rebuild(|previous| (self.factory)(&dir, sessions, Some(previous)));
+            let new = host.fingerprint();
+            let changed: Vec<String> = new
+                .changed_since(&old)
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect();
+            let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
+            project.host = host;
+            project.fingerprint = new;
+            let errors = project.host.policy().errors.len();
+            project.notice = Some(format!(
+                "config reloaded ({} changed){}",
+                changed.join(", "),
+                if errors > 0 {
+                    format!("; {errors} errors, see `hookhost validate`")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+
+    pub(super) fn spawn_reloader(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(RELOAD_POLL);
+            loop {
+                tick.tick().await;
+                let server = self.clone();
+                // Rebuilding reads files: keep it off the async workers.
+                let _ = tokio::task::spawn_blocking(move || server.reload_changed()).await;
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::serve::{HostFactory, Server};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    #[test]
+    fn a_reload_that_panics_keeps_the_old_host_and_is_not_retried_until_files_change() {
+        let root = tempfile::tempdir().unwrap();
+        let user = root.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let file = user.join("hooks.json");
+        let guard = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "id": "guard", "command": "exit 2"}]}]}}"#;
+        std::fs::write(&file, guard).unwrap();
+        let panics = Arc::new(AtomicBool::new(false));
+        let builds = Arc::new(AtomicUsize::new(0));
+        let (p, b, u) = (panics.clone(), builds.clone(), user.clone());
+        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+            b.fetch_add(1, Ordering::SeqCst);
+            assert!(!p.load(Ordering::SeqCst), "the new config cannot be built");
+            crate::HostBuilder::new(dir)
+                .user_dir(&u)
+                .session_store(sessions)
+                .reload_of(previous)
+                .build()
+        });
+        let server = Server::new(root.path().to_path_buf(), factory);
+        let project = server.project(root.path());
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+
+        panics.store(true, Ordering::SeqCst);
+        std::fs::write(&file, guard.replace("exit 2", "exit 1")).unwrap();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+        let host = project.lock().unwrap().host.clone();
+        assert_eq!(host.policy().hooks[0].id, "guard");
+        assert!(
+            host.policy()
+                .notices
+                .iter()
+                .any(|n| n.contains("config reload failed")),
+            "{:?}",
+            host.policy().notices
+        );
+        // Not rebuilt on every poll while nothing changes.
+        server.reload_changed();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+
+        panics.store(false, Ordering::SeqCst);
+        std::fs::write(&file, guard).unwrap();
+        server.reload_changed();
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        let host = project.lock().unwrap().host.clone();
+        assert!(
+            host.policy().notices.is_empty(),
+            "{:?}",
+            host.policy().notices
+        );
+    }
+}
