@@ -1,0 +1,447 @@
+//! The audit log: every dispatch appends one JSON line.
+//!
+//! A line holds the time (UTC, RFC 3339), the session, the event, the tool and its input
+//! with secret-looking fields redacted ([`Redacted`]), the merged decision, the rewritten
+//! input (redacted) and the hook whose rewrite won, and per hook its id, source, type,
+//! status, duration, fuel and memory. The file is `$HOOKHOST_AUDIT_LOG`, else
+//! `audit.jsonl` in the user's data directory (or the path an embedder or managed policy
+//! gives [`AuditLog::new`]); it is created with mode 0600 and only ever appended to, so it
+//! can be rotated by moving it away.
+//!
+//! What the log refuses to write to, with a message that becomes a notice of the outcome:
+//! a symlink (opened with `O_NOFOLLOW`, relative to the directory it was checked in), a
+//! file that is not regular, not this user's, or writable by group or others, and a
+//! directory that is not this user's (or root's), or that others may write without the
+//! sticky bit (they could replace the log).
+//!
+//! Concurrent writers (parallel `hookhost dispatch` processes, threads of a daemon) never
+//! interleave or lose lines: each line is written with one `write` to the file opened in
+//! append mode, while holding an exclusive lock on it. A full disk never leaves half a
+//! line for the next one to be glued to: a short write is truncated back to where the
+//! line started (and should that fail, the next line starts on a new line).
+
+mod entry;
+mod redact;
+
+pub use entry::{Entry, entry, rfc3339};
+pub use redact::{REDACTED, Redacted, redact_text};
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{BufRead, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::handlers::Invocation;
+use crate::outcome::Outcome;
+
+/// An append-only JSON-lines audit log.
+///
+/// The file stays open between appends (a daemon appends thousands of lines a second):
+/// each append only checks that the path still names the open file, and reopens it when
+/// the log was rotated away or deleted.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    open: Mutex<Option<OpenLog>>,
+}
+
+/// The open log file and the (device, inode) it was opened as.
+#[derive(Debug)]
+struct OpenLog {
+    file: File,
+    id: (u64, u64),
+    /// The next line must start with a newline: the file does not end with one (half a
+    /// line that could not be removed, here or by another process before the open).
+    needs_newline: bool,
+    /// Whether the file's last byte is yet to be checked (once per open, under the lock).
+    check_tail: bool,
+}
+
+impl Clone for AuditLog {
+    fn clone(&self) -> AuditLog {
+        AuditLog::new(self.path.clone())
+    }
+}
+
+/// An exclusive lock on a file (`flock`, through the standard library), released on
+/// drop.
+#[derive(Debug)]
+pub struct Flock<'a>(&'a File);
+
+impl<'a> Flock<'a> {
+    /// Blocks until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// The lock failed.
+    pub fn exclusive(file: &'a File) -> std::io::Result<Flock<'a>> {
+        loop {
+            match file.lock() {
+                Ok(()) => return Ok(Flock(file)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Flock<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+/// This process's effective uid.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why a directory may not hold the log, if it may not.
+fn unsafe_dir(meta: &std::fs::Metadata) -> Option<String> {
+    let uid = euid();
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Some(format!(
+            "its directory belongs to uid {}, not to this user (uid {uid}) or root",
+            meta.uid()
+        ));
+    }
+    let sticky = meta.mode() & libc::S_ISVTX != 0;
+    if meta.mode() & 0o022 != 0 && !sticky {
+        return Some(format!(
+            "its directory is writable by other users (mode {:o}), who could replace the log",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// Why an opened file may not be the log, if it may not.
+fn unsafe_file(meta: &std::fs::Metadata) -> Option<String> {
+    if !meta.is_file() {
+        return Some(format!(
+            "it is {}, not a regular file",
+            crate::config::file::kind_name(meta)
+        ));
+    }
+    let uid = euid();
+    if meta.uid() != uid {
+        return Some(format!(
+            "it belongs to uid {}, not to this user (uid {uid})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "it is writable by other users (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+impl AuditLog {
+    /// A log in the file `path`.
+    pub fn new(path: impl Into<PathBuf>) -> AuditLog {
+        AuditLog {
+            path: path.into(),
+            open: Mutex::new(None),
+        }
+    }
+
+    /// `$HOOKHOST_AUDIT_LOG` if set and not empty, else `DATA_DIR/audit.jsonl`.
+    pub fn default_path(data_dir: &Path) -> PathBuf {
+        match std::env::var_os("HOOKHOST_AUDIT_LOG") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => data_dir.join("audit.jsonl"),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends the line of one dispatch.
+    ///
+    /// # Errors
+    ///
+    /// The log cannot be opened, locked or written, or is refused; the message names the
+    /// file.
+    pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<(), String> {
+        self.append(&entry(invocation, outcome, SystemTime::now()))
+    }
+
+    /// Appends one JSON value as one line.
+    ///
+    /// # Errors
+    ///
+    /// The log cannot be opened, locked or written, or is refused (see the module docs);
+    /// the message names the file.
+    pub fn append(&self, entry: &impl Serialize) -> Result<(), String> {
+        let shown = self.path.display();
+        let mut line = Vec::with_capacity(512);
+        line.push(b'\n'); // dropped unless the file lacks its last newline
+        serde_json::to_writer(&mut line, entry).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        // The path's own inode, not a symlink's target: a log replaced by a symlink is
+        // reopened, and then refused.
+        let current = std::fs::symlink_metadata(&self.path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if open.as_ref().map(|o| Some(o.id)) != Some(current) {
+            *open = None;
+            let file = self.open_file()?;
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+            *open = Some(OpenLog {
+                file,
+                id: (meta.dev(), meta.ino()),
+                needs_newline: false,
+                check_tail: meta.len() > 0,
+            });
+        }
+        let log = open.as_mut().expect("opened above");
+        let _lock = Flock::exclusive(&log.file)
+            .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
+        if log.check_tail {
+            log.check_tail = false;
+            let size = log.file.metadata().map(|m| m.len()).unwrap_or(0);
+            let mut last = [b'\n'];
+            if size > 0 && log.file.read_exact_at(&mut last, size - 1).is_ok() {
+                log.needs_newline = last[0] != b'\n';
+            }
+        }
+        let bytes = if log.needs_newline {
+            &line[..]
+        } else {
+            &line[1..]
+        };
+        write_line(&log.file, bytes, &mut log.needs_newline)
+            .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))
+    }
+
+    /// Opens (creating it 0600) the log file without following a symlink, in a directory
+    /// opened and checked first, and checks the opened file (see the module docs).
+    fn open_file(&self) -> Result<File, String> {
+        let shown = self.path.display();
+        let refuse = |why: String| format!("refusing the audit log `{shown}`: {why}");
+        let dir = match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+                dir
+            }
+            None => Path::new("."),
+        };
+        let name = self
+            .path
+            .file_name()
+            .ok_or_else(|| format!("cannot open the audit log `{shown}`: it names no file"))?;
+        let dir_file =
+            File::open(dir).map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        let dir_meta = dir_file
+            .metadata()
+            .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        if !dir_meta.is_dir() {
+            return Err(format!(
+                "cannot open the audit log `{shown}`: `{}` is not a directory",
+                dir.display()
+            ));
+        }
+        if let Some(why) = unsafe_dir(&dir_meta) {
+            return Err(refuse(why));
+        }
+        let name = CString::new(name.as_bytes())
+            .map_err(|_| format!("cannot open the audit log `{shown}`: a NUL in its name"))?;
+        let flags = libc::O_WRONLY
+            | libc::O_APPEND
+            | libc::O_CREAT
+            | libc::O_NOFOLLOW
+            | libc::O_NONBLOCK
+            | libc::O_NOCTTY
+            | libc::O_CLOEXEC;
+        // SAFETY: openat with a directory descriptor we own and a NUL-terminated name;
+        // the returned descriptor, when valid, is owned by nobody else.
+        let fd = unsafe {
+            libc::openat(
+                dir_file.as_raw_fd(),
+                name.as_ptr(),
+                flags,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            // The kernel may answer EACCES for another user's symlink in a sticky
+            // directory: say what is there.
+            let found = matches!(e.raw_os_error(), Some(libc::EACCES | libc::ELOOP))
+                .then(|| std::fs::symlink_metadata(&self.path).ok())
+                .flatten();
+            if found.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
+                return Err(refuse("it is a symlink".into()));
+            }
+            if let Some(why) = found.as_ref().and_then(unsafe_file) {
+                return Err(refuse(why));
+            }
+            return Err(match e.raw_os_error() {
+                Some(libc::ELOOP) => refuse("it is a symlink".into()),
+                Some(libc::EISDIR) => {
+                    format!("cannot open the audit log `{shown}`: it is a directory")
+                }
+                _ => format!("cannot open the audit log `{shown}`: {e}"),
+            });
+        }
+        // SAFETY: `fd` is a fresh, valid descriptor that nothing else owns.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+        if let Some(why) = unsafe_file(&meta) {
+            return Err(refuse(why));
+        }
+        Ok(file)
+    }
+
+    /// Reads every entry, oldest first. Lines that are not JSON are returned as errors
+    /// naming their line number.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read.
+    pub fn read(&self) -> Result<Vec<Result<Value, String>>, String> {
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("cannot read `{}`: {e}", self.path.display())),
+        };
+        let mut entries = Vec::new();
+        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|e| format!("cannot read `{}`: {e}", self.path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            entries.push(
+                serde_json::from_str(&line).map_err(|e| format!("line {}: not JSON ({e})", n + 1)),
+            );
+        }
+        Ok(entries)
+    }
+}
+
+/// Writes one whole line with one `write` (the file is in append mode and locked). On a
+/// short write (a full disk, a file size limit) the part that was written is truncated
+/// away, so the file still ends with a whole line; if even that fails, `needs_newline`
+/// makes the next line start on a line of its own. A failed `write` wrote nothing.
+fn write_line(file: &File, line: &[u8], needs_newline: &mut bool) -> std::io::Result<()> {
+    let written = loop {
+        match (&*file).write(line) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            result => break result?,
+        }
+    };
+    if written == line.len() {
+        *needs_newline = false;
+        return Ok(());
+    }
+    let partial = std::io::Error::other(format!(
+        "only {written} of the line's {} bytes could be written (is the disk full?)",
+        line.len()
+    ));
+    let end = file.metadata()?.len();
+    match file.set_len(end.saturating_sub(written as u64)) {
+        Ok(()) => Err(partial),
+        Err(truncate) => {
+            // The half line stays; end it, or have the next line start with a newline.
+            *needs_newline = !matches!((&*file).write(b"\n"), Ok(1));
+            Err(std::io::Error::other(format!(
+                "{partial}; the partial line could not be removed ({truncate})"
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The log stays open between appends, yet a log moved away (rotated) or deleted is
+    /// followed by a new file at the configured path.
+    #[test]
+    fn rotated_or_deleted_logs_are_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/audit.jsonl");
+        let log = AuditLog::new(&path);
+        let lines = |p: &Path| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        log.append(&json!({"n": 1})).unwrap();
+        log.append(&json!({"n": 2})).unwrap();
+        assert_eq!(lines(&path), 2);
+
+        let rotated = dir.path().join("logs/audit.jsonl.1");
+        std::fs::rename(&path, &rotated).unwrap();
+        log.append(&json!({"n": 3})).unwrap();
+        assert_eq!((lines(&rotated), lines(&path)), (2, 1));
+
+        std::fs::remove_file(&path).unwrap();
+        log.append(&json!({"n": 4})).unwrap();
+        let entries = log.read().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].as_ref().unwrap()["n"], 4);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "a reopened log is private too");
+    }
+
+    #[test]
+    fn concurrent_writers_never_tear_or_lose_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/audit.jsonl");
+        let writers = 8;
+        let per_writer = 40;
+        // Lines far longer than PIPE_BUF, so that one line takes several writes.
+        let filler = "y".repeat(70_000);
+        std::thread::scope(|scope| {
+            for w in 0..writers {
+                let (path, filler) = (path.clone(), filler.clone());
+                scope.spawn(move || {
+                    // Each writer has its own handle, as separate processes would.
+                    let log = AuditLog::new(&path);
+                    for n in 0..per_writer {
+                        log.append(&json!({"w": w, "n": n, "pad": filler})).unwrap();
+                    }
+                });
+            }
+        });
+        let entries = AuditLog::new(&path).read().unwrap();
+        assert_eq!(entries.len(), writers * per_writer);
+        let mut seen = std::collections::HashSet::new();
+        for e in entries {
+            let e = e.expect("every line is whole JSON");
+            assert_eq!(e["pad"].as_str().unwrap().len(), filler.len());
+            seen.insert((e["w"].as_u64().unwrap(), e["n"].as_u64().unwrap()));
+        }
+        assert_eq!(seen.len(), writers * per_writer);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

@@ -1,0 +1,431 @@
+//! Stage 4 of the pipeline: running the hooks that match one event.
+//!
+//! Matching hooks run in parallel and all finish before the merge (one hook's deny does
+//! not stop its siblings, as in Claude Code). A matcher group with `"sequential": true`
+//! runs its hooks one after another in config order, and a block stops the rest of that
+//! group. Each run has its own deadline. Command and HTTP hooks hold file descriptors
+//! while they run, so at most [`hook_concurrency`] of them run at once in a process; the
+//! others wait for a slot (every hook still runs). Async hooks are started and reported
+//! as `async`; their results join a later outcome of the same session. After the merge,
+//! the Stop loop cap applies.
+//!
+//! An async hook that outlives a one-shot `hookhost dispatch` runs in a detached
+//! `hookhost run-async` process ([`AsyncLauncher::Detached`]). That process loads the
+//! config again, so it could find different hooks under the same ids (a `git checkout`
+//! between the dispatch and the runner, a hook file edited in a workspace trusted for the
+//! run): the dispatch therefore hands it, on its stdin (a pipe nobody else can read or
+//! swap, unlike argv, the environment or a file), the admission record of every hook it
+//! admitted ([`admission`]: what runs and with which rights), and the runner runs a hook
+//! only when the config it loaded admits it too (not skipped: trust, `disableAllHooks`,
+//! `allowManagedHooksOnly`, `enabled: false`, a ceiling) with the same record. Anything
+//! else is refused, and the refusal is reported with the session's next outcome.
+
+//!
+//! The rooms: this file selects and runs the sync hooks; `background` starts async hooks
+//! (in process or in a detached runner) and delivers their results; `stop_cap` applies
+//! the Stop loop cap; [`input`] reads an event's input.
+
+mod background;
+pub mod input;
+mod stop_cap;
+
+pub use background::{
+    ASYNC_JOB_CAP, AdmittedHook, AsyncJob, AsyncLauncher, admission, async_result,
+};
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::handlers::{HandlerRun, Handlers, Invocation};
+use crate::matcher;
+use crate::outcome::{Executed, HookResult, Outcome, merge, stops_the_rest};
+use crate::policy::{Group, HandlerSpec, Hook, Policy, RunMode};
+use crate::session::SessionStore;
+
+/// An event could not be dispatched at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DispatchError {
+    /// The event name is not in the catalogue.
+    #[error("unknown event `{0}`; `hookhost events` lists the known ones")]
+    UnknownEvent(String),
+    /// The input is not a JSON object.
+    #[error("the input of `{0}` must be a JSON object")]
+    InputNotObject(String),
+}
+
+/// File descriptors a command hook may hold while it starts: three pipes (both ends
+/// until the spawn), the spawn's own error pipe, and a pidfd.
+const FDS_PER_HOOK: u64 = 8;
+/// File descriptors left for everything else of the process (stdio, the runtime, the
+/// audit log, sockets, plugin files).
+const FD_RESERVE: u64 = 64;
+/// The most command and HTTP hooks that run at once in one process, whatever the fd limit.
+pub const MAX_CONCURRENT_HOOKS: usize = 256;
+
+/// How many command and HTTP hooks run at once in this process:
+/// `min(256, (soft RLIMIT_NOFILE − 64) / 8)`, at least 1. The limit is read once per
+/// process; a hook that still finds no descriptor when it starts waits for others to
+/// finish, within its own timeout.
+pub fn hook_concurrency() -> usize {
+    static CONCURRENCY: OnceLock<usize> = OnceLock::new();
+    *CONCURRENCY.get_or_init(|| {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the limit into the struct we pass; nothing else.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            limit.rlim_cur
+        } else {
+            1024
+        };
+        let slots = soft.saturating_sub(FD_RESERVE) / FDS_PER_HOOK;
+        usize::try_from(slots)
+            .unwrap_or(MAX_CONCURRENT_HOOKS)
+            .clamp(1, MAX_CONCURRENT_HOOKS)
+    })
+}
+
+/// The process-wide slots of [`hook_concurrency`]: descriptors belong to the process,
+/// so every dispatcher of it (a daemon serves many projects) shares them.
+fn hook_slots() -> &'static Semaphore {
+    static SLOTS: OnceLock<Semaphore> = OnceLock::new();
+    SLOTS.get_or_init(|| Semaphore::new(hook_concurrency()))
+}
+
+/// Whether a hook holds file descriptors while it runs (and so takes a slot).
+fn needs_slot(hook: &Hook) -> bool {
+    matches!(hook.handler, HandlerSpec::Command(_) | HandlerSpec::Http(_))
+}
+
+/// Runs events against one policy.
+#[derive(Debug, Clone)]
+pub struct Dispatcher {
+    policy: Arc<Policy>,
+    handlers: Handlers,
+    sessions: Arc<dyn SessionStore>,
+    launcher: AsyncLauncher,
+    /// Where per-session files (`CLAUDE_ENV_FILE`) are created.
+    session_files: Option<PathBuf>,
+    /// Where every dispatch is recorded.
+    audit: Option<Arc<crate::audit::AuditLog>>,
+}
+
+impl Dispatcher {
+    /// A dispatcher over `policy`.
+    pub fn new(
+        policy: Arc<Policy>,
+        handlers: Handlers,
+        sessions: Arc<dyn SessionStore>,
+        launcher: AsyncLauncher,
+        session_files: Option<PathBuf>,
+    ) -> Dispatcher {
+        Dispatcher {
+            policy,
+            handlers,
+            sessions,
+            launcher,
+            session_files,
+            audit: None,
+        }
+    }
+
+    /// Appends a line to `log` for every dispatch (`None`: no audit log).
+    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Dispatcher {
+        self.audit = log.map(Arc::new);
+        self
+    }
+
+    /// The same dispatcher over another policy (a daemon that keeps serving a policy adds
+    /// a notice to it).
+    pub fn with_policy(&self, policy: Arc<Policy>) -> Dispatcher {
+        Dispatcher {
+            policy,
+            ..self.clone()
+        }
+    }
+
+    /// The policy this dispatcher runs.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// Builds the invocation of an event.
+    ///
+    /// # Errors
+    ///
+    /// An unknown event or an input that is not an object.
+    pub fn invocation(&self, event: &str, input: Value) -> Result<Arc<Invocation>, DispatchError> {
+        let spec = self
+            .policy
+            .catalogue
+            .get(event)
+            .ok_or_else(|| DispatchError::UnknownEvent(event.to_string()))?
+            .clone();
+        let mut invocation = Invocation::new(spec, input, &self.policy.project_dir)
+            .ok_or_else(|| DispatchError::InputNotObject(event.to_string()))?;
+        // Only the path (named by a digest of the session id, never by the id itself):
+        // the dispatch creates the file when a command hook is about to run.
+        if let (Some(dir), true) = (&self.session_files, invocation.spec.env_file) {
+            invocation.env_file = Some(
+                crate::session::DiskStore::new(dir)
+                    .session_dir(&invocation.session_id)
+                    .join("env"),
+            );
+        }
+        Ok(Arc::new(invocation))
+    }
+
+    /// Dispatches one event: select, run, merge, then apply the Stop cap and deliver
+    /// pending async results of the session.
+    ///
+    /// # Errors
+    ///
+    /// An unknown event or an input that is not an object; everything else (failing
+    /// hooks, bad output) is part of the outcome.
+    pub async fn dispatch(&self, event: &str, input: Value) -> Result<Outcome, DispatchError> {
+        let mut invocation = self.invocation(event, input)?;
+        let mut notices = Vec::new();
+        if invocation.session_id.contains('\0') {
+            notices.push(
+                "`session_id` contains NUL bytes, which cannot reach a process: they are \
+                 removed from CLAUDE_CODE_SESSION_ID and `${CLAUDE_CODE_SESSION_ID}`"
+                    .to_string(),
+            );
+        }
+        if invocation.session_id.len() > crate::handlers::command::MAX_SESSION_ID_BYTES {
+            notices.push(format!(
+                "`session_id` is {} bytes long: CLAUDE_CODE_SESSION_ID and \
+                 `${{CLAUDE_CODE_SESSION_ID}}` get its first {} bytes (a process cannot be \
+                 given more)",
+                invocation.session_id.len(),
+                crate::handlers::command::MAX_SESSION_ID_BYTES
+            ));
+        }
+        let selected = self.select_owned(&invocation);
+        if let Some(notice) = prepare_env_file(&mut invocation, &selected) {
+            notices.push(notice);
+        }
+        let executed = self.run_selected(selected, &invocation).await;
+        let mut outcome = merge(&invocation.spec, &executed);
+        for notice in &self.policy.notices {
+            outcome.host_notice(notice.clone());
+        }
+        for notice in notices {
+            outcome.host_notice(notice);
+        }
+        self.deliver_async(&invocation.session_id, &mut outcome);
+        self.apply_stop_cap(&invocation, &mut outcome);
+        outcome.enforce_caps();
+        if let Some(log) = &self.audit
+            && let Err(e) = log.record(&invocation, &outcome)
+        {
+            outcome.host_notice(format!("audit: {e}"));
+        }
+        Ok(outcome)
+    }
+
+    /// The hooks that apply to an invocation, grouped as configured.
+    pub fn select(&self, invocation: &Invocation) -> Vec<(&Group, Vec<Arc<Hook>>)> {
+        let spec = &invocation.spec;
+        let tool_name = invocation
+            .input
+            .get("tool_name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let tool_input = invocation.input.get("tool_input").unwrap_or(&Value::Null);
+        self.policy
+            .groups(&spec.name)
+            .iter()
+            .filter(|group| matcher::group_applies(&group.matcher, spec, &invocation.input))
+            .map(|group| {
+                let hooks = group
+                    .hooks
+                    .iter()
+                    .filter(|hook| match &hook.if_rule {
+                        None => true,
+                        Some(_) if !spec.tool_event => true, // reported as skipped
+                        Some(rule) => rule.matches(
+                            tool_name,
+                            tool_input,
+                            &invocation.cwd,
+                            &invocation.project_dir,
+                        ),
+                    })
+                    .cloned()
+                    .collect();
+                (group, hooks)
+            })
+            .collect()
+    }
+
+    /// [`Dispatcher::select`] as (sequential, hooks) pairs that do not borrow the policy.
+    fn select_owned(&self, invocation: &Invocation) -> Vec<(bool, Vec<Arc<Hook>>)> {
+        self.select(invocation)
+            .into_iter()
+            .map(|(group, hooks)| (group.sequential, hooks))
+            .collect()
+    }
+
+    /// Runs the selected groups; the results come back in config order.
+    async fn run_selected(
+        &self,
+        selected: Vec<(bool, Vec<Arc<Hook>>)>,
+        invocation: &Arc<Invocation>,
+    ) -> Vec<Executed> {
+        use futures_util::future::{BoxFuture, FutureExt};
+        let mut tasks: Vec<BoxFuture<'_, Vec<Executed>>> = Vec::new();
+        // Async hooks of parallel groups start together: one detached runner for all.
+        let mut background = Vec::new();
+        for (sequential, hooks) in selected {
+            if sequential {
+                tasks.push(self.run_sequential(hooks, invocation).boxed());
+                continue;
+            }
+            for hook in hooks {
+                if hook.skip.is_none() && hook.mode != RunMode::Sync {
+                    background.push(hook);
+                } else {
+                    tasks.push(
+                        async move {
+                            let result = self.run_one(&hook, invocation).await;
+                            vec![Executed { hook, result }]
+                        }
+                        .boxed(),
+                    );
+                }
+            }
+        }
+        if !background.is_empty() {
+            tasks.push(self.start_async(background, invocation).boxed());
+        }
+        let mut executed: Vec<Executed> = futures_util::future::join_all(tasks)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        executed.sort_by_key(|done| done.hook.order);
+        executed
+    }
+
+    async fn run_sequential(
+        &self,
+        hooks: Vec<Arc<Hook>>,
+        invocation: &Arc<Invocation>,
+    ) -> Vec<Executed> {
+        let mut executed = Vec::with_capacity(hooks.len());
+        let mut stopped_by: Option<String> = None;
+        for hook in hooks {
+            let done = match &stopped_by {
+                Some(blocker) => Executed {
+                    hook,
+                    result: HookResult::Skipped(format!(
+                        "not run: `{blocker}` blocked earlier in its sequential group"
+                    )),
+                },
+                None if hook.skip.is_none() && hook.mode != RunMode::Sync => {
+                    let started = self.start_async(vec![hook], invocation).await;
+                    started.into_iter().next().expect("one hook, one result")
+                }
+                None => {
+                    let result = self.run_one(&hook, invocation).await;
+                    Executed { hook, result }
+                }
+            };
+            if stopped_by.is_none() && stops_the_rest(&invocation.spec, &done) {
+                stopped_by = Some(done.hook.id.clone());
+            }
+            executed.push(done);
+        }
+        executed
+    }
+
+    /// Runs one sync hook (or reports why it is skipped), in a slot when it needs one.
+    async fn run_one(&self, hook: &Arc<Hook>, invocation: &Arc<Invocation>) -> HookResult {
+        if let Some(reason) = &hook.skip {
+            return HookResult::Skipped(reason.clone());
+        }
+        HookResult::Ran(Box::new(
+            run_in_slot(&self.handlers, hook, invocation, &self.policy).await,
+        ))
+    }
+}
+
+/// Creates the session's `CLAUDE_ENV_FILE` (0600, in a 0700 directory) when a command
+/// hook is about to run on an event that has one. A file that cannot be made private is
+/// not handed to the hooks: the variable is left out, with the returned notice.
+fn prepare_env_file(
+    invocation: &mut Arc<Invocation>,
+    selected: &[(bool, Vec<Arc<Hook>>)],
+) -> Option<String> {
+    let file = invocation.env_file.as_ref()?;
+    let runs_a_command = selected
+        .iter()
+        .flat_map(|(_, hooks)| hooks)
+        .any(|hook| hook.skip.is_none() && matches!(hook.handler, HandlerSpec::Command(_)));
+    if !runs_a_command {
+        return None;
+    }
+    let error = crate::session::prepare_env_file(file).err()?;
+    Arc::make_mut(invocation).env_file = None;
+    Some(format!(
+        "CLAUDE_ENV_FILE is not set for this event's hooks: {error}"
+    ))
+}
+
+/// Runs one hook, in one of the process's [`hook_concurrency`] slots when it holds file
+/// descriptors. The hook's timeout counts from here, the wait for a slot included: hooks
+/// that never exit hold their slots for their whole timeout, and a hook behind them
+/// must not wait past its own and then run (nor make the event take the sum of the
+/// timeouts instead of the longest).
+async fn run_in_slot(
+    handlers: &Handlers,
+    hook: &Hook,
+    invocation: &Invocation,
+    policy: &Policy,
+) -> HandlerRun {
+    if !needs_slot(hook) {
+        return handlers.run(hook, invocation, policy).await;
+    }
+    // Uncontended (the common case): no clock, no timer, the hook's own timeout.
+    if let Ok(_slot) = hook_slots().try_acquire() {
+        return handlers.run(hook, invocation, policy).await;
+    }
+    let started = std::time::Instant::now();
+    let Ok(Ok(_slot)) = tokio::time::timeout(hook.timeout, hook_slots().acquire()).await else {
+        // (An `Err` inside would mean the slots were closed, which they never are.)
+        return HandlerRun::failed(
+            crate::handlers::FailureKind::Timeout,
+            format!(
+                "timed out after {:?} waiting for a slot: all {} slots for command and HTTP \
+                 hooks were taken by other hooks the whole time; not run",
+                hook.timeout,
+                hook_concurrency()
+            ),
+            started,
+        );
+    };
+    // What is left of its timeout after the wait (a timeout it meets names that rest).
+    let waited = started.elapsed();
+    let rest = Hook {
+        timeout: hook.timeout.saturating_sub(waited),
+        ..hook.clone()
+    };
+    let mut run = handlers.run(&rest, invocation, policy).await;
+    run.duration += waited;
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrency_follows_the_fd_limit() {
+        let slots = hook_concurrency();
+        assert!((1..=MAX_CONCURRENT_HOOKS).contains(&slots), "{slots}");
+    }
+}

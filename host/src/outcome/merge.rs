@@ -1,0 +1,304 @@
+//! Merging the results of an event's hooks into one [`Outcome`] by the rules of the
+//! protocol (listed in the [module](super) doc): decisions, rewrites, contexts, messages
+//! and failures.
+
+use serde_json::Value;
+
+use super::{Decision, Executed, HookResult, HookStatus, Notice, Outcome, report};
+use crate::config::schema::OnFailure;
+use crate::event::{DecisionStyle, EventSpec, Exit2};
+use crate::handlers::output::cap_text;
+use crate::handlers::{Answer, Failure, Verdict};
+use crate::policy::{Hook, RunMode};
+
+/// A value proposed by a hook for a field only one hook can set.
+#[derive(Debug, Clone)]
+struct Candidate {
+    priority: i64,
+    order: usize,
+    hook: String,
+    value: Value,
+}
+
+impl Candidate {
+    fn new(hook: &Hook, value: Value) -> Candidate {
+        Candidate {
+            priority: hook.priority,
+            order: hook.order,
+            hook: hook.id.clone(),
+            value,
+        }
+    }
+
+    /// Highest priority first, then config order.
+    fn beats(&self, other: &Candidate) -> bool {
+        (self.priority, std::cmp::Reverse(self.order))
+            > (other.priority, std::cmp::Reverse(other.order))
+    }
+}
+
+/// Keeps the winning candidate of a field.
+fn propose(slot: &mut Option<Candidate>, candidate: Candidate) {
+    if slot.as_ref().is_none_or(|current| candidate.beats(current)) {
+        *slot = Some(candidate);
+    }
+}
+
+/// What the merge has gathered so far.
+#[derive(Default)]
+struct MergeState {
+    decisions: Vec<(Decision, Option<String>)>,
+    updated_input: Option<Candidate>,
+    updated_output: Option<Candidate>,
+    /// Other event-specific fields, in first-seen order.
+    extras: Vec<(String, Option<Candidate>)>,
+    /// PermissionRequest `decision` objects, with the behavior each chose.
+    permission_objects: Vec<(Decision, Candidate)>,
+}
+
+impl MergeState {
+    fn propose_extra(&mut self, field: &str, candidate: Candidate) {
+        match self.extras.iter_mut().find(|(f, _)| f == field) {
+            Some((_, slot)) => propose(slot, candidate),
+            None => self.extras.push((field.to_string(), Some(candidate))),
+        }
+    }
+}
+
+/// Whether a failed run blocks: `onFailure: "block"` on a sync hook of an event that can
+/// block.
+fn fails_closed(hook: &Hook, spec: &EventSpec) -> bool {
+    hook.on_failure == OnFailure::Block && hook.mode == RunMode::Sync && spec.can_block()
+}
+
+/// Merges the results of an event's hooks (in config order) into an [`Outcome`].
+pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
+    let mut outcome = Outcome::empty(&spec.name);
+    let mut state = MergeState::default();
+
+    for executed in executed {
+        let Executed { hook, result } = executed;
+        let mut report = report(executed);
+        if let HookResult::Ran(run) = result {
+            match &run.verdict {
+                Verdict::Failed(Failure { message, .. }) => {
+                    if fails_closed(hook, spec) {
+                        let reason = format!(
+                            "hook `{}` failed and has `onFailure: \"block\"`: {message}",
+                            hook.id
+                        );
+                        state
+                            .decisions
+                            .push((blocking_decision(spec), Some(reason)));
+                    } else {
+                        outcome.notices.push(Notice {
+                            hook: hook.id.clone(),
+                            message: message.clone(),
+                        });
+                    }
+                }
+                Verdict::Answer(answer) => {
+                    let blocked = apply_answer(spec, hook, answer, &mut outcome, &mut state);
+                    if blocked {
+                        report.status = HookStatus::Blocked;
+                        report.message = answer
+                            .blocking_error
+                            .clone()
+                            .or_else(|| answer.output.reason_text().map(str::to_string));
+                    }
+                }
+            }
+        }
+        outcome.hooks.push(report);
+    }
+
+    if let Some(winner) = state.decisions.iter().map(|(d, _)| *d).max() {
+        outcome.decision = winner;
+        let reasons: Vec<&str> = state
+            .decisions
+            .iter()
+            .filter(|(d, _)| *d == winner)
+            .filter_map(|(_, r)| r.as_deref())
+            .collect();
+        let mut unique: Vec<&str> = Vec::new();
+        for r in reasons {
+            if !unique.contains(&r) {
+                unique.push(r);
+            }
+        }
+        outcome.reason = (!unique.is_empty()).then(|| cap_text(&unique.join("\n")));
+    }
+    let mut permission_object = None;
+    for (decision, candidate) in state.permission_objects {
+        if decision == outcome.decision {
+            propose(&mut permission_object, candidate);
+        }
+    }
+    if let Some(c) = permission_object {
+        // A rewrite inside the winning `decision` object is the input rewrite.
+        if let Some(input) = c.value.get("updatedInput") {
+            propose(
+                &mut state.updated_input,
+                Candidate {
+                    value: input.clone(),
+                    ..c.clone()
+                },
+            );
+        }
+        outcome
+            .hook_specific_output
+            .insert("decision".into(), c.value);
+    }
+    if let Some(c) = state.updated_input {
+        outcome.updated_input = Some(c.value);
+        outcome.updated_input_by = Some(c.hook);
+    }
+    if let Some(c) = state.updated_output {
+        outcome.updated_tool_output = Some(c.value);
+    }
+    for (field, c) in state.extras {
+        if let Some(c) = c {
+            outcome.hook_specific_output.insert(field, c.value);
+        }
+    }
+    outcome.enforce_caps();
+    outcome
+}
+
+/// Whether one hook's result blocks the event or stops the agent: a sequential group
+/// runs no further hooks after it.
+pub fn stops_the_rest(spec: &EventSpec, executed: &Executed) -> bool {
+    let merged = merge(spec, std::slice::from_ref(executed));
+    merged.decision.is_blocking() || !merged.continue_
+}
+
+/// The decision a blocking error means on this event.
+fn blocking_decision(spec: &EventSpec) -> Decision {
+    match spec.decision {
+        DecisionStyle::Permission | DecisionStyle::PermissionRequest => Decision::Deny,
+        _ => Decision::Block,
+    }
+}
+
+/// Applies one answer; returns whether this hook blocked or denied.
+fn apply_answer(
+    spec: &EventSpec,
+    hook: &Hook,
+    answer: &Answer,
+    outcome: &mut Outcome,
+    state: &mut MergeState,
+) -> bool {
+    let output = &answer.output;
+    let mut blocked = false;
+
+    if let Some(message) = &answer.blocking_error {
+        match spec.exit2 {
+            Exit2::Blocks => {
+                state
+                    .decisions
+                    .push((blocking_decision(spec), Some(message.clone())));
+                blocked = true;
+            }
+            Exit2::Notice => outcome.notices.push(Notice {
+                hook: hook.id.clone(),
+                message: message.clone(),
+            }),
+            Exit2::Ignored => {}
+        }
+    }
+    if spec.honours_continue && output.continue_ == Some(false) {
+        outcome.continue_ = false;
+        if outcome.stop_reason.is_none() {
+            outcome.stop_reason = output.stop_reason.as_deref().map(cap_text);
+        }
+    }
+    if let Some(message) = &output.system_message {
+        outcome.system_messages.push(cap_text(message));
+    }
+
+    let reason = output.reason_text().map(str::to_string);
+    match spec.decision {
+        DecisionStyle::Block => {
+            if output.decision.as_deref() == Some("block") {
+                state.decisions.push((
+                    Decision::Block,
+                    reason.or_else(|| Some(format!("blocked by hook `{}`", hook.id))),
+                ));
+                blocked = true;
+            }
+        }
+        DecisionStyle::Permission => {
+            let specific = output
+                .specific
+                .get("permissionDecision")
+                .and_then(Value::as_str);
+            let decision = match (specific, output.decision.as_deref()) {
+                (Some("allow"), _) | (None, Some("approve")) => Some(Decision::Allow),
+                (Some("ask"), _) => Some(Decision::Ask),
+                (Some("defer"), _) => Some(Decision::Defer),
+                (Some("deny"), _) | (None, Some("block")) => Some(Decision::Deny),
+                _ => None,
+            };
+            if let Some(decision) = decision {
+                blocked |= decision == Decision::Deny;
+                state.decisions.push((decision, reason));
+            }
+        }
+        DecisionStyle::PermissionRequest => {
+            if let Some(object) = output.specific.get("decision") {
+                let decision = match object.get("behavior").and_then(Value::as_str) {
+                    Some("allow") => Some(Decision::Allow),
+                    Some("deny") => Some(Decision::Deny),
+                    _ => None,
+                };
+                if let Some(decision) = decision {
+                    let message = object
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    blocked |= decision == Decision::Deny;
+                    state.decisions.push((decision, message));
+                    state
+                        .permission_objects
+                        .push((decision, Candidate::new(hook, object.clone())));
+                }
+            }
+        }
+        DecisionStyle::ContinueOnly | DecisionStyle::None => {}
+    }
+
+    if spec.honours("additionalContext")
+        && let Some(context) = output
+            .specific
+            .get("additionalContext")
+            .and_then(Value::as_str)
+    {
+        outcome.additional_context.push(cap_text(context));
+    }
+    if spec.plain_stdout_is_context
+        && let Some(text) = &answer.plain_text
+    {
+        outcome.additional_context.push(text.clone());
+    }
+    for (field, value) in &output.specific {
+        if !spec.honours(field) {
+            continue;
+        }
+        match field.as_str() {
+            "additionalContext"
+            | "permissionDecision"
+            | "permissionDecisionReason"
+            | "decision" => {}
+            "updatedInput" => propose(
+                &mut state.updated_input,
+                Candidate::new(hook, value.clone()),
+            ),
+            "updatedToolOutput" | "updatedMCPToolOutput" => propose(
+                &mut state.updated_output,
+                Candidate::new(hook, value.clone()),
+            ),
+            _ => state.propose_extra(field, Candidate::new(hook, value.clone())),
+        }
+    }
+    blocked
+}

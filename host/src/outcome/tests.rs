@@ -1,0 +1,370 @@
+use super::*;
+use crate::config::schema::OnFailure;
+use crate::config::{Origin, SourceKind};
+use crate::event::EventCatalogue;
+use crate::handlers::{Answer, FailureKind, HandlerRun, Verdict};
+use crate::handlers::{HookOutput, Usage};
+use crate::policy::HandlerSpec;
+use crate::policy::{Hook, RunMode};
+use serde_json::json;
+use std::time::Duration;
+
+fn hook(id: &str, order: usize, priority: i64, on_failure: OnFailure) -> Arc<Hook> {
+    Arc::new(Hook {
+        id: id.into(),
+        event: String::new(),
+        origin: Origin {
+            kind: SourceKind::Project,
+            location: "hooks.json".into(),
+        },
+        config_path: String::new(),
+        handler: HandlerSpec::Unsupported(crate::config::schema::HandlerType::Prompt),
+        if_rule: None,
+        timeout: Duration::from_secs(1),
+        on_failure,
+        priority,
+        mode: RunMode::Sync,
+        status_message: None,
+        skip: None,
+        order,
+    })
+}
+
+fn ran(verdict: Verdict) -> HookResult {
+    HookResult::Ran(Box::new(HandlerRun {
+        verdict,
+        exit_code: Some(0),
+        duration: Duration::from_millis(1),
+        usage: Usage::default(),
+        diagnostics: None,
+    }))
+}
+
+fn json_answer(value: serde_json::Value, event: &str) -> Verdict {
+    Verdict::Answer(Answer {
+        output: HookOutput::from_json(value, event).unwrap(),
+        ..Answer::default()
+    })
+}
+
+fn merged(event: &str, answers: Vec<(i64, Verdict)>) -> Outcome {
+    let catalogue = EventCatalogue::default();
+    let executed: Vec<Executed> = answers
+        .into_iter()
+        .enumerate()
+        .map(|(i, (priority, verdict))| Executed {
+            hook: hook(&format!("h{i}"), i, priority, OnFailure::Continue),
+            result: ran(verdict),
+        })
+        .collect();
+    merge(catalogue.get(event).unwrap(), &executed)
+}
+
+fn permission(decision: &str) -> Verdict {
+    json_answer(
+        json!({"hookSpecificOutput": {"permissionDecision": decision, "permissionDecisionReason": decision}}),
+        "PreToolUse",
+    )
+}
+
+#[test]
+fn permission_merge_table() {
+    let rows: &[(&[&str], Decision)] = &[
+        (&[], Decision::None),
+        (&["allow"], Decision::Allow),
+        (&["allow", "ask"], Decision::Ask),
+        (&["ask", "defer"], Decision::Defer),
+        (&["defer", "deny", "allow"], Decision::Deny),
+    ];
+    for (decisions, expected) in rows {
+        let out = merged(
+            "PreToolUse",
+            decisions.iter().map(|d| (0, permission(d))).collect(),
+        );
+        assert_eq!(out.decision, *expected, "{decisions:?}");
+    }
+    // deprecated top-level decision on PreToolUse
+    assert_eq!(
+        merged(
+            "PreToolUse",
+            vec![(0, json_answer(json!({"decision": "approve"}), "PreToolUse"))]
+        )
+        .decision,
+        Decision::Allow
+    );
+    assert_eq!(
+        merged(
+            "PreToolUse",
+            vec![(0, json_answer(json!({"decision": "block"}), "PreToolUse"))]
+        )
+        .decision,
+        Decision::Deny
+    );
+}
+
+#[test]
+fn exit_2_per_event() {
+    let blocking = || {
+        Verdict::Answer(Answer {
+            blocking_error: Some("stderr".into()),
+            ..Answer::default()
+        })
+    };
+    let rows: &[(&str, Decision, usize)] = &[
+        ("PreToolUse", Decision::Deny, 0),
+        ("Stop", Decision::Block, 0),
+        ("UserPromptSubmit", Decision::Block, 0),
+        ("TeammateIdle", Decision::Block, 0),
+        ("SessionStart", Decision::None, 1),
+        ("PermissionRequest", Decision::None, 0),
+        ("Notification", Decision::None, 0),
+    ];
+    for &(event, decision, notices) in rows {
+        let out = merged(event, vec![(0, blocking())]);
+        assert_eq!(out.decision, decision, "{event}");
+        assert_eq!(out.notices.len(), notices, "{event}");
+    }
+}
+
+#[test]
+fn rewrites_pick_priority_then_config_order() {
+    let rewrite = |cmd: &str| {
+        json_answer(
+            json!({"hookSpecificOutput": {"updatedInput": {"command": cmd}}}),
+            "PreToolUse",
+        )
+    };
+    let out = merged(
+        "PreToolUse",
+        vec![
+            (0, rewrite("a")),
+            (5, rewrite("b")),
+            (5, rewrite("c")),
+            (1, rewrite("d")),
+        ],
+    );
+    assert_eq!(out.updated_input, Some(json!({"command": "b"})));
+    assert_eq!(out.updated_input_by.as_deref(), Some("h1"));
+    // a field the event does not honour is ignored
+    let out = merged(
+        "Stop",
+        vec![(
+            0,
+            json_answer(json!({"hookSpecificOutput": {"updatedInput": {}}}), "Stop"),
+        )],
+    );
+    assert_eq!(out.updated_input, None);
+}
+
+#[test]
+fn continue_false_contexts_and_messages() {
+    let out = merged(
+        "PostToolUse",
+        vec![
+            (
+                0,
+                json_answer(
+                    json!({"hookSpecificOutput": {"additionalContext": "one"}, "systemMessage": "m1"}),
+                    "PostToolUse",
+                ),
+            ),
+            (
+                0,
+                json_answer(
+                    json!({"continue": false, "stopReason": "halt", "decision": "block", "reason": "r"}),
+                    "PostToolUse",
+                ),
+            ),
+            (
+                0,
+                json_answer(
+                    json!({"hookSpecificOutput": {"additionalContext": "two"}, "systemMessage": "m2"}),
+                    "PostToolUse",
+                ),
+            ),
+        ],
+    );
+    assert!(!out.continue_);
+    assert_eq!(out.stop_reason.as_deref(), Some("halt"));
+    assert_eq!(out.additional_context, ["one", "two"]);
+    assert_eq!(out.system_messages, ["m1", "m2"]);
+    assert_eq!(out.decision, Decision::Block);
+    // events that discard `continue`
+    let out = merged(
+        "Notification",
+        vec![(0, json_answer(json!({"continue": false}), "Notification"))],
+    );
+    assert!(out.continue_);
+}
+
+#[test]
+fn failures_fail_open_unless_on_failure_block() {
+    let catalogue = EventCatalogue::default();
+    let failure = || ran(Verdict::failed(FailureKind::Timeout, "timed out after 1s"));
+    for (event, on_failure, expected) in [
+        ("PreToolUse", OnFailure::Continue, Decision::None),
+        ("PreToolUse", OnFailure::Block, Decision::Deny),
+        ("Stop", OnFailure::Block, Decision::Block),
+        ("SessionStart", OnFailure::Block, Decision::None),
+    ] {
+        let executed = [Executed {
+            hook: hook("x", 0, 0, on_failure),
+            result: failure(),
+        }];
+        let out = merge(catalogue.get(event).unwrap(), &executed);
+        assert_eq!(out.decision, expected, "{event} {on_failure:?}");
+        assert_eq!(out.hooks[0].status, HookStatus::Timeout);
+    }
+}
+
+#[test]
+fn permission_request_keeps_the_winning_decision_object() {
+    let decide = |behavior: &str| {
+        json_answer(
+            json!({"hookSpecificOutput": {"decision": {"behavior": behavior, "message": behavior}}}),
+            "PermissionRequest",
+        )
+    };
+    let out = merged(
+        "PermissionRequest",
+        vec![(9, decide("allow")), (0, decide("deny"))],
+    );
+    assert_eq!(out.decision, Decision::Deny);
+    assert_eq!(out.hook_specific_output["decision"]["behavior"], "deny");
+}
+
+/// Whatever a handler puts in a failure message or a reason, the outcome carries at
+/// most the cap of each, with the marker.
+#[test]
+fn every_text_is_capped_at_the_outcome() {
+    let huge = "e".repeat(1 << 20);
+    let out = merged(
+        "Stop",
+        vec![
+            (0, Verdict::failed(FailureKind::ExitCode, huge.clone())),
+            (
+                0,
+                json_answer(
+                    json!({"decision": "block", "reason": huge, "systemMessage": huge,
+                           "continue": false, "stopReason": huge}),
+                    "Stop",
+                ),
+            ),
+        ],
+    );
+    let texts = [
+        out.notices[0].message.clone(),
+        out.hooks[0].message.clone().unwrap(),
+        out.hooks[1].message.clone().unwrap(),
+        out.reason.clone().unwrap(),
+        out.stop_reason.clone().unwrap(),
+        out.system_messages[0].clone(),
+    ];
+    for text in texts {
+        assert!(text.chars().count() <= 10_000, "{} characters", text.len());
+        assert!(text.ends_with("characters truncated]"), "no marker");
+    }
+    let mut outcome = Outcome::empty("Stop");
+    outcome.host_notice("n".repeat(20_000));
+    outcome.additional_context.push("c".repeat(20_000));
+    outcome.enforce_caps();
+    for text in [&outcome.notices[0].message, &outcome.additional_context[0]] {
+        assert_eq!(text.chars().count(), 10_000);
+        assert!(text.ends_with("characters truncated]"));
+    }
+}
+
+/// Texts each under the cap, but many of them: each list is bounded as a whole, with
+/// one note, and bounding again changes nothing.
+#[test]
+fn the_whole_outcome_is_bounded() {
+    let mut outcome = Outcome::empty("PostToolUse");
+    let text = "é".repeat(9_000);
+    for n in 0..100 {
+        outcome.additional_context.push(text.clone());
+        outcome.system_messages.push(text.clone());
+        outcome.host_notice(text.clone());
+        outcome.hooks.push(HookReport {
+            id: format!("h{n}"),
+            source: "project".into(),
+            kind: "command".into(),
+            status: HookStatus::Failed,
+            exit_code: Some(1),
+            duration_ms: None,
+            fuel: None,
+            memory_bytes: None,
+            message: Some(text.clone()),
+            diagnostics: Some(text.clone()),
+        });
+    }
+    outcome
+        .hook_specific_output
+        .insert("sessionTitle".into(), Value::String("t".repeat(50_000)));
+    outcome.enforce_caps();
+    let chars = |list: &[String]| list.iter().map(|t| t.chars().count()).sum::<usize>();
+    for list in [&outcome.additional_context, &outcome.system_messages] {
+        assert!(chars(list) <= LIST_TEXT_CAP, "{}", chars(list));
+        assert_eq!(list.len(), 12, "11 texts fit, then the note");
+        assert!(list[11].starts_with("… [89 more entries (801000 characters) left out"));
+    }
+    let notices: Vec<String> = outcome.notices.iter().map(|n| n.message.clone()).collect();
+    assert!(chars(&notices) <= LIST_TEXT_CAP);
+    let hook_texts: usize = outcome
+        .hooks
+        .iter()
+        .flat_map(|h| h.message.iter().chain(h.diagnostics.iter()))
+        .map(|t| t.chars().count())
+        .sum();
+    assert!(
+        hook_texts <= HOOK_TEXTS_CAP + 100 * SHORT_TEXT_CAP,
+        "{hook_texts}"
+    );
+    assert_eq!(outcome.hooks.len(), 100, "every hook is still listed");
+    assert_eq!(
+        outcome.hooks[99].message.as_ref().unwrap().chars().count(),
+        SHORT_TEXT_CAP
+    );
+    assert_eq!(
+        outcome.hook_specific_output["sessionTitle"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count(),
+        10_000
+    );
+    let again = {
+        let mut again = outcome.clone();
+        again.enforce_caps();
+        again
+    };
+    assert_eq!(again, outcome, "bounding twice changes nothing");
+}
+
+#[test]
+fn outcome_field_names_are_stable() {
+    let value = serde_json::to_value(Outcome::empty("Stop")).unwrap();
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "event",
+            "decision",
+            "reason",
+            "continue",
+            "stopReason",
+            "additionalContext",
+            "systemMessages",
+            "updatedInput",
+            "updatedInputBy",
+            "updatedToolOutput",
+            "hookSpecificOutput",
+            "notices",
+            "hooks"
+        ]
+    );
+}
