@@ -4,7 +4,7 @@
 //! [`Verdict`] keeps apart "the hook answered" ([`Answer`]) and "the hook failed"
 //! ([`Failure`]: could not start, timed out, exited oddly, wrote invalid output, trapped,
 //! hit a limit). Runners never panic and never block the action themselves: what a
-//! verdict means for the event is decided by [`crate::outcome`].
+//! verdict means for the event is decided by the next stage, the outcome (merge rules).
 
 pub mod command;
 pub mod function;
