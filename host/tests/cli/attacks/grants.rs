@@ -52,7 +52,12 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret"), "TOP-SECRET").unwrap();
     env.managed(json!({"ceilings": {"dirs": [{"path": "${workspace}", "mode": "ro"}]}}));
-    let secret = env.project.join("data/secret");
+    // The grant sits one directory down, in a directory that exists from the start: the
+    // symlink planted later changes that directory, not the project directory (whose
+    // change would make the daemon rebuild its config, and the build-time check refuse
+    // the hook before the sandbox's check is reached).
+    std::fs::create_dir(env.project.join("sub")).unwrap();
+    let secret = env.project.join("sub/data/secret");
     env.project_hooks(hooks(
         "PreToolUse",
         "*",
@@ -60,10 +65,15 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
             "type": "wasm",
             "id": "reader",
             "plugin": hostile_raw(),
-            "capabilities": {"dirs": [{"path": "${workspace}/data", "mode": "ro"}]},
+            "capabilities": {"dirs": [{"path": "${workspace}/sub/data", "mode": "ro"}]},
             "config": {"attack": "open", "arg": secret}
         }]),
     ));
+
+    // A daemon rebuilds its config while its files changed less than a second ago (a
+    // write in the same second could go unseen; `Host::is_settled`): let them settle, so
+    // the warm config is the one that is kept.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
 
     // The grant's path does not exist: the config is built (and passes the ceiling),
     // the hook is refused at instantiation, and the daemon starts and warms up.
@@ -72,7 +82,7 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
         report["message"]
             .as_str()
             .unwrap()
-            .contains("directory grant `${workspace}/data` does not resolve to a directory"),
+            .contains("directory grant `${workspace}/sub/data` does not resolve to a directory"),
         "{report}"
     );
     wait_until("the dispatch daemon to listen", || {
@@ -81,23 +91,28 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
     let (_, report) = open_through_daemon(&env);
     assert_eq!(report["status"], "failed", "{report}");
 
-    // Now the path becomes a symlink out of the workspace: the daemon's config is
-    // unchanged (no source, trust file or plugin changed), and the grant is refused
-    // when the instance is made, naming the grant and the ceiling.
-    std::os::unix::fs::symlink(outside.path(), env.project.join("data")).unwrap();
+    // Now the path becomes a symlink out of the workspace. Whether the warm daemon keeps
+    // its config (then the sandbox refuses the grant when the instance is made) or
+    // rebuilds it (then the build refuses the hook), the grant is refused, naming the
+    // grant and the ceiling, and nothing outside the ceiling is read.
+    std::os::unix::fs::symlink(outside.path(), env.project.join("sub/data")).unwrap();
     let (run, report) = open_through_daemon(&env);
     let message = report["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("directory grant `${workspace}/data` (ro) resolves to")
-            && message.contains("above the managed ceiling `ceilings.dirs`: `${workspace}` (ro)"),
-        "{report}"
-    );
+    let at_instantiation = message
+        .contains("directory grant `${workspace}/sub/data` (ro) resolves to")
+        && message.contains("above the managed ceiling `ceilings.dirs`: `${workspace}` (ro)");
+    let at_build = report.is_null()
+        && run.json()["notices"].to_string().contains(
+            "`capabilities.dirs[0]` `${workspace}/sub/data` (ro) is above the managed ceiling \
+             `ceilings.dirs`: `${workspace}` (ro)",
+        );
+    assert!(at_instantiation || at_build, "{}", run.stdout);
     assert!(!run.stdout.contains("TOP-SECRET"), "{}", run.stdout);
     assert_eq!(sockets(&env).len(), 1, "answered by the warm daemon");
 
     // A real directory inside the workspace is granted as before.
-    std::fs::remove_file(env.project.join("data")).unwrap();
-    std::fs::create_dir(env.project.join("data")).unwrap();
+    std::fs::remove_file(env.project.join("sub/data")).unwrap();
+    std::fs::create_dir(env.project.join("sub/data")).unwrap();
     std::fs::write(&secret, "inside").unwrap();
     let (run, report) = open_through_daemon(&env);
     assert_eq!(report["status"], "ok", "{report}");
