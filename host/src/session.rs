@@ -36,6 +36,57 @@ pub struct AsyncResult {
     pub error: Option<String>,
 }
 
+/// A failure of the user's state on disk (session state, the env file, the trust
+/// notice's record): the path it happened at, and either the I/O error or why the path
+/// was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An operation on the path failed.
+    #[error("cannot {action} `{}`: {source}", path.display())]
+    Io {
+        /// What was being done: `create`, `read`, `open`, `lock`, `write`, `make private`.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path exists but is not what hookhost keeps state in (a symlink, another
+    /// user's, not a regular file or directory).
+    #[error("`{}` {reason}", path.display())]
+    Refused {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why, as the rest of a sentence that starts with the path.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+
+    fn refused(path: &Path, reason: String) -> StoreError {
+        StoreError::Refused {
+            path: path.to_path_buf(),
+            reason,
+        }
+    }
+}
+
+impl From<StoreError> for String {
+    fn from(error: StoreError) -> String {
+        error.to_string()
+    }
+}
+
 /// Where session state lives.
 pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// Consecutive Stop blocks so far.
@@ -171,7 +222,7 @@ impl DiskStore {
     /// # Errors
     ///
     /// A directory cannot be created, or one that exists is not this user's.
-    pub fn create_session_dir(&self, session: &str) -> Result<PathBuf, String> {
+    pub fn create_session_dir(&self, session: &str) -> Result<PathBuf, StoreError> {
         private_dir(&self.dir)?;
         let dir = self.session_dir(session);
         private_dir(&dir)?;
@@ -201,30 +252,33 @@ fn euid() -> u32 {
 /// # Errors
 ///
 /// It cannot be created, or is not a directory owned by this user.
-pub fn private_dir(dir: &Path) -> Result<(), String> {
-    let shown = dir.display();
+pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create `{shown}`: {e}"))?;
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        .map_err(StoreError::io("create", dir))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io("read", dir))?;
     if !meta.is_dir() {
-        return Err(format!(
-            "`{shown}` is {}, not a directory",
-            crate::config::file::kind_name(&meta)
+        let kind = crate::config::file::kind_name(&meta);
+        return Err(StoreError::refused(
+            dir,
+            format!("is {kind}, not a directory"),
         ));
     }
     if meta.uid() != euid() {
-        return Err(format!(
-            "`{shown}` belongs to uid {}, not to this user (uid {}); refusing to keep session state there",
-            meta.uid(),
-            euid()
+        return Err(StoreError::refused(
+            dir,
+            format!(
+                "belongs to uid {}, not to this user (uid {}); refusing to keep session state there",
+                meta.uid(),
+                euid()
+            ),
         ));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("cannot make `{shown}` private: {e}"))?;
+            .map_err(StoreError::io("make private", dir))?;
     }
     Ok(())
 }
@@ -236,8 +290,7 @@ pub fn private_dir(dir: &Path) -> Result<(), String> {
 /// # Errors
 ///
 /// `Ok(None)`: absent and not `create`d. `Err`: anything else that is wrong, named.
-pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, String> {
-    let shown = path.display();
+pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, StoreError> {
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -249,29 +302,32 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stri
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(format!("`{shown}` is a symlink; refusing to follow it"));
+            let reason = "is a symlink; refusing to follow it".to_string();
+            return Err(StoreError::refused(path, reason));
         }
-        Err(e) => return Err(format!("cannot open `{shown}`: {e}")),
+        Err(e) => return Err(StoreError::io("open", path)(e)),
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let meta = file.metadata().map_err(StoreError::io("read", path))?;
     if !meta.is_file() {
-        return Err(format!(
-            "`{shown}` is {}, not a regular file",
-            crate::config::file::kind_name(&meta)
+        let kind = crate::config::file::kind_name(&meta);
+        return Err(StoreError::refused(
+            path,
+            format!("is {kind}, not a regular file"),
         ));
     }
     if meta.uid() != euid() {
-        return Err(format!(
-            "`{shown}` belongs to uid {}, not to this user (uid {})",
-            meta.uid(),
-            euid()
+        return Err(StoreError::refused(
+            path,
+            format!(
+                "belongs to uid {}, not to this user (uid {})",
+                meta.uid(),
+                euid()
+            ),
         ));
     }
     if meta.mode() & 0o077 != 0 {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("cannot make `{shown}` private: {e}"))?;
+            .map_err(StoreError::io("make private", path))?;
     }
     Ok(Some(file))
 }
@@ -284,7 +340,7 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stri
 /// # Errors
 ///
 /// The file or its directory cannot be made private; the message names it.
-pub fn prepare_env_file(path: &Path) -> Result<(), String> {
+pub fn prepare_env_file(path: &Path) -> Result<(), StoreError> {
     if let Some(dir) = path.parent() {
         if let Some(store) = dir.parent() {
             private_dir(store)?;
@@ -338,7 +394,7 @@ impl SessionStore for DiskStore {
         update: &mut dyn FnMut(u32) -> u32,
     ) -> Result<(), String> {
         let path = self.session_dir(session).join("stop-blocks");
-        let what = |e: String| format!("cannot record the Stop block count: {e}");
+        let what = |e: StoreError| format!("cannot record the Stop block count: {e}");
         let mut file = match open_private_file(&path, false).map_err(what)? {
             Some(file) => file,
             // No file: the count is 0, and an update that keeps it 0 writes nothing
@@ -351,16 +407,15 @@ impl SessionStore for DiskStore {
                     .expect("created")
             }
         };
-        let shown = path.display();
         file.lock()
-            .map_err(|e| what(format!("cannot lock `{shown}`: {e}")))?;
+            .map_err(|e| what(StoreError::io("lock", &path)(e)))?;
         let count = read_count(&mut file);
         let next = update(count);
         if next != count {
             use std::os::unix::fs::FileExt;
             file.set_len(0)
                 .and_then(|()| file.write_all_at(next.to_string().as_bytes(), 0))
-                .map_err(|e| what(format!("cannot write `{shown}`: {e}")))?;
+                .map_err(|e| what(StoreError::io("write", &path)(e)))?;
         }
         // The lock is released when the file is closed.
         Ok(())
@@ -381,7 +436,7 @@ impl SessionStore for DiskStore {
             .map(|dir| dir.join("async").join(name))
             .and_then(|path| {
                 let bytes = serde_json::to_vec(&result).expect("async results serialize");
-                write_atomically(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
+                write_atomically(&path, &bytes).map_err(StoreError::io("write", &path))
             });
         if let Err(e) = queued {
             tracing::warn!("cannot queue the async result of `{}`: {e}", result.hook);

@@ -231,25 +231,28 @@ impl TrustNoticeState {
             return true;
         };
         let store = hookhost::session::DiskStore::new(super::sessions_dir());
-        let recorded = store.create_session_dir(session).and_then(|dir| {
-            let file = dir.join("trust-notice");
-            let mut file = hookhost::session::open_private_file(&file, true)?
-                .ok_or_else(|| format!("cannot create `{}`", file.display()))?;
-            let mut shown = Vec::new();
-            let cap = notice.len() as u64 + 1;
-            (&mut file)
-                .take(cap)
-                .read_to_end(&mut shown)
-                .map_err(|e| e.to_string())?;
-            if shown == notice.as_bytes() {
-                return Ok(false);
-            }
-            file.set_len(0)
-                .and_then(|()| file.rewind())
-                .and_then(|()| file.write_all(notice.as_bytes()))
-                .map_err(|e| e.to_string())?;
-            Ok(true)
-        });
+        let recorded = store
+            .create_session_dir(session)
+            .map_err(String::from)
+            .and_then(|dir| {
+                let file = dir.join("trust-notice");
+                let mut file = hookhost::session::open_private_file(&file, true)?
+                    .ok_or_else(|| format!("cannot create `{}`", file.display()))?;
+                let mut shown = Vec::new();
+                let cap = notice.len() as u64 + 1;
+                (&mut file)
+                    .take(cap)
+                    .read_to_end(&mut shown)
+                    .map_err(|e| e.to_string())?;
+                if shown == notice.as_bytes() {
+                    return Ok(false);
+                }
+                file.set_len(0)
+                    .and_then(|()| file.rewind())
+                    .and_then(|()| file.write_all(notice.as_bytes()))
+                    .map_err(|e| e.to_string())?;
+                Ok(true)
+            });
         recorded.unwrap_or_else(|e| {
             tracing::warn!("cannot record the trust notice: {e}");
             true
