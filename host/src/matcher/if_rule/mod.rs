@@ -1,0 +1,207 @@
+//! The per-handler `if` filter: one permission rule in Claude Code's syntax.
+//!
+//! - `Bash(pattern)`: the command line is parsed as a shell script ([`super::shell`]) and
+//!   the pattern is tested against every simple command that may run in it, after quote
+//!   removal: in lists, pipelines, groups, subshells, compound commands and functions,
+//!   inside `$( )`, backticks and `<( )`, inside the strings given to `sh -c` (any shell),
+//!   `eval` and `trap`, and after wrappers (`sudo`, `env`, `xargs`, `timeout` …), each with
+//!   leading `VAR=value` assignments stripped. The program also matches by its file name
+//!   (`/usr/bin/git` is `git`), case-insensitively. `*` matches anything; a trailing ` *`
+//!   also matches the bare command, and the legacy `prefix:*` form means "starts with
+//!   prefix". When the pattern's program runs with arguments the host cannot see (`$( )`,
+//!   `$VAR`, globs, `xargs`), when quoted text that may be code contains the pattern, or
+//!   when the line cannot be understood, the hook runs: the filter only ever saves a run,
+//!   it never hides a command from a hook.
+//! - `Edit(glob)`, `Write(glob)`, `Read(glob)`: the glob is tested against
+//!   `tool_input.file_path` (gitignore-like: a pattern without `/` matches the file name at
+//!   any depth; `//abs` is absolute, `~/` the home directory, `/x` the project directory,
+//!   anything else the cwd). `Edit` covers every file-editing tool.
+//! - `Tool` alone: the tool name (`*` allowed; `mcp__server` covers that server's tools).
+//! - `Tool(pattern)` for other tools: the glob is tested against the tool's main string
+//!   field (`command`, `file_path`, `path`, `url`, `pattern`, `query`).
+//!
+//! A rule is at most [`MAX_RULE_BYTES`] long with at most [`MAX_WILDCARDS`] wildcards, so
+//! that no rule costs more than a bounded amount per event. The rule runs only on tool
+//! events; a hook with `if` never runs on any other event.
+
+mod bash;
+mod paths;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+pub(crate) use self::bash::compile_regex;
+use self::bash::{BashPattern, analysis};
+use self::paths::PathPattern;
+use super::shell::clip;
+
+/// The longest `if` rule accepted (longer is a config error).
+pub const MAX_RULE_BYTES: usize = 1024;
+
+/// The most wildcards (`*`, `?`, `[`) an `if` rule may hold.
+pub const MAX_WILDCARDS: usize = 32;
+
+/// Compiled size allowed for one regex built from config.
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A compiled `if` rule.
+#[derive(Debug, Clone)]
+pub struct IfRule {
+    source: String,
+    tool: GlobMatcher,
+    tool_name: String,
+    argument: Option<Argument>,
+}
+
+#[derive(Debug, Clone)]
+enum Argument {
+    Bash(Box<BashPattern>),
+    Path(PathPattern),
+    Other { pattern: GlobMatcher },
+}
+
+/// Tools whose `file_path` an `Edit(...)` rule covers.
+const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
+
+/// Path rules whose tool name stands for a family of tools: `Edit(...)` covers every
+/// file-editing tool.
+const PATH_RULE_FAMILIES: &[(&str, &[&str])] = &[("Edit", EDIT_TOOLS)];
+
+impl IfRule {
+    /// Compiles a rule as written in config.
+    ///
+    /// # Errors
+    ///
+    /// A rule that is not `Tool` or `Tool(pattern)`, or whose glob does not compile.
+    pub fn parse(rule: &str) -> Result<IfRule, String> {
+        let rule = rule.trim();
+        let wildcards = rule
+            .bytes()
+            .filter(|c| matches!(c, b'*' | b'?' | b'['))
+            .count();
+        if wildcards > MAX_WILDCARDS {
+            return Err(format!(
+                "`if` rule `{}` has {wildcards} wildcards; at most {MAX_WILDCARDS} are allowed",
+                clip(rule)
+            ));
+        }
+        if rule.len() > MAX_RULE_BYTES {
+            return Err(format!(
+                "`if` rule `{}` is longer than {MAX_RULE_BYTES} bytes",
+                clip(rule)
+            ));
+        }
+        let (tool, argument) = match rule.find('(') {
+            Some(open) => {
+                let Some(inner) = rule[open + 1..].strip_suffix(')') else {
+                    return Err(format!(
+                        "invalid `if` rule `{rule}`: expected `Tool(pattern)`"
+                    ));
+                };
+                (&rule[..open], Some(inner))
+            }
+            None => (rule, None),
+        };
+        if tool.is_empty()
+            || !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-*".contains(c))
+        {
+            return Err(format!(
+                "invalid `if` rule `{rule}`: `{tool}` is not a tool name"
+            ));
+        }
+        let tool_glob = Glob::new(tool)
+            .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
+            .compile_matcher();
+        let argument = match argument {
+            None => None,
+            Some("") if tool == "Bash" => None,
+            Some(arg) if tool == "Bash" => Some(Argument::Bash(Box::new(
+                BashPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+            ))),
+            Some(arg) if matches!(tool, "Edit" | "Write" | "Read") => Some(Argument::Path(
+                PathPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+            )),
+            Some(arg) => Some(Argument::Other {
+                pattern: compile_glob(arg)
+                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+            }),
+        };
+        Ok(IfRule {
+            source: rule.to_string(),
+            tool: tool_glob,
+            tool_name: tool.to_string(),
+            argument,
+        })
+    }
+
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the hook should run for this tool call.
+    pub fn matches(
+        &self,
+        tool_name: &str,
+        tool_input: &Value,
+        cwd: &Path,
+        project_dir: &Path,
+    ) -> bool {
+        if !self.tool_matches(tool_name) {
+            return false;
+        }
+        match &self.argument {
+            None => true,
+            Some(Argument::Bash(pattern)) => {
+                // A Bash call without a string command is not understood: the hook runs.
+                let Some(command) = tool_input.get("command").and_then(Value::as_str) else {
+                    return true;
+                };
+                pattern.matches(&analysis(command))
+            }
+            Some(Argument::Path(pattern)) => {
+                let Some(path) = ["file_path", "notebook_path", "path"]
+                    .iter()
+                    .find_map(|f| tool_input.get(*f).and_then(Value::as_str))
+                else {
+                    return false;
+                };
+                pattern.matches(path, cwd, project_dir)
+            }
+            Some(Argument::Other { pattern }) => {
+                ["command", "file_path", "path", "url", "pattern", "query"]
+                    .iter()
+                    .find_map(|f| tool_input.get(*f).and_then(Value::as_str))
+                    .is_some_and(|value| pattern.is_match(value))
+            }
+        }
+    }
+
+    fn tool_matches(&self, tool_name: &str) -> bool {
+        if matches!(self.argument, Some(Argument::Path(_)))
+            && let Some((_, family)) = PATH_RULE_FAMILIES
+                .iter()
+                .find(|(rule_tool, _)| *rule_tool == self.tool_name)
+        {
+            return family.contains(&tool_name);
+        }
+        self.tool.is_match(tool_name)
+            || (self.tool_name.starts_with("mcp__")
+                && tool_name
+                    .strip_prefix(self.tool_name.as_str())
+                    .is_some_and(|rest| rest.starts_with("__")))
+    }
+}
+
+fn compile_glob(pattern: &str) -> Result<GlobMatcher, globset::Error> {
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()?
+        .compile_matcher())
+}

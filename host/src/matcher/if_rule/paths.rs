@@ -1,0 +1,87 @@
+//! `Edit(glob)`, `Write(glob)`, `Read(glob)`: path patterns, anchored at the root, the home
+//! directory, the project directory or the cwd, matched without touching the file system.
+
+use std::path::{Path, PathBuf};
+
+use globset::GlobMatcher;
+
+use super::compile_glob;
+
+/// Where a path pattern is anchored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PathBase {
+    /// `//abs`: the glob is absolute.
+    Root,
+    /// `~/x`: relative to `$HOME`.
+    Home,
+    /// `/x`: relative to the project directory.
+    Project,
+    /// `x/y`, `./x`: relative to the cwd.
+    Cwd,
+    /// A bare name: at any depth (the glob is `**/name`, absolute).
+    AnyDepth,
+}
+
+/// A path pattern, compiled once: the glob is relative to its base, and paths are made
+/// relative to the base (after resolving `.` and `..`) at match time, so that nothing from
+/// the event (its cwd) is ever compiled.
+#[derive(Debug, Clone)]
+pub(super) struct PathPattern {
+    base: PathBase,
+    glob: GlobMatcher,
+}
+
+impl PathPattern {
+    pub(super) fn parse(pattern: &str) -> Result<PathPattern, String> {
+        let (base, glob) = if let Some(abs) = pattern.strip_prefix("//") {
+            (PathBase::Root, format!("/{abs}"))
+        } else if let Some(rest) = pattern.strip_prefix("~/") {
+            (PathBase::Home, rest.to_string())
+        } else if let Some(rest) = pattern.strip_prefix('/') {
+            (PathBase::Project, rest.to_string())
+        } else {
+            let rest = pattern.strip_prefix("./").unwrap_or(pattern);
+            if rest.contains('/') {
+                (PathBase::Cwd, rest.to_string())
+            } else {
+                // gitignore: a bare name matches at any depth.
+                (PathBase::AnyDepth, format!("**/{rest}"))
+            }
+        };
+        let glob = compile_glob(&glob).map_err(|e| e.to_string())?;
+        Ok(PathPattern { base, glob })
+    }
+
+    pub(super) fn matches(&self, path: &str, cwd: &Path, project_dir: &Path) -> bool {
+        let absolute = normalize(&cwd.join(path));
+        let base = match self.base {
+            PathBase::Root | PathBase::AnyDepth => return self.glob.is_match(&absolute),
+            PathBase::Home => match std::env::var_os("HOME") {
+                Some(home) => normalize(Path::new(&home)),
+                None => return false,
+            },
+            PathBase::Project => normalize(project_dir),
+            PathBase::Cwd => normalize(cwd),
+        };
+        absolute
+            .strip_prefix(&base)
+            .is_ok_and(|relative| self.glob.is_match(relative))
+    }
+}
+
+/// Resolves `.` and `..` without touching the file system (`a/../b` is `b`): a path that
+/// walks out of a directory and back in is where it ends, not where it starts.
+pub(super) fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
