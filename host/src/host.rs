@@ -1,83 +1,27 @@
-//! hookhost runs the hooks of coding agents: sandboxed WebAssembly components beside the
-//! command and HTTP hooks that agents already use, speaking Claude Code's hook protocol.
-//!
-//! # The pipeline
-//!
-//! Data flows one way; each stage is a module:
-//!
-//! ```text
-//! config ──► policy ──► matcher ──► dispatch ──► handlers ──► outcome
-//! (find and   (precedence, (matcher,   (parallel,   (command,    (merge rules
-//!  parse       validation,  `if`)       sequential,  http, wasm)  per event)
-//!  sources)    compiled)                async, cap)
-//! ```
-//!
-//! - [`config`]: finds the sources (managed, `--settings`, project local, project, user)
-//!   and parses them into raw layers; the only stage besides the handlers that does I/O.
-//! - [`policy`]: merges the layers under one precedence rule and compiles every hook once
-//!   into an immutable [`policy::Policy`].
-//! - [`matcher`]: Claude Code's matcher and `if` rules.
-//! - [`dispatch`]: runs the matching hooks (parallel by default), async hooks, the Stop cap.
-//! - [`handlers`]: the runners, each returning a [`handlers::HandlerRun`].
-//! - [`outcome`]: merges the runs into one [`outcome::Outcome`].
-//!
-//! [`event`] holds the catalogue of the 31 events and their attributes; [`session`] the
-//! state that outlives one dispatch; [`trust`] the workspace trust store; [`audit`] the
-//! audit log every dispatch appends to.
-//!
-//! # Workspace trust
-//!
-//! Project and local hooks (`.hookhost/hooks.json`, `.hookhost/hooks.local.json`) run only
-//! in a trusted workspace. [`HostBuilder::standard_sources`] judges trust by the user's
-//! trust store (and `HOOKHOST_TRUST_WORKSPACE=1`); a builder without it treats the
-//! workspace as **untrusted** unless [`HostBuilder::workspace_trust`] says otherwise, so
-//! an embedder never runs a repository's hooks without deciding to.
-//!
-//! # Example
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let host = hookhost::HostBuilder::new(std::env::current_dir()?)
-//!     .settings(r#"{"hooks": {"PreToolUse": [{"matcher": "Bash",
-//!         "hooks": [{"type": "command", "command": "echo '{}'"}]}]}}"#)
-//!     .build();
-//! let outcome = host
-//!     .dispatch("PreToolUse", serde_json::json!({
-//!         "session_id": "s1", "tool_name": "Bash", "tool_input": {"command": "ls"}
-//!     }))
-//!     .await?;
-//! println!("{}", serde_json::to_string_pretty(&outcome)?);
-//! # Ok(()) }
-//! ```
-
-pub mod audit;
-pub mod config;
-pub mod dispatch;
-pub mod event;
-pub mod handlers;
-pub mod matcher;
-pub mod outcome;
-pub mod policy;
-pub mod serve;
-pub mod session;
-pub mod text;
-pub mod trust;
+//! The embedder's entry point: [`HostBuilder`] gathers the sources, the trust decision and
+//! the runtimes, resolves them into a [`Host`], and [`Host::dispatch`] runs one event through
+//! the pipeline. Also the glue around it: [`data_dir`], [`SourcesFingerprint`] and the
+//! last-good reload.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
-pub use event::{EventCatalogue, EventSpec};
-pub use outcome::Outcome;
+use crate::audit::AuditLog;
+use crate::config::{self, LoadedConfig, SourceOptions};
+use crate::dispatch::{AsyncLauncher, DispatchError, Dispatcher};
+use crate::event::{EventCatalogue, EventSpec};
+use crate::handlers::{self, Handlers, WasmRunner};
+use crate::outcome::Outcome;
+use crate::policy::{self, Policy, ResolveOptions};
+use crate::session::{MemoryStore, SessionStore};
+use crate::trust::{self, WorkspaceTrust};
 
-use audit::AuditLog;
-use config::{LoadedConfig, SourceOptions};
-use handlers::{Handlers, WasmRunner};
-use policy::{Policy, ResolveOptions};
-use session::{MemoryStore, SessionStore};
-pub use trust::WorkspaceTrust;
+mod reload;
+
+pub use reload::SourcesFingerprint;
+use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};
 
 /// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost` (the
 /// platform's data directory), else a `hookhost` directory in the temp dir. Session state,
@@ -348,118 +292,6 @@ impl HostBuilder {
             watched: Arc::new(watched),
             last_good: Arc::new(last_good),
         }
-    }
-}
-
-/// Resolves `loaded`; then every file source with an error whose bytes differ from its
-/// last good version gets that version back and the policy is resolved again (this only
-/// happens while a file is broken). Returns the policy and the good versions to keep for
-/// the next rebuild: each file source without an error now, and each kept one.
-fn resolve_keeping_last_good(
-    loaded: LoadedConfig,
-    previous: &config::LastGood,
-    resolve: impl Fn(LoadedConfig) -> Policy,
-) -> (Policy, config::LastGood) {
-    let kept = loaded.clone();
-    let policy = resolve(loaded);
-    let erring = |layer: &config::ConfigLayer, policy: &Policy| {
-        policy
-            .errors
-            .iter()
-            .find(|e| e.location == layer.origin.location)
-            .cloned()
-    };
-    let mut again = kept.clone();
-    let mut replaced = false;
-    for layer in &kept.layers {
-        let Some(file) = &layer.file else { continue };
-        let Some(error) = erring(layer, &policy) else {
-            continue;
-        };
-        if let Some(good) = previous.get(&(layer.origin.kind, file.clone()))
-            && good.layer.sha256 != layer.sha256
-        {
-            again.keep_in_force(good, &error);
-            replaced = true;
-        }
-    }
-    let (policy, in_force) = if replaced {
-        (resolve(again.clone()), again)
-    } else {
-        (policy, kept)
-    };
-    let now = std::time::SystemTime::now();
-    let mut good = config::LastGood::new();
-    for layer in &in_force.layers {
-        let Some(file) = &layer.file else { continue };
-        let key = (layer.origin.kind, file.clone());
-        if erring(layer, &policy).is_some() {
-            // Not good now; an earlier good version stays the one to fall back to.
-            if let Some(earlier) = previous.get(&key) {
-                good.insert(key, earlier.clone());
-            }
-            continue;
-        }
-        let since = previous
-            .get(&key)
-            .filter(|g| g.layer.sha256 == layer.sha256)
-            .map_or(now, |g| g.since);
-        good.insert(
-            key,
-            config::GoodSource {
-                layer: layer.clone(),
-                since,
-            },
-        );
-    }
-    // The good versions of files this build did not load (absent now, or another
-    // project's files, when a dispatch daemon's requests alternate between projects)
-    // are kept for later, newest first, up to a bound.
-    let mut others: Vec<_> = previous
-        .iter()
-        .filter(|(key, _)| !good.contains_key(*key))
-        .collect();
-    others.sort_by_key(|(_, source)| std::cmp::Reverse(source.since));
-    let room = LAST_GOOD_FILES.saturating_sub(good.len());
-    for (key, source) in others.into_iter().take(room) {
-        good.insert(key.clone(), source.clone());
-    }
-    (policy, good)
-}
-
-/// How many files' last good versions a daemon's host remembers.
-const LAST_GOOD_FILES: usize = 256;
-
-/// The state of each file a host was built from (`None`: absent): its [`FileStamp`]
-/// (device, inode, size, mtime and ctime, as the compile cache stamps its entries), so
-/// that a file replaced, rewritten within the same second or set back to its old mtime
-/// is seen as changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourcesFingerprint(Vec<(PathBuf, Option<config::file::FileStamp>)>);
-
-impl SourcesFingerprint {
-    /// The files whose state differs between `self` and `other`.
-    pub fn changed_since(&self, other: &SourcesFingerprint) -> std::collections::BTreeSet<PathBuf> {
-        self.0
-            .iter()
-            .filter(|entry| !other.0.contains(entry))
-            .chain(other.0.iter().filter(|entry| !self.0.contains(entry)))
-            .map(|(path, _)| path.clone())
-            .collect()
-    }
-
-    /// Whether no file changed in the last second. A file written just before it was
-    /// read and then again within its timestamp's granularity could look unchanged, so a
-    /// host whose files are not settled should not be reused on its fingerprint alone.
-    pub fn is_settled(&self) -> bool {
-        let Some(recent) =
-            std::time::SystemTime::now().checked_sub(std::time::Duration::from_secs(1))
-        else {
-            return false;
-        };
-        self.0
-            .iter()
-            .all(|(_, stamp)| stamp.is_none_or(|stamp| stamp.changed_at() < recent))
     }
 }
 

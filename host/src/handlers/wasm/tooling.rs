@@ -24,7 +24,8 @@ pub fn invocation(
     input: Value,
     project_dir: &Path,
 ) -> Result<Invocation, String> {
-    Invocation::new(spec, input, project_dir).ok_or_else(|| "the input must be a JSON object".into())
+    Invocation::new(spec, input, project_dir)
+        .ok_or_else(|| "the input must be a JSON object".into())
 }
 
 /// Adds one `--grant` of `hookhost plugin test` to `capabilities`:
