@@ -1,0 +1,615 @@
+//! The embedder's entry point: [`HostBuilder`] gathers the sources, the trust decision and
+//! the runtimes, resolves them into a [`Host`], and [`Host::dispatch`] runs one event through
+//! the pipeline. Also the glue around it: [`data_dir`], [`SourcesFingerprint`] and the
+//! last-good reload.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::audit::AuditLog;
+use crate::config::{self, LoadedConfig, SourceOptions};
+use crate::dispatch::{AsyncLauncher, DispatchError, Dispatcher};
+use crate::event::{EventCatalogue, EventSpec};
+use crate::handlers::{self, Handlers, WasmRunner};
+use crate::outcome::Outcome;
+use crate::policy::{self, Policy, ResolveOptions};
+use crate::session::{MemoryStore, SessionStore};
+use crate::trust::{self, WorkspaceTrust};
+
+mod reload;
+
+pub use reload::SourcesFingerprint;
+use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};
+
+/// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost` (the
+/// platform's data directory), else a `hookhost` directory in the temp dir. Session state,
+/// the trust store and the audit log live there. An empty value is unset, and a relative
+/// value or one inside the working directory is ignored ([`config::env`]).
+pub fn data_dir() -> PathBuf {
+    data_dir_judged(&config::env::workspaces_of(None)).0
+}
+
+/// [`data_dir`] judged against `workspaces`, with the notice when the variable was refused.
+fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Option<String>) {
+    let default = || {
+        directories::BaseDirs::new()
+            .map(|d| d.data_dir().join("hookhost"))
+            .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+    };
+    match config::env::path_var("HOOKHOST_DATA_DIR", workspaces) {
+        Ok(Some(dir)) => (dir, None),
+        Ok(None) => (default(), None),
+        Err(notice) => (default(), Some(notice)),
+    }
+}
+
+/// Builds a [`Host`] from config sources.
+#[derive(Debug)]
+pub struct HostBuilder {
+    sources: SourceOptions,
+    catalogue: EventCatalogue,
+    stop_block_cap: Option<u32>,
+    sessions: Option<Arc<dyn SessionStore>>,
+    launcher: AsyncLauncher,
+    session_files: Option<PathBuf>,
+    wasm: Option<Arc<dyn WasmRunner>>,
+    functions: Vec<policy::FunctionHook>,
+    trust: WorkspaceTrust,
+    audit: Option<PathBuf>,
+    /// Notices about refused environment values, for every outcome.
+    env_notices: Vec<String>,
+    /// `Some` in a daemon: the last good version of each file (from the host built
+    /// before), kept in force while a newer version is broken.
+    last_good: Option<Arc<config::LastGood>>,
+}
+
+impl HostBuilder {
+    /// A builder for a project, reading no files except those added: no managed, user or
+    /// project sources until [`HostBuilder::standard_sources`] or the setters add them.
+    pub fn new(project_dir: impl Into<PathBuf>) -> HostBuilder {
+        HostBuilder {
+            sources: SourceOptions {
+                project_dir: project_dir.into(),
+                home_dir: config::env::home_dir(),
+                ..SourceOptions::default()
+            },
+            catalogue: EventCatalogue::default(),
+            stop_block_cap: None,
+            sessions: None,
+            launcher: AsyncLauncher::InProcess,
+            session_files: None,
+            wasm: None,
+            functions: Vec::new(),
+            trust: WorkspaceTrust::Untrusted,
+            audit: None,
+            env_notices: Vec::new(),
+            last_good: None,
+        }
+    }
+
+    /// Reads the standard sources: managed policy from the system directory
+    /// (`/etc/hookhost`, or `HOOKHOST_MANAGED_DIR` only where the system has none), the
+    /// user's `HOOKHOST_HOME`, and the project's `.hookhost/`; the Stop cap from
+    /// `HOOKHOST_STOP_BLOCK_CAP`. Judges workspace trust by the trust store in
+    /// [`data_dir`] (or trusts explicitly when `HOOKHOST_TRUST_WORKSPACE` is exactly `1`
+    /// and managed policy does not forbid it), and appends every dispatch to the audit
+    /// log (managed `auditLog`, else `HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in
+    /// [`data_dir`]). Environment values are judged by [`config::env`]: empty is unset, a
+    /// relative path or one inside the workspace is ignored with a notice on every
+    /// outcome. An `audit_log` or a trust other than `Untrusted` set before is kept;
+    /// setters called after override these.
+    pub fn standard_sources(mut self) -> HostBuilder {
+        let workspaces = config::env::workspaces_of(Some(&self.sources.project_dir));
+        let (data, notice) = data_dir_judged(&workspaces);
+        self.env_notices.extend(notice);
+        if self.trust == WorkspaceTrust::Untrusted {
+            let store = trust::TrustStore::in_data_dir(&data).path().to_path_buf();
+            self.trust = if config::env::trust_switch() {
+                WorkspaceTrust::Environment(store)
+            } else {
+                WorkspaceTrust::Store(store)
+            };
+        }
+        if self.audit.is_none() {
+            let log = match config::env::path_var("HOOKHOST_AUDIT_LOG", &workspaces) {
+                Ok(Some(path)) => path,
+                Ok(None) => data.join("audit.jsonl"),
+                Err(notice) => {
+                    self.env_notices.push(notice);
+                    data.join("audit.jsonl")
+                }
+            };
+            self.audit = Some(log);
+        }
+        let settings = std::mem::take(&mut self.sources.settings);
+        self.sources = SourceOptions::from_env(self.sources.project_dir.clone(), settings);
+        match config::env::stop_block_cap() {
+            Ok(cap) => self.stop_block_cap = self.stop_block_cap.or(cap),
+            Err(notice) => self.env_notices.push(notice),
+        }
+        self
+    }
+
+    /// Builds the host of a daemon: with `previous` (the host built before from the same
+    /// sources), every file that fails to load or whose hooks fail to build keeps its last
+    /// good version in force, with a notice on every outcome naming the file, the error
+    /// and that the previous version is in force. With `None` (the daemon's first build)
+    /// nothing is kept yet, but this host remembers its good files for the next rebuild.
+    pub fn reload_of(mut self, previous: Option<&Host>) -> HostBuilder {
+        self.last_good = Some(
+            previous
+                .map(|host| host.last_good.clone())
+                .unwrap_or_default(),
+        );
+        self
+    }
+
+    /// Adds a `--settings` source: a file path or inline JSON.
+    pub fn settings(mut self, file_or_json: impl Into<String>) -> HostBuilder {
+        self.sources.settings.push(file_or_json.into());
+        self
+    }
+
+    /// Sets the managed policy directory.
+    pub fn managed_dir(mut self, dir: impl Into<PathBuf>) -> HostBuilder {
+        self.sources.managed_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the user config directory.
+    pub fn user_dir(mut self, dir: impl Into<PathBuf>) -> HostBuilder {
+        self.sources.user_dir = Some(dir.into());
+        self
+    }
+
+    /// Overrides the Stop block cap (0 = no cap).
+    pub fn stop_block_cap(mut self, cap: u32) -> HostBuilder {
+        self.stop_block_cap = Some(cap);
+        self
+    }
+
+    /// Keeps session state in `store` (default: in memory).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> HostBuilder {
+        self.sessions = Some(store);
+        self
+    }
+
+    /// Starts async hooks with `launcher` (default: in-process tasks).
+    pub fn async_launcher(mut self, launcher: AsyncLauncher) -> HostBuilder {
+        self.launcher = launcher;
+        self
+    }
+
+    /// Creates per-session files (`CLAUDE_ENV_FILE`) under `dir`.
+    pub fn session_files(mut self, dir: impl Into<PathBuf>) -> HostBuilder {
+        self.session_files = Some(dir.into());
+        self
+    }
+
+    /// Runs wasm hooks with `runner` (default: a [`handlers::wasm::WasmRuntime`] with the
+    /// compile cache in `HOOKHOST_CACHE_DIR` or the user's cache directory).
+    pub fn wasm_runner(mut self, runner: Arc<dyn WasmRunner>) -> HostBuilder {
+        self.wasm = Some(runner);
+        self
+    }
+
+    /// Registers an in-process function hook. It runs after every configured hook in
+    /// config order, and merges like any other hook.
+    pub fn function_hook(mut self, hook: policy::FunctionHook) -> HostBuilder {
+        self.functions.push(hook);
+        self
+    }
+
+    /// How to judge the trust of the workspace (default: untrusted; see the crate docs).
+    pub fn workspace_trust(mut self, trust: WorkspaceTrust) -> HostBuilder {
+        self.trust = trust;
+        self
+    }
+
+    /// Appends one JSON line per dispatch to the audit log at `path` (default: no log,
+    /// or the standard one with [`HostBuilder::standard_sources`]).
+    pub fn audit_log(mut self, path: impl Into<PathBuf>) -> HostBuilder {
+        self.audit = Some(path.into());
+        self
+    }
+
+    /// Registers a custom event.
+    pub fn register_event(mut self, spec: EventSpec) -> HostBuilder {
+        self.catalogue.register(spec);
+        self
+    }
+
+    /// Loads the sources and resolves the policy. Problems in the sources do not fail the
+    /// build: they are in [`Policy::errors`] and [`Policy::warnings`], and every outcome
+    /// carries them as notices ([`Policy::notices`]).
+    pub fn build(self) -> Host {
+        let catalogue = Arc::new(self.catalogue);
+        let sources = self.sources;
+        let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
+        loaded.notices.extend(self.env_notices);
+        let options = ResolveOptions {
+            project_dir: sources.project_dir.clone(),
+            stop_block_cap: self.stop_block_cap,
+            functions: self.functions,
+            trust: None,
+            home_dir: sources.home_dir.clone(),
+        };
+        let resolve = |loaded: LoadedConfig| {
+            let options = ResolveOptions {
+                trust: Some(trust::request(&loaded, &sources, &self.trust)),
+                ..options.clone()
+            };
+            policy::resolve(loaded, catalogue.clone(), &options)
+        };
+        let (policy, last_good) = match &self.last_good {
+            None => (resolve(loaded), config::LastGood::new()),
+            Some(previous) => resolve_keeping_last_good(loaded, previous, resolve),
+        };
+        let policy = Arc::new(policy);
+        let sessions = self
+            .sessions
+            .unwrap_or_else(|| Arc::new(MemoryStore::default()));
+        // The default sandbox is shared by the hosts of the process and cheap until the
+        // first wasm hook runs: the engine starts then, with the compile cache in
+        // `HOOKHOST_CACHE_DIR` or the user's cache dir.
+        let wasm = self
+            .wasm
+            .unwrap_or_else(handlers::wasm::WasmRuntime::shared);
+        // Managed policy's `auditLog` wins over every other choice of the log.
+        let audit = policy.settings.audit_log.clone().or(self.audit);
+        let dispatcher = Dispatcher::new(
+            policy.clone(),
+            Handlers::new(Some(wasm)),
+            sessions,
+            self.launcher,
+            self.session_files,
+        )
+        .with_audit(audit.map(AuditLog::new));
+        let mut watched = sources.watched_paths();
+        if let WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) = &self.trust {
+            watched.push(store.clone());
+            if let Some(dir) = store.parent() {
+                watched.push(dir.to_path_buf());
+            }
+        }
+        watched.extend(
+            dispatcher
+                .policy()
+                .hooks
+                .iter()
+                .filter_map(|hook| match &hook.handler {
+                    policy::HandlerSpec::Wasm(wasm) => Some(wasm.plugin.clone()),
+                    _ => None,
+                }),
+        );
+        watched.sort();
+        watched.dedup();
+        Host {
+            dispatcher,
+            built: policy,
+            watched: Arc::new(watched),
+            last_good: Arc::new(last_good),
+        }
+    }
+}
+
+/// A hook host: a resolved policy and the runners to dispatch events with it.
+#[derive(Debug, Clone)]
+pub struct Host {
+    dispatcher: Dispatcher,
+    /// The policy as built, without notices added since ([`Host::with_notice`]).
+    built: Arc<Policy>,
+    watched: Arc<Vec<PathBuf>>,
+    /// The last good version of each file source, for [`HostBuilder::reload_of`].
+    last_good: Arc<config::LastGood>,
+}
+
+impl Host {
+    /// Every file whose change can change this host's policy: the config sources
+    /// (present or not), the trust store, and the plugins its hooks reference.
+    pub fn watched_paths(&self) -> &[PathBuf] {
+        &self.watched
+    }
+
+    /// The state of [`Host::watched_paths`] now: while it is unchanged, a host built
+    /// again would be built from the same files.
+    pub fn fingerprint(&self) -> SourcesFingerprint {
+        SourcesFingerprint(
+            self.watched
+                .iter()
+                .map(|path| {
+                    let stamp = std::fs::metadata(path)
+                        .ok()
+                        .map(|m| config::file::FileStamp::of(&m));
+                    (path.clone(), stamp)
+                })
+                .collect(),
+        )
+    }
+
+    /// This host as built, with `notice` on every outcome (replacing a notice added
+    /// before): what a daemon serves when a rebuild failed.
+    pub fn with_notice(&self, notice: impl Into<String>) -> Host {
+        let mut policy = Policy::clone(&self.built);
+        policy.notices.push(notice.into());
+        Host {
+            dispatcher: self.dispatcher.with_policy(Arc::new(policy)),
+            ..self.clone()
+        }
+    }
+
+    /// This host, also remembering the last good versions of the files `other` was built
+    /// from (the newer version where both have one), up to a bound: what a daemon that
+    /// forgets `other` (to bound its memory) keeps of it, so that rebuilding `other`'s
+    /// project later still has a previous version of each of its files.
+    pub fn remembering(&self, other: &Host) -> Host {
+        let mut merged = config::LastGood::clone(&self.last_good);
+        for (key, source) in other.last_good.iter() {
+            let newer = merged.get(key).is_none_or(|kept| kept.since < source.since);
+            if newer && (merged.len() < LAST_GOOD_FILES || merged.contains_key(key)) {
+                merged.insert(key.clone(), source.clone());
+            }
+        }
+        Host {
+            last_good: Arc::new(merged),
+            ..self.clone()
+        }
+    }
+
+    /// Builds the host again (a daemon's reload after its files changed): `build` gets
+    /// this host, to pass to [`HostBuilder::reload_of`]. A build that panics leaves this
+    /// host serving, with a notice on every outcome saying that the reload failed and the
+    /// previous config stays in force.
+    pub fn rebuild(&self, build: impl FnOnce(&Host) -> Host) -> Host {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(self))) {
+            Ok(host) => host,
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!("config reload failed: {message}");
+                self.with_notice(format!(
+                    "config reload failed (the new config could not be built: {message}); \
+                     the previous config stays in force until its files change again"
+                ))
+            }
+        }
+    }
+
+    /// The resolved policy.
+    pub fn policy(&self) -> &Arc<Policy> {
+        self.dispatcher.policy()
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// Dispatches one event and returns the merged outcome.
+    ///
+    /// # Errors
+    ///
+    /// An unknown event or an input that is not a JSON object.
+    pub async fn dispatch(&self, event: &str, input: Value) -> Result<Outcome, DispatchError> {
+        self.dispatcher.dispatch(event, input).await
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GUARD: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "id": "guard", "command": "exit 2"}]}]}}"#;
+
+    struct Dirs {
+        _root: tempfile::TempDir,
+        project: PathBuf,
+        user: PathBuf,
+        managed: PathBuf,
+    }
+
+    fn dirs() -> Dirs {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().to_path_buf();
+        let d = Dirs {
+            project: base.join("project"),
+            user: base.join("user"),
+            managed: base.join("managed"),
+            _root: root,
+        };
+        for dir in [&d.project, &d.user, &d.managed] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        d
+    }
+
+    fn builder(d: &Dirs) -> HostBuilder {
+        HostBuilder::new(&d.project)
+            .user_dir(&d.user)
+            .managed_dir(&d.managed)
+    }
+
+    /// The hooks that would run: `(id, skipped)`.
+    fn running(host: &Host) -> Vec<String> {
+        host.policy()
+            .hooks
+            .iter()
+            .filter(|h| h.skip.is_none())
+            .map(|h| h.id.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_daemon_keeps_the_last_good_version_of_a_broken_file_in_force() {
+        let d = dirs();
+        let file = d.user.join("hooks.json");
+        std::fs::write(&file, GUARD).unwrap();
+        let mut host = builder(&d).reload_of(None).build();
+        assert_eq!(running(&host), ["guard"]);
+        assert!(host.policy().notices.is_empty());
+        let broken_versions = [
+            "{ not json",
+            r#"{"hooks": {"PreToolUse": {}}}"#,
+            // Parses, but its hook cannot be built (an invalid regex matcher).
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": [
+                {"type": "command", "id": "guard", "command": "true"}]}]}}"#,
+        ];
+        for broken in broken_versions {
+            std::fs::write(&file, broken).unwrap();
+            // The one-shot rule: no previous version, the file's hooks are skipped.
+            let one_shot = builder(&d).build();
+            assert!(running(&one_shot).is_empty(), "{broken}");
+            assert!(
+                one_shot.policy().notices[0].starts_with("config error, hooks skipped"),
+                "{:?}",
+                one_shot.policy().notices
+            );
+            host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+            assert_eq!(running(&host), ["guard"], "{broken}");
+            let notices = &host.policy().notices;
+            assert_eq!(notices.len(), 1, "{notices:?}");
+            assert!(
+                notices[0].contains(&file.display().to_string())
+                    && notices[0].contains("previous version of this file")
+                    && notices[0].contains("stays in force"),
+                "{notices:?}"
+            );
+        }
+        // Fixed: the new version is in force and the notice is gone.
+        std::fs::write(&file, GUARD.replace("\"guard\"", "\"guard-2\"")).unwrap();
+        host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert_eq!(running(&host), ["guard-2"]);
+        assert!(host.policy().notices.is_empty());
+        // Removing the file removes its hooks: an absent file is not a broken one.
+        std::fs::remove_file(&file).unwrap();
+        host = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert!(running(&host).is_empty());
+    }
+
+    /// A dispatch daemon whose requests alternate between projects builds each host with
+    /// the other project's host as its previous one: the user's file (shared) and each
+    /// project's own files keep their last good versions across the switches.
+    #[test]
+    fn last_good_versions_survive_switching_projects() {
+        let d = dirs();
+        let other = d.project.parent().unwrap().join("other");
+        std::fs::create_dir_all(other.join(".hookhost")).unwrap();
+        std::fs::create_dir_all(d.project.join(".hookhost")).unwrap();
+        let of = |project: &std::path::Path| {
+            HostBuilder::new(project)
+                .user_dir(&d.user)
+                .managed_dir(&d.managed)
+                .workspace_trust(WorkspaceTrust::Explicit)
+        };
+        let user = d.user.join("hooks.json");
+        let project_file = d.project.join(".hookhost/hooks.json");
+        std::fs::write(&user, GUARD).unwrap();
+        std::fs::write(
+            &project_file,
+            GUARD.replace("\"guard\"", "\"project-guard\""),
+        )
+        .unwrap();
+        let a = of(&d.project).reload_of(None).build();
+        let mut running_a = running(&a);
+        running_a.sort();
+        assert_eq!(running_a, ["guard", "project-guard"]);
+        std::fs::write(&user, "{ broken").unwrap();
+        std::fs::write(&project_file, "{ broken").unwrap();
+        let b = of(&other).reload_of(Some(&a)).build();
+        assert_eq!(
+            running(&b),
+            ["guard"],
+            "the user's guard, in another project"
+        );
+        let a_again = of(&d.project).reload_of(Some(&b)).build();
+        let mut running_a = running(&a_again);
+        running_a.sort();
+        assert_eq!(
+            running_a,
+            ["guard", "project-guard"],
+            "the project's guard, after a request about another project"
+        );
+    }
+
+    #[test]
+    fn broken_managed_policy_keeps_its_last_good_version_or_fails_closed() {
+        let d = dirs();
+        let managed = d.managed.join("managed.json");
+        std::fs::write(&managed, r#"{"allowManagedHooksOnly": false}"#).unwrap();
+        std::fs::write(d.user.join("hooks.json"), GUARD).unwrap();
+        let host = builder(&d).reload_of(None).build();
+        std::fs::write(&managed, r#"{"allowManagedHooksOnly": "no"}"#).unwrap();
+        let reloaded = host.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert_eq!(
+            running(&reloaded),
+            ["guard"],
+            "the previous managed file is in force"
+        );
+        // A daemon that starts while managed policy is broken has no previous version.
+        let fresh = builder(&d).reload_of(None).build();
+        assert!(running(&fresh).is_empty());
+        assert!(
+            fresh.policy().hooks[0]
+                .skip
+                .as_deref()
+                .unwrap()
+                .starts_with("managed policy is broken")
+        );
+    }
+
+    #[test]
+    fn a_rebuild_that_panics_keeps_the_previous_host_with_a_notice() {
+        let d = dirs();
+        std::fs::write(d.user.join("hooks.json"), GUARD).unwrap();
+        let host = builder(&d).reload_of(None).build();
+        let kept = host.rebuild(|_| panic!("boom"));
+        assert_eq!(running(&kept), ["guard"]);
+        assert_eq!(kept.policy().notices.len(), 1);
+        assert!(
+            kept.policy().notices[0].contains("config reload failed")
+                && kept.policy().notices[0].contains("boom")
+                && kept.policy().notices[0].contains("previous config stays in force"),
+            "{:?}",
+            kept.policy().notices
+        );
+        let again = kept.rebuild(|_| panic!("bang"));
+        assert_eq!(again.policy().notices.len(), 1, "notices do not pile up");
+        let recovered = again.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
+        assert!(recovered.policy().notices.is_empty());
+    }
+
+    #[test]
+    fn the_fingerprint_sees_a_rewrite_of_the_same_size_and_mtime() {
+        let d = dirs();
+        let file = d.user.join("hooks.json");
+        std::fs::write(&file, GUARD).unwrap();
+        let host = builder(&d).build();
+        let before = host.fingerprint();
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&file, GUARD.replace("exit 2", "exit 0")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let after = host.fingerprint();
+        assert_ne!(before, after);
+        assert_eq!(
+            after.changed_since(&before).into_iter().collect::<Vec<_>>(),
+            [file]
+        );
+    }
+}
