@@ -799,7 +799,7 @@ fn describe_answers_are_memoized_per_digest() {
         .get("Stop")
         .unwrap()
         .clone();
-    let invocation = hookhost::handlers::wasm::invocation(spec, json!({}), project.path()).unwrap();
+    let invocation = hookhost::event::Invocation::new(spec, json!({}), project.path()).unwrap();
     let run = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

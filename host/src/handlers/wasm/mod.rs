@@ -33,7 +33,6 @@ mod instances;
 mod limits;
 mod load;
 mod state;
-mod tooling;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,7 +52,6 @@ pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
 pub use state::{MAX_CONNECTIONS, MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES};
-pub use tooling::{PluginTestReport, invocation, parse_grant, test_plugin};
 
 use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
