@@ -36,14 +36,17 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::config::file::{FileError, open_regular, read_regular};
+use crate::config::file::{
+    FileError, FileStamp, effective_uid, open_regular, read_regular, unsafe_owner_or_mode,
+};
+use crate::session::private_dir;
 
 /// The wasmtime release the host is built with; part of every cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
@@ -138,8 +141,7 @@ impl CacheKey {
                 Err(FileError::NotFound) => Ok(None),
                 Err(e) => Err(format!("{}: {e}", path.display())),
                 Ok((bytes, meta)) => {
-                    // SAFETY: `geteuid` has no preconditions.
-                    let me = unsafe { libc::geteuid() };
+                    let me = effective_uid();
                     if meta.uid() != me || meta.mode() & 0o077 != 0 {
                         return Err(format!(
                             "{} is owned by uid {} with mode {:o}; it must be this user's ({me}) and 0600",
@@ -156,10 +158,11 @@ impl CacheKey {
                 }
             }
         };
+        // The directory first: whoever owns it can swap what is in it, a key included.
+        private_dir(dir).map_err(|e| e.to_string())?;
         if let Some(key) = read(&path)? {
             return Ok(key);
         }
-        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut key = [0u8; 32];
         getrandom::getrandom(&mut key).map_err(|e| format!("no randomness for a key: {e}"))?;
         // Written to a temporary file and linked into place, which fails when another
@@ -182,15 +185,6 @@ impl CacheKey {
             Err(e) => Err(format!("cannot create {}: {e}", path.display())),
         }
     }
-}
-
-/// Creates `dir` (and its parents) with mode 0700 where it does not exist.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// The compile cache of one engine.
@@ -225,57 +219,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// What identifies one version of a file: any write changes its mtime and ctime, and a
-/// ctime cannot be set back by a user, so an unchanged stamp means unchanged content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileStamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileStamp {
-    pub(super) fn of(meta: &std::fs::Metadata) -> FileStamp {
-        use std::os::unix::fs::MetadataExt;
-        FileStamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    /// Whether the file has been left alone for [`SETTLE_TIME`]. File times have the
-    /// kernel's tick as resolution, so a file changed in the last moments could change
-    /// again without a new stamp: like git's "racily clean" entries, such a stamp is not
-    /// trusted for later runs.
-    fn settled(&self) -> bool {
-        let latest = self.mtime.max(self.ctime);
-        let changed = UNIX_EPOCH + Duration::new(latest.0.max(0) as u64, latest.1 as u32);
-        SystemTime::now()
-            .duration_since(changed)
-            .is_ok_and(|age| age >= SETTLE_TIME)
-    }
-}
-
-impl std::fmt::Display for FileStamp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
-            self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
-        )
-    }
+/// Whether a file whose stamp is `stamp` has been left alone for [`SETTLE_TIME`]. File
+/// times have the kernel's tick as resolution, so a file changed in the last moments
+/// could change again without a new stamp: like git's "racily clean" entries, such a
+/// stamp is not trusted for later runs.
+fn settled(stamp: &FileStamp) -> bool {
+    SystemTime::now()
+        .duration_since(stamp.changed_at())
+        .is_ok_and(|age| age >= SETTLE_TIME)
 }
 
 /// Writes `text` to `path` (mode 0600) through a temporary file renamed into place.
 fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
+    private_dir(dir).map_err(std::io::Error::other)?;
     // Unique per process and per write: two threads storing the same entry must not
     // write into one temporary file.
     static WRITES: AtomicU64 = AtomicU64::new(0);
@@ -302,9 +260,7 @@ fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
 /// else may write it. Only such a file is mapped, since truncating a mapped file kills
 /// the process that maps it.
 fn only_ours(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: `geteuid` has no preconditions.
-    meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o022 == 0
+    unsafe_owner_or_mode(meta, &[effective_uid()], 0o022).is_none()
 }
 
 /// Whether `/proc/self/fd` reopens a descriptor (not in every container).
@@ -419,7 +375,7 @@ impl CompileCache {
         // Stamped with the metadata taken before the read: a file changed meanwhile has
         // another stamp next time. A file changed in the last moments is not memoized.
         if let Some((key, memo, name)) = &memo
-            && stamp.settled()
+            && settled(&stamp)
         {
             let record = key.seal(&[name, &stamp.to_string(), &digest]);
             if let Err(e) = write_atomically(memo, record.as_bytes()) {
@@ -795,5 +751,24 @@ mod tests {
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = CacheKey::load_or_create(&cache_dir).unwrap_err();
         assert!(e.contains("0600"), "{e}");
+    }
+
+    #[test]
+    fn a_cache_directory_of_another_user_gets_no_key() {
+        // Whoever owns the directory can replace what is in it: a key kept there would
+        // authenticate nothing.
+        if effective_uid() != 0 {
+            eprintln!(
+                "SKIPPED: a_cache_directory_of_another_user_gets_no_key: needs root to give a directory away"
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cache_dir = dir.path().join("c");
+        std::fs::create_dir(&cache_dir).unwrap();
+        std::os::unix::fs::chown(&cache_dir, Some(65534), Some(65534)).unwrap();
+        let e = CacheKey::load_or_create(&cache_dir).unwrap_err();
+        assert!(e.contains("belongs to uid 65534"), "{e}");
+        assert!(!cache_dir.join("auth.key").exists());
     }
 }
