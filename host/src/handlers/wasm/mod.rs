@@ -25,6 +25,7 @@
 
 mod bindings;
 pub mod cache;
+mod cache_key;
 mod convert;
 mod engine;
 mod grants;
