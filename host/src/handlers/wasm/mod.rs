@@ -443,7 +443,7 @@ impl Sandbox {
                 warnings: Vec::new(),
             };
         }
-        let (live, warnings) = match capability::intersect(
+        let (live, mut warnings) = match capability::intersect(
             &call.capabilities,
             &loaded.declared,
             &invocation.project_dir,
@@ -458,6 +458,7 @@ impl Sandbox {
                 );
             }
         };
+        warnings.extend(unpassable_env(&live));
         let grants = GrantCheck {
             ceilings,
             workspace: &invocation.project_dir,
@@ -624,6 +625,18 @@ fn home_dir() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// Warnings for granted variables whose value cannot reach the plugin: WASI passes
+/// environment values as strings, so a value that is not UTF-8 is left out (rather than
+/// changed), and the user is told why the plugin does not see it.
+fn unpassable_env(live: &Live) -> impl Iterator<Item = String> + '_ {
+    live.env.iter().filter_map(|name| {
+        std::env::var_os(name)
+            .is_some_and(|value| value.to_str().is_none())
+            .then(|| format!("env grant `{name}`: its value is not UTF-8; not passed"))
+    })
+}
+
+/// The values of the granted variables that are set (and UTF-8; see [`unpassable_env`]).
 fn env_values(live: &Live) -> Vec<(String, String)> {
     live.env
         .iter()
