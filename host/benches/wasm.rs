@@ -12,8 +12,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookhost::event::Invocation;
 use hookhost::handlers::wasm::{
-    CompileCache, PluginCall, WasmRuntime, engine_config, instance_pool_available, invocation,
+    CompileCache, PluginCall, WasmRuntime, engine_config, instance_pool_available,
 };
 use hookhost::outcome::{Decision, HookStatus};
 use hookhost::{EventCatalogue, HostBuilder};
@@ -259,7 +260,7 @@ fn sandbox_times(
         .get("PreToolUse")
         .expect("event")
         .clone();
-    let invocation = invocation(spec, input.clone(), project).expect("invocation");
+    let invocation = Invocation::new(spec, input.clone(), project).expect("invocation");
     let mut times = Vec::with_capacity(n);
     let mut cpu = Vec::with_capacity(n);
     // The call runs on this thread, as it does in the one-shot CLI.

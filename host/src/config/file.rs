@@ -185,6 +185,18 @@ impl FileStamp {
     }
 }
 
+/// The stamp as one line of text, as the compile cache records it: a change of the
+/// format makes every record stale, so it stays as it is.
+impl std::fmt::Display for FileStamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
+            self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
+        )
+    }
+}
+
 /// Why a file or directory that decides security (the trust store, managed policy) is
 /// not to be believed: owned by a user other than `owners` allows, or writable by
 /// others (`forbidden_mode` bits, e.g. `0o022` for group and others).

@@ -10,6 +10,7 @@ mod parse;
 pub mod schema;
 mod sources;
 
+pub(crate) use parse::kind_of;
 pub use parse::parse_settings;
 pub use sources::{
     ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig, Origin, SourceKind,

@@ -202,7 +202,8 @@ fn typed<T: DeserializeOwned>(value: &Value, location: &str, base: &str) -> Resu
     })
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// The JSON type of a value, for messages (the value itself may be large).
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

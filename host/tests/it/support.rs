@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use hookhost::handlers::wasm::{PluginCall, PluginRun, WasmRuntime, invocation};
+use hookhost::event::Invocation;
+use hookhost::handlers::wasm::{PluginCall, PluginRun, WasmRuntime};
 use hookhost::outcome::{HookReport, Outcome};
 use hookhost::{EventCatalogue, HostBuilder};
 use serde_json::{Value, json};
@@ -67,7 +68,7 @@ pub fn run(call: &PluginCall, event: &str, input: Value, project: &Path) -> Plug
         .get(event)
         .expect("known event")
         .clone();
-    let invocation = invocation(spec, input, project).expect("object input");
+    let invocation = Invocation::new(spec, input, project).expect("object input");
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

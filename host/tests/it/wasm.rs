@@ -653,7 +653,7 @@ fn compile_cache_hits_and_rebuilds_corrupt_or_mismatched_entries() {
         .unwrap()
         .clone();
     let input = json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}});
-    let invocation = hookhost::handlers::wasm::invocation(spec, input, project.path()).unwrap();
+    let invocation = hookhost::event::Invocation::new(spec, input, project.path()).unwrap();
     let call_once = |runtime: &WasmRuntime| {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -829,50 +829,4 @@ fn failure_kinds_are_mapped() {
         "{:?}",
         result.run.verdict
     );
-}
-
-#[test]
-fn plugin_test_reports_the_response_and_resource_use() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(project.path().join(".hookhost")).unwrap();
-    std::fs::write(project.path().join(".hookhost/tests-passed"), "fail\n").unwrap();
-    let mut c = PluginCall::new(plugins::TEST_GATE);
-    hookhost::handlers::wasm::parse_grant("dir=${workspace}:ro", &mut c.capabilities).unwrap();
-    let report = hookhost::handlers::wasm::test_plugin(
-        &runtime(),
-        &c,
-        "Stop",
-        json!({"session_id": "t"}),
-        project.path(),
-    )
-    .unwrap();
-    assert_eq!(report.status, "ok");
-    assert_eq!(report.response.as_ref().unwrap()["decision"], "block");
-    assert!(report.fuel.is_some_and(|f| f > 0) && report.memory_bytes.is_some_and(|m| m > 0));
-    assert_eq!(report.fuel_limit, hookhost::handlers::wasm::DEFAULT_FUEL);
-
-    c.fuel = 1_000;
-    let report =
-        hookhost::handlers::wasm::test_plugin(&runtime(), &c, "Stop", json!({}), project.path())
-            .unwrap();
-    assert_eq!(
-        (report.status, report.failure),
-        ("failed", Some(FailureKind::Limit))
-    );
-    assert!(
-        report
-            .message
-            .unwrap()
-            .contains("fuel exhausted after 1000 units")
-    );
-
-    let err = hookhost::handlers::wasm::test_plugin(
-        &runtime(),
-        &c,
-        "NoSuchEvent",
-        json!({}),
-        project.path(),
-    )
-    .unwrap_err();
-    assert!(err.contains("NoSuchEvent"));
 }

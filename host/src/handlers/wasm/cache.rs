@@ -5,7 +5,7 @@
 //! **Authenticated, not trusted.** Anything in the cache directory could have been
 //! written by someone else (another plugin, a repository, another process), and an
 //! artifact is native code that runs unchecked. So every record the cache keeps is
-//! authenticated with HMAC-SHA256 under a per-user key ([`CacheKey`], `auth.key`, 0600,
+//! authenticated with HMAC-SHA256 under a per-user key (`cache_key.rs`: `auth.key`, 0600,
 //! made by the first hookhost that uses the directory): whoever cannot read the key
 //! cannot write a record that verifies. An entry is `<key>.cwasm` plus `<key>.sha256`:
 //! the artifact's sha256, the stamp (device, inode, size, mtime, ctime) the artifact had
@@ -36,14 +36,18 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
-use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::config::file::{FileError, open_regular, read_regular};
+use crate::config::file::{
+    FileError, FileStamp, effective_uid, open_regular, read_regular, unsafe_owner_or_mode,
+};
+use crate::session::private_dir;
+
+use super::cache_key::{CacheKey, MAX_RECORD_BYTES};
 
 /// The wasmtime release the host is built with; part of every cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
@@ -53,13 +57,6 @@ const SETTLE_TIME: Duration = Duration::from_secs(1);
 
 /// The largest artifact the cache reads; a larger file is not one of ours.
 const MAX_ARTIFACT_BYTES: u64 = 4 << 30;
-
-/// The largest record (sidecar, memo, key) the cache reads.
-const MAX_RECORD_BYTES: u64 = 64 * 1024;
-
-/// The first line of every authenticated record: a new format gets a new tag, so that
-/// records of another format never verify.
-const RECORD_TAG: &str = "hookhost-cache-2";
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,125 +69,6 @@ pub enum CacheStatus {
     Rebuilt(String),
     /// Compiled without a cache (no cache directory, or it is not writable).
     Uncached,
-}
-
-/// The per-user key that authenticates cache records: 32 random bytes in
-/// `<cache>/auth.key`, created 0600 by the first hookhost that uses the directory and
-/// accepted only when it is a regular file owned by this user that no one else may read
-/// or write.
-#[derive(Clone)]
-pub struct CacheKey([u8; 32]);
-
-impl std::fmt::Debug for CacheKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CacheKey(…)")
-    }
-}
-
-impl CacheKey {
-    /// The MAC of `fields`, each ended by a newline, after the record tag.
-    fn mac(&self, fields: &[&str]) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key size");
-        mac.update(RECORD_TAG.as_bytes());
-        mac.update(b"\n");
-        for field in fields {
-            mac.update(field.as_bytes());
-            mac.update(b"\n");
-        }
-        mac
-    }
-
-    /// A record: the tag, the fields, and their MAC, one per line.
-    fn seal(&self, fields: &[&str]) -> String {
-        let tag = hex::encode(self.mac(fields).finalize().into_bytes());
-        let mut text = format!("{RECORD_TAG}\n");
-        for field in fields {
-            text.push_str(field);
-            text.push('\n');
-        }
-        text.push_str(&tag);
-        text.push('\n');
-        text
-    }
-
-    /// The fields of a record sealed by [`CacheKey::seal`] with `count` fields, if its
-    /// MAC verifies (in constant time).
-    fn open<'t>(&self, text: &'t str, count: usize) -> Option<Vec<&'t str>> {
-        let mut lines = text.lines();
-        if lines.next()? != RECORD_TAG {
-            return None;
-        }
-        let fields: Vec<&str> = lines.by_ref().take(count).collect();
-        let tag = hex::decode(lines.next()?).ok()?;
-        if fields.len() != count || lines.next().is_some() {
-            return None;
-        }
-        self.mac(&fields).verify_slice(&tag).ok()?;
-        Some(fields)
-    }
-
-    /// The key of the cache directory `dir`, created when absent.
-    fn load_or_create(dir: &Path) -> Result<CacheKey, String> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let path = dir.join("auth.key");
-        let read = |path: &Path| -> Result<Option<CacheKey>, String> {
-            match read_regular(path, MAX_RECORD_BYTES) {
-                Err(FileError::NotFound) => Ok(None),
-                Err(e) => Err(format!("{}: {e}", path.display())),
-                Ok((bytes, meta)) => {
-                    // SAFETY: `geteuid` has no preconditions.
-                    let me = unsafe { libc::geteuid() };
-                    if meta.uid() != me || meta.mode() & 0o077 != 0 {
-                        return Err(format!(
-                            "{} is owned by uid {} with mode {:o}; it must be this user's ({me}) and 0600",
-                            path.display(),
-                            meta.uid(),
-                            meta.mode() & 0o7777
-                        ));
-                    }
-                    let key: [u8; 32] = hex::decode(String::from_utf8_lossy(&bytes).trim())
-                        .ok()
-                        .and_then(|k| k.try_into().ok())
-                        .ok_or_else(|| format!("{} is not a key", path.display()))?;
-                    Ok(Some(CacheKey(key)))
-                }
-            }
-        };
-        if let Some(key) = read(&path)? {
-            return Ok(key);
-        }
-        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut key = [0u8; 32];
-        getrandom::getrandom(&mut key).map_err(|e| format!("no randomness for a key: {e}"))?;
-        // Written to a temporary file and linked into place, which fails when another
-        // process got there first: then its key is the one.
-        let tmp = dir.join(format!(".auth.key.{}.tmp", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(hex::encode(key).as_bytes()));
-        let linked = written.and_then(|()| std::fs::hard_link(&tmp, &path));
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => Ok(CacheKey(key)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path)?
-                .ok_or_else(|| format!("{} vanished while it was created", path.display())),
-            Err(e) => Err(format!("cannot create {}: {e}", path.display())),
-        }
-    }
-}
-
-/// Creates `dir` (and its parents) with mode 0700 where it does not exist.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// The compile cache of one engine.
@@ -225,57 +103,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// What identifies one version of a file: any write changes its mtime and ctime, and a
-/// ctime cannot be set back by a user, so an unchanged stamp means unchanged content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileStamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileStamp {
-    pub(super) fn of(meta: &std::fs::Metadata) -> FileStamp {
-        use std::os::unix::fs::MetadataExt;
-        FileStamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    /// Whether the file has been left alone for [`SETTLE_TIME`]. File times have the
-    /// kernel's tick as resolution, so a file changed in the last moments could change
-    /// again without a new stamp: like git's "racily clean" entries, such a stamp is not
-    /// trusted for later runs.
-    fn settled(&self) -> bool {
-        let latest = self.mtime.max(self.ctime);
-        let changed = UNIX_EPOCH + Duration::new(latest.0.max(0) as u64, latest.1 as u32);
-        SystemTime::now()
-            .duration_since(changed)
-            .is_ok_and(|age| age >= SETTLE_TIME)
-    }
-}
-
-impl std::fmt::Display for FileStamp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
-            self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
-        )
-    }
+/// Whether a file whose stamp is `stamp` has been left alone for [`SETTLE_TIME`]. File
+/// times have the kernel's tick as resolution, so a file changed in the last moments
+/// could change again without a new stamp: like git's "racily clean" entries, such a
+/// stamp is not trusted for later runs.
+fn settled(stamp: &FileStamp) -> bool {
+    SystemTime::now()
+        .duration_since(stamp.changed_at())
+        .is_ok_and(|age| age >= SETTLE_TIME)
 }
 
 /// Writes `text` to `path` (mode 0600) through a temporary file renamed into place.
 fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
+    private_dir(dir).map_err(std::io::Error::other)?;
     // Unique per process and per write: two threads storing the same entry must not
     // write into one temporary file.
     static WRITES: AtomicU64 = AtomicU64::new(0);
@@ -302,9 +144,7 @@ fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
 /// else may write it. Only such a file is mapped, since truncating a mapped file kills
 /// the process that maps it.
 fn only_ours(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: `geteuid` has no preconditions.
-    meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o022 == 0
+    unsafe_owner_or_mode(meta, &[effective_uid()], 0o022).is_none()
 }
 
 /// Whether `/proc/self/fd` reopens a descriptor (not in every container).
@@ -419,7 +259,7 @@ impl CompileCache {
         // Stamped with the metadata taken before the read: a file changed meanwhile has
         // another stamp next time. A file changed in the last moments is not memoized.
         if let Some((key, memo, name)) = &memo
-            && stamp.settled()
+            && settled(&stamp)
         {
             let record = key.seal(&[name, &stamp.to_string(), &digest]);
             if let Err(e) = write_atomically(memo, record.as_bytes()) {
@@ -763,37 +603,5 @@ mod tests {
         // Without a cache directory, nothing is memoized.
         let uncached = CompileCache::new(None, &Engine::default());
         assert!(digest_of(&uncached, &file).1);
-    }
-
-    #[test]
-    fn records_verify_only_under_their_key_and_untouched() {
-        let key = CacheKey([7; 32]);
-        let other = CacheKey([8; 32]);
-        let record = key.seal(&["name", "digest", "stamp"]);
-        assert_eq!(key.open(&record, 3), Some(vec!["name", "digest", "stamp"]));
-        assert_eq!(other.open(&record, 3), None, "another key");
-        assert_eq!(key.open(&record.replace("digest", "digesu"), 3), None);
-        assert_eq!(key.open(&record, 2), None, "another shape");
-        assert_eq!(key.open("hookhost-cache-2\nname\ndigest\nstamp\n", 3), None);
-        let mut extra = record.clone();
-        extra.push_str("more\n");
-        assert_eq!(key.open(&extra, 3), None);
-    }
-
-    #[test]
-    fn the_key_is_private_and_shared_by_later_processes() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let cache_dir = dir.path().join("c");
-        let first = CacheKey::load_or_create(&cache_dir).unwrap();
-        let again = CacheKey::load_or_create(&cache_dir).unwrap();
-        assert_eq!(first.0, again.0);
-        let key = cache_dir.join("auth.key");
-        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        // A key others can read is not a secret any more: refused.
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = CacheKey::load_or_create(&cache_dir).unwrap_err();
-        assert!(e.contains("0600"), "{e}");
     }
 }

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::bindings::{Event, Permission, Response};
+use crate::config::kind_of;
 use crate::event::{DecisionStyle, EventSpec};
 use crate::handlers::output::{OUTPUT_JSON_CAP, OUTPUT_TEXT_CAP, cap_text};
 use crate::handlers::{Answer, HookOutput, Invocation};
@@ -314,18 +315,6 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<Converted, String> {
         json,
         notes,
     })
-}
-
-/// The JSON type of a value, for messages (the value itself may be large).
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

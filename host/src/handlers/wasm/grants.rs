@@ -66,11 +66,9 @@ impl CacheGuard {
     /// The guard of the cache directory `dir`, created (0700) when absent so that it
     /// has an identity to compare with.
     pub(super) fn new(dir: &Path) -> Option<CacheGuard> {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir);
+        // Made (as the cache makes it) so that it can be resolved; a directory that
+        // cannot be made private is still guarded, and the cache will refuse it.
+        let _ = crate::session::private_dir(dir);
         let real = std::fs::canonicalize(dir).ok()?;
         let id = id_of(&std::fs::metadata(&real).ok()?);
         let above = real

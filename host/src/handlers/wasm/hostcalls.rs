@@ -175,12 +175,39 @@ fn guard_open(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// Converts the host's stream error into the guest's, as wasmtime-wasi does.
-fn stream_error(
+/// A stream call's answer to the guest: the host's stream error converted into the
+/// guest's, as wasmtime-wasi does.
+fn answer<T>(
     store: &mut StoreContextMut<'_, State>,
-    error: wasmtime_wasi_io::streams::StreamError,
-) -> wasmtime::Result<StreamError> {
-    streams::Host::convert_stream_error(&mut store.data_mut().table, error)
+    result: Result<T, wasmtime_wasi_io::streams::StreamError>,
+) -> wasmtime::Result<(Result<T, StreamError>,)> {
+    Ok((match result {
+        Ok(value) => Ok(value),
+        Err(e) => Err(streams::Host::convert_stream_error(
+            &mut store.data_mut().table,
+            e,
+        )?),
+    },))
+}
+
+/// Charges a stream call that moved bytes (`moved` of what it returned), then answers.
+/// Reads, skips and splices are charged after the fact, for what they moved; writes are
+/// charged before, for what they were asked to move.
+fn charged<T>(
+    store: &mut StoreContextMut<'_, State>,
+    result: Result<T, wasmtime_wasi_io::streams::StreamError>,
+    moved: impl FnOnce(&T) -> usize,
+) -> wasmtime::Result<(Result<T, StreamError>,)> {
+    if let Ok(value) = &result {
+        charge(store, cost(moved(value)))?;
+    }
+    answer(store, result)
+}
+
+/// A byte count from the guest as a length (saturating: a count above memory is charged
+/// as the most there could be).
+fn as_len(count: &u64) -> usize {
+    usize::try_from(*count).unwrap_or(usize::MAX)
 }
 
 /// Stream reads and writes, charged by the bytes they move.
@@ -195,13 +222,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          (stream, len): (Resource<DynInputStream>, u64)|
          -> Read {
             let read = HostInputStream::read(&mut store.data_mut().table, stream, len);
-            Ok((match read {
-                Ok(bytes) => {
-                    charge(&mut store, cost(bytes.len()))?;
-                    Ok(bytes)
-                }
-                Err(e) => Err(stream_error(&mut store, e)?),
-            },))
+            charged(&mut store, read, Vec::len)
         },
     )?;
     io.func_wrap_async(
@@ -210,13 +231,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             Box::new(async move {
                 let read =
                     HostInputStream::blocking_read(&mut store.data_mut().table, stream, len).await;
-                let read: Read = Ok((match read {
-                    Ok(bytes) => {
-                        charge(&mut store, cost(bytes.len()))?;
-                        Ok(bytes)
-                    }
-                    Err(e) => Err(stream_error(&mut store, e)?),
-                },));
+                let read: Read = charged(&mut store, read, Vec::len);
                 read
             })
         },
@@ -227,28 +242,17 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          (stream, len): (Resource<DynInputStream>, u64)|
          -> Count {
             let skipped = HostInputStream::skip(&mut store.data_mut().table, stream, len);
-            Ok((match skipped {
-                Ok(n) => {
-                    charge(&mut store, cost(n as usize))?;
-                    Ok(n)
-                }
-                Err(e) => Err(stream_error(&mut store, e)?),
-            },))
+            charged(&mut store, skipped, as_len)
         },
     )?;
     io.func_wrap_async(
         "[method]input-stream.blocking-skip",
-        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynInputStream>, u64)| {
+        |mut store: StoreContextMut<'_, State>,
+         (stream, len): (Resource<DynInputStream>, u64)| {
             Box::new(async move {
                 let skipped =
                     HostInputStream::blocking_skip(&mut store.data_mut().table, stream, len).await;
-                let skipped: Count = Ok((match skipped {
-                    Ok(n) => {
-                        charge(&mut store, cost(n as usize))?;
-                        Ok(n)
-                    }
-                    Err(e) => Err(stream_error(&mut store, e)?),
-                },));
+                let skipped: Count = charged(&mut store, skipped, as_len);
                 skipped
             })
         },
@@ -260,10 +264,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          -> Done {
             charge(&mut store, cost(bytes.len()))?;
             let written = HostOutputStream::write(&mut store.data_mut().table, stream, bytes);
-            Ok((match written {
-                Ok(()) => Ok(()),
-                Err(e) => Err(stream_error(&mut store, e)?),
-            },))
+            answer(&mut store, written)
         },
     )?;
     io.func_wrap_async(
@@ -278,10 +279,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
                     bytes,
                 )
                 .await;
-                let done: Done = Ok((match written {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(stream_error(&mut store, e)?),
-                },));
+                let done: Done = answer(&mut store, written);
                 done
             })
         },
@@ -291,29 +289,24 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (stream, len): (Resource<DynOutputStream>, u64)|
          -> Done {
-            charge(&mut store, cost(usize::try_from(len).unwrap_or(usize::MAX)))?;
+            charge(&mut store, cost(as_len(&len)))?;
             let written = HostOutputStream::write_zeroes(&mut store.data_mut().table, stream, len);
-            Ok((match written {
-                Ok(()) => Ok(()),
-                Err(e) => Err(stream_error(&mut store, e)?),
-            },))
+            answer(&mut store, written)
         },
     )?;
     io.func_wrap_async(
         "[method]output-stream.blocking-write-zeroes-and-flush",
-        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynOutputStream>, u64)| {
+        |mut store: StoreContextMut<'_, State>,
+         (stream, len): (Resource<DynOutputStream>, u64)| {
             Box::new(async move {
-                charge(&mut store, cost(usize::try_from(len).unwrap_or(usize::MAX)))?;
+                charge(&mut store, cost(as_len(&len)))?;
                 let written = HostOutputStream::blocking_write_zeroes_and_flush(
                     &mut store.data_mut().table,
                     stream,
                     len,
                 )
                 .await;
-                let done: Done = Ok((match written {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(stream_error(&mut store, e)?),
-                },));
+                let done: Done = answer(&mut store, written);
                 done
             })
         },
@@ -324,13 +317,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          (dest, src, len): (Resource<DynOutputStream>, Resource<DynInputStream>, u64)|
          -> Count {
             let spliced = HostOutputStream::splice(&mut store.data_mut().table, dest, src, len);
-            Ok((match spliced {
-                Ok(n) => {
-                    charge(&mut store, cost(n as usize))?;
-                    Ok(n)
-                }
-                Err(e) => Err(stream_error(&mut store, e)?),
-            },))
+            charged(&mut store, spliced, as_len)
         },
     )?;
     io.func_wrap_async(
@@ -341,14 +328,8 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
                 let spliced =
                     HostOutputStream::blocking_splice(&mut store.data_mut().table, dest, src, len)
                         .await;
-                let count: Count = Ok((match spliced {
-                    Ok(n) => {
-                        charge(&mut store, cost(n as usize))?;
-                        Ok(n)
-                    }
-                    Err(e) => Err(stream_error(&mut store, e)?),
-                },));
-                count
+                let spliced: Count = charged(&mut store, spliced, as_len);
+                spliced
             })
         },
     )?;

@@ -10,12 +10,12 @@ use serde::Serialize;
 use wasmtime::component::Component;
 
 use super::bindings::{self, PluginPre};
-use super::cache::{CacheStatus, FileStamp, sha256_hex};
+use super::cache::{CacheStatus, sha256_hex};
 use super::hostcalls::stub_http;
 use super::limits::{Limits, classify_error};
 use super::state::State;
 use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSION};
-use crate::config::file::{FileError, kind_name, open_regular, read_regular};
+use crate::config::file::{FileError, FileStamp, kind_name, open_regular, read_regular};
 use crate::handlers::FailureKind;
 use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{Declared, DirRequest, Live};

@@ -25,15 +25,16 @@
 
 mod bindings;
 pub mod cache;
+mod cache_key;
 mod convert;
 mod engine;
 mod grants;
 mod hostcalls;
+mod http_policy;
 mod instances;
 mod limits;
 mod load;
 mod state;
-mod tooling;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -52,8 +53,8 @@ pub use engine::{engine_config, instance_pool_available};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
-pub use state::{MAX_CONNECTIONS, MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES};
-pub use tooling::{PluginTestReport, invocation, parse_grant, test_plugin};
+pub use http_policy::MAX_CONNECTIONS;
+pub use state::{MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES};
 
 use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
@@ -442,7 +443,7 @@ impl Sandbox {
                 warnings: Vec::new(),
             };
         }
-        let (live, warnings) = match capability::intersect(
+        let (live, mut warnings) = match capability::intersect(
             &call.capabilities,
             &loaded.declared,
             &invocation.project_dir,
@@ -457,6 +458,7 @@ impl Sandbox {
                 );
             }
         };
+        warnings.extend(unpassable_env(&live));
         let grants = GrantCheck {
             ceilings,
             workspace: &invocation.project_dir,
@@ -623,6 +625,18 @@ fn home_dir() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// Warnings for granted variables whose value cannot reach the plugin: WASI passes
+/// environment values as strings, so a value that is not UTF-8 is left out (rather than
+/// changed), and the user is told why the plugin does not see it.
+fn unpassable_env(live: &Live) -> impl Iterator<Item = String> + '_ {
+    live.env.iter().filter_map(|name| {
+        std::env::var_os(name)
+            .is_some_and(|value| value.to_str().is_none())
+            .then(|| format!("env grant `{name}`: its value is not UTF-8; not passed"))
+    })
+}
+
+/// The values of the granted variables that are set (and UTF-8; see [`unpassable_env`]).
 fn env_values(live: &Live) -> Vec<(String, String)> {
     live.env
         .iter()

@@ -128,3 +128,54 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
         let _ = std::fs::remove_file(socket);
     }
 }
+
+/// An env grant attacked with the values a hostile environment can hold: an empty value
+/// reaches the plugin as empty, terminal controls reach it unchanged (they are escaped
+/// only where a person sees them), a value that is not UTF-8 cannot be a WASI string and
+/// is left out with a warning naming the grant, and a variable that is set but not
+/// granted never reaches the plugin. `hostile-raw` lists every variable it can see.
+#[test]
+fn env_grants_pass_odd_values_unchanged_and_name_what_they_leave_out() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{
+            "type": "wasm",
+            "id": "env-reader",
+            "plugin": hostile_raw(),
+            "capabilities": {"env": ["HOSTILE_ENV"]},
+            "config": {"attack": "env"}
+        }]),
+    ));
+    let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let seen = |value: Option<&OsStr>| -> (String, Run) {
+        let mut cmd = env.command();
+        cmd.env("HOSTILE_SECRET", "not-granted");
+        match value {
+            Some(value) => cmd.env("HOSTILE_ENV", value),
+            None => cmd.env_remove("HOSTILE_ENV"),
+        };
+        let run = env.run_with(cmd.args(["dispatch", "PreToolUse"]), &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let context = run.json()["additionalContext"][0]
+            .as_str()
+            .unwrap_or_else(|| panic!("no context: {}", run.stdout))
+            .to_string();
+        (context, run)
+    };
+    let warning = "env grant `HOSTILE_ENV`: its value is not UTF-8; not passed";
+    for value in ["", "\u{1b}[31mred\r\n\u{202e}", "a=b"] {
+        let (context, run) = seen(Some(OsStr::new(value)));
+        assert_eq!(context, format!("env {:?}", [("HOSTILE_ENV", value)]));
+        assert!(!run.stdout.contains(warning), "{}", run.stdout);
+    }
+    let (context, run) = seen(Some(OsStr::from_bytes(b"caf\xe9")));
+    assert_eq!(context, "env []");
+    assert!(run.stdout.contains(warning), "{}", run.stdout);
+    let (context, run) = seen(None);
+    assert_eq!(context, "env []");
+    assert!(!run.stdout.contains(warning), "{}", run.stdout);
+}

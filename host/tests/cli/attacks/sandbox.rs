@@ -3,7 +3,7 @@
 //! calls. Every other client must still be answered, and every hostile call must end at
 //! its own timeout.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -12,6 +12,10 @@ use serde_json::{Value, json};
 
 use super::grants::hostile_raw;
 use crate::support::{TestEnv, wait_until};
+
+#[path = "../../common/stalling.rs"]
+mod stalling;
+use stalling::stalling_server;
 
 struct Serve {
     child: Child,
@@ -61,23 +65,6 @@ fn answer(reader: &mut BufReader<UnixStream>) -> Value {
     let mut line = String::new();
     reader.read_line(&mut line).expect("an answer within 30 s");
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
-}
-
-/// A loopback server that answers with headers and ten bytes and then stalls.
-fn stalling_server() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for mut stream in listener.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let _ =
-                stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n0123456789");
-            held.push(stream);
-        }
-    });
-    port
 }
 
 /// Four events whose plugin opens a FIFO in its read-only `${workspace}` grant, and four

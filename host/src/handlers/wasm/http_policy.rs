@@ -1,0 +1,185 @@
+//! The outgoing-HTTP policy of one plugin instance: which requests its hook's grants
+//! allow, how many connections it may hold open, and timeouts bounded by the call's
+//! deadline. wasi-http asks it before every request.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use wasmtime_wasi_http::WasiHttpHooks;
+
+use super::state::SLEEP_GRACE;
+use crate::policy::capability::{Live, Scheme};
+
+/// Outgoing connections one store may have open at once.
+pub const MAX_CONNECTIONS: usize = 8;
+/// Refused requests kept per call for the report; more are counted.
+const MAX_DENIED_RECORDS: usize = 20;
+
+/// Requests refused during a call: the first few targets and a count.
+#[derive(Debug, Default)]
+pub struct Denied {
+    /// `scheme://host[:port]` of the first refused requests, and why.
+    pub records: Vec<String>,
+    /// Refused requests beyond [`MAX_DENIED_RECORDS`].
+    pub more: usize,
+}
+
+impl Denied {
+    fn push(&mut self, record: String) {
+        if self.records.len() < MAX_DENIED_RECORDS {
+            self.records.push(record);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// Gives back a connection slot when the connection (or its attempt) ends.
+struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The outgoing-HTTP policy of one instance: the hook's live grants, the call's
+/// deadline, and the connection cap.
+pub struct HttpPolicy {
+    live: Arc<Live>,
+    /// When the current call must end; requests are cut off then.
+    pub deadline: Option<tokio::time::Instant>,
+    /// Requests refused during the current call, for the report.
+    pub denied: Arc<Mutex<Denied>>,
+    /// Connections open (or being opened) now.
+    connections: Arc<AtomicUsize>,
+}
+
+impl HttpPolicy {
+    /// The policy of an instance whose hook has the `live` grants; no call runs yet.
+    pub fn new(live: Arc<Live>) -> HttpPolicy {
+        HttpPolicy {
+            live,
+            deadline: None,
+            denied: Arc::default(),
+            connections: Arc::default(),
+        }
+    }
+
+    fn deny(&self, record: String) {
+        self.denied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(record);
+    }
+}
+
+/// The request options of a request made with `remaining` time left in the call: each
+/// wasi-http timeout (connect, first byte, between bytes; 600 s by default) is at most
+/// the time left, whatever the guest asked for.
+fn bounded_options(
+    asked: Option<wasmtime_wasi_http::RequestOptions>,
+    remaining: std::time::Duration,
+) -> wasmtime_wasi_http::RequestOptions {
+    let cap = |t: Option<std::time::Duration>| Some(t.unwrap_or(remaining).min(remaining));
+    let asked = asked.unwrap_or_default();
+    wasmtime_wasi_http::RequestOptions {
+        connect_timeout: cap(asked.connect_timeout),
+        first_byte_timeout: cap(asked.first_byte_timeout),
+        between_bytes_timeout: cap(asked.between_bytes_timeout),
+    }
+}
+
+impl WasiHttpHooks for HttpPolicy {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        let uri = request.uri();
+        let scheme = uri.scheme_str().and_then(Scheme::parse);
+        let host = uri.host().unwrap_or("");
+        let port = uri.port_u16();
+        let target = format!(
+            "{}://{}{}",
+            uri.scheme_str().unwrap_or("?"),
+            host,
+            port.map(|p| format!(":{p}")).unwrap_or_default()
+        );
+        let allowed = scheme.is_some_and(|s| self.live.allows_http(s, host, port));
+        if !allowed {
+            self.deny(format!("request to {target} denied (not granted)"));
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        if self.connections.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            self.deny(format!(
+                "request to {target} refused: the cap of {MAX_CONNECTIONS} open connections per call is reached"
+            ));
+            return Box::new(async { Err(wasmtime_wasi_http::Error::ConnectionLimitReached) });
+        }
+        let slot = ConnectionSlot(self.connections.clone());
+        let _ = fut;
+        let deadline = self.deadline;
+        let remaining = deadline.map_or(std::time::Duration::from_secs(600), |d| {
+            d.saturating_duration_since(tokio::time::Instant::now())
+                .max(std::time::Duration::from_millis(1))
+        });
+        let options = bounded_options(options, remaining);
+        Box::new(async move {
+            use http_body_util::BodyExt;
+            let send = wasmtime_wasi_http::default_send_request(request, Some(options));
+            let (response, io) = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline + SLEEP_GRACE, send)
+                    .await
+                    .map_err(|_| wasmtime_wasi_http::Error::ConnectionTimeout)??,
+                None => send.await?,
+            };
+            // The slot is held as long as the connection runs.
+            let io = async move {
+                let _slot = slot;
+                io.await
+            };
+            Ok((
+                response.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_timeouts_never_exceed_the_time_left() {
+        use std::time::Duration;
+        let left = Duration::from_millis(1500);
+        let none = bounded_options(None, left);
+        assert_eq!(none.connect_timeout, Some(left));
+        assert_eq!(none.first_byte_timeout, Some(left));
+        assert_eq!(none.between_bytes_timeout, Some(left));
+        let asked = wasmtime_wasi_http::RequestOptions {
+            connect_timeout: Some(Duration::from_millis(10)),
+            first_byte_timeout: Some(Duration::from_secs(900)),
+            between_bytes_timeout: None,
+        };
+        let bounded = bounded_options(Some(asked), left);
+        assert_eq!(bounded.connect_timeout, Some(Duration::from_millis(10)));
+        assert_eq!(bounded.first_byte_timeout, Some(left));
+        assert_eq!(bounded.between_bytes_timeout, Some(left));
+    }
+}
