@@ -235,6 +235,8 @@ impl HostBuilder {
             functions: self.functions,
             trust: None,
             home_dir: sources.home_dir.clone(),
+            uid: config::file::effective_uid(),
+            real_path: policy::ceiling::RealPath(config::file::real_path),
         };
         let resolve = |loaded: LoadedConfig| {
             let options = ResolveOptions {

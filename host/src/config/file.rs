@@ -220,6 +220,13 @@ pub fn unsafe_owner_or_mode(
     None
 }
 
+/// The real location of `path` (symlinks resolved), `None` where it does not resolve:
+/// what [`crate::policy::ResolveOptions::real_path`] compares directory grants and their
+/// ceilings by.
+pub fn real_path(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path).ok()
+}
+
 /// The effective uid of this process.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -135,6 +135,15 @@ pub struct ResolveOptions {
     /// The user's home directory (`${home}` in grants and ceilings), read by
     /// [`crate::config`]; `None` where there is none, and `${home}` then matches nothing.
     pub home_dir: Option<PathBuf>,
+    /// The effective uid (`${uid}` in managed `auditLog`), read by the caller
+    /// ([`crate::config::file::effective_uid`]): policy makes no system calls.
+    pub uid: u32,
+    /// How a directory grant and its ceiling resolve to their real locations, so that a
+    /// symlink inside an allowed directory is refused at build
+    /// ([`crate::config::file::real_path`] from [`crate::HostBuilder`]). The default
+    /// resolves nothing: only the written paths are compared, and the sandbox's check
+    /// when the grant is used still refuses what resolves outside.
+    pub real_path: ceiling::RealPath,
 }
 
 /// The facts a workspace trust decision is made on (gathered by [`crate::trust`]).
@@ -292,6 +301,7 @@ pub fn resolve(
                         &mut hook,
                         &options.project_dir,
                         home.as_deref(),
+                        options.real_path,
                         limits::DEFAULT_FUEL,
                         limits::DEFAULT_MEMORY_BYTES,
                     )
@@ -653,10 +663,7 @@ fn merge_settings(
             .iter()
             .filter(managed)
             .find_map(|l| l.settings.managed.audit_log.as_deref())
-            .map(|path| {
-                let uid = crate::config::file::effective_uid().to_string();
-                PathBuf::from(path.replace("${uid}", &uid))
-            }),
+            .map(|path| PathBuf::from(path.replace("${uid}", &options.uid.to_string()))),
         managed_broken: None,
     }
 }
@@ -1020,6 +1027,7 @@ mod tests {
                 catalogue.clone(),
                 &ResolveOptions {
                     stop_block_cap: env_cap,
+                    uid: 4242,
                     ..ResolveOptions::default()
                 },
             )
@@ -1030,10 +1038,10 @@ mod tests {
             Some(1),
         );
         assert_eq!(p.settings.stop_block_cap, 8);
-        let uid = crate::config::file::effective_uid();
         assert_eq!(
             p.settings.audit_log.as_deref(),
-            Some(Path::new(&format!("/var/log/hookhost/{uid}.jsonl")))
+            Some(Path::new("/var/log/hookhost/4242.jsonl")),
+            "`${uid}` is the caller's uid"
         );
         let p = build(
             &[(User, r#"{"stopBlockCap": 3, "auditLog": "/x"}"#)],
