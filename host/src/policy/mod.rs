@@ -231,14 +231,11 @@ pub fn resolve(
                 match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
                     Ok(m) => m,
                     Err(message) => {
-                        let error = ConfigError {
-                            location: layer.origin.location.clone(),
-                            path: format!("{group_path}.matcher"),
-                            message,
-                        };
+                        let path = format!("{group_path}.matcher");
                         note_build_error(
                             layer,
-                            error,
+                            path,
+                            message,
                             &mut errors,
                             &mut managed_errors,
                             &mut settings,
@@ -276,14 +273,10 @@ pub fn resolve(
                         hook
                     }
                     Err(message) => {
-                        let error = ConfigError {
-                            location: layer.origin.location.clone(),
-                            path,
-                            message,
-                        };
                         note_build_error(
                             layer,
-                            error,
+                            path,
+                            message,
                             &mut errors,
                             &mut managed_errors,
                             &mut settings,
@@ -385,11 +378,17 @@ pub fn resolve(
 /// it (managed layers come first, so that is every non-managed hook).
 fn note_build_error(
     layer: &ConfigLayer,
-    error: ConfigError,
+    path: String,
+    message: String,
     errors: &mut Vec<ConfigError>,
     managed_errors: &mut Vec<ConfigError>,
     settings: &mut Settings,
 ) {
+    let error = ConfigError {
+        location: layer.origin.location.clone(),
+        path,
+        message,
+    };
     if layer.origin.kind == SourceKind::Managed {
         managed_errors.push(error.clone());
         settings.managed_broken = Some(broken_reason(managed_errors));
