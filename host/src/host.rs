@@ -619,6 +619,7 @@ mod tests {
             .workspace_trust(WorkspaceTrust::Store(store.clone()))
             .build();
         let before = host.fingerprint();
+        let mode = std::fs::metadata(&data).unwrap().permissions();
         std::fs::create_dir(data.join("sessions")).unwrap();
         std::fs::write(data.join("audit.jsonl"), "{}\n").unwrap();
         std::fs::write(d.managed.join("notes.txt"), "not policy").unwrap();
@@ -631,7 +632,7 @@ mod tests {
             after.changed_since(&before).into_iter().collect::<Vec<_>>(),
             [data.clone()]
         );
-        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&data, mode).unwrap();
         assert_eq!(host.fingerprint(), before, "the mode set back");
 
         std::fs::write(&store, "{}").unwrap();

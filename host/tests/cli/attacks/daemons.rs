@@ -395,8 +395,7 @@ c.close()
 #[test]
 fn a_dispatch_daemon_socket_bound_by_another_user_is_not_used() {
     use crate::dispatch_daemon::{
-        daemon_pid, hook_parent, ls_via_daemon, parent_hook_config, process_alive, start,
-        with_daemon,
+        hook_parent, ls_via_daemon, parent_hook_config, process_alive, start, with_daemon,
     };
     if !root_or_skip("a_dispatch_daemon_socket_bound_by_another_user_is_not_used") {
         return;
@@ -404,8 +403,7 @@ fn a_dispatch_daemon_socket_bound_by_another_user_is_not_used() {
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config());
     // A real daemon first, to learn the socket path of this command line; then it goes.
-    let (socket, _) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let pid = daemon_pid(&socket);
+    let (socket, pid) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
     std::fs::remove_file(&socket).unwrap();
     wait_until("the dispatch daemon to exit", || !process_alive(pid));
 

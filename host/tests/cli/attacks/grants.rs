@@ -3,8 +3,7 @@
 //! granted path did not exist must still refuse it once the path has become a symlink
 //! out of the managed ceiling.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::{Value, json};
 
