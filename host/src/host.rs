@@ -3,7 +3,7 @@
 //! the pipeline. Also the glue around it: [`data_dir`], [`SourcesFingerprint`] and the
 //! last-good reload.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -235,6 +235,8 @@ impl HostBuilder {
             functions: self.functions,
             trust: None,
             home_dir: sources.home_dir.clone(),
+            uid: config::file::effective_uid(),
+            real_path: policy::ceiling::RealPath(config::file::real_path),
         };
         let resolve = |loaded: LoadedConfig| {
             let options = ResolveOptions {
@@ -268,11 +270,12 @@ impl HostBuilder {
         )
         .with_audit(audit.map(AuditLog::new));
         let mut watched = sources.watched_paths();
+        let mut places = sources.watched_places();
         if let WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) = &self.trust {
             watched.push(store.clone());
-            if let Some(dir) = store.parent() {
-                watched.push(dir.to_path_buf());
-            }
+            // The data directory: believed on who can write it, and also where sessions,
+            // daemons and caches live, whose coming is no change of the trust store.
+            places.extend(store.parent().map(Path::to_path_buf));
         }
         watched.extend(
             dispatcher
@@ -286,10 +289,14 @@ impl HostBuilder {
         );
         watched.sort();
         watched.dedup();
+        places.sort();
+        places.dedup();
+        places.retain(|place| !watched.contains(place));
         Host {
             dispatcher,
             built: policy,
             watched: Arc::new(watched),
+            places: Arc::new(places),
             last_good: Arc::new(last_good),
         }
     }
@@ -302,13 +309,18 @@ pub struct Host {
     /// The policy as built, without notices added since ([`Host::with_notice`]).
     built: Arc<Policy>,
     watched: Arc<Vec<PathBuf>>,
+    /// Directories watched for their identity, owner and mode only
+    /// ([`config::file::FileStamp::of_place`]).
+    places: Arc<Vec<PathBuf>>,
     /// The last good version of each file source, for [`HostBuilder::reload_of`].
     last_good: Arc<config::LastGood>,
 }
 
 impl Host {
     /// Every file whose change can change this host's policy: the config sources
-    /// (present or not), the trust store, and the plugins its hooks reference.
+    /// (present or not), the trust store, and the plugins its hooks reference. (The
+    /// directories believed on who can write them, managed policy's and the trust
+    /// store's, are watched too, for their owner and mode.)
     pub fn watched_paths(&self) -> &[PathBuf] {
         &self.watched
     }
@@ -316,15 +328,19 @@ impl Host {
     /// The state of [`Host::watched_paths`] now: while it is unchanged, a host built
     /// again would be built from the same files.
     pub fn fingerprint(&self) -> SourcesFingerprint {
+        use config::file::FileStamp;
+        let stamp = |path: &PathBuf, of: fn(&std::fs::Metadata) -> FileStamp| {
+            (path.clone(), std::fs::metadata(path).ok().map(|m| of(&m)))
+        };
         SourcesFingerprint(
             self.watched
                 .iter()
-                .map(|path| {
-                    let stamp = std::fs::metadata(path)
-                        .ok()
-                        .map(|m| config::file::FileStamp::of(&m));
-                    (path.clone(), stamp)
-                })
+                .map(|path| stamp(path, FileStamp::of))
+                .chain(
+                    self.places
+                        .iter()
+                        .map(|dir| stamp(dir, FileStamp::of_place)),
+                )
                 .collect(),
         )
     }
@@ -587,6 +603,47 @@ mod tests {
         assert_eq!(again.policy().notices.len(), 1, "notices do not pile up");
         let recovered = again.rebuild(|previous| builder(&d).reload_of(Some(previous)).build());
         assert!(recovered.policy().notices.is_empty());
+    }
+
+    /// The trust store's directory is watched for who may write it, not for its entries:
+    /// sessions, daemons and caches created beside the store change nothing, a `chmod`
+    /// that makes the store untrusted does; so do the store and managed policy appearing.
+    #[test]
+    fn the_fingerprint_watches_the_store_directory_as_a_place() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dirs();
+        let data = d.project.parent().unwrap().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let store = data.join("trust.json");
+        let host = builder(&d)
+            .workspace_trust(WorkspaceTrust::Store(store.clone()))
+            .build();
+        let before = host.fingerprint();
+        let mode = std::fs::metadata(&data).unwrap().permissions();
+        std::fs::create_dir(data.join("sessions")).unwrap();
+        std::fs::write(data.join("audit.jsonl"), "{}\n").unwrap();
+        std::fs::write(d.managed.join("notes.txt"), "not policy").unwrap();
+        assert_eq!(host.fingerprint(), before, "entries beside the store");
+        assert!(host.fingerprint().is_settled());
+
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let after = host.fingerprint();
+        assert_eq!(
+            after.changed_since(&before).into_iter().collect::<Vec<_>>(),
+            [data.clone()]
+        );
+        std::fs::set_permissions(&data, mode).unwrap();
+        assert_eq!(host.fingerprint(), before, "the mode set back");
+
+        std::fs::write(&store, "{}").unwrap();
+        std::fs::write(d.managed.join("managed.json"), "{}").unwrap();
+        assert_eq!(
+            host.fingerprint()
+                .changed_since(&before)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            [store, d.managed.join("managed.json")]
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -131,22 +131,22 @@ impl Place {
     }
 
     /// Creates the daemons' directory (mode 0700) and checks that only this user can
-    /// reach it: a socket there is trusted with the caller's hook input and output.
-    fn private_dir(&self) -> io::Result<()> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        let meta = std::fs::metadata(&self.dir)?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        if meta.uid() != uid || meta.mode() & 0o077 != 0 {
-            return Err(io::Error::other(format!(
+    /// reach it ([`hookhost::session::private_dir`]: not a symlink, this user's): a
+    /// socket there is trusted with the caller's hook input and output. Unlike session
+    /// state (whose files are each checked when opened), a directory found reachable by
+    /// others is refused rather than narrowed: it may already hold their sockets. (One
+    /// bound there before the user narrowed it is refused when connecting:
+    /// [`served_by_this_user`].)
+    fn private_dir(&self) -> Result<(), String> {
+        if let Ok(meta) = std::fs::symlink_metadata(&self.dir)
+            && meta.mode() & 0o077 != 0
+        {
+            return Err(format!(
                 "{} is not private to this user",
                 self.dir.display()
-            )));
+            ));
         }
-        Ok(())
+        hookhost::session::private_dir(&self.dir).map_err(|e| e.to_string())
     }
 
     /// Starts a daemon for this command line in the background, unless one holds the
@@ -285,6 +285,10 @@ pub fn forward() -> Option<ExitCode> {
         }
         return None;
     };
+    if !served_by_this_user(&stream) {
+        // Nothing was sent: this call dispatches in-process, as with no daemon at all.
+        return None;
+    }
     // Connected: the daemon reads stdin from here on, so a failure is reported rather
     // than dispatched again in-process (its hooks may have run).
     Some(match exchange(stream) {
@@ -307,6 +311,33 @@ pub fn forward() -> Option<ExitCode> {
             ExitCode::from(super::ERROR_EXIT)
         }
     })
+}
+
+/// Whether the process listening on `stream`'s other end runs as this user (or root):
+/// the caller's hook input goes to it and its answer decides the tool call, so a socket
+/// that another user bound while the directory was open to them is not spoken to. One
+/// `getsockopt` per forwarded call.
+fn served_by_this_user(stream: &UnixStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut peer = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `peer` and `len` are valid for writes of the sizes given, and the
+    // descriptor is open for the duration of the call (borrowed from `stream`).
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut peer).cast(),
+            &raw mut len,
+        )
+    };
+    let me = hookhost::config::file::effective_uid();
+    rc == 0 && (peer.uid == me || peer.uid == 0)
 }
 
 /// Sends stdin, reads the answer; a stdin over [`MAX_INPUT`] is dispatched here instead.

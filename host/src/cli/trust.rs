@@ -84,6 +84,8 @@ pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
         project_dir: workspace.clone(),
         trust: Some(request),
         home_dir: sources.home_dir.clone(),
+        uid: hookhost::config::file::effective_uid(),
+        real_path: hookhost::policy::ceiling::RealPath(hookhost::config::file::real_path),
         ..ResolveOptions::default()
     };
     let policy = hookhost::policy::resolve(loaded, catalogue, &options);

@@ -151,13 +151,16 @@ pub fn sha256_regular(path: &Path, cap: u64) -> Result<String, FileError> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// What identifies one version of a file: device, inode, size, mtime and ctime. Any write
-/// changes the mtime and the ctime, and no user can set a ctime back, so an unchanged
-/// stamp means an unchanged file (the compile cache stamps its entries the same way).
+/// What identifies one version of a file: device, inode, owner, mode, size, mtime and
+/// ctime. Any write changes the mtime and the ctime, and no user can set a ctime back, so
+/// an unchanged stamp means an unchanged file (the compile cache stamps its entries the
+/// same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileStamp {
     dev: u64,
     ino: u64,
+    uid: u32,
+    mode: u32,
     size: u64,
     mtime: (i64, i64),
     ctime: (i64, i64),
@@ -170,9 +173,26 @@ impl FileStamp {
         FileStamp {
             dev: meta.dev(),
             ino: meta.ino(),
+            uid: meta.uid(),
+            mode: meta.mode(),
             size: meta.size(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The stamp of a directory as a place rather than a list: which directory (device,
+    /// inode), whose it is and who may write it (owner, mode), not the comings and goings
+    /// of its entries (they change its mtime and ctime). For a directory believed on who
+    /// can write it (the trust store's, managed policy's) whose files are each stamped
+    /// on their own: the host writing its session state or caches beside them is no
+    /// change of policy.
+    pub fn of_place(meta: &Metadata) -> FileStamp {
+        FileStamp {
+            size: 0,
+            mtime: (0, 0),
+            ctime: (0, 0),
+            ..FileStamp::of(meta)
         }
     }
 
@@ -230,6 +250,13 @@ pub fn unsafe_owner_or_mode(
         ));
     }
     None
+}
+
+/// The real location of `path` (symlinks resolved), `None` where it does not resolve:
+/// what [`crate::policy::ResolveOptions::real_path`] compares directory grants and their
+/// ceilings by.
+pub fn real_path(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path).ok()
 }
 
 /// The effective uid of this process.

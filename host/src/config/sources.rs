@@ -137,11 +137,12 @@ impl SourceOptions {
     }
 
     /// Every file whose change can change the config, present or not: a watcher that
-    /// compares their state notices edits, creations and deletions.
+    /// compares their state notices edits, creations and deletions. The drop-in
+    /// directory is one (a file added there is a new source); the managed directory is
+    /// not ([`SourceOptions::watched_places`]).
     pub fn watched_paths(&self) -> Vec<PathBuf> {
         let mut paths = Vec::new();
         if let Some(dir) = &self.managed_dir {
-            paths.push(dir.clone());
             paths.push(dir.join("managed.json"));
             let drop_ins = dir.join("managed.d");
             paths.extend(
@@ -165,6 +166,13 @@ impl SourceOptions {
         }
         paths.sort();
         paths
+    }
+
+    /// The directories whose owner and mode decide whether their files are believed
+    /// (the managed directory), watched as places ([`crate::config::file::FileStamp::of_place`]):
+    /// their files are each in [`SourceOptions::watched_paths`].
+    pub fn watched_places(&self) -> Vec<PathBuf> {
+        self.managed_dir.iter().cloned().collect()
     }
 }
 

@@ -131,6 +131,7 @@ impl Ceilings {
         hook: &mut Hook,
         workspace: &Path,
         home: Option<&Path>,
+        real: RealPath,
         default_fuel: u64,
         default_memory: u64,
     ) -> Result<(), String> {
@@ -146,7 +147,7 @@ impl Ceilings {
                         return false;
                     };
                     let mode_ok = grant.mode == DirMode::ReadOnly || *mode == DirMode::ReadWrite;
-                    mode_ok && path.starts_with(&top) && resolves_within(&path, &top)
+                    mode_ok && path.starts_with(&top) && resolves_within(&path, &top, real)
                 });
                 if !fits {
                     let list: Vec<String> = ceilings
@@ -259,11 +260,29 @@ impl Ceilings {
     }
 }
 
-/// Where both exist, the grant's real location (symlinks resolved) is below the
-/// ceiling's real location, so a symlink inside an allowed directory cannot reach out.
-fn resolves_within(grant: &Path, top: &Path) -> bool {
-    let real = |p: &Path| -> Option<PathBuf> { std::fs::canonicalize(p).ok() };
-    match (real(grant), real(top)) {
+/// How a path resolves to its real location (symlinks resolved), `None` where it does
+/// not resolve. Policy does no I/O: the caller hands the filesystem's answer in
+/// ([`crate::HostBuilder`] passes [`crate::config::file::real_path`]), tests a pure
+/// function. The default resolves nothing, so only the written paths are compared.
+#[derive(Clone, Copy)]
+pub struct RealPath(pub fn(&Path) -> Option<PathBuf>);
+
+impl Default for RealPath {
+    fn default() -> Self {
+        RealPath(|_| None)
+    }
+}
+
+impl std::fmt::Debug for RealPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RealPath(..)")
+    }
+}
+
+/// Where both resolve, the grant's real location is below the ceiling's real location,
+/// so a symlink inside an allowed directory cannot reach out.
+fn resolves_within(grant: &Path, top: &Path, real: RealPath) -> bool {
+    match ((real.0)(grant), (real.0)(top)) {
         (Some(g), Some(t)) => g.starts_with(t),
         _ => true,
     }
@@ -316,10 +335,49 @@ mod tests {
             &mut hook,
             Path::new("/w"),
             Some(Path::new("/h")),
+            RealPath::default(),
             100_000_000,
             64 << 20,
         )
         .map(|()| hook)
+    }
+
+    /// A grant within its ceiling as written, whose real location (as the caller's
+    /// resolver gives it) is outside the ceiling, is refused: a symlink does not reach out.
+    #[test]
+    fn a_grant_whose_real_path_leaves_the_ceiling_is_refused() {
+        let c = ceilings(RawCeilings {
+            dirs: Some(vec![RawDirCeiling {
+                path: "${workspace}/src".into(),
+                mode: DirMode::ReadOnly,
+            }]),
+            ..Default::default()
+        });
+        // `/w/src/link` is a symlink to `/etc`; every other path is its own real path.
+        let real = RealPath(|p| {
+            Some(if p == Path::new("/w/src/link") {
+                PathBuf::from("/etc")
+            } else {
+                p.to_path_buf()
+            })
+        });
+        let check = |dir: &str, real: RealPath| {
+            let json = format!(
+                r#"{{"type":"wasm","plugin":"p.wasm",
+                    "capabilities":{{"dirs":[{{"path":"${{workspace}}/src/{dir}"}}]}}}}"#
+            );
+            let (raw, mut hook) = wasm_hook(&json);
+            c.apply(&raw, &mut hook, Path::new("/w"), None, real, 1, 1)
+        };
+        let e = check("link", real).unwrap_err();
+        assert!(
+            e.contains("`capabilities.dirs[0]` `${workspace}/src/link` (ro) is above"),
+            "{e}"
+        );
+        // A real directory below the ceiling is granted; resolving nothing (the
+        // default), only the written paths are compared.
+        assert!(check("lib", real).is_ok());
+        assert!(check("link", RealPath::default()).is_ok());
     }
 
     #[test]

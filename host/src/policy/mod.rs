@@ -135,6 +135,15 @@ pub struct ResolveOptions {
     /// The user's home directory (`${home}` in grants and ceilings), read by
     /// [`crate::config`]; `None` where there is none, and `${home}` then matches nothing.
     pub home_dir: Option<PathBuf>,
+    /// The effective uid (`${uid}` in managed `auditLog`), read by the caller
+    /// ([`crate::config::file::effective_uid`]): policy makes no system calls.
+    pub uid: u32,
+    /// How a directory grant and its ceiling resolve to their real locations, so that a
+    /// symlink inside an allowed directory is refused at build
+    /// ([`crate::config::file::real_path`] from [`crate::HostBuilder`]). The default
+    /// resolves nothing: only the written paths are compared, and the sandbox's check
+    /// when the grant is used still refuses what resolves outside.
+    pub real_path: ceiling::RealPath,
 }
 
 /// The facts a workspace trust decision is made on (gathered by [`crate::trust`]).
@@ -222,14 +231,11 @@ pub fn resolve(
                 match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
                     Ok(m) => m,
                     Err(message) => {
-                        let error = ConfigError {
-                            location: layer.origin.location.clone(),
-                            path: format!("{group_path}.matcher"),
-                            message,
-                        };
+                        let path = format!("{group_path}.matcher");
                         note_build_error(
                             layer,
-                            error,
+                            path,
+                            message,
                             &mut errors,
                             &mut managed_errors,
                             &mut settings,
@@ -267,14 +273,10 @@ pub fn resolve(
                         hook
                     }
                     Err(message) => {
-                        let error = ConfigError {
-                            location: layer.origin.location.clone(),
-                            path,
-                            message,
-                        };
                         note_build_error(
                             layer,
-                            error,
+                            path,
+                            message,
                             &mut errors,
                             &mut managed_errors,
                             &mut settings,
@@ -292,6 +294,7 @@ pub fn resolve(
                         &mut hook,
                         &options.project_dir,
                         home.as_deref(),
+                        options.real_path,
                         limits::DEFAULT_FUEL,
                         limits::DEFAULT_MEMORY_BYTES,
                     )
@@ -375,11 +378,17 @@ pub fn resolve(
 /// it (managed layers come first, so that is every non-managed hook).
 fn note_build_error(
     layer: &ConfigLayer,
-    error: ConfigError,
+    path: String,
+    message: String,
     errors: &mut Vec<ConfigError>,
     managed_errors: &mut Vec<ConfigError>,
     settings: &mut Settings,
 ) {
+    let error = ConfigError {
+        location: layer.origin.location.clone(),
+        path,
+        message,
+    };
     if layer.origin.kind == SourceKind::Managed {
         managed_errors.push(error.clone());
         settings.managed_broken = Some(broken_reason(managed_errors));
@@ -653,10 +662,7 @@ fn merge_settings(
             .iter()
             .filter(managed)
             .find_map(|l| l.settings.managed.audit_log.as_deref())
-            .map(|path| {
-                let uid = crate::config::file::effective_uid().to_string();
-                PathBuf::from(path.replace("${uid}", &uid))
-            }),
+            .map(|path| PathBuf::from(path.replace("${uid}", &options.uid.to_string()))),
         managed_broken: None,
     }
 }
@@ -1020,6 +1026,7 @@ mod tests {
                 catalogue.clone(),
                 &ResolveOptions {
                     stop_block_cap: env_cap,
+                    uid: 4242,
                     ..ResolveOptions::default()
                 },
             )
@@ -1030,10 +1037,10 @@ mod tests {
             Some(1),
         );
         assert_eq!(p.settings.stop_block_cap, 8);
-        let uid = crate::config::file::effective_uid();
         assert_eq!(
             p.settings.audit_log.as_deref(),
-            Some(Path::new(&format!("/var/log/hookhost/{uid}.jsonl")))
+            Some(Path::new("/var/log/hookhost/4242.jsonl")),
+            "`${uid}` is the caller's uid"
         );
         let p = build(
             &[(User, r#"{"stopBlockCap": 3, "auditLog": "/x"}"#)],

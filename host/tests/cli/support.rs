@@ -358,3 +358,110 @@ pub fn process_running(marker: &str) -> bool {
                 .contains(marker)
         })
 }
+
+/// Caps the address space of the process `cmd` starts at 4 GiB: an attack that makes
+/// the host read `/dev/zero` into memory fails it with an allocation error instead of
+/// taking the machine's memory.
+pub fn cap_memory(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 4 << 30,
+                rlim_max: 4 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `cmd` with `stdin`; kills it and returns `None` when it has not finished within
+/// `limit` (an attack that hangs the host).
+///
+/// The process's address space is capped at 4 GiB: an attack that makes the host read
+/// `/dev/zero` into memory fails it with an allocation error instead of taking the
+/// machine's memory (no wasm engine runs in these tests, which would need more).
+pub fn run_bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Option<Run> {
+    let mut child = cap_memory(cmd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_string();
+    std::thread::spawn(move || {
+        let _ = input.write_all(stdin.as_bytes());
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stdout.read_to_end(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stderr.read_to_end(&mut text);
+        text
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Some(Run {
+        pid,
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+    })
+}
+
+/// Gives `to` the environment changes of `from` (what a wrapper such as `setpriv` or
+/// `unshare` must pass on to the `hookhost` it runs).
+pub fn copy_env(from: &Command, to: &mut Command) {
+    for (name, value) in from.get_envs() {
+        match value {
+            Some(value) => to.env(name, value),
+            None => to.env_remove(name),
+        };
+    }
+}
+
+/// `chown -R uid:uid dir`.
+pub fn chown_tree(dir: &Path, uid: u32) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `cmd` run as uid/gid 65534 through `setpriv`, with the same environment and
+/// directory.
+pub fn as_nobody(cmd: &mut Command) -> Command {
+    let mut wrapped = Command::new("setpriv");
+    wrapped
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    copy_env(cmd, &mut wrapped);
+    wrapped
+}

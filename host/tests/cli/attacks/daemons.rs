@@ -369,3 +369,58 @@ fn trust_given_to_the_daemons_project_is_not_lent_to_others() {
         );
     }
 }
+
+/// Binds a socket at ARGV[1] as the other user and answers one request the way a
+/// dispatch daemon would, with a forged `PWNED` on stdout (exit code 0).
+const FORGE_DISPATCH: &str = r#"
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+print("ready", flush=True)
+c, _ = s.accept()
+try:
+    n = struct.unpack("<I", c.recv(4, socket.MSG_WAITALL))[0]
+    c.recv(n, socket.MSG_WAITALL)
+    out = b"PWNED"
+    c.sendall(bytes([0]) + struct.pack("<II", len(out), 0) + out)
+except Exception:
+    pass
+c.close()
+"#;
+
+/// The daemons' directory was once open to another user, who bound a socket at the path
+/// of a caller's dispatch daemon; the user then made it private again. The caller must
+/// not send its hook input there, nor print the forged answer: it dispatches in-process.
+#[test]
+fn a_dispatch_daemon_socket_bound_by_another_user_is_not_used() {
+    use crate::dispatch_daemon::{
+        hook_parent, ls_via_daemon, parent_hook_config, process_alive, start, with_daemon,
+    };
+    if !root_or_skip("a_dispatch_daemon_socket_bound_by_another_user_is_not_used") {
+        return;
+    }
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    // A real daemon first, to learn the socket path of this command line; then it goes.
+    let (socket, pid) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    std::fs::remove_file(&socket).unwrap();
+    wait_until("the dispatch daemon to exit", || !process_alive(pid));
+
+    let daemons = shared_dir(&env, "daemons", 0o777);
+    let mut squatter = as_nobody(FORGE_DISPATCH, &[socket.to_str().unwrap()]);
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(squatter.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    std::fs::set_permissions(&daemons, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let run = ls_via_daemon(&env);
+    assert!(!run.stdout.contains("PWNED"), "{}", run.stdout);
+    assert_eq!(hook_parent(&run), run.pid, "dispatched in-process");
+    let _ = squatter.kill();
+    squatter.wait().unwrap();
+}

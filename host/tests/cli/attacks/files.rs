@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::managed::{marking, run_bounded};
+use super::managed::marking;
+use crate::support::run_bounded;
 use crate::support::{TestEnv, bash_input, hooks};
 
 const LIMIT: Duration = Duration::from_secs(30);

@@ -3,11 +3,11 @@
 //! granted path did not exist must still refuse it once the path has become a symlink
 //! out of the managed ceiling.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::dispatch_daemon::{sockets, with_daemon};
 use crate::support::{Run, TestEnv, hooks, wait_until};
 
 /// `plugins/hostile-raw` (a hostile component built from the WIT without the SDK), built
@@ -16,29 +16,11 @@ pub fn hostile_raw() -> &'static Path {
     Path::new(hookhost_test_plugins::plugins::HOSTILE_RAW)
 }
 
-/// A command with the dispatch daemon on (the suite turns it off by default).
-fn with_daemon(env: &TestEnv) -> Command {
-    let mut cmd = env.command();
-    cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
-        .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "120");
-    cmd
-}
-
-fn sockets(env: &TestEnv) -> Vec<PathBuf> {
-    std::fs::read_dir(env.data.join("daemons"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-        .collect()
-}
-
 /// The raw plugin's report of one `PreToolUse` through the dispatch daemon.
 fn open_through_daemon(env: &TestEnv) -> (Run, Value) {
     let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
     let run = env.run_with(
-        with_daemon(env).args(["dispatch", "PreToolUse"]),
+        with_daemon(env, 120).args(["dispatch", "PreToolUse"]),
         &input.to_string(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -71,8 +53,8 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
     ));
 
     // A daemon rebuilds its config while its files changed less than a second ago (a
-    // write in the same second could go unseen; `Host::is_settled`): let them settle, so
-    // the warm config is the one that is kept.
+    // write in the same second could go unseen; `SourcesFingerprint::is_settled`): let
+    // them settle, so the warm config is the one that is kept.
     std::thread::sleep(std::time::Duration::from_millis(1500));
 
     // The grant's path does not exist: the config is built (and passes the ceiling),
@@ -91,22 +73,20 @@ fn a_grant_that_becomes_a_symlink_out_of_the_ceiling_is_refused_by_a_warm_daemon
     let (_, report) = open_through_daemon(&env);
     assert_eq!(report["status"], "failed", "{report}");
 
-    // Now the path becomes a symlink out of the workspace. Whether the warm daemon keeps
-    // its config (then the sandbox refuses the grant when the instance is made) or
-    // rebuilds it (then the build refuses the hook), the grant is refused, naming the
-    // grant and the ceiling, and nothing outside the ceiling is read.
+    // Now the path becomes a symlink out of the workspace. Nothing the config was built
+    // from changed (the session and daemon files created in the data directory beside
+    // the trust store are no change of it), so the warm daemon keeps its config and the
+    // sandbox refuses the grant when the instance is made, naming the grant and the
+    // ceiling; nothing outside the ceiling is read.
     std::os::unix::fs::symlink(outside.path(), env.project.join("sub/data")).unwrap();
     let (run, report) = open_through_daemon(&env);
     let message = report["message"].as_str().unwrap_or_default();
-    let at_instantiation = message
-        .contains("directory grant `${workspace}/sub/data` (ro) resolves to")
-        && message.contains("above the managed ceiling `ceilings.dirs`: `${workspace}` (ro)");
-    let at_build = report.is_null()
-        && run.json()["notices"].to_string().contains(
-            "`capabilities.dirs[0]` `${workspace}/sub/data` (ro) is above the managed ceiling \
-             `ceilings.dirs`: `${workspace}` (ro)",
-        );
-    assert!(at_instantiation || at_build, "{}", run.stdout);
+    assert!(
+        message.contains("directory grant `${workspace}/sub/data` (ro) resolves to")
+            && message.contains("above the managed ceiling `ceilings.dirs`: `${workspace}` (ro)"),
+        "{}",
+        run.stdout
+    );
     assert!(!run.stdout.contains("TOP-SECRET"), "{}", run.stdout);
     assert_eq!(sockets(&env).len(), 1, "answered by the warm daemon");
 

@@ -6,12 +6,15 @@
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Run, TestEnv, bash_input, deny_dangerous_bash, hooks};
+use crate::support::{
+    Run, TestEnv, as_nobody, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks,
+    run_bounded,
+};
 
 /// Whether the tests run as root; when not, prints the visible skip line.
 pub(super) fn root_or_skip(test: &str, why: &str) -> bool {
@@ -21,72 +24,6 @@ pub(super) fn root_or_skip(test: &str, why: &str) -> bool {
     }
     eprintln!("SKIPPED: {test}: {why} needs root");
     false
-}
-
-/// Runs `cmd` with `stdin`; kills it and returns `None` when it has not finished within
-/// `limit` (an attack that hangs the host).
-///
-/// The process's address space is capped at 4 GiB: an attack that makes the host read
-/// `/dev/zero` into memory fails it with an allocation error instead of taking the
-/// machine's memory (no wasm engine runs in these tests, which would need more).
-pub(super) fn run_bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Option<Run> {
-    use std::io::{Read, Write};
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            let cap = libc::rlimit {
-                rlim_cur: 4 << 30,
-                rlim_max: 4 << 30,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_string();
-    std::thread::spawn(move || {
-        let _ = input.write_all(stdin.as_bytes());
-    });
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stdout.read_to_end(&mut text);
-        text
-    });
-    let err = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stderr.read_to_end(&mut text);
-        text
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Some(Run {
-        pid,
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
-    })
 }
 
 /// A hook that leaves `marker` in the project when it runs.
@@ -362,36 +299,6 @@ fn an_unreadable_managed_file_fails_closed() {
         notices.contains("managed policy is broken") && notices.contains("Permission denied"),
         "{notices}"
     );
-}
-
-/// `chown -R uid:uid dir`.
-pub(super) fn chown_tree(dir: &Path, uid: u32) {
-    let status = Command::new("chown")
-        .args(["-R", &format!("{uid}:{uid}")])
-        .arg(dir)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-/// `cmd` run as uid/gid 65534 through `setpriv`, with the same environment and
-/// directory.
-pub(super) fn as_nobody(cmd: &mut Command) -> Command {
-    let mut wrapped = Command::new("setpriv");
-    wrapped
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    for (name, value) in cmd.get_envs() {
-        match value {
-            Some(value) => wrapped.env(name, value),
-            None => wrapped.env_remove(name),
-        };
-    }
-    wrapped
 }
 
 /// An invalid ceiling value is the strictest value, never absent: `timeout: 0` or `-1`
@@ -876,12 +783,7 @@ exec setpriv --reuid="$owner" --regid="$owner" --clear-groups -- "$@""#;
     .arg(inner.get_program())
     .args(["dispatch", "PreToolUse"])
     .current_dir(&env.project);
-    for (name, value) in inner.get_envs() {
-        match value {
-            Some(value) => cmd.env(name, value),
-            None => cmd.env_remove(name),
-        };
-    }
+    copy_env(&inner, &mut cmd);
     match managed_dir {
         Some(dir) => cmd.env("HOOKHOST_MANAGED_DIR", dir),
         None => cmd.env_remove("HOOKHOST_MANAGED_DIR"),

@@ -11,8 +11,9 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::managed::{as_nobody, chown_tree, isolated_home, marking, root_or_skip};
+use super::managed::{isolated_home, marking, root_or_skip};
 use crate::support::{TestEnv, bash_input, hooks};
+use crate::support::{as_nobody, chown_tree};
 
 /// Trusts the project with `hookhost trust` and checks that its hook then runs.
 fn trusted_env() -> TestEnv {

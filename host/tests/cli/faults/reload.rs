@@ -10,12 +10,16 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input, hooks, wait_until};
+use crate::dispatch_daemon::sockets;
+use crate::support::{
+    TestEnv, as_nobody, bash_input, cap_memory, chown_tree, hooks, run_bounded, wait_until,
+};
 
 /// The guard: denies `rm -rf` (exit 2), says which version it is otherwise.
 fn guard(version: &str) -> Value {
@@ -112,66 +116,6 @@ fn previous_in_force(out: &Value) -> bool {
     out["notices"].to_string().contains("stays in force")
 }
 
-/// Caps the address space of `cmd` (and of the daemons it starts) at 4 GiB: a daemon
-/// made to read `/dev/zero` fails an allocation instead of taking the machine's memory.
-fn cap_memory(cmd: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            let cap = libc::rlimit {
-                rlim_cur: 4 << 30,
-                rlim_max: 4 << 30,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
-}
-
-/// Feeds `stdin` to `child` and waits at most `secs` for it; kills it and returns `None`
-/// when it has not finished by then.
-fn finish_within(mut child: Child, stdin: &str, secs: u64) -> Option<crate::support::Run> {
-    use std::io::Read;
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_string();
-    std::thread::spawn(move || {
-        let _ = input.write_all(stdin.as_bytes());
-    });
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let err = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    Some(crate::support::Run {
-        pid: child.id(),
-        code: status.code().unwrap_or(-1),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    })
-}
-
 /// `hookhost serve --stdio`, one request per line.
 struct Serve {
     child: Child,
@@ -265,20 +209,12 @@ fn the_dispatch_daemon_keeps_its_guard_while_the_settings_file_is_broken() {
         run.json()
     };
     dispatch("ls");
-    let daemons = env.data.join("daemons");
-    let sockets = || -> Vec<PathBuf> {
-        std::fs::read_dir(&daemons)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-            .collect()
-    };
-    wait_until("the dispatch daemon to listen", || !sockets().is_empty());
+    wait_until("the dispatch daemon to listen", || {
+        !sockets(&env).is_empty()
+    });
     break_and_fix_while_warm(&file, &mut |command| dispatch(command));
     // Stop the daemon: it exits within a second of its socket's removal.
-    for socket in sockets() {
+    for socket in sockets(&env) {
         std::fs::remove_file(socket).unwrap();
     }
 }
@@ -319,17 +255,9 @@ fn the_dispatch_daemon_keeps_last_good_versions_across_projects() {
         run.json()
     };
     dispatch(&env.project, "ls");
-    let daemons = env.data.join("daemons");
-    let sockets = || -> Vec<PathBuf> {
-        std::fs::read_dir(&daemons)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-            .collect()
-    };
-    wait_until("the dispatch daemon to listen", || !sockets().is_empty());
+    wait_until("the dispatch daemon to listen", || {
+        !sockets(&env).is_empty()
+    });
     assert_eq!(dispatch(&env.project, "git push -f")["decision"], "deny");
     assert_eq!(dispatch(&other, "rm -rf /")["decision"], "deny");
     std::fs::write(&user_file, "{ broken").unwrap();
@@ -360,7 +288,7 @@ fn the_dispatch_daemon_keeps_last_good_versions_across_projects() {
             &format!("project, round {round}"),
         );
     }
-    for socket in sockets() {
+    for socket in sockets(&env) {
         std::fs::remove_file(socket).unwrap();
     }
 }
@@ -382,25 +310,9 @@ fn an_unreadable_settings_file_keeps_the_previous_version_in_force() {
     let file = env.home.join("hooks.json");
     fix(&file, "v-start");
     for dir in [&env.project, &env.home, &env.data] {
-        let status = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        chown_tree(dir, 65534);
     }
-    let inner = env.command();
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(inner.get_program())
-        .current_dir(&env.project);
-    for (name, value) in inner.get_envs() {
-        match value {
-            Some(value) => cmd.env(name, value),
-            None => cmd.env_remove(name),
-        };
-    }
-    let mut serve = Serve::start(&mut cmd);
+    let mut serve = Serve::start(&mut as_nobody(&mut env.command()));
     assert_eq!(serve.call("rm -rf /")["decision"], "deny");
     std::fs::write(&file, guard("v-unreadable").to_string()).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
@@ -433,16 +345,12 @@ fn a_one_shot_run_skips_the_hooks_of_a_broken_file_and_says_so() {
     for (what, breakage, words) in breakages() {
         rewrite(&file, breakage);
         // Bounded: a FIFO blocked the one-shot run for good before the rule.
-        let mut cmd = env.command();
-        let child = cap_memory(&mut cmd)
-            .args(["dispatch", "PreToolUse"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let run = finish_within(child, &bash_input("rm -rf /").to_string(), 30)
-            .unwrap_or_else(|| panic!("{what}: the one-shot dispatch hung"));
+        let run = run_bounded(
+            env.command().args(["dispatch", "PreToolUse"]),
+            &bash_input("rm -rf /").to_string(),
+            Duration::from_secs(30),
+        )
+        .unwrap_or_else(|| panic!("{what}: the one-shot dispatch hung"));
         assert_eq!(run.code, 0, "{what}: {}", run.stderr);
         let out = run.json();
         assert_eq!(
