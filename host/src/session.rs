@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::config::file::effective_uid;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -239,12 +240,6 @@ pub fn session_key(session: &str) -> String {
     hex::encode(Sha256::digest(session.as_bytes()))
 }
 
-/// This process's effective uid.
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// Creates `dir` (and missing parents) with mode 0700 and checks the result: a
 /// directory, not a symlink, owned by this user; one with a wider mode is narrowed to
 /// 0700 (state from older versions was created 0755).
@@ -266,13 +261,13 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
             format!("is {kind}, not a directory"),
         ));
     }
-    if meta.uid() != euid() {
+    if meta.uid() != effective_uid() {
         return Err(StoreError::refused(
             dir,
             format!(
                 "belongs to uid {}, not to this user (uid {}); refusing to keep session state there",
                 meta.uid(),
-                euid()
+                effective_uid()
             ),
         ));
     }
@@ -315,13 +310,13 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stor
             format!("is {kind}, not a regular file"),
         ));
     }
-    if meta.uid() != euid() {
+    if meta.uid() != effective_uid() {
         return Err(StoreError::refused(
             path,
             format!(
                 "belongs to uid {}, not to this user (uid {})",
                 meta.uid(),
-                euid()
+                effective_uid()
             ),
         ));
     }
