@@ -43,10 +43,10 @@ pub struct AsyncResult {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// An operation on the path failed.
-    #[error("cannot {action} `{}`: {source}", path.display())]
+    #[error("cannot {} `{}`{}: {source}", action.verb(), path.display(), action.tail())]
     Io {
-        /// What was being done: `create`, `read`, `open`, `lock`, `write`, `make private`.
-        action: &'static str,
+        /// What was being done.
+        action: StoreAction,
         /// The file or directory.
         path: PathBuf,
         /// The operating system's error.
@@ -64,8 +64,47 @@ pub enum StoreError {
     },
 }
 
+/// What was being done to a state path when the operating system refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreAction {
+    /// Creating a directory or file.
+    Create,
+    /// Reading a file or a path's metadata.
+    Read,
+    /// Opening a file.
+    Open,
+    /// Taking a file's lock.
+    Lock,
+    /// Writing a file.
+    Write,
+    /// Narrowing a mode to this user's.
+    MakePrivate,
+}
+
+impl StoreAction {
+    /// The verb before the path in a message (`cannot read `x``).
+    fn verb(self) -> &'static str {
+        match self {
+            StoreAction::Create => "create",
+            StoreAction::Read => "read",
+            StoreAction::Open => "open",
+            StoreAction::Lock => "lock",
+            StoreAction::Write => "write",
+            StoreAction::MakePrivate => "make",
+        }
+    }
+
+    /// The words after the path (`cannot make `x` private`).
+    fn tail(self) -> &'static str {
+        match self {
+            StoreAction::MakePrivate => " private",
+            _ => "",
+        }
+    }
+}
+
 impl StoreError {
-    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    fn io(action: StoreAction, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
         let path = path.to_path_buf();
         move |source| StoreError::Io {
             action,
@@ -242,7 +281,9 @@ pub fn session_key(session: &str) -> String {
 
 /// Creates `dir` (and missing parents) with mode 0700 and checks the result: a
 /// directory, not a symlink, owned by this user; one with a wider mode is narrowed to
-/// 0700 (state from older versions was created 0755).
+/// 0700 (state from older versions was created 0755). The one way hookhost makes a
+/// private directory (session state, caches, daemon sockets): its messages name no
+/// particular use.
 ///
 /// # Errors
 ///
@@ -252,8 +293,8 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(StoreError::io("create", dir))?;
-    let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io("read", dir))?;
+        .map_err(StoreError::io(StoreAction::Create, dir))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io(StoreAction::Read, dir))?;
     if !meta.is_dir() {
         let kind = crate::config::file::kind_name(&meta);
         return Err(StoreError::refused(
@@ -265,7 +306,7 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
         return Err(StoreError::refused(
             dir,
             format!(
-                "belongs to uid {}, not to this user (uid {}); refusing to keep session state there",
+                "belongs to uid {}, not to this user (uid {}); refusing to keep private files there",
                 meta.uid(),
                 effective_uid()
             ),
@@ -273,7 +314,7 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(StoreError::io("make private", dir))?;
+            .map_err(StoreError::io(StoreAction::MakePrivate, dir))?;
     }
     Ok(())
 }
@@ -300,9 +341,11 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stor
             let reason = "is a symlink; refusing to follow it".to_string();
             return Err(StoreError::refused(path, reason));
         }
-        Err(e) => return Err(StoreError::io("open", path)(e)),
+        Err(e) => return Err(StoreError::io(StoreAction::Open, path)(e)),
     };
-    let meta = file.metadata().map_err(StoreError::io("read", path))?;
+    let meta = file
+        .metadata()
+        .map_err(StoreError::io(StoreAction::Read, path))?;
     if !meta.is_file() {
         let kind = crate::config::file::kind_name(&meta);
         return Err(StoreError::refused(
@@ -322,7 +365,7 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stor
     }
     if meta.mode() & 0o077 != 0 {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(StoreError::io("make private", path))?;
+            .map_err(StoreError::io(StoreAction::MakePrivate, path))?;
     }
     Ok(Some(file))
 }
@@ -403,14 +446,14 @@ impl SessionStore for DiskStore {
             }
         };
         file.lock()
-            .map_err(|e| what(StoreError::io("lock", &path)(e)))?;
+            .map_err(|e| what(StoreError::io(StoreAction::Lock, &path)(e)))?;
         let count = read_count(&mut file);
         let next = update(count);
         if next != count {
             use std::os::unix::fs::FileExt;
             file.set_len(0)
                 .and_then(|()| file.write_all_at(next.to_string().as_bytes(), 0))
-                .map_err(|e| what(StoreError::io("write", &path)(e)))?;
+                .map_err(|e| what(StoreError::io(StoreAction::Write, &path)(e)))?;
         }
         // The lock is released when the file is closed.
         Ok(())
@@ -431,7 +474,8 @@ impl SessionStore for DiskStore {
             .map(|dir| dir.join("async").join(name))
             .and_then(|path| {
                 let bytes = serde_json::to_vec(&result).expect("async results serialize");
-                write_atomically(&path, &bytes).map_err(StoreError::io("write", &path))
+                write_atomically(&path, &bytes)
+                    .map_err(StoreError::io(StoreAction::Write, &path))
             });
         if let Err(e) = queued {
             tracing::warn!("cannot queue the async result of `{}`: {e}", result.hook);
@@ -539,6 +583,19 @@ mod tests {
         }
         assert_eq!(disk.take_async("s").len(), MAX_RESULTS_PER_TAKE);
         assert_eq!(disk.take_async("s").len(), 3);
+    }
+
+    /// The messages read as they did before the errors were typed.
+    #[test]
+    fn messages_put_the_path_in_the_sentence() {
+        let error = |action| {
+            StoreError::io(action, Path::new("/s/x"))(std::io::Error::other("boom")).to_string()
+        };
+        assert_eq!(error(StoreAction::Lock), "cannot lock `/s/x`: boom");
+        assert_eq!(
+            error(StoreAction::MakePrivate),
+            "cannot make `/s/x` private: boom"
+        );
     }
 
     #[test]
