@@ -388,23 +388,21 @@ pub fn prepare_env_file(path: &Path) -> Result<(), StoreError> {
     open_private_file(path, true).map(drop)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Writes `bytes` to `path` through a temporary file in the same private directory and
+/// a rename: a reader never sees half a file, and a failed write leaves nothing behind
+/// (tempfile removes its file on drop; it creates it 0600 with `O_EXCL`).
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().expect("state files live in a directory");
-    private_dir(dir).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    drop(file);
-    std::fs::rename(&tmp, path)
+    private_dir(dir)?;
+    let write = StoreError::io(StoreAction::Write, path);
+    let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
+        Ok(tmp) => tmp,
+        Err(e) => return Err(write(e)),
+    };
+    match tmp.write_all(bytes) {
+        Ok(()) => tmp.persist(path).map(drop).map_err(|e| write(e.error)),
+        Err(e) => Err(write(e)),
+    }
 }
 
 /// Reads the count of a locked `stop-blocks` file (anything unreadable counts as 0).
@@ -475,7 +473,6 @@ impl SessionStore for DiskStore {
             .and_then(|path| {
                 let bytes = serde_json::to_vec(&result).expect("async results serialize");
                 write_atomically(&path, &bytes)
-                    .map_err(StoreError::io(StoreAction::Write, &path))
             });
         if let Err(e) = queued {
             tracing::warn!("cannot queue the async result of `{}`: {e}", result.hook);
@@ -583,6 +580,26 @@ mod tests {
         }
         assert_eq!(disk.take_async("s").len(), MAX_RESULTS_PER_TAKE);
         assert_eq!(disk.take_async("s").len(), 3);
+    }
+
+    /// A write that fails (the target is a directory) names the target and leaves no
+    /// temporary file behind in the session's directory.
+    #[test]
+    fn a_failed_write_names_the_file_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("r.json");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), "x").unwrap();
+        let error = write_atomically(&target, b"{}").unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("cannot write `{}`", target.display())),
+            "{error}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["r.json"], "only the target remains");
     }
 
     /// The messages read as they did before the errors were typed.
