@@ -152,14 +152,6 @@ impl AuditLog {
         }
     }
 
-    /// `$HOOKHOST_AUDIT_LOG` if set and not empty, else `DATA_DIR/audit.jsonl`.
-    pub fn default_path(data_dir: &Path) -> PathBuf {
-        match std::env::var_os("HOOKHOST_AUDIT_LOG") {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => data_dir.join("audit.jsonl"),
-        }
-    }
-
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
