@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     // The first line is the rule's pattern, the rest the command.
     let (pattern, command) = text.split_once('\n').unwrap_or(("git push *", &text));
-    let Ok(rule) = hookhost::matcher::IfRule::parse(&format!("Bash({pattern})")) else {
+    let Ok(rule) = hookhost::matcher::IfRule::parse(&format!("Bash({pattern})"), None) else {
         return;
     };
     let cwd = Path::new("/");

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::config::file::effective_uid;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -42,10 +43,10 @@ pub struct AsyncResult {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// An operation on the path failed.
-    #[error("cannot {action} `{}`: {source}", path.display())]
+    #[error("cannot {} `{}`{}: {source}", action.verb(), path.display(), action.tail())]
     Io {
-        /// What was being done: `create`, `read`, `open`, `lock`, `write`, `make private`.
-        action: &'static str,
+        /// What was being done.
+        action: StoreAction,
         /// The file or directory.
         path: PathBuf,
         /// The operating system's error.
@@ -63,8 +64,47 @@ pub enum StoreError {
     },
 }
 
+/// What was being done to a state path when the operating system refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreAction {
+    /// Creating a directory or file.
+    Create,
+    /// Reading a file or a path's metadata.
+    Read,
+    /// Opening a file.
+    Open,
+    /// Taking a file's lock.
+    Lock,
+    /// Writing a file.
+    Write,
+    /// Narrowing a mode to this user's.
+    MakePrivate,
+}
+
+impl StoreAction {
+    /// The verb before the path in a message (`cannot read `x``).
+    fn verb(self) -> &'static str {
+        match self {
+            StoreAction::Create => "create",
+            StoreAction::Read => "read",
+            StoreAction::Open => "open",
+            StoreAction::Lock => "lock",
+            StoreAction::Write => "write",
+            StoreAction::MakePrivate => "make",
+        }
+    }
+
+    /// The words after the path (`cannot make `x` private`).
+    fn tail(self) -> &'static str {
+        match self {
+            StoreAction::MakePrivate => " private",
+            _ => "",
+        }
+    }
+}
+
 impl StoreError {
-    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    fn io(action: StoreAction, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
         let path = path.to_path_buf();
         move |source| StoreError::Io {
             action,
@@ -239,15 +279,11 @@ pub fn session_key(session: &str) -> String {
     hex::encode(Sha256::digest(session.as_bytes()))
 }
 
-/// This process's effective uid.
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// Creates `dir` (and missing parents) with mode 0700 and checks the result: a
 /// directory, not a symlink, owned by this user; one with a wider mode is narrowed to
-/// 0700 (state from older versions was created 0755).
+/// 0700 (state from older versions was created 0755). The one way hookhost makes a
+/// private directory (session state, caches, daemon sockets): its messages name no
+/// particular use.
 ///
 /// # Errors
 ///
@@ -257,8 +293,8 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(StoreError::io("create", dir))?;
-    let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io("read", dir))?;
+        .map_err(StoreError::io(StoreAction::Create, dir))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io(StoreAction::Read, dir))?;
     if !meta.is_dir() {
         let kind = crate::config::file::kind_name(&meta);
         return Err(StoreError::refused(
@@ -266,19 +302,19 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
             format!("is {kind}, not a directory"),
         ));
     }
-    if meta.uid() != euid() {
+    if meta.uid() != effective_uid() {
         return Err(StoreError::refused(
             dir,
             format!(
-                "belongs to uid {}, not to this user (uid {}); refusing to keep session state there",
+                "belongs to uid {}, not to this user (uid {}); refusing to keep private files there",
                 meta.uid(),
-                euid()
+                effective_uid()
             ),
         ));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(StoreError::io("make private", dir))?;
+            .map_err(StoreError::io(StoreAction::MakePrivate, dir))?;
     }
     Ok(())
 }
@@ -305,9 +341,11 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stor
             let reason = "is a symlink; refusing to follow it".to_string();
             return Err(StoreError::refused(path, reason));
         }
-        Err(e) => return Err(StoreError::io("open", path)(e)),
+        Err(e) => return Err(StoreError::io(StoreAction::Open, path)(e)),
     };
-    let meta = file.metadata().map_err(StoreError::io("read", path))?;
+    let meta = file
+        .metadata()
+        .map_err(StoreError::io(StoreAction::Read, path))?;
     if !meta.is_file() {
         let kind = crate::config::file::kind_name(&meta);
         return Err(StoreError::refused(
@@ -315,19 +353,19 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stor
             format!("is {kind}, not a regular file"),
         ));
     }
-    if meta.uid() != euid() {
+    if meta.uid() != effective_uid() {
         return Err(StoreError::refused(
             path,
             format!(
                 "belongs to uid {}, not to this user (uid {})",
                 meta.uid(),
-                euid()
+                effective_uid()
             ),
         ));
     }
     if meta.mode() & 0o077 != 0 {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(StoreError::io("make private", path))?;
+            .map_err(StoreError::io(StoreAction::MakePrivate, path))?;
     }
     Ok(Some(file))
 }
@@ -350,23 +388,21 @@ pub fn prepare_env_file(path: &Path) -> Result<(), StoreError> {
     open_private_file(path, true).map(drop)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Writes `bytes` to `path` through a temporary file in the same private directory and
+/// a rename: a reader never sees half a file, and a failed write leaves nothing behind
+/// (tempfile removes its file on drop; it creates it 0600 with `O_EXCL`).
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().expect("state files live in a directory");
-    private_dir(dir).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    drop(file);
-    std::fs::rename(&tmp, path)
+    private_dir(dir)?;
+    let write = StoreError::io(StoreAction::Write, path);
+    let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
+        Ok(tmp) => tmp,
+        Err(e) => return Err(write(e)),
+    };
+    match tmp.write_all(bytes) {
+        Ok(()) => tmp.persist(path).map(drop).map_err(|e| write(e.error)),
+        Err(e) => Err(write(e)),
+    }
 }
 
 /// Reads the count of a locked `stop-blocks` file (anything unreadable counts as 0).
@@ -408,14 +444,14 @@ impl SessionStore for DiskStore {
             }
         };
         file.lock()
-            .map_err(|e| what(StoreError::io("lock", &path)(e)))?;
+            .map_err(|e| what(StoreError::io(StoreAction::Lock, &path)(e)))?;
         let count = read_count(&mut file);
         let next = update(count);
         if next != count {
             use std::os::unix::fs::FileExt;
             file.set_len(0)
                 .and_then(|()| file.write_all_at(next.to_string().as_bytes(), 0))
-                .map_err(|e| what(StoreError::io("write", &path)(e)))?;
+                .map_err(|e| what(StoreError::io(StoreAction::Write, &path)(e)))?;
         }
         // The lock is released when the file is closed.
         Ok(())
@@ -436,7 +472,7 @@ impl SessionStore for DiskStore {
             .map(|dir| dir.join("async").join(name))
             .and_then(|path| {
                 let bytes = serde_json::to_vec(&result).expect("async results serialize");
-                write_atomically(&path, &bytes).map_err(StoreError::io("write", &path))
+                write_atomically(&path, &bytes)
             });
         if let Err(e) = queued {
             tracing::warn!("cannot queue the async result of `{}`: {e}", result.hook);
@@ -544,6 +580,39 @@ mod tests {
         }
         assert_eq!(disk.take_async("s").len(), MAX_RESULTS_PER_TAKE);
         assert_eq!(disk.take_async("s").len(), 3);
+    }
+
+    /// A write that fails (the target is a directory) names the target and leaves no
+    /// temporary file behind in the session's directory.
+    #[test]
+    fn a_failed_write_names_the_file_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("r.json");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), "x").unwrap();
+        let error = write_atomically(&target, b"{}").unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("cannot write `{}`", target.display())),
+            "{error}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["r.json"], "only the target remains");
+    }
+
+    /// The messages read as they did before the errors were typed.
+    #[test]
+    fn messages_put_the_path_in_the_sentence() {
+        let error = |action| {
+            StoreError::io(action, Path::new("/s/x"))(std::io::Error::other("boom")).to_string()
+        };
+        assert_eq!(error(StoreAction::Lock), "cannot lock `/s/x`: boom");
+        assert_eq!(
+            error(StoreAction::MakePrivate),
+            "cannot make `/s/x` private: boom"
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::config::file::effective_uid;
 use crate::handlers::Invocation;
 use crate::outcome::Outcome;
 
@@ -99,15 +100,9 @@ impl Drop for Flock<'_> {
     }
 }
 
-/// This process's effective uid.
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// Why a directory may not hold the log, if it may not.
 fn unsafe_dir(meta: &std::fs::Metadata) -> Option<String> {
-    let uid = euid();
+    let uid = effective_uid();
     if meta.uid() != uid && meta.uid() != 0 {
         return Some(format!(
             "its directory belongs to uid {}, not to this user (uid {uid}) or root",
@@ -132,7 +127,7 @@ fn unsafe_file(meta: &std::fs::Metadata) -> Option<String> {
             crate::config::file::kind_name(meta)
         ));
     }
-    let uid = euid();
+    let uid = effective_uid();
     if meta.uid() != uid {
         return Some(format!(
             "it belongs to uid {}, not to this user (uid {uid})",
@@ -154,14 +149,6 @@ impl AuditLog {
         AuditLog {
             path: path.into(),
             open: Mutex::new(None),
-        }
-    }
-
-    /// `$HOOKHOST_AUDIT_LOG` if set and not empty, else `DATA_DIR/audit.jsonl`.
-    pub fn default_path(data_dir: &Path) -> PathBuf {
-        match std::env::var_os("HOOKHOST_AUDIT_LOG") {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => data_dir.join("audit.jsonl"),
         }
     }
 

@@ -5,10 +5,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::Value;
 
-use hookhost::audit::AuditLog;
+use hookhost::HostBuilder;
 use hookhost::text::escape;
-
-use super::data_dir;
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
@@ -24,7 +22,16 @@ pub struct AuditArgs {
 }
 
 pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
-    let log = AuditLog::new(AuditLog::default_path(&data_dir()));
+    // The log dispatch writes, chosen by the same rules (managed `auditLog`, then an
+    // accepted `HOOKHOST_AUDIT_LOG`, then the data directory's): a variable dispatch
+    // refuses (relative, inside the workspace) must not make this read a repository's
+    // forged log instead.
+    let project = super::project::find(None, None)?;
+    let host = HostBuilder::new(&project).standard_sources().build();
+    let log = host
+        .dispatcher()
+        .audit_log()
+        .ok_or("no audit log is configured")?;
     let mut entries = Vec::new();
     for entry in log.read()? {
         match entry {

@@ -92,8 +92,7 @@ pub fn nearest_project(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
     }
     let canonical = start.canonicalize().ok()?;
     let device = std::fs::metadata(&canonical).ok()?.dev();
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = hookhost::config::file::effective_uid();
     let mut dir = canonical.as_path();
     while let Some(parent) = dir.parent() {
         let at_boundary = parent.parent().is_none() // the root

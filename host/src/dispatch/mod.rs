@@ -139,6 +139,11 @@ impl Dispatcher {
         self
     }
 
+    /// The audit log every dispatch is appended to, if any.
+    pub fn audit_log(&self) -> Option<&crate::audit::AuditLog> {
+        self.audit.as_deref()
+    }
+
     /// The same dispatcher over another policy (a daemon that keeps serving a policy adds
     /// a notice to it).
     pub fn with_policy(&self, policy: Arc<Policy>) -> Dispatcher {

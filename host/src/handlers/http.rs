@@ -5,8 +5,9 @@
 //!   `allowedEnvVars` (and, when set, the settings' `httpHookAllowedEnvVars`); others
 //!   become empty strings;
 //! - a 2xx response with a JSON object is parsed like command stdout; 2xx with an empty
-//!   body is a plain success; any other body, any other status, a connection failure or
-//!   a timeout is a non-blocking error (HTTP hooks block only through a JSON decision);
+//!   body is a plain success; any other body, any other status, a body over 1 MiB (read
+//!   no further than that), a connection failure or a timeout is a non-blocking error
+//!   (HTTP hooks block only through a JSON decision);
 //! - redirects are not followed: a redirect could leave the allowlist.
 
 use std::time::Instant;
@@ -57,9 +58,14 @@ pub async fn run(
         let status = response.status();
         let mut body = Vec::new();
         let mut response = response;
+        // One byte past the limit is enough to know the answer is too long: the rest is
+        // not waited for (a server that streams on, or stalls, is not read to its end).
         while let Some(chunk) = response.chunk().await? {
-            let room = BODY_LIMIT.saturating_sub(body.len());
+            let room = (BODY_LIMIT + 1).saturating_sub(body.len());
             body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() > BODY_LIMIT {
+                break;
+            }
         }
         Ok::<_, reqwest::Error>((status, body))
     };
@@ -83,7 +89,15 @@ pub async fn run(
     };
     let code = Some(i32::from(status.as_u16()));
     let text = String::from_utf8_lossy(&body);
-    let verdict = if !status.is_success() {
+    let verdict = if body.len() > BODY_LIMIT {
+        Verdict::failed(
+            FailureKind::InvalidOutput,
+            format!(
+                "POST {} answered more than {BODY_LIMIT} bytes; ignored",
+                spec.url
+            ),
+        )
+    } else if !status.is_success() {
         Verdict::failed(
             FailureKind::Http,
             format!("POST {} answered HTTP {status}", spec.url),

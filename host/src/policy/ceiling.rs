@@ -317,6 +317,7 @@ mod tests {
             "$.hooks.PreToolUse[0].hooks[0]",
             &settings,
             0,
+            None,
         )
         .unwrap();
         (raw, hook)

@@ -101,11 +101,13 @@ impl FunctionHook {
     }
 }
 
-/// Compiles registered functions into groups, after the configured hooks.
+/// Compiles registered functions into groups, after the configured hooks. `home` anchors
+/// `~/` in `if` rules.
 pub(super) fn build(
     functions: &[FunctionHook],
     catalogue: &EventCatalogue,
     first_order: usize,
+    home: Option<&std::path::Path>,
 ) -> (Vec<(String, Group)>, Vec<ConfigError>) {
     let mut groups = Vec::new();
     let mut errors = Vec::new();
@@ -126,7 +128,12 @@ pub(super) fn build(
                 continue;
             }
         };
-        let if_rule = match f.if_rule.as_deref().map(IfRule::parse).transpose() {
+        let if_rule = match f
+            .if_rule
+            .as_deref()
+            .map(|rule| IfRule::parse(rule, home))
+            .transpose()
+        {
             Ok(rule) => rule,
             Err(e) => {
                 errors.push(error(e));

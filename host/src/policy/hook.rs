@@ -58,7 +58,7 @@ fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
 }
 
 /// Validates one raw handler and builds its [`Hook`]. Governance (`skip`) is applied by
-/// the caller.
+/// the caller. `home` anchors `~/` in the `if` rule.
 pub(super) fn build(
     raw: &RawHandler,
     spec: &EventSpec,
@@ -66,6 +66,7 @@ pub(super) fn build(
     path: &str,
     settings: &Settings,
     order: usize,
+    home: Option<&Path>,
 ) -> Result<(Hook, Vec<ConfigWarning>), String> {
     let mut warnings = Vec::new();
     let mut warn = |field: &str, message: String| {
@@ -209,7 +210,7 @@ pub(super) fn build(
                     ),
                 );
             }
-            Some(IfRule::parse(rule)?)
+            Some(IfRule::parse(rule, home)?)
         }
     };
 

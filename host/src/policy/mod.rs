@@ -132,8 +132,9 @@ pub struct ResolveOptions {
     /// and local hooks run): for callers that decided elsewhere. [`crate::HostBuilder`]
     /// always passes one.
     pub trust: Option<TrustRequest>,
-    /// The user's home directory (`${home}` in grants and ceilings), read by
-    /// [`crate::config`]; `None` where there is none, and `${home}` then matches nothing.
+    /// The user's home directory (`${home}` in grants and ceilings, `~/` in `if` path
+    /// rules), read by [`crate::config`]; `None` where there is none, and `${home}` and
+    /// `~/` then match nothing.
     pub home_dir: Option<PathBuf>,
     /// The effective uid (`${uid}` in managed `auditLog`), read by the caller
     /// ([`crate::config::file::effective_uid`]): policy makes no system calls.
@@ -267,7 +268,15 @@ pub fn resolve(
             };
             for (index, raw) in raw_group.group.hooks.iter().enumerate() {
                 let path = format!("{group_path}.hooks[{index}]");
-                let mut hook = match hook::build(raw, spec, layer, &path, &settings, hooks.len()) {
+                let mut hook = match hook::build(
+                    raw,
+                    spec,
+                    layer,
+                    &path,
+                    &settings,
+                    hooks.len(),
+                    home.as_deref(),
+                ) {
                     Ok((hook, hook_warnings)) => {
                         warnings.extend(hook_warnings);
                         hook
@@ -336,8 +345,12 @@ pub fn resolve(
                 .push(group);
         }
     }
-    let (function_groups, function_errors) =
-        embedded::build(&options.functions, &catalogue, hooks.len());
+    let (function_groups, function_errors) = embedded::build(
+        &options.functions,
+        &catalogue,
+        hooks.len(),
+        options.home_dir.as_deref(),
+    );
     errors.extend(function_errors);
     for (event, mut group) in function_groups {
         for hook in &mut group.hooks {

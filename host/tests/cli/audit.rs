@@ -341,3 +341,52 @@ fn another_users_audit_log_is_refused() {
     assert!(notice.contains("symlink"), "{notice}");
     assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
 }
+
+/// `hookhost audit` reads the log dispatch writes, by the same rules: a
+/// `HOOKHOST_AUDIT_LOG` that dispatch refuses (it points into the repository, which could
+/// plant a forged log there) is refused here too, and a managed `auditLog` is read.
+#[test]
+fn the_audit_command_reads_the_log_dispatch_writes() {
+    let env = TestEnv::new();
+    let forged = env.write(
+        ".hookhost/audit.jsonl",
+        &format!(
+            "{}\n",
+            json!({"session": "forged", "event": "PreToolUse", "decision": "allow", "hooks": []})
+        ),
+    );
+    let mut input = bash_input("ls");
+    input["session_id"] = json!("real");
+    let with_forged = |args: &[&str], stdin: &str| {
+        let mut cmd = env.command();
+        cmd.env("HOOKHOST_AUDIT_LOG", &forged).args(args);
+        env.run_with(&mut cmd, stdin)
+    };
+    let run = with_forged(&["dispatch", "PreToolUse"], &input.to_string());
+    assert!(
+        run.stdout.contains("HOOKHOST_AUDIT_LOG `"),
+        "{}",
+        run.stdout
+    );
+    let run = with_forged(&["audit", "--json"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let sessions: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["session"].clone())
+        .collect();
+    assert_eq!(sessions, [json!("real")], "{}", run.stdout);
+
+    let env = TestEnv::new();
+    let managed_log = env.data.join("managed-audit").join("log.jsonl");
+    env.managed(json!({"auditLog": managed_log}));
+    env.dispatch("PreToolUse", input);
+    assert_eq!(lines(&managed_log).len(), 1);
+    let run = env.run(&["audit", "--json"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("\"real\""),
+        "the managed log is read: {}",
+        run.stdout
+    );
+}

@@ -155,30 +155,7 @@ impl TestEnv {
     }
 
     pub fn run_with(&self, cmd: &mut Command, stdin: &str) -> Run {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        // A process that exits without reading its input (a usage error) closes the
-        // pipe first: that is its answer, not a failure of the test.
-        match child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("writing stdin: {e}"),
-            _ => {}
-        }
-        let Output {
-            status,
-            stdout,
-            stderr,
-        } = child.wait_with_output().unwrap();
-        Run {
-            pid,
-            code: status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        }
+        run_bytes(cmd, stdin.as_bytes())
     }
 
     /// `hookhost dispatch EVENT` with `input`; returns the outcome JSON.
@@ -186,6 +163,34 @@ impl TestEnv {
         let run = self.run(&["dispatch", event], &input.to_string());
         assert_eq!(run.code, 0, "dispatch failed: {}", run.stderr);
         run.json()
+    }
+}
+
+/// Runs `cmd` with `stdin` (any bytes) and collects what it printed.
+pub fn run_bytes(cmd: &mut Command, stdin: &[u8]) -> Run {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // A process that exits without reading its input (a usage error) closes the
+    // pipe first: that is its answer, not a failure of the test.
+    match child.stdin.take().unwrap().write_all(stdin) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("writing stdin: {e}"),
+        _ => {}
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    Run {
+        pid,
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
 }
 

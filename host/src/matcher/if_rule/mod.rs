@@ -15,7 +15,9 @@
 //! - `Edit(glob)`, `Write(glob)`, `Read(glob)`: the glob is tested against
 //!   `tool_input.file_path` (gitignore-like: a pattern without `/` matches the file name at
 //!   any depth; `//abs` is absolute, `~/` the home directory, `/x` the project directory,
-//!   anything else the cwd). `Edit` covers every file-editing tool.
+//!   anything else the cwd). `Edit` covers every file-editing tool. The home directory is
+//!   given when the rule is compiled (config reads it: `$HOME`, else the password
+//!   database); without one, a `~/` pattern matches nothing.
 //! - `Tool` alone: the tool name (`*` allowed; `mcp__server` covers that server's tools).
 //! - `Tool(pattern)` for other tools: the glob is tested against the tool's main string
 //!   field (`command`, `file_path`, `path`, `url`, `pattern`, `query`).
@@ -72,12 +74,14 @@ const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
 const PATH_RULE_FAMILIES: &[(&str, &[&str])] = &[("Edit", EDIT_TOOLS)];
 
 impl IfRule {
-    /// Compiles a rule as written in config.
+    /// Compiles a rule as written in config. `home` is the user's home directory, the
+    /// anchor of `~/` path patterns ([`crate::policy::ResolveOptions::home_dir`]); with
+    /// `None`, a `~/` pattern matches nothing.
     ///
     /// # Errors
     ///
     /// A rule that is not `Tool` or `Tool(pattern)`, or whose glob does not compile.
-    pub fn parse(rule: &str) -> Result<IfRule, String> {
+    pub fn parse(rule: &str, home: Option<&Path>) -> Result<IfRule, String> {
         let rule = rule.trim();
         let wildcards = rule
             .bytes()
@@ -125,7 +129,8 @@ impl IfRule {
                 BashPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
             ))),
             Some(arg) if matches!(tool, "Edit" | "Write" | "Read") => Some(Argument::Path(
-                PathPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+                PathPattern::parse(arg, home)
+                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
             )),
             Some(arg) => Some(Argument::Other {
                 pattern: compile_glob(arg)

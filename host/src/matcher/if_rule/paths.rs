@@ -1,5 +1,6 @@
 //! `Edit(glob)`, `Write(glob)`, `Read(glob)`: path patterns, anchored at the root, the home
-//! directory, the project directory or the cwd, matched without touching the file system.
+//! directory, the project directory or the cwd, matched without touching the file system
+//! or the environment.
 
 use std::path::{Path, PathBuf};
 
@@ -8,12 +9,13 @@ use globset::GlobMatcher;
 use super::compile_glob;
 
 /// Where a path pattern is anchored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum PathBase {
     /// `//abs`: the glob is absolute.
     Root,
-    /// `~/x`: relative to `$HOME`.
-    Home,
+    /// `~/x`: relative to the home directory given at load (normalized once there);
+    /// `None` where there is none, and the pattern then matches nothing.
+    Home(Option<PathBuf>),
     /// `/x`: relative to the project directory.
     Project,
     /// `x/y`, `./x`: relative to the cwd.
@@ -32,11 +34,13 @@ pub(super) struct PathPattern {
 }
 
 impl PathPattern {
-    pub(super) fn parse(pattern: &str) -> Result<PathPattern, String> {
+    /// Compiles `pattern`; `home` anchors `~/` (the matcher reads no environment: the
+    /// home directory is config's, [`crate::policy::ResolveOptions::home_dir`]).
+    pub(super) fn parse(pattern: &str, home: Option<&Path>) -> Result<PathPattern, String> {
         let (base, glob) = if let Some(abs) = pattern.strip_prefix("//") {
             (PathBase::Root, format!("/{abs}"))
         } else if let Some(rest) = pattern.strip_prefix("~/") {
-            (PathBase::Home, rest.to_string())
+            (PathBase::Home(home.map(normalize)), rest.to_string())
         } else if let Some(rest) = pattern.strip_prefix('/') {
             (PathBase::Project, rest.to_string())
         } else {
@@ -54,18 +58,18 @@ impl PathPattern {
 
     pub(super) fn matches(&self, path: &str, cwd: &Path, project_dir: &Path) -> bool {
         let absolute = normalize(&cwd.join(path));
-        let base = match self.base {
-            PathBase::Root | PathBase::AnyDepth => return self.glob.is_match(&absolute),
-            PathBase::Home => match std::env::var_os("HOME") {
-                Some(home) => normalize(Path::new(&home)),
-                None => return false,
-            },
-            PathBase::Project => normalize(project_dir),
-            PathBase::Cwd => normalize(cwd),
+        let relative_to = |base: &Path| {
+            absolute
+                .strip_prefix(base)
+                .is_ok_and(|relative| self.glob.is_match(relative))
         };
-        absolute
-            .strip_prefix(&base)
-            .is_ok_and(|relative| self.glob.is_match(relative))
+        match &self.base {
+            PathBase::Root | PathBase::AnyDepth => self.glob.is_match(&absolute),
+            PathBase::Home(Some(home)) => relative_to(home),
+            PathBase::Home(None) => false,
+            PathBase::Project => relative_to(&normalize(project_dir)),
+            PathBase::Cwd => relative_to(&normalize(cwd)),
+        }
     }
 }
 

@@ -7,8 +7,13 @@ use super::*;
 use crate::matcher::shell;
 use serde_json::json;
 
+/// A rule compiled without a home directory.
+fn parse_rule(rule: &str) -> Result<IfRule, String> {
+    IfRule::parse(rule, None)
+}
+
 fn bash(rule: &str, command: &str) -> bool {
-    IfRule::parse(rule).unwrap().matches(
+    parse_rule(rule).unwrap().matches(
         "Bash",
         &json!({ "command": command }),
         Path::new("/repo"),
@@ -312,7 +317,7 @@ fn bash_rules() {
 
 #[test]
 fn a_missing_or_odd_command_runs_the_hook() {
-    let rule = IfRule::parse("Bash(git push *)").unwrap();
+    let rule = parse_rule("Bash(git push *)").unwrap();
     let cwd = Path::new("/");
     for input in [json!({}), json!({"command": 7}), json!({"command": null})] {
         assert!(rule.matches("Bash", &input, cwd, cwd), "{input}");
@@ -377,14 +382,14 @@ fn nesting_within_the_limits_is_understood_on_a_small_stack() {
 #[test]
 fn patterns_are_bounded() {
     let long = format!("Bash({})", "a".repeat(3 << 20));
-    let e = IfRule::parse(&long).unwrap_err();
+    let e = parse_rule(&long).unwrap_err();
     assert!(
         e.contains("longer than") && e.len() < 300,
         "{}",
         &e[..e.len().min(300)]
     );
     let stars = format!("Bash({})", "*".repeat(100_000));
-    let e = IfRule::parse(&stars).unwrap_err();
+    let e = parse_rule(&stars).unwrap_err();
     assert!(
         e.contains("wildcards") && e.len() < 300,
         "{}",
@@ -393,7 +398,7 @@ fn patterns_are_bounded() {
     // The most wildcards allowed, against the longest command parsed: still a regex
     // search, linear in the command.
     let rule = format!("Bash({}x)", "a*".repeat(MAX_WILDCARDS - 1));
-    let rule = IfRule::parse(&rule).unwrap();
+    let rule = parse_rule(&rule).unwrap();
     let command = format!("echo {}", "a".repeat(60_000));
     assert!(!rule.matches(
         "Bash",
@@ -427,7 +432,7 @@ fn path_rules() {
         ("Edit(*.ts)", "Edit", "/repo/a.ts/../b.rs", false),
     ];
     for &(rule, tool, path, expected) in rows {
-        let r = IfRule::parse(rule).unwrap();
+        let r = parse_rule(rule).unwrap();
         let got = r.matches(
             tool,
             &json!({ "file_path": path }),
@@ -438,11 +443,38 @@ fn path_rules() {
     }
 }
 
+/// `~/` is anchored at the home directory the rule was compiled with, never at the
+/// process's `$HOME` (the matcher reads no environment); without one it matches nothing.
+#[test]
+fn home_rules_use_the_home_directory_given_at_load() {
+    let edit = |home: Option<&Path>, path: &str| {
+        IfRule::parse("Edit(~/.ssh/**)", home).unwrap().matches(
+            "Edit",
+            &json!({ "file_path": path }),
+            Path::new("/repo"),
+            Path::new("/repo"),
+        )
+    };
+    // A home that is not this process's `$HOME`, written with `..` (normalized at load).
+    let home = Path::new("/home/nobody-else/../alice");
+    assert!(edit(Some(home), "/home/alice/.ssh/id_ed25519"));
+    assert!(edit(Some(home), "/home/alice/x/../.ssh/config"));
+    assert!(!edit(Some(home), "/home/alice/.sshx/k"));
+    assert!(!edit(Some(home), "/home/bob/.ssh/k"));
+    // The process's own `$HOME` is not consulted.
+    if let Some(process_home) = std::env::var_os("HOME").filter(|h| h != "/home/alice") {
+        let path = Path::new(&process_home).join(".ssh/k");
+        assert!(!edit(Some(home), path.to_str().unwrap()));
+        assert!(!edit(None, path.to_str().unwrap()));
+    }
+    assert!(!edit(None, "/home/alice/.ssh/k"));
+}
+
 #[test]
 fn a_huge_cwd_is_not_compiled_and_still_matches() {
     let cwd = PathBuf::from(format!("/{}", "d".repeat(3 << 20)));
     for (rule, path) in [("Edit(*.ts)", "a.ts"), ("Edit(src/*.ts)", "src/a.ts")] {
-        let r = IfRule::parse(rule).unwrap();
+        let r = parse_rule(rule).unwrap();
         assert!(
             r.matches(
                 "Edit",
@@ -460,32 +492,31 @@ fn tool_name_rules() {
     let input = json!({});
     let cwd = Path::new("/");
     assert!(
-        IfRule::parse("WebFetch")
+        parse_rule("WebFetch")
             .unwrap()
             .matches("WebFetch", &input, cwd, cwd)
     );
     assert!(
-        !IfRule::parse("WebFetch")
+        !parse_rule("WebFetch")
             .unwrap()
             .matches("Bash", &input, cwd, cwd)
     );
     assert!(
-        IfRule::parse("mcp__memory")
+        parse_rule("mcp__memory")
             .unwrap()
             .matches("mcp__memory__create", &input, cwd, cwd)
     );
-    assert!(!IfRule::parse("mcp__memory").unwrap().matches(
-        "mcp__memoryx__create",
-        &input,
-        cwd,
-        cwd
-    ));
     assert!(
-        IfRule::parse("mcp__*")
+        !parse_rule("mcp__memory")
+            .unwrap()
+            .matches("mcp__memoryx__create", &input, cwd, cwd)
+    );
+    assert!(
+        parse_rule("mcp__*")
             .unwrap()
             .matches("mcp__a__b", &input, cwd, cwd)
     );
-    let fetch = IfRule::parse("WebFetch(https://example.com/*)").unwrap();
+    let fetch = parse_rule("WebFetch(https://example.com/*)").unwrap();
     assert!(fetch.matches(
         "WebFetch",
         &json!({"url": "https://example.com/x"}),
@@ -498,6 +529,6 @@ fn tool_name_rules() {
 #[test]
 fn invalid_rules_are_rejected() {
     for rule in ["Bash(git", "Ba sh", "", "Edit([)"] {
-        assert!(IfRule::parse(rule).is_err(), "{rule}");
+        assert!(parse_rule(rule).is_err(), "{rule}");
     }
 }

@@ -206,3 +206,57 @@ fn the_daemon_filters_like_the_one_shot_cli() {
         run.stderr
     );
 }
+
+/// The password database's home directory of this user (what `$HOME` falls back to).
+fn password_home() -> std::path::PathBuf {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() }.to_string();
+    let out = Command::new("getent")
+        .args(["passwd", &uid])
+        .output()
+        .unwrap();
+    let line = String::from_utf8(out.stdout).unwrap();
+    line.trim_end()
+        .split(':')
+        .nth(5)
+        .unwrap_or_else(|| panic!("no home directory in `{line}`"))
+        .into()
+}
+
+/// A guard on `~/.ssh` is anchored at the home directory config read, never at an odd
+/// `$HOME` the matcher would meet on its own: an empty or unset `$HOME` falls back to the
+/// password database (the guard runs on an edit there), and a set `$HOME` is the anchor.
+#[test]
+fn a_home_guard_holds_with_an_empty_or_unset_home() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Edit",
+        json!([{"type": "command", "command": "echo guard ran >&2; exit 2", "if": "Edit(~/.ssh/**)"}]),
+    ));
+    let edit = |path: &Path, home: Option<&str>| {
+        let input = json!({
+            "session_id": "s1",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Edit",
+            "tool_input": {"file_path": path, "old_string": "a", "new_string": "b"},
+            "tool_use_id": "t1"
+        });
+        let mut cmd = env.command();
+        cmd.args(["dispatch", "PreToolUse"]);
+        match home {
+            Some(home) => cmd.env("HOME", home),
+            None => cmd.env_remove("HOME"),
+        };
+        let run = env.run_with(&mut cmd, &input.to_string());
+        assert_eq!(run.code, 0, "dispatch failed: {}", run.stderr);
+        run.json()["decision"].as_str().unwrap().to_string()
+    };
+    let key = password_home().join(".ssh/id_ed25519");
+    assert_eq!(edit(&key, Some("")), "deny", "empty HOME");
+    assert_eq!(edit(&key, None), "deny", "unset HOME");
+    let elsewhere = env.home.join("h");
+    let shown = elsewhere.to_str().unwrap();
+    assert_eq!(edit(&elsewhere.join(".ssh/k"), Some(shown)), "deny");
+    assert_eq!(edit(&elsewhere.join(".sshx/k"), Some(shown)), "none");
+}

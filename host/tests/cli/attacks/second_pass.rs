@@ -27,24 +27,7 @@ fn claude_answer(env: &TestEnv, stdin: &[u8]) -> crate::support::Run {
 
 /// The drop-in's answer to raw stdin bytes, run by `cmd`.
 fn claude_answer_with(mut cmd: std::process::Command, stdin: &[u8]) -> crate::support::Run {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .args(["dispatch", "--format", "claude"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    let out = child.wait_with_output().unwrap();
-    crate::support::Run {
-        pid,
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    crate::support::run_bytes(cmd.args(["dispatch", "--format", "claude"]), stdin)
 }
 
 /// Inputs that JSON.stringify (Claude Code is JavaScript) writes, or that a truncation in
@@ -56,13 +39,7 @@ fn claude_answer_with(mut cmd: std::process::Command, stdin: &[u8]) -> crate::su
 fn inputs_a_strict_parser_refuses_still_reach_the_hooks() {
     let env = TestEnv::new();
     guard_rm(&env);
-    let prefix = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf / "#;
-    let deep = format!(
-        "{prefix}\",\"x\":{}1{}}}}}",
-        "[".repeat(3000),
-        "]".repeat(3000)
-    );
-    for (what, stdin) in strict_parser_refusals(prefix, deep) {
+    for (what, stdin) in strict_parser_refusals() {
         // Sanity: the case is one that a strict parser refuses.
         assert!(
             serde_json::from_slice::<Value>(&stdin).is_err(),
@@ -195,7 +172,13 @@ fn a_huge_session_id_never_disarms_command_hooks() {
 }
 
 /// Inputs a strict JSON parser refuses, each with a `rm -rf` command for the guard.
-fn strict_parser_refusals(prefix: &str, deep: String) -> Vec<(&'static str, Vec<u8>)> {
+fn strict_parser_refusals() -> Vec<(&'static str, Vec<u8>)> {
+    let prefix = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf / "#;
+    let deep = format!(
+        "{prefix}\",\"x\":{}1{}}}}}",
+        "[".repeat(3000),
+        "]".repeat(3000)
+    );
     vec![
         (
             "a lone low surrogate",
@@ -247,13 +230,7 @@ fn assert_blocked(what: &str, run: &crate::support::Run) {
 fn the_dispatch_daemon_reads_what_the_one_shot_process_reads() {
     let env = TestEnv::new();
     guard_rm(&env);
-    let prefix = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf / "#;
-    let deep = format!(
-        "{prefix}\",\"x\":{}1{}}}}}",
-        "[".repeat(3000),
-        "]".repeat(3000)
-    );
-    for (what, stdin) in strict_parser_refusals(prefix, deep) {
+    for (what, stdin) in strict_parser_refusals() {
         let run = claude_answer_with(crate::dispatch_daemon::with_daemon(&env, 20), &stdin);
         assert_blocked(what, &run);
     }

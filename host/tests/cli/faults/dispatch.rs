@@ -466,3 +466,38 @@ fn a_project_path_that_is_not_utf8_reaches_hooks_and_the_runner_unchanged() {
         project.join("async-ran").exists()
     });
 }
+
+/// An HTTP hook's server that sends far more than the 1 MiB cap and then stalls with the
+/// connection open: the answer is refused as too long as soon as the cap is passed, not
+/// read on until the hook's (long) timeout. A valid decision hidden at the start of the
+/// over-long body decides nothing.
+#[test]
+fn an_http_answer_over_the_cap_is_refused_without_waiting_for_its_end() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut request = [0u8; 4096];
+        let _ = stream.read(&mut request);
+        let mut body = br#"{"decision": "block", "reason": "x"}"#.to_vec();
+        body.resize(3 << 20, b' ');
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n");
+        let _ = stream.write_all(&body);
+        // Stall: keep the connection open, long past the hook's timeout.
+        std::thread::sleep(std::time::Duration::from_secs(300));
+    });
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "http", "id": "big", "url": url, "timeout": 120}]),
+    ));
+    let out = env.dispatch("PreToolUse", bash_input("ls"));
+    assert_eq!(hook_fields(&out, "id", "status"), ["big:failed"], "{out}");
+    assert_eq!(out["decision"], "none", "{out}");
+    let notices = out["notices"].to_string();
+    assert!(notices.contains("more than 1048576 bytes"), "{notices}");
+}

@@ -2,14 +2,12 @@
 //! answered (never exit 101, never a lost answer), the daemon keeps answering its other
 //! clients, and where the `if` filter's parser gives up the guard hook runs.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input, hooks, wait_until};
+use crate::serve::Daemon;
+use crate::support::{TestEnv, bash_input, hooks};
 
 /// A guard that blocks every command it sees, filtered to `rm`.
 fn guard(env: &TestEnv, rule: &str) {
@@ -37,39 +35,24 @@ fn deep_json(levels: usize) -> String {
     )
 }
 
-struct Daemon {
-    child: Child,
-    socket: std::path::PathBuf,
-}
+/// `hookhost serve` (the shared [`Daemon`]), with the checks these faults share.
+struct Faults(Daemon);
 
-impl Daemon {
-    fn start(env: &TestEnv) -> Daemon {
-        let socket = env.data.join("input-faults.sock");
-        let child = env
-            .command()
-            .args(["serve", "--socket", socket.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_until("the socket to appear", || {
-            socket.exists() && UnixStream::connect(&socket).is_ok()
-        });
-        Daemon { child, socket }
+impl Faults {
+    fn start(env: &TestEnv) -> Faults {
+        Faults(Daemon::start(env))
     }
 
-    /// Sends one raw request line and reads its answer.
+    /// Sends one raw request line on a fresh connection and reads its answer; a huge
+    /// input is given more time than the shared client's default.
     fn ask(&self, line: &str) -> Value {
-        let mut stream = UnixStream::connect(&self.socket).unwrap();
-        stream
+        let mut client = self.0.client();
+        client
+            .stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        stream.write_all(line.as_bytes()).unwrap();
-        stream.write_all(b"\n").unwrap();
-        let mut answer = String::new();
-        BufReader::new(stream).read_line(&mut answer).unwrap();
-        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("bad answer {answer:?}: {e}"))
+        client.send(line);
+        client.read()
     }
 
     fn call(&self, input: &Value) -> Value {
@@ -80,19 +63,12 @@ impl Daemon {
 
     fn assert_alive(&mut self) {
         assert!(
-            self.child.try_wait().unwrap().is_none(),
+            self.0.child.try_wait().unwrap().is_none(),
             "the daemon exited"
         );
         // Another client is still served, and the filter still skips what it should.
         let out = self.call(&bash_input("ls"));
         assert_eq!(out["decision"], "none", "{out}");
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -128,7 +104,7 @@ fn deep_and_huge_commands_run_the_guard() {
         "none"
     );
 
-    let mut daemon = Daemon::start(&env);
+    let mut daemon = Faults::start(&env);
     for (what, command) in &commands {
         let out = daemon.call(&bash_input(command));
         assert_eq!(out["decision"], "deny", "{what}: the guard must run: {out}");
@@ -150,7 +126,7 @@ fn deeply_nested_json_input_is_an_error_answer() {
             "{levels}: failed without saying why"
         );
     }
-    let mut daemon = Daemon::start(&env);
+    let mut daemon = Faults::start(&env);
     for levels in [10_000, 100_000] {
         let line = format!(
             r#"{{"id": 7, "event": "PreToolUse", "input": {}}}"#,
@@ -226,7 +202,7 @@ fn huge_if_patterns_are_config_errors_not_crashes() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.len() < 8000, "validate does not cut patterns");
 
-    let mut daemon = Daemon::start(&env);
+    let mut daemon = Faults::start(&env);
     let out = daemon.call(&bash_input("rm -rf /"));
     assert_eq!(out["decision"], "deny", "{out}");
     check(&out["notices"]);
