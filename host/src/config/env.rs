@@ -196,7 +196,7 @@ fn look_up_password_home() -> Option<PathBuf> {
     // strings written point into `buffer`, which outlives their use below.
     let rc = unsafe {
         libc::getpwuid_r(
-            libc::geteuid(),
+            super::file::effective_uid(),
             &mut entry,
             buffer.as_mut_ptr(),
             buffer.len(),

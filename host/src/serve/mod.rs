@@ -49,8 +49,8 @@ pub use protocol::{BadRequest, Frame, Request, RequestLines, parse_request};
 pub use sessions::{SubscribingStore, Subscription};
 pub use socket::BoundSocket;
 
+use crate::config::file::effective_uid;
 use projects::Project;
-use socket::euid;
 
 /// Longest request line accepted: 16 MiB.
 pub const MAX_LINE: usize = 16 << 20;
@@ -219,7 +219,7 @@ impl Server {
         let listener = tokio::net::UnixListener::from_std(socket.listener.try_clone()?)?;
         let reloader = self.clone().spawn_reloader();
         let slots = Arc::new(Semaphore::new(self.limits.connections));
-        let me = euid();
+        let me = effective_uid();
         let mut failing = false;
         loop {
             let accepted = tokio::select! {

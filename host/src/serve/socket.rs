@@ -6,6 +6,8 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::config::file::effective_uid;
+
 /// A unix socket bound for [`Server::serve_bound`]: created with mode 0600 in a private
 /// directory and only then linked at its path, so that no other user can connect to it
 /// at any moment, whatever the umask.
@@ -21,12 +23,6 @@ const MAX_SOCKET_PATH: usize = 107;
 
 fn refused(path: &Path, why: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("{}: {why}", path.display()))
-}
-
-/// The effective uid of this process.
-pub(super) fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 impl BoundSocket {
@@ -65,7 +61,7 @@ impl BoundSocket {
             }
             Err(e) => return Err(refused(&parent, e)),
         };
-        let me = euid();
+        let me = effective_uid();
         if dir.uid() != me && dir.uid() != 0 {
             return Err(refused(
                 &parent,

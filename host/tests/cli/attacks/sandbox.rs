@@ -3,69 +3,17 @@
 //! calls. Every other client must still be answered, and every hostile call must end at
 //! its own timeout.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::grants::hostile_raw;
-use crate::support::{TestEnv, wait_until};
+use crate::serve::Daemon;
+use crate::support::TestEnv;
 
 #[path = "../../common/stalling.rs"]
 mod stalling;
 use stalling::stalling_server;
-
-struct Serve {
-    child: Child,
-    socket: std::path::PathBuf,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    fn start(env: &TestEnv) -> Serve {
-        let socket = env.data.join("hookhost.sock");
-        let child = env
-            .command()
-            .args(["serve", "--socket", socket.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_until("the socket to appear", || {
-            socket.exists() && UnixStream::connect(&socket).is_ok()
-        });
-        Serve { child, socket }
-    }
-
-    fn client(&self) -> (UnixStream, BufReader<UnixStream>) {
-        let stream = UnixStream::connect(&self.socket).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        let reader = BufReader::new(stream.try_clone().unwrap());
-        (stream, reader)
-    }
-}
-
-fn send(stream: &mut UnixStream, id: u64, event: &str, input: Value) {
-    let line = json!({"id": id, "event": event, "input": input}).to_string();
-    stream.write_all(format!("{line}\n").as_bytes()).unwrap();
-}
-
-fn answer(reader: &mut BufReader<UnixStream>) -> Value {
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("an answer within 30 s");
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
-}
 
 /// Four events whose plugin opens a FIFO in its read-only `${workspace}` grant, and four
 /// whose plugin reads a stalled HTTP body from a granted server, sent at once to
@@ -92,20 +40,20 @@ fn blocking_host_calls_cannot_wedge_the_daemon() {
         ],
         "Stop": [{"hooks": [{"type": "wasm", "id": "benign", "plugin": plugin, "config": {"attack": "echo"}}]}]
     }}));
-    let serve = Serve::start(&env);
-    let (mut hostile, mut hostile_answers) = serve.client();
+    let serve = Daemon::start(&env);
+    let mut hostile = serve.client();
     let tool = |name: &str| json!({"session_id": "h", "tool_name": name, "tool_input": {}});
     for id in 1..=4 {
-        send(&mut hostile, id, "PreToolUse", tool("Read"));
+        hostile.request(json!(id), "PreToolUse", tool("Read"));
     }
     for id in 5..=8 {
-        send(&mut hostile, id, "PreToolUse", tool("WebFetch"));
+        hostile.request(json!(id), "PreToolUse", tool("WebFetch"));
     }
     // Another client, after the hostile events are in.
     std::thread::sleep(Duration::from_millis(200));
-    let (mut benign, mut benign_answers) = serve.client();
-    send(&mut benign, 1, "Stop", json!({"session_id": "b"}));
-    let answered = answer(&mut benign_answers);
+    let mut benign = serve.client();
+    benign.request(json!(1), "Stop", json!({"session_id": "b"}));
+    let answered = benign.read();
     assert_eq!(
         answered["outcome"]["hooks"][0]["status"], "ok",
         "{answered}"
@@ -113,7 +61,7 @@ fn blocking_host_calls_cannot_wedge_the_daemon() {
 
     let mut seen = Vec::new();
     for _ in 1..=8 {
-        let answer = answer(&mut hostile_answers);
+        let answer = hostile.read();
         seen.push((answer["id"].as_u64().unwrap(), answer["outcome"].clone()));
     }
     seen.sort_by_key(|(id, _)| *id);
