@@ -390,8 +390,13 @@ pub fn prepare_env_file(path: &Path) -> Result<(), StoreError> {
 
 /// Writes `bytes` to `path` through a temporary file in the same private directory and
 /// a rename: a reader never sees half a file, and a failed write leaves nothing behind
-/// (tempfile removes its file on drop; it creates it 0600 with `O_EXCL`).
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+/// (tempfile removes its file on drop; it creates it 0600 with `O_EXCL`). The one atomic
+/// write of the host's private state (sessions, the compile cache).
+///
+/// # Errors
+///
+/// The directory is not private ([`private_dir`]), or the write or the rename failed.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().expect("state files live in a directory");
     private_dir(dir)?;
     let write = StoreError::io(StoreAction::Write, path);

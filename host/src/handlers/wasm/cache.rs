@@ -32,9 +32,9 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -45,7 +45,7 @@ use wasmtime::component::Component;
 use crate::config::file::{
     FileError, FileStamp, effective_uid, open_regular, read_regular, unsafe_owner_or_mode,
 };
-use crate::session::private_dir;
+use crate::session::write_atomically;
 
 use super::cache_key::{CacheKey, MAX_RECORD_BYTES};
 
@@ -113,32 +113,6 @@ fn settled(stamp: &FileStamp) -> bool {
         .is_ok_and(|age| age >= SETTLE_TIME)
 }
 
-/// Writes `text` to `path` (mode 0600) through a temporary file renamed into place.
-fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    private_dir(dir).map_err(std::io::Error::other)?;
-    // Unique per process and per write: two threads storing the same entry must not
-    // write into one temporary file.
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        std::process::id(),
-        WRITES.fetch_add(1, Ordering::Relaxed),
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
-    ));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(text))
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
-}
 
 /// Whether only this user (or root) can change the opened file: it is ours and no one
 /// else may write it. Only such a file is mapped, since truncating a mapped file kills
@@ -453,14 +427,14 @@ fn compile(engine: &Engine, bytes: &[u8], label: &str) -> Result<Component, Stri
 }
 
 fn store(key: &CacheKey, path: &Path, sidecar: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    write_atomically(path, artifact)?;
+    write_atomically(path, artifact).map_err(std::io::Error::other)?;
     let stamp = FileStamp::of(&std::fs::metadata(path)?);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let record = key.seal(&[&name, &sha256_hex(artifact), &stamp.to_string()]);
-    write_atomically(sidecar, record.as_bytes())
+    write_atomically(sidecar, record.as_bytes()).map_err(std::io::Error::other)
 }
 
 /// Runs a compile; when it takes more than a second and stderr is a terminal, shows a
