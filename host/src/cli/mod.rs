@@ -6,7 +6,6 @@ pub mod output;
 
 mod audit;
 mod demo;
-mod demo_session;
 mod dispatch;
 pub mod dispatch_daemon;
 mod hooks;

@@ -6,16 +6,17 @@
 
 pub mod env;
 pub mod file;
+mod load;
+mod loaded;
 mod parse;
 pub mod schema;
 mod sources;
 
+pub use load::{load, load_with};
+pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig};
 pub(crate) use parse::kind_of;
 pub use parse::parse_settings;
-pub use sources::{
-    ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig, Origin, SourceKind,
-    SourceOptions, load, load_with,
-};
+pub use sources::{Origin, SourceKind, SourceOptions};
 
 /// A problem in a config source, with where it is: the file, the JSON path in it, and
 /// what is wrong. The same shape serves both kinds of problem: a [`ConfigError`] stops the

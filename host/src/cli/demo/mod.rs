@@ -1,4 +1,4 @@
-//! `hookhost demo [--keep DIR]`: the scripted agent session of [`super::demo_session`],
+//! `hookhost demo [--keep DIR]`: the scripted agent session of [`session`],
 //! printed. It builds the example wasm plugins from the sources the binary carries
 //! (once; later runs reuse the build), compiles them before the session so that the
 //! times it shows are per-event times, runs the session in a directory of its own, and
@@ -15,10 +15,15 @@ use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::outcome::{Decision, HookStatus};
 use hookhost::text::{escape, escape_multiline};
 
-use super::demo_session::{
-    DemoDirs, DemoStep, build_embedded_plugins, precompile, prepare, run_session, wasm_toolchain,
-};
 use super::runtime;
+
+mod plugins;
+mod session;
+mod setup;
+
+use plugins::{build_embedded_plugins, wasm_toolchain};
+use session::{DemoStep, run_session};
+use setup::{DemoDirs, precompile, prepare};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {

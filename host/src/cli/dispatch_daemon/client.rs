@@ -1,0 +1,144 @@
+//! The caller's side: forward this process's stdin to the daemon of its command line,
+//! or dispatch in-process (and start a daemon for the next call).
+
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use super::super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
+use super::place::Place;
+use super::wire::decode;
+use super::{MAX_INPUT, MODE_VAR, PER_CALL_VARS, SOCKET_VAR};
+
+/// Whether this process's command line is a valid `hookhost dispatch` one: `--help`, a
+/// bad flag or another command never starts a daemon (its "bad command line" would be
+/// left behind in the daemon's files).
+fn parsed_dispatch_args() -> Option<DispatchArgs> {
+    match super::super::Cli::try_parse() {
+        Ok(super::super::Cli {
+            command: super::super::Command::Dispatch(args),
+        }) => Some(args),
+        _ => None,
+    }
+}
+
+/// In a `hookhost dispatch` process, unless `HOOKHOST_DISPATCH_DAEMON` turns the daemon
+/// off: the exit code after a daemon answered, or `None` to dispatch in-process (no
+/// daemon listens yet; one is being started). Runs before anything else of the process,
+/// so that a forwarded dispatch costs little more than the process start.
+pub fn forward() -> Option<ExitCode> {
+    if std::env::var_os(MODE_VAR).is_some_and(|mode| !mode.is_empty() && mode != "auto")
+        || std::env::var_os(SOCKET_VAR).is_some()
+        || PER_CALL_VARS
+            .iter()
+            .any(|var| std::env::var_os(var).is_some())
+        || std::env::args_os()
+            .nth(1)
+            .is_none_or(|cmd| cmd != "dispatch")
+    {
+        return None;
+    }
+    let place = Place::of_this_process()?;
+    let Ok(stream) = UnixStream::connect(&place.socket) else {
+        // Cold path only: parsing here costs the forwarded calls nothing.
+        if parsed_dispatch_args().is_some() {
+            place.start_daemon();
+        }
+        return None;
+    };
+    if !served_by_this_user(&stream) {
+        // Nothing was sent: this call dispatches in-process, as with no daemon at all.
+        return None;
+    }
+    // Connected: the daemon reads stdin from here on, so a failure is reported rather
+    // than dispatched again in-process (its hooks may have run).
+    Some(match exchange(stream) {
+        Ok(printed) => {
+            let mut out = io::stdout().lock();
+            let _ = out.write_all(printed.stdout.as_bytes());
+            let _ = out.flush();
+            let _ = io::stderr().write_all(printed.stderr.as_bytes());
+            ExitCode::from(printed.code)
+        }
+        Err(e) => {
+            eprint!(
+                "{}",
+                super::super::error_text(&format!(
+                    "the dispatch daemon at {} did not answer: {e} \
+                     ({MODE_VAR}=off dispatches in-process)",
+                    place.socket.display()
+                ))
+            );
+            ExitCode::from(super::super::ERROR_EXIT)
+        }
+    })
+}
+
+/// Whether the process listening on `stream`'s other end runs as this user (or root):
+/// the caller's hook input goes to it and its answer decides the tool call, so a socket
+/// that another user bound while the directory was open to them is not spoken to. One
+/// `getsockopt` per forwarded call.
+pub(super) fn served_by_this_user(stream: &UnixStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut peer = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `peer` and `len` are valid for writes of the sizes given, and the
+    // descriptor is open for the duration of the call (borrowed from `stream`).
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut peer).cast(),
+            &raw mut len,
+        )
+    };
+    let me = hookhost::config::file::effective_uid();
+    rc == 0 && (peer.uid == me || peer.uid == 0)
+}
+
+/// Sends stdin, reads the answer; a stdin over [`MAX_INPUT`] is dispatched here instead.
+fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
+    let mut input = Vec::new();
+    // One byte past the cap is enough to know the input is too big: an agent's input of
+    // gigabytes is never held whole by the client.
+    io::stdin()
+        .lock()
+        .take(MAX_INPUT as u64 + 1)
+        .read_to_end(&mut input)?;
+    if input.len() > MAX_INPUT {
+        drop(stream);
+        return Ok(dispatch_here(&input));
+    }
+    let len = u32::try_from(input.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "stdin over 4 GiB"))?;
+    stream.write_all(&len.to_le_bytes())?;
+    stream.write_all(&input)?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    decode(&answer).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the connection closed before a whole answer",
+        )
+    })
+}
+
+/// What `hookhost dispatch` prints for `input`, dispatched in this process.
+fn dispatch_here(input: &[u8]) -> Printed {
+    let Some(args) = parsed_dispatch_args() else {
+        return Printed::error("not a `hookhost dispatch` command line");
+    };
+    match super::super::one_shot_runtime() {
+        Ok(runtime) => runtime.block_on(dispatch_stdin(&args, input, |project| {
+            args.sources.host_for(project)
+        })),
+        Err(message) => Printed::error(&message),
+    }
+}

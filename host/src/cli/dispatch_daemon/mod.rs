@@ -1,0 +1,65 @@
+//! The dispatch daemon: unless `HOOKHOST_DISPATCH_DAEMON=off`, `hookhost dispatch` hands
+//! its stdin to a background process that runs the very same command line and stays
+//! warm (compiled plugins in memory, pooled instances, no process start-up of its own),
+//! and prints what that process answers.
+//!
+//! The daemon is keyed by everything a dispatch depends on besides its stdin: the
+//! `hookhost` executable (path and file stamp), the working directory, the arguments and
+//! the whole environment. Two callers share a daemon only when their dispatches would be
+//! the same process, so command hooks see the caller's environment and directory. Every
+//! request checks the files the config was built from (a `stat` each) and rebuilds it
+//! when one changed, so it sees what a one-shot process would read; only the caches are
+//! warm. With no daemon listening, the caller dispatches in-process and
+//! starts one in the background for the next call, so the first call never waits.
+//!
+//! Protocol, one request per connection: the client writes the length of its stdin (u32,
+//! little-endian) and its stdin, then waits; the daemon answers with the exit code
+//! (1 byte), the lengths of stdout and stderr (u32 each), then stdout and stderr. A
+//! caller that goes away before the answer (its agent killed it) closes the connection,
+//! and the daemon cancels its dispatch: the hooks' processes are killed, as they would
+//! be with the caller's process group.
+
+use std::time::Duration;
+
+mod client;
+mod place;
+mod server;
+mod wire;
+
+pub use client::forward;
+pub use server::serve_if_started;
+
+/// Unset, empty or `auto`: use a dispatch daemon, starting one when none listens. `off`
+/// (or any other value: a misspelt setting falls back to the plain process): dispatch
+/// in-process.
+const MODE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON";
+/// Seconds without a request after which a daemon exits (default 600).
+const IDLE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_IDLE_SECS";
+/// Set only in the environment of a daemon being started: the socket it serves on.
+const SOCKET_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_SOCKET";
+const DEFAULT_IDLE: Duration = Duration::from_secs(600);
+/// At most this many daemons per data directory; beyond, callers dispatch in-process
+/// (an agent whose hook environment changes on every call must not fill the machine).
+const MAX_DAEMONS: usize = 16;
+/// A daemon's log is emptied when a new daemon starts with it beyond this size.
+const LOG_CAP: u64 = 1 << 20;
+/// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
+const MAX_SOCKET_PATH: usize = 100;
+/// Variables that differ on every call by design (W3C trace context, which Claude Code
+/// sets when it propagates traces): a daemon keyed by them would serve one call, so a
+/// caller with one set dispatches in-process.
+const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
+/// The largest stdin a daemon takes, the one-shot process's own cap; a caller with more
+/// answers in-process with the same error (the daemon must not hold what any process of
+/// the user claims to send).
+const MAX_INPUT: usize = hookhost::dispatch::input::MAX_INPUT_BYTES;
+/// Requests a daemon serves at once; beyond, it stops accepting until one is answered
+/// (the callers wait in the socket's backlog).
+const MAX_CONNECTIONS: usize = 256;
+/// How long `accept` pauses after it failed (out of descriptors: `EMFILE`), instead of
+/// retrying in a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// The files of a daemon that is gone (killed, or exited with an error) are removed by
+/// the next daemon start in the same directory once they are this old: a starting
+/// daemon's are fresh, and a failure's log stays readable for a while.
+const STALE_AFTER: Duration = Duration::from_secs(60);

@@ -1,0 +1,310 @@
+//! The daemon's side: serve this command line on its socket until idle, reusing the
+//! host while the files it was built from are unchanged, one request per connection.
+
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use futures_util::FutureExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use hookhost::handlers::wasm::WasmRuntime;
+use hookhost::{Host, SourcesFingerprint};
+
+use super::super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
+use super::place::{open_lock, still_at};
+use super::wire::encode;
+use super::{ACCEPT_BACKOFF, DEFAULT_IDLE, IDLE_VAR, MAX_CONNECTIONS, MAX_INPUT, SOCKET_VAR};
+
+/// In a process started by [`super::place::Place::start_daemon`]: serves its command
+/// line until idle, then exits. `None` in any other process.
+pub fn serve_if_started() -> Option<ExitCode> {
+    let socket = PathBuf::from(std::env::var_os(SOCKET_VAR)?);
+    // SAFETY: the process is single-threaded here (nothing has started a thread yet), so
+    // nothing reads the environment concurrently; hooks must see the caller's
+    // environment, without this variable.
+    unsafe { std::env::remove_var(SOCKET_VAR) };
+    // Leave the caller's session and its descriptors: the agent may kill its process
+    // group once `dispatch` returns, and reads hook pipes until every writer closed them.
+    // SAFETY: setsid and close_range have no memory-safety preconditions, and no
+    // descriptor above 2 is owned by anything in this process yet.
+    unsafe {
+        libc::setsid();
+        #[cfg(target_os = "linux")]
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+    }
+    Some(match serve(&socket) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("hookhost dispatch daemon: {message}");
+            ExitCode::from(1)
+        }
+    })
+}
+
+fn serve(socket: &Path) -> Result<(), String> {
+    let args = match super::super::Cli::try_parse() {
+        Ok(super::super::Cli {
+            command: super::super::Command::Dispatch(args),
+        }) => args,
+        Ok(_) => return Err("not a `hookhost dispatch` command line".into()),
+        Err(e) => return Err(format!("bad command line: {e}")),
+    };
+    let lock_path = socket.with_extension("lock");
+    let lock = open_lock(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    if lock.try_lock().is_err() || !still_at(&lock, &lock_path) {
+        return Ok(()); // another daemon serves this command line, or a sweep removed it
+    }
+    let idle = std::env::var(IDLE_VAR)
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_IDLE);
+    let _ = std::fs::remove_file(socket); // left by a daemon that was killed
+    let listener = std::os::unix::net::UnixListener::bind(socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let inode = std::fs::metadata(socket).map_err(|e| e.to_string())?.ino();
+    eprintln!(
+        "hookhost dispatch daemon {} on {}: serving until {}s idle",
+        std::process::id(),
+        socket.display(),
+        idle.as_secs()
+    );
+    let runtime = super::super::serve::daemon_runtime()?;
+    let daemon = Arc::new(Daemon {
+        args,
+        wasm: Arc::new(WasmRuntime::default()),
+        host: Mutex::new(None),
+    });
+    let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle))?;
+    eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
+    // A clean exit leaves nothing behind: the socket (when it is still this daemon's),
+    // the log, and last the lock, removed while held.
+    if std::fs::symlink_metadata(socket).is_ok_and(|m| m.ino() == inode) {
+        let _ = std::fs::remove_file(socket);
+    }
+    let _ = std::fs::remove_file(socket.with_extension("log"));
+    let _ = std::fs::remove_file(&lock_path);
+    drop(lock);
+    Ok(())
+}
+
+/// Answers connections until the daemon has been idle for `idle` or its socket file was
+/// removed or replaced; then stops listening, answers what was already queued, waits for
+/// the requests in flight and returns why it stopped.
+async fn accept_until_idle(
+    listener: std::os::unix::net::UnixListener,
+    daemon: Arc<Daemon>,
+    socket: &Path,
+    inode: u64,
+    idle: Duration,
+) -> Result<&'static str, String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let listener = tokio::net::UnixListener::from_std(listener).map_err(|e| e.to_string())?;
+    let mut requests = tokio::task::JoinSet::new();
+    const CHECK_EVERY: Duration = Duration::from_secs(1);
+    let mut last_active = Instant::now();
+    let mut last_check = Instant::now();
+    let mut failing = false;
+    let reason = loop {
+        if requests.len() >= MAX_CONNECTIONS {
+            // Full: callers wait in the backlog until a request is answered.
+            let _ = tokio::time::timeout(CHECK_EVERY, requests.join_next()).await;
+        } else {
+            match tokio::time::timeout(CHECK_EVERY, listener.accept()).await {
+                Ok(Ok((stream, _))) => {
+                    failing = false;
+                    requests.spawn(answer(stream, daemon.clone()));
+                }
+                Ok(Err(e)) => {
+                    if !failing {
+                        tracing::warn!(
+                            "dispatch daemon: accept: {e}; retrying every {ACCEPT_BACKOFF:?}"
+                        );
+                    }
+                    failing = true;
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+                Err(_elapsed) => {}
+            }
+        }
+        while requests.try_join_next().is_some() {
+            last_active = Instant::now();
+        }
+        if !requests.is_empty() {
+            last_active = Instant::now();
+        }
+        // Under load, not on every request.
+        if last_check.elapsed() < CHECK_EVERY {
+            continue;
+        }
+        last_check = Instant::now();
+        if std::fs::metadata(socket).map_or(true, |m| m.ino() != inode) {
+            break "its socket was removed";
+        }
+        if last_active.elapsed() >= idle {
+            // Unlink first: from now on a caller finds no daemon and dispatches itself.
+            let _ = std::fs::remove_file(socket);
+            break "idle";
+        }
+    };
+    // Connections queued before the socket went away are answered, not dropped.
+    while let Ok(Ok((stream, _))) =
+        tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
+    {
+        requests.spawn(answer(stream, daemon.clone()));
+    }
+    while requests.join_next().await.is_some() {}
+    Ok(reason)
+}
+
+/// The daemon's command line and what its requests share: the wasm runtime, and the
+/// host of the last request, reused while the files it was built from are unchanged.
+struct Daemon {
+    args: DispatchArgs,
+    wasm: Arc<WasmRuntime>,
+    host: Mutex<Option<Cached>>,
+}
+
+/// The host built last, and the state of its files then.
+struct Cached {
+    host: Host,
+    built_from: SourcesFingerprint,
+    /// Whether its files had settled: a file written within the last second could change
+    /// again without its stamp showing it, so such a host is rebuilt next time (and is
+    /// still the previous host of that rebuild).
+    settled: bool,
+}
+
+impl Daemon {
+    /// The host for a request about `project`: the cached one while it is of that project
+    /// and its files are unchanged, else one built again with the cached one as its
+    /// previous version, so that a file that stopped loading keeps its last good version
+    /// in force (also across requests about other projects) and a rebuild of the same
+    /// project that panics keeps the previous host serving, with a notice (see
+    /// [`Host::rebuild`]).
+    fn host(&self, project: &Path) -> Result<Host, String> {
+        let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        // The project can differ between requests (it may come from the input's `cwd`).
+        if let Some(c) = cached.as_ref()
+            && c.settled
+            && c.host.policy().project_dir == project
+            && c.host.fingerprint() == c.built_from
+        {
+            return Ok(c.host.clone());
+        }
+        let host = match cached.as_ref().map(|c| c.host.clone()) {
+            // The same project: a rebuild that panics keeps its previous host serving.
+            Some(previous) if previous.policy().project_dir == project => {
+                let mut failed = None;
+                let host = previous.rebuild(|previous| {
+                    match self.args.sources.host_reloading(
+                        project,
+                        self.wasm.clone(),
+                        Some(previous),
+                    ) {
+                        Ok(host) => host,
+                        Err(e) => {
+                            failed = Some(e);
+                            previous.clone()
+                        }
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                host
+            }
+            // Another project's host cannot serve this one, but it carries the last good
+            // versions of the files both share (the user's, managed policy) and of this
+            // project's files from before the switch. A first build that panics is not
+            // cached: the request's panic is its answer, and the next request builds
+            // again.
+            previous => {
+                self.args
+                    .sources
+                    .host_reloading(project, self.wasm.clone(), previous.as_ref())?
+            }
+        };
+        let built_from = host.fingerprint();
+        *cached = Some(Cached {
+            host: host.clone(),
+            settled: built_from.is_settled(),
+            built_from,
+        });
+        Ok(host)
+    }
+}
+
+/// One request: stdin in, what `hookhost dispatch` would print out.
+async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
+    let mut len = [0; 4];
+    let mut input = Vec::new();
+    let read = async {
+        stream.read_exact(&mut len).await?;
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_INPUT {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a request of {len} bytes (at most {MAX_INPUT})"),
+            ));
+        }
+        // Grown as bytes arrive: a length is a claim, not an allocation.
+        (&mut stream)
+            .take(len as u64)
+            .read_to_end(&mut input)
+            .await?;
+        if input.len() == len {
+            Ok(())
+        } else {
+            Err(io::Error::from(io::ErrorKind::UnexpectedEof))
+        }
+    };
+    if let Err(e) = read.await {
+        tracing::warn!("dispatch daemon: reading a request: {e}");
+        return;
+    }
+    let (mut reader, mut writer) = stream.split();
+    // A panic answers this request with an error (exit 1), as a host error would be;
+    // the daemon serves on.
+    let dispatched = AssertUnwindSafe(async {
+        #[cfg(debug_assertions)]
+        if input
+            .windows(hookhost::serve::DEBUG_PANIC_EVENT.len())
+            .any(|w| w == hookhost::serve::DEBUG_PANIC_EVENT.as_bytes())
+        {
+            panic!(
+                "a request for `{}` (debug builds only)",
+                hookhost::serve::DEBUG_PANIC_EVENT
+            );
+        }
+        dispatch_stdin(&daemon.args, &input, |project| daemon.host(project)).await
+    })
+    .catch_unwind()
+    .map(|caught| {
+        caught.unwrap_or_else(|payload| {
+            let message = hookhost::serve::panic_message(payload.as_ref());
+            tracing::error!("dispatch daemon: a request panicked: {message}");
+            Printed::error(&format!(
+                "internal error: the dispatch panicked ({message}); the daemon serves on"
+            ))
+        })
+    });
+    // The caller sends nothing more: anything readable is the end of the connection.
+    let printed = tokio::select! {
+        printed = dispatched => printed,
+        _ = reader.read_u8() => {
+            tracing::debug!("dispatch daemon: the caller went away; dispatch cancelled");
+            return;
+        }
+    };
+    if let Err(e) = writer.write_all(&encode(&printed)).await {
+        // The caller went away just now; nothing to print to.
+        tracing::debug!("dispatch daemon: writing an answer: {e}");
+    }
+}
