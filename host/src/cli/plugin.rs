@@ -13,8 +13,7 @@ use serde_json::Value;
 use hookhost::config::schema::RawCapabilities;
 use hookhost::event::Invocation;
 use hookhost::handlers::wasm::{
-    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, PluginRun,
-    WasmRuntime,
+    CacheStatus, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, PluginCall, PluginInfo, PluginRun, WasmRuntime,
 };
 use hookhost::handlers::{FailureKind, Verdict};
 use hookhost::policy::capability;
@@ -396,7 +395,7 @@ pub fn test_plugin(
         run,
         output_json,
         warnings,
-    } = super::one_shot_runtime()?.block_on(runtime.call(call, &invocation))?;
+    } = super::one_shot_runtime()?.block_on(runtime.call(call, &invocation));
     let (status, failure, message, blocking_error) = match &run.verdict {
         Verdict::Answer(answer) => ("ok", None, None, answer.blocking_error.clone()),
         Verdict::Failed(f) => (

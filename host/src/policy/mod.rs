@@ -1040,7 +1040,7 @@ mod tests {
         assert_eq!(
             p.settings.audit_log.as_deref(),
             Some(Path::new("/var/log/hookhost/4242.jsonl")),
-            "`${uid}` is the caller's uid"
+            "`${{uid}}` is the caller's uid"
         );
         let p = build(
             &[(User, r#"{"stopBlockCap": 3, "auditLog": "/x"}"#)],

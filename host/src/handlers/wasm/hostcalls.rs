@@ -247,8 +247,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     )?;
     io.func_wrap_async(
         "[method]input-stream.blocking-skip",
-        |mut store: StoreContextMut<'_, State>,
-         (stream, len): (Resource<DynInputStream>, u64)| {
+        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynInputStream>, u64)| {
             Box::new(async move {
                 let skipped =
                     HostInputStream::blocking_skip(&mut store.data_mut().table, stream, len).await;
@@ -296,8 +295,7 @@ fn meter_streams(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     )?;
     io.func_wrap_async(
         "[method]output-stream.blocking-write-zeroes-and-flush",
-        |mut store: StoreContextMut<'_, State>,
-         (stream, len): (Resource<DynOutputStream>, u64)| {
+        |mut store: StoreContextMut<'_, State>, (stream, len): (Resource<DynOutputStream>, u64)| {
             Box::new(async move {
                 charge(&mut store, cost(as_len(&len)))?;
                 let written = HostOutputStream::blocking_write_zeroes_and_flush(

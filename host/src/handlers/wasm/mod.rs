@@ -51,9 +51,9 @@ pub use convert::{
 };
 pub use engine::{engine_config, instance_pool_available};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
+pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
-pub use http_policy::MAX_CONNECTIONS;
 pub use state::{MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES};
 
 use super::output::cap_text;

@@ -12,8 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Run, TestEnv, as_nobody, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks,
-    run_bounded,
+    TestEnv, as_nobody, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks, run_bounded,
 };
 
 /// Whether the tests run as root; when not, prints the visible skip line.
