@@ -47,8 +47,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::config::schema::{RawEventGroup, RawHandler};
 use crate::config::{ConfigError, ConfigLayer, ConfigWarning, LoadedConfig, SourceKind};
-use crate::event::EventCatalogue;
+use crate::event::{EventCatalogue, EventSpec};
 use crate::matcher::Matcher;
 
 /// The resolved, immutable policy.
@@ -142,7 +143,7 @@ pub fn resolve(
     // Precedence order (a stable sort keeps the order within a kind): managed layers come
     // first, so a broken managed hook is known before any other hook is judged.
     layers.sort_by_key(|l| l.origin.kind);
-    let mut managed_errors: Vec<ConfigError> = failed
+    let managed_errors: Vec<ConfigError> = failed
         .iter()
         .filter(|f| f.kind == SourceKind::Managed)
         .map(|f| f.error.clone())
@@ -180,127 +181,37 @@ pub fn resolve(
     if !managed_errors.is_empty() {
         settings.managed_broken = Some(broken_reason(&managed_errors));
     }
-    let home = options.home_dir.clone();
-
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
-    let mut hooks = Vec::new();
-    let mut seen: HashMap<String, String> = HashMap::new();
-    let mut ids: HashSet<String> = HashSet::new();
+    let mut resolution = Resolution {
+        options,
+        workspace_trust: workspace_trust.as_ref(),
+        settings,
+        errors,
+        warnings,
+        managed_errors,
+        hooks: Vec::new(),
+        seen: HashMap::new(),
+        ids: HashSet::new(),
+    };
     for layer in &layers {
         for raw_group in &layer.settings.groups {
-            let spec = catalogue
-                .get(&raw_group.event)
-                .expect("config only keeps known events");
-            let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
-            let matcher =
-                match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
-                    Ok(m) => m,
-                    Err(message) => {
-                        let path = format!("{group_path}.matcher");
-                        note_build_error(
-                            layer,
-                            path,
-                            message,
-                            &mut errors,
-                            &mut managed_errors,
-                            &mut settings,
-                        );
-                        continue;
-                    }
-                };
-            if spec.matcher_field.is_none()
-                && raw_group
-                    .group
-                    .matcher
-                    .as_deref()
-                    .is_some_and(|m| !m.is_empty() && m != "*")
-            {
-                warnings.push(ConfigWarning {
-                    location: layer.origin.location.clone(),
-                    path: format!("{group_path}.matcher"),
-                    message: format!(
-                        "`{}` has no matcher field; the matcher is ignored",
-                        spec.name
-                    ),
-                });
+            if let Some(group) = resolution.resolve_group(layer, raw_group, &catalogue) {
+                groups
+                    .entry(raw_group.event.clone())
+                    .or_default()
+                    .push(group);
             }
-            let mut group = Group {
-                matcher,
-                matcher_source: raw_group.group.matcher.clone(),
-                sequential: raw_group.group.sequential.unwrap_or(false),
-                hooks: Vec::new(),
-            };
-            for (index, raw) in raw_group.group.hooks.iter().enumerate() {
-                let path = format!("{group_path}.hooks[{index}]");
-                let mut hook = match hook::build(raw, spec, layer, &path, &settings, hooks.len()) {
-                    Ok((hook, hook_warnings)) => {
-                        warnings.extend(hook_warnings);
-                        hook
-                    }
-                    Err(message) => {
-                        note_build_error(
-                            layer,
-                            path,
-                            message,
-                            &mut errors,
-                            &mut managed_errors,
-                            &mut settings,
-                        );
-                        continue;
-                    }
-                };
-                let capped = !matches!(
-                    layer.origin.kind,
-                    SourceKind::Managed | SourceKind::Embedded
-                );
-                if let Some(ceilings) = settings.ceilings.as_ref().filter(|_| capped)
-                    && let Err(message) = ceilings.apply(
-                        raw,
-                        &mut hook,
-                        &options.project_dir,
-                        home.as_deref(),
-                        options.real_path,
-                        limits::DEFAULT_FUEL,
-                        limits::DEFAULT_MEMORY_BYTES,
-                    )
-                {
-                    errors.push(ConfigError {
-                        location: layer.origin.location.clone(),
-                        path,
-                        message: format!("hook refused by managed policy: {message}"),
-                    });
-                    continue;
-                }
-                hook.id = unique_id(&mut ids, hook.id);
-                if is_workspace_source(layer.origin.kind) {
-                    apply_trust(&mut hook, workspace_trust.as_ref());
-                }
-                apply_governance(&mut hook, &settings);
-                // A hook that does not run does not make its duplicates skip.
-                if hook.skip.is_none() {
-                    let identity = format!(
-                        "{}\u{0}{}\u{0}{}",
-                        raw_group.event,
-                        raw_group.group.matcher.as_deref().unwrap_or("*"),
-                        serde_json::to_string(raw).unwrap_or_default()
-                    );
-                    if let Some(first) = seen.get(&identity) {
-                        hook.skip =
-                            Some(format!("identical to hook `{first}`, which runs instead"));
-                    } else {
-                        seen.insert(identity, hook.id.clone());
-                    }
-                }
-                let hook = Arc::new(hook);
-                group.hooks.push(hook.clone());
-                hooks.push(hook);
-            }
-            groups
-                .entry(raw_group.event.clone())
-                .or_default()
-                .push(group);
         }
     }
+    let Resolution {
+        settings,
+        mut errors,
+        warnings,
+        managed_errors,
+        mut hooks,
+        mut ids,
+        ..
+    } = resolution;
     let (function_groups, function_errors) =
         embedded::build(&options.functions, &catalogue, hooks.len());
     errors.extend(function_errors);
@@ -335,6 +246,158 @@ pub fn resolve(
         warnings,
         workspace_trust,
         notices,
+    }
+}
+
+/// One resolution while the layers' hooks are judged in precedence order: what has been
+/// decided so far, which later hooks depend on (broken managed policy, duplicates, ids).
+struct Resolution<'a> {
+    options: &'a ResolveOptions,
+    workspace_trust: Option<&'a TrustDecision>,
+    settings: Settings,
+    errors: Vec<ConfigError>,
+    warnings: Vec<ConfigWarning>,
+    /// The managed sources and hooks that failed: managed policy is broken.
+    managed_errors: Vec<ConfigError>,
+    /// Every hook resolved so far, in config order.
+    hooks: Vec<Arc<Hook>>,
+    /// The id of the first running hook of each identity (event, matcher, fields).
+    seen: HashMap<String, String>,
+    /// The ids given so far, kept unique.
+    ids: HashSet<String>,
+}
+
+impl Resolution<'_> {
+    /// A group of a layer with its hooks, or `None` when its matcher is invalid.
+    fn resolve_group(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        catalogue: &EventCatalogue,
+    ) -> Option<Group> {
+        let spec = catalogue
+            .get(&raw_group.event)
+            .expect("config only keeps known events");
+        let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
+        let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax)
+        {
+            Ok(m) => m,
+            Err(message) => {
+                let path = format!("{group_path}.matcher");
+                note_build_error(
+                    layer,
+                    path,
+                    message,
+                    &mut self.errors,
+                    &mut self.managed_errors,
+                    &mut self.settings,
+                );
+                return None;
+            }
+        };
+        if spec.matcher_field.is_none()
+            && raw_group
+                .group
+                .matcher
+                .as_deref()
+                .is_some_and(|m| !m.is_empty() && m != "*")
+        {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: format!("{group_path}.matcher"),
+                message: format!(
+                    "`{}` has no matcher field; the matcher is ignored",
+                    spec.name
+                ),
+            });
+        }
+        let mut group = Group {
+            matcher,
+            matcher_source: raw_group.group.matcher.clone(),
+            sequential: raw_group.group.sequential.unwrap_or(false),
+            hooks: Vec::new(),
+        };
+        for (index, raw) in raw_group.group.hooks.iter().enumerate() {
+            let path = format!("{group_path}.hooks[{index}]");
+            if let Some(hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
+                group.hooks.push(hook.clone());
+                self.hooks.push(hook);
+            }
+        }
+        Some(group)
+    }
+
+    /// One hook: built, held to the ceilings, given a unique id, and marked with why it
+    /// does not run (trust, governance, a duplicate). `None` when it cannot be built or
+    /// managed policy refuses it.
+    fn resolve_hook(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        spec: &EventSpec,
+        path: String,
+        raw: &RawHandler,
+    ) -> Option<Arc<Hook>> {
+        let mut hook = match hook::build(raw, spec, layer, &path, &self.settings, self.hooks.len())
+        {
+            Ok((hook, hook_warnings)) => {
+                self.warnings.extend(hook_warnings);
+                hook
+            }
+            Err(message) => {
+                note_build_error(
+                    layer,
+                    path,
+                    message,
+                    &mut self.errors,
+                    &mut self.managed_errors,
+                    &mut self.settings,
+                );
+                return None;
+            }
+        };
+        let capped = !matches!(
+            layer.origin.kind,
+            SourceKind::Managed | SourceKind::Embedded
+        );
+        if let Some(ceilings) = self.settings.ceilings.as_ref().filter(|_| capped)
+            && let Err(message) = ceilings.apply(
+                raw,
+                &mut hook,
+                &self.options.project_dir,
+                self.options.home_dir.as_deref(),
+                self.options.real_path,
+                limits::DEFAULT_FUEL,
+                limits::DEFAULT_MEMORY_BYTES,
+            )
+        {
+            self.errors.push(ConfigError {
+                location: layer.origin.location.clone(),
+                path,
+                message: format!("hook refused by managed policy: {message}"),
+            });
+            return None;
+        }
+        hook.id = unique_id(&mut self.ids, hook.id);
+        if is_workspace_source(layer.origin.kind) {
+            apply_trust(&mut hook, self.workspace_trust);
+        }
+        apply_governance(&mut hook, &self.settings);
+        // A hook that does not run does not make its duplicates skip.
+        if hook.skip.is_none() {
+            let identity = format!(
+                "{}\u{0}{}\u{0}{}",
+                raw_group.event,
+                raw_group.group.matcher.as_deref().unwrap_or("*"),
+                serde_json::to_string(raw).unwrap_or_default()
+            );
+            if let Some(first) = self.seen.get(&identity) {
+                hook.skip = Some(format!("identical to hook `{first}`, which runs instead"));
+            } else {
+                self.seen.insert(identity, hook.id.clone());
+            }
+        }
+        Some(Arc::new(hook))
     }
 }
 
