@@ -176,7 +176,13 @@ pub fn resolve(
             keep
         })
         .collect();
-    let mut settings = merge_settings(&settings_layers, options, &mut warnings, &mut errors);
+    let mut settings = merge_settings(
+        &settings_layers,
+        options.stop_block_cap,
+        options.uid,
+        &mut warnings,
+        &mut errors,
+    );
     settings.managed_trust = managed_trust;
     if !managed_errors.is_empty() {
         settings.managed_broken = Some(broken_reason(&managed_errors));
@@ -498,12 +504,7 @@ fn apply_governance(hook: &mut Hook, settings: &Settings) {
 pub(crate) mod tests_support {
     /// Settings of an empty config.
     pub fn settings() -> super::Settings {
-        super::settings::merge_settings(
-            &[],
-            &super::ResolveOptions::default(),
-            &mut Vec::new(),
-            &mut Vec::new(),
-        )
+        super::settings::merge_settings(&[], None, 0, &mut Vec::new(), &mut Vec::new())
     }
 }
 

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::ResolveOptions;
 use super::allowlist::PluginAllowlist;
 use super::ceiling::Ceilings;
 use super::trust::ManagedTrust;
@@ -166,10 +165,13 @@ fn managed_governance(
 }
 
 /// The settings of `layers` (precedence order) after precedence; reports invalid entries
-/// and entries that only managed policy can set.
+/// and entries that only managed policy can set. `stop_block_cap_override` is
+/// the environment's cap (`HOOKHOST_STOP_BLOCK_CAP`), `uid` the caller's effective uid
+/// (`${uid}` in `auditLog`).
 pub(super) fn merge_settings(
     layers: &[&ConfigLayer],
-    options: &ResolveOptions,
+    stop_block_cap_override: Option<u32>,
+    uid: u32,
     warnings: &mut Vec<ConfigWarning>,
     errors: &mut Vec<ConfigError>,
 ) -> Settings {
@@ -238,7 +240,7 @@ pub(super) fn merge_settings(
             .iter()
             .filter(managed)
             .find_map(|l| l.settings.stop_block_cap)
-            .or(options.stop_block_cap)
+            .or(stop_block_cap_override)
             .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
             .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
         plugin_allowlist: Arc::new(plugin_allowlist),
@@ -248,7 +250,7 @@ pub(super) fn merge_settings(
             .iter()
             .filter(managed)
             .find_map(|l| l.settings.managed.audit_log.as_deref())
-            .map(|path| PathBuf::from(path.replace("${uid}", &options.uid.to_string()))),
+            .map(|path| PathBuf::from(path.replace("${uid}", &uid.to_string()))),
         managed_broken: None,
     }
 }
