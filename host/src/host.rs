@@ -630,7 +630,7 @@ mod tests {
         let after = host.fingerprint();
         assert_eq!(
             after.changed_since(&before).into_iter().collect::<Vec<_>>(),
-            [data.clone()]
+            std::slice::from_ref(&data)
         );
         std::fs::set_permissions(&data, mode).unwrap();
         assert_eq!(host.fingerprint(), before, "the mode set back");

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::capability::{HostPattern, expand_path};
+use super::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_BYTES};
 use super::spec::{HandlerSpec, Hook};
 use crate::config::SourceKind;
 use crate::config::schema::{DirMode, HandlerType, RawCeilings, RawHandler, RawHandlerTypes};
@@ -132,8 +133,6 @@ impl Ceilings {
         workspace: &Path,
         home: Option<&Path>,
         real: RealPath,
-        default_fuel: u64,
-        default_memory: u64,
     ) -> Result<(), String> {
         let HandlerSpec::Wasm(spec) = &mut hook.handler else {
             return Ok(());
@@ -200,7 +199,7 @@ impl Ceilings {
                         "`limits.fuel` {fuel} is above the managed ceiling {ceiling} (`ceilings.fuel`)"
                     ));
                 }
-                None if default_fuel > ceiling => spec.fuel = Some(ceiling),
+                None if DEFAULT_FUEL > ceiling => spec.fuel = Some(ceiling),
                 _ => {}
             }
         }
@@ -213,7 +212,7 @@ impl Ceilings {
                         bytes >> 20
                     ));
                 }
-                None if default_memory > ceiling => spec.memory_bytes = Some(ceiling),
+                None if DEFAULT_MEMORY_BYTES > ceiling => spec.memory_bytes = Some(ceiling),
                 _ => {}
             }
         }
@@ -337,8 +336,6 @@ mod tests {
             Path::new("/w"),
             Some(Path::new("/h")),
             RealPath::default(),
-            100_000_000,
-            64 << 20,
         )
         .map(|()| hook)
     }
@@ -368,7 +365,7 @@ mod tests {
                     "capabilities":{{"dirs":[{{"path":"${{workspace}}/src/{dir}"}}]}}}}"#
             );
             let (raw, mut hook) = wasm_hook(&json);
-            c.apply(&raw, &mut hook, Path::new("/w"), None, real, 1, 1)
+            c.apply(&raw, &mut hook, Path::new("/w"), None, real)
         };
         let e = check("link", real).unwrap_err();
         assert!(

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::spec::{FunctionHandler, FunctionSpec};
-use super::{Group, HandlerSpec, Hook, RunMode};
+use super::spec::{FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, RunMode};
 use crate::config::schema::OnFailure;
 use crate::config::{ConfigError, Origin, SourceKind};
 use crate::event::EventCatalogue;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::Settings;
+use super::settings::Settings;
 use crate::config::schema::{HandlerType, OnFailure, RawHandler};
 use crate::config::{ConfigLayer, ConfigWarning};
 use crate::event::EventSpec;

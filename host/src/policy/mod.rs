@@ -27,64 +27,30 @@ mod embedded;
 pub mod env;
 mod hook;
 pub mod limits;
+mod settings;
 mod spec;
 pub mod trust;
 pub mod urls;
 
 pub use embedded::FunctionHook;
+pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
     CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
     WasmSpec,
 };
 pub use urls::UrlAllowlist;
 
-use allowlist::PluginAllowlist;
-use ceiling::Ceilings;
-use trust::{Fingerprint, ManagedTrust, TrustDecision, TrustInput};
+use settings::{managed_trust, merge_settings, sets_settings};
+use trust::{Fingerprint, TrustDecision, TrustInput};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::schema::RawCeilings;
+use crate::config::schema::{RawEventGroup, RawHandler};
 use crate::config::{ConfigError, ConfigLayer, ConfigWarning, LoadedConfig, SourceKind};
-use crate::event::EventCatalogue;
+use crate::event::{EventCatalogue, EventSpec};
 use crate::matcher::Matcher;
-
-/// Claude Code's cap on consecutive Stop blocks in one session.
-pub const DEFAULT_STOP_BLOCK_CAP: u32 = 8;
-
-/// Settings that are not hooks, after precedence.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Every hook that `disableAllHooks` turned off, by source: `true` for all but managed.
-    pub disable_all_hooks: bool,
-    /// Managed policy's `disableAllHooks`: every hook is off, managed included.
-    pub managed_disable_all_hooks: bool,
-    /// Managed policy's `allowManagedHooksOnly`.
-    pub allow_managed_hooks_only: bool,
-    /// Where HTTP hooks may post; `None` when no layer restricts it.
-    pub allowed_http_hook_urls: Option<UrlAllowlist>,
-    /// Outer limit on the env vars HTTP hook headers may interpolate.
-    pub http_hook_allowed_env_vars: Option<Vec<String>>,
-    /// Credential-looking env vars that command hooks still receive.
-    pub env_allowlist: Vec<String>,
-    /// Consecutive Stop blocks before hookhost overrides the block; 0 = no cap.
-    pub stop_block_cap: u32,
-    /// Managed `pluginAllowlist` and `requireAllowlistedPlugins`, checked by the sandbox
-    /// on the bytes it compiles.
-    pub plugin_allowlist: Arc<PluginAllowlist>,
-    /// Managed `ceilings` (`None`: no ceilings).
-    pub ceilings: Option<Ceilings>,
-    /// Managed `trustedWorkspaces`, `forbidWorkspaceTrust` and `forbidEnvironmentTrust`.
-    pub managed_trust: ManagedTrust,
-    /// Managed `auditLog` (`${uid}` expanded): where every dispatch is recorded, whatever
-    /// the environment says.
-    pub audit_log: Option<PathBuf>,
-    /// Why managed policy is broken (a managed file failed to load, or one of its hooks
-    /// failed to build): then no hook outside managed policy runs.
-    pub managed_broken: Option<String>,
-}
 
 /// The resolved, immutable policy.
 #[derive(Debug, Clone)]
@@ -178,7 +144,7 @@ pub fn resolve(
     // Precedence order (a stable sort keeps the order within a kind): managed layers come
     // first, so a broken managed hook is known before any other hook is judged.
     layers.sort_by_key(|l| l.origin.kind);
-    let mut managed_errors: Vec<ConfigError> = failed
+    let managed_errors: Vec<ConfigError> = failed
         .iter()
         .filter(|f| f.kind == SourceKind::Managed)
         .map(|f| f.error.clone())
@@ -211,140 +177,48 @@ pub fn resolve(
             keep
         })
         .collect();
-    let mut settings = merge_settings(&settings_layers, options, &mut warnings, &mut errors);
+    let mut settings = merge_settings(
+        &settings_layers,
+        options.stop_block_cap,
+        options.uid,
+        &mut warnings,
+        &mut errors,
+    );
     settings.managed_trust = managed_trust;
     if !managed_errors.is_empty() {
         settings.managed_broken = Some(broken_reason(&managed_errors));
     }
-    let home = options.home_dir.clone();
-
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
-    let mut hooks = Vec::new();
-    let mut seen: HashMap<String, String> = HashMap::new();
-    let mut ids: HashSet<String> = HashSet::new();
+    let mut resolution = Resolution {
+        options,
+        workspace_trust: workspace_trust.as_ref(),
+        settings,
+        errors,
+        warnings,
+        managed_errors,
+        hooks: Vec::new(),
+        seen: HashMap::new(),
+        ids: HashSet::new(),
+    };
     for layer in &layers {
         for raw_group in &layer.settings.groups {
-            let spec = catalogue
-                .get(&raw_group.event)
-                .expect("config only keeps known events");
-            let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
-            let matcher =
-                match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax) {
-                    Ok(m) => m,
-                    Err(message) => {
-                        let path = format!("{group_path}.matcher");
-                        note_build_error(
-                            layer,
-                            path,
-                            message,
-                            &mut errors,
-                            &mut managed_errors,
-                            &mut settings,
-                        );
-                        continue;
-                    }
-                };
-            if spec.matcher_field.is_none()
-                && raw_group
-                    .group
-                    .matcher
-                    .as_deref()
-                    .is_some_and(|m| !m.is_empty() && m != "*")
-            {
-                warnings.push(ConfigWarning {
-                    location: layer.origin.location.clone(),
-                    path: format!("{group_path}.matcher"),
-                    message: format!(
-                        "`{}` has no matcher field; the matcher is ignored",
-                        spec.name
-                    ),
-                });
+            if let Some(group) = resolution.resolve_group(layer, raw_group, &catalogue) {
+                groups
+                    .entry(raw_group.event.clone())
+                    .or_default()
+                    .push(group);
             }
-            let mut group = Group {
-                matcher,
-                matcher_source: raw_group.group.matcher.clone(),
-                sequential: raw_group.group.sequential.unwrap_or(false),
-                hooks: Vec::new(),
-            };
-            for (index, raw) in raw_group.group.hooks.iter().enumerate() {
-                let path = format!("{group_path}.hooks[{index}]");
-                let mut hook = match hook::build(
-                    raw,
-                    spec,
-                    layer,
-                    &path,
-                    &settings,
-                    hooks.len(),
-                    home.as_deref(),
-                ) {
-                    Ok((hook, hook_warnings)) => {
-                        warnings.extend(hook_warnings);
-                        hook
-                    }
-                    Err(message) => {
-                        note_build_error(
-                            layer,
-                            path,
-                            message,
-                            &mut errors,
-                            &mut managed_errors,
-                            &mut settings,
-                        );
-                        continue;
-                    }
-                };
-                let capped = !matches!(
-                    layer.origin.kind,
-                    SourceKind::Managed | SourceKind::Embedded
-                );
-                if let Some(ceilings) = settings.ceilings.as_ref().filter(|_| capped)
-                    && let Err(message) = ceilings.apply(
-                        raw,
-                        &mut hook,
-                        &options.project_dir,
-                        home.as_deref(),
-                        options.real_path,
-                        limits::DEFAULT_FUEL,
-                        limits::DEFAULT_MEMORY_BYTES,
-                    )
-                {
-                    errors.push(ConfigError {
-                        location: layer.origin.location.clone(),
-                        path,
-                        message: format!("hook refused by managed policy: {message}"),
-                    });
-                    continue;
-                }
-                hook.id = unique_id(&mut ids, hook.id);
-                if is_workspace_source(layer.origin.kind) {
-                    apply_trust(&mut hook, workspace_trust.as_ref());
-                }
-                apply_governance(&mut hook, &settings);
-                // A hook that does not run does not make its duplicates skip.
-                if hook.skip.is_none() {
-                    let identity = format!(
-                        "{}\u{0}{}\u{0}{}",
-                        raw_group.event,
-                        raw_group.group.matcher.as_deref().unwrap_or("*"),
-                        serde_json::to_string(raw).unwrap_or_default()
-                    );
-                    if let Some(first) = seen.get(&identity) {
-                        hook.skip =
-                            Some(format!("identical to hook `{first}`, which runs instead"));
-                    } else {
-                        seen.insert(identity, hook.id.clone());
-                    }
-                }
-                let hook = Arc::new(hook);
-                group.hooks.push(hook.clone());
-                hooks.push(hook);
-            }
-            groups
-                .entry(raw_group.event.clone())
-                .or_default()
-                .push(group);
         }
     }
+    let Resolution {
+        settings,
+        mut errors,
+        warnings,
+        managed_errors,
+        mut hooks,
+        mut ids,
+        ..
+    } = resolution;
     let (function_groups, function_errors) = embedded::build(
         &options.functions,
         &catalogue,
@@ -386,6 +260,163 @@ pub fn resolve(
     }
 }
 
+/// One resolution while the layers' hooks are judged in precedence order: what has been
+/// decided so far, which later hooks depend on (broken managed policy, duplicates, ids).
+struct Resolution<'a> {
+    options: &'a ResolveOptions,
+    workspace_trust: Option<&'a TrustDecision>,
+    settings: Settings,
+    errors: Vec<ConfigError>,
+    warnings: Vec<ConfigWarning>,
+    /// The managed sources and hooks that failed: managed policy is broken.
+    managed_errors: Vec<ConfigError>,
+    /// Every hook resolved so far, in config order.
+    hooks: Vec<Arc<Hook>>,
+    /// The id of the first running hook of each identity (event, matcher, fields).
+    seen: HashMap<String, String>,
+    /// The ids given so far, kept unique.
+    ids: HashSet<String>,
+}
+
+impl Resolution<'_> {
+    /// A group of a layer with its hooks, or `None` when its matcher is invalid.
+    fn resolve_group(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        catalogue: &EventCatalogue,
+    ) -> Option<Group> {
+        let spec = catalogue
+            .get(&raw_group.event)
+            .expect("config only keeps known events");
+        let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
+        let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax)
+        {
+            Ok(m) => m,
+            Err(message) => {
+                let path = format!("{group_path}.matcher");
+                note_build_error(
+                    layer,
+                    path,
+                    message,
+                    &mut self.errors,
+                    &mut self.managed_errors,
+                    &mut self.settings,
+                );
+                return None;
+            }
+        };
+        if spec.matcher_field.is_none()
+            && raw_group
+                .group
+                .matcher
+                .as_deref()
+                .is_some_and(|m| !m.is_empty() && m != "*")
+        {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: format!("{group_path}.matcher"),
+                message: format!(
+                    "`{}` has no matcher field; the matcher is ignored",
+                    spec.name
+                ),
+            });
+        }
+        let mut group = Group {
+            matcher,
+            matcher_source: raw_group.group.matcher.clone(),
+            sequential: raw_group.group.sequential.unwrap_or(false),
+            hooks: Vec::new(),
+        };
+        for (index, raw) in raw_group.group.hooks.iter().enumerate() {
+            let path = format!("{group_path}.hooks[{index}]");
+            if let Some(hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
+                group.hooks.push(hook.clone());
+                self.hooks.push(hook);
+            }
+        }
+        Some(group)
+    }
+
+    /// One hook: built, held to the ceilings, given a unique id, and marked with why it
+    /// does not run (trust, governance, a duplicate). `None` when it cannot be built or
+    /// managed policy refuses it.
+    fn resolve_hook(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        spec: &EventSpec,
+        path: String,
+        raw: &RawHandler,
+    ) -> Option<Arc<Hook>> {
+        let mut hook = match hook::build(
+            raw,
+            spec,
+            layer,
+            &path,
+            &self.settings,
+            self.hooks.len(),
+            self.options.home_dir.as_deref(),
+        ) {
+            Ok((hook, hook_warnings)) => {
+                self.warnings.extend(hook_warnings);
+                hook
+            }
+            Err(message) => {
+                note_build_error(
+                    layer,
+                    path,
+                    message,
+                    &mut self.errors,
+                    &mut self.managed_errors,
+                    &mut self.settings,
+                );
+                return None;
+            }
+        };
+        let capped = !matches!(
+            layer.origin.kind,
+            SourceKind::Managed | SourceKind::Embedded
+        );
+        if let Some(ceilings) = self.settings.ceilings.as_ref().filter(|_| capped)
+            && let Err(message) = ceilings.apply(
+                raw,
+                &mut hook,
+                &self.options.project_dir,
+                self.options.home_dir.as_deref(),
+                self.options.real_path,
+            )
+        {
+            self.errors.push(ConfigError {
+                location: layer.origin.location.clone(),
+                path,
+                message: format!("hook refused by managed policy: {message}"),
+            });
+            return None;
+        }
+        hook.id = unique_id(&mut self.ids, hook.id);
+        if is_workspace_source(layer.origin.kind) {
+            apply_trust(&mut hook, self.workspace_trust);
+        }
+        apply_governance(&mut hook, &self.settings);
+        // A hook that does not run does not make its duplicates skip.
+        if hook.skip.is_none() {
+            let identity = format!(
+                "{}\u{0}{}\u{0}{}",
+                raw_group.event,
+                raw_group.group.matcher.as_deref().unwrap_or("*"),
+                serde_json::to_string(raw).unwrap_or_default()
+            );
+            if let Some(first) = self.seen.get(&identity) {
+                hook.skip = Some(format!("identical to hook `{first}`, which runs instead"));
+            } else {
+                self.seen.insert(identity, hook.id.clone());
+            }
+        }
+        Some(Arc::new(hook))
+    }
+}
+
 /// Records a hook or matcher that cannot be built. In managed policy that is a guard
 /// that is gone: managed policy is broken and fails closed for every hook judged after
 /// it (managed layers come first, so that is every non-managed hook).
@@ -422,16 +453,6 @@ fn is_workspace_source(kind: SourceKind) -> bool {
     matches!(kind, SourceKind::Project | SourceKind::Local)
 }
 
-fn sets_settings(s: &crate::config::schema::RawSettings) -> bool {
-    !s.managed.keys_set().is_empty()
-        || s.allow_managed_hooks_only.is_some()
-        || s.disable_all_hooks.is_some()
-        || s.allowed_http_hook_urls.is_some()
-        || s.http_hook_allowed_env_vars.is_some()
-        || s.env_allowlist.is_some()
-        || s.stop_block_cap.is_some()
-}
-
 /// Skips a project or local hook of an untrusted workspace; pins the plugins of a trusted
 /// one to the digests they were trusted with.
 fn apply_trust(hook: &mut Hook, decision: Option<&TrustDecision>) {
@@ -446,111 +467,6 @@ fn apply_trust(hook: &mut Hook, decision: Option<&TrustDecision>) {
             }
         }
     }
-}
-
-/// Managed `trustedWorkspaces` (union), `forbidWorkspaceTrust` and
-/// `forbidEnvironmentTrust` (any).
-fn managed_trust(layers: &[ConfigLayer]) -> ManagedTrust {
-    let mut trust = ManagedTrust::default();
-    for layer in layers
-        .iter()
-        .filter(|l| l.origin.kind == SourceKind::Managed)
-    {
-        let managed = &layer.settings.managed;
-        for path in managed.trusted_workspaces.iter().flatten() {
-            if !trust.trusted.contains(path) {
-                trust.trusted.push(path.clone());
-            }
-        }
-        trust.forbid |= managed.forbid_workspace_trust == Some(true);
-        trust.forbid_environment |= managed.forbid_environment_trust == Some(true);
-    }
-    trust
-}
-
-/// The allowlist and ceilings of managed layers; warnings for non-managed layers that
-/// set managed-only keys.
-fn managed_governance(
-    layers: &[&ConfigLayer],
-    warnings: &mut Vec<ConfigWarning>,
-    errors: &mut Vec<ConfigError>,
-) -> (PluginAllowlist, Option<Ceilings>) {
-    let mut entries = Vec::new();
-    let mut required = false;
-    let mut raw = RawCeilings::default();
-    let mut any_ceiling = false;
-    let mut ceiling_origin: Vec<(&'static str, String)> = Vec::new();
-    for layer in layers {
-        let managed = &layer.settings.managed;
-        if layer.origin.kind != SourceKind::Managed {
-            for key in managed.keys_set() {
-                warnings.push(ConfigWarning {
-                    location: layer.origin.location.clone(),
-                    path: format!("$.{key}"),
-                    message: format!("only managed policy can set `{key}`; ignored here"),
-                });
-            }
-            continue;
-        }
-        for (index, entry) in managed.plugin_allowlist.iter().flatten().enumerate() {
-            entries.push((layer.origin.location.clone(), index, entry.clone()));
-        }
-        required |= managed.require_allowlisted_plugins == Some(true);
-        if let Some(c) = &managed.ceilings {
-            any_ceiling = true;
-            macro_rules! first {
-                ($($field:ident),*) => {$(
-                    if raw.$field.is_none() && c.$field.is_some() {
-                        raw.$field = c.$field.clone();
-                        ceiling_origin.push((stringify!($field), layer.origin.location.clone()));
-                    }
-                )*};
-            }
-            first!(
-                dirs,
-                env,
-                http,
-                fuel,
-                memory_mb,
-                memory_bytes,
-                timeout,
-                handler_types
-            );
-        }
-    }
-    let (allowlist, allowlist_errors) = PluginAllowlist::new(&entries, required);
-    errors.extend(
-        allowlist_errors
-            .into_iter()
-            .map(|(location, path, message)| ConfigError {
-                location,
-                path,
-                message,
-            }),
-    );
-    let ceilings = any_ceiling.then(|| {
-        let (ceilings, problems) = Ceilings::new(&raw);
-        for (path, message) in problems {
-            let field = path
-                .trim_start_matches("$.ceilings.")
-                .split(['.', '['])
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            let location = ceiling_origin
-                .iter()
-                .find(|(f, _)| f.replace('_', "") == field.to_ascii_lowercase())
-                .map(|(_, l)| l.clone())
-                .unwrap_or_else(|| "managed policy".into());
-            errors.push(ConfigError {
-                location,
-                path,
-                message,
-            });
-        }
-        ceilings
-    });
-    (allowlist, ceilings)
 }
 
 fn unique_id(ids: &mut HashSet<String>, id: String) -> String {
@@ -594,524 +510,13 @@ fn apply_governance(hook: &mut Hook, settings: &Settings) {
     }
 }
 
-fn merge_settings(
-    layers: &[&ConfigLayer],
-    options: &ResolveOptions,
-    warnings: &mut Vec<ConfigWarning>,
-    errors: &mut Vec<ConfigError>,
-) -> Settings {
-    let (plugin_allowlist, ceilings) = managed_governance(layers, warnings, errors);
-    let managed = |l: &&&ConfigLayer| l.origin.kind == SourceKind::Managed;
-    let managed_disable_all_hooks = layers
-        .iter()
-        .filter(managed)
-        .any(|l| l.settings.disable_all_hooks == Some(true));
-    let disable_all_hooks = layers
-        .iter()
-        .find_map(|l| l.settings.disable_all_hooks)
-        .unwrap_or(false);
-    let allow_managed_hooks_only = layers
-        .iter()
-        .filter(managed)
-        .any(|l| l.settings.allow_managed_hooks_only == Some(true));
-    for layer in layers
-        .iter()
-        .filter(|l| l.origin.kind != SourceKind::Managed)
-    {
-        if layer.settings.allow_managed_hooks_only.is_some() {
-            warnings.push(ConfigWarning {
-                location: layer.origin.location.clone(),
-                path: "$.allowManagedHooksOnly".into(),
-                message: "only managed policy can set `allowManagedHooksOnly`; ignored here".into(),
-            });
-        }
-    }
-    let union = |get: fn(&ConfigLayer) -> Option<&Vec<String>>| -> Option<Vec<String>> {
-        let mut any = false;
-        let mut all = Vec::new();
-        for list in layers.iter().filter_map(|l| get(l)) {
-            any = true;
-            for item in list {
-                if !all.contains(item) {
-                    all.push(item.clone());
-                }
-            }
-        }
-        any.then_some(all)
-    };
-    // An invalid pattern allows nothing; it is reported with its file and index.
-    for layer in layers {
-        let patterns = layer.settings.allowed_http_hook_urls.iter().flatten();
-        for (i, pattern) in patterns.enumerate() {
-            if let Err(message) = urls::validate_pattern(pattern) {
-                errors.push(ConfigError {
-                    location: layer.origin.location.clone(),
-                    path: format!("$.allowedHttpHookUrls[{i}]"),
-                    message,
-                });
-            }
-        }
-    }
-    let allowed_urls = union(|l| l.settings.allowed_http_hook_urls.as_ref());
-    Settings {
-        disable_all_hooks,
-        managed_disable_all_hooks,
-        allow_managed_hooks_only,
-        allowed_http_hook_urls: allowed_urls.as_deref().map(UrlAllowlist::new),
-        http_hook_allowed_env_vars: union(|l| l.settings.http_hook_allowed_env_vars.as_ref()),
-        env_allowlist: union(|l| l.settings.env_allowlist.as_ref()).unwrap_or_default(),
-        // Managed policy's cap, then the environment's, then the other files'.
-        stop_block_cap: layers
-            .iter()
-            .filter(managed)
-            .find_map(|l| l.settings.stop_block_cap)
-            .or(options.stop_block_cap)
-            .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
-            .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
-        plugin_allowlist: Arc::new(plugin_allowlist),
-        ceilings,
-        managed_trust: ManagedTrust::default(),
-        audit_log: layers
-            .iter()
-            .filter(managed)
-            .find_map(|l| l.settings.managed.audit_log.as_deref())
-            .map(|path| PathBuf::from(path.replace("${uid}", &options.uid.to_string()))),
-        managed_broken: None,
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests_support {
     /// Settings of an empty config.
     pub fn settings() -> super::Settings {
-        super::merge_settings(
-            &[],
-            &super::ResolveOptions::default(),
-            &mut Vec::new(),
-            &mut Vec::new(),
-        )
+        super::settings::merge_settings(&[], None, 0, &mut Vec::new(), &mut Vec::new())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{Origin, parse_settings};
-    use std::path::Path;
-
-    /// Layers from `(kind, json)`, highest precedence first as `config::load` returns them.
-    fn policy(layers: &[(SourceKind, &str)]) -> Policy {
-        let catalogue = Arc::new(EventCatalogue::default());
-        let mut loaded = LoadedConfig::default();
-        for (kind, text) in layers {
-            let location = format!("{kind}.json");
-            let (settings, warnings) = parse_settings(text, &location, false, &catalogue).unwrap();
-            loaded.warnings.extend(warnings);
-            loaded.layers.push(ConfigLayer {
-                origin: Origin {
-                    kind: *kind,
-                    location,
-                },
-                base_dir: Path::new("/cfg").join(kind.as_str()),
-                settings,
-                file: None,
-                sha256: None,
-            });
-        }
-        resolve(
-            loaded,
-            catalogue,
-            &ResolveOptions {
-                project_dir: "/p".into(),
-                ..ResolveOptions::default()
-            },
-        )
-    }
-
-    fn hook_json(command: &str) -> String {
-        format!(
-            r#"{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "{command}"}}]}}]}}}}"#
-        )
-    }
-
-    fn runs(p: &Policy) -> Vec<(String, Option<String>)> {
-        p.hooks
-            .iter()
-            .map(|h| (h.handler.summary(), h.skip.clone()))
-            .collect()
-    }
-
-    #[test]
-    fn precedence_table() {
-        use SourceKind::*;
-        // (layers, disable_all_hooks, managed_disable, stop cap)
-        type Layers<'a> = &'a [(SourceKind, &'a str)];
-        let rows: &[(Layers, bool, bool, u32)] = &[
-            (&[(User, r#"{"disableAllHooks": true}"#)], true, false, 8),
-            (
-                &[
-                    (Project, r#"{"disableAllHooks": false}"#),
-                    (User, r#"{"disableAllHooks": true}"#),
-                ],
-                false,
-                false,
-                8,
-            ),
-            (
-                &[
-                    (Cli, r#"{"disableAllHooks": true}"#),
-                    (Project, r#"{"disableAllHooks": false}"#),
-                ],
-                true,
-                false,
-                8,
-            ),
-            (
-                &[
-                    (Managed, r#"{"disableAllHooks": true}"#),
-                    (Cli, r#"{"disableAllHooks": false}"#),
-                ],
-                true,
-                true,
-                8,
-            ),
-            (
-                &[
-                    (Managed, r#"{"stopBlockCap": 2}"#),
-                    (User, r#"{"stopBlockCap": 5}"#),
-                ],
-                false,
-                false,
-                2,
-            ),
-            (
-                &[(Local, r#"{}"#), (User, r#"{"stopBlockCap": 0}"#)],
-                false,
-                false,
-                0,
-            ),
-        ];
-        for (layers, disable, managed_disable, cap) in rows.iter().copied() {
-            let p = policy(layers);
-            assert_eq!(p.settings.disable_all_hooks, disable, "{layers:?}");
-            assert_eq!(
-                p.settings.managed_disable_all_hooks, managed_disable,
-                "{layers:?}"
-            );
-            assert_eq!(p.settings.stop_block_cap, cap, "{layers:?}");
-        }
-    }
-
-    #[test]
-    fn lists_append_in_precedence_order_and_duplicates_run_once() {
-        use SourceKind::*;
-        let p = policy(&[
-            (Managed, &hook_json("m")),
-            (Cli, &hook_json("shared")),
-            (Project, &hook_json("p")),
-            (User, &hook_json("shared")),
-        ]);
-        let got = runs(&p);
-        assert_eq!(got[0], ("m".into(), None));
-        assert_eq!(got[1], ("shared".into(), None));
-        assert_eq!(got[2], ("p".into(), None));
-        assert_eq!(got[3].0, "shared");
-        assert!(
-            got[3]
-                .1
-                .as_deref()
-                .unwrap()
-                .contains("identical to hook `cli:Stop[0][0]`")
-        );
-        assert_eq!(p.groups("Stop").len(), 4);
-        assert_eq!(
-            p.hooks.iter().map(|h| h.order).collect::<Vec<_>>(),
-            [0, 1, 2, 3]
-        );
-    }
-
-    #[test]
-    fn lists_of_settings_are_unions() {
-        use SourceKind::*;
-        let p = policy(&[
-            (
-                Managed,
-                r#"{"allowedHttpHookUrls": ["https://a.example/*"], "envAllowlist": ["A_TOKEN"]}"#,
-            ),
-            (
-                User,
-                r#"{"allowedHttpHookUrls": ["https://b.example/*"], "httpHookAllowedEnvVars": ["X"], "envAllowlist": ["A_TOKEN", "B_KEY"]}"#,
-            ),
-        ]);
-        let urls = p.settings.allowed_http_hook_urls.as_ref().unwrap();
-        assert!(urls.allows("https://a.example/x") && urls.allows("https://b.example/y"));
-        assert!(!urls.allows("https://c.example/"));
-        assert_eq!(p.settings.env_allowlist, ["A_TOKEN", "B_KEY"]);
-        assert_eq!(
-            p.settings.http_hook_allowed_env_vars.as_deref(),
-            Some(&["X".to_string()][..])
-        );
-        assert!(
-            policy(&[(User, "{}")])
-                .settings
-                .allowed_http_hook_urls
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn governance_marks_hooks_with_the_reason() {
-        use SourceKind::*;
-        let managed_only = format!(
-            r#"{{"allowManagedHooksOnly": true, {}"#,
-            &hook_json("m")[1..]
-        );
-        let p = policy(&[(Managed, &managed_only), (Project, &hook_json("p"))]);
-        assert_eq!(runs(&p)[0].1, None);
-        assert!(
-            runs(&p)[1]
-                .1
-                .as_deref()
-                .unwrap()
-                .contains("allowManagedHooksOnly")
-        );
-
-        let p = policy(&[
-            (Project, &hook_json("p")),
-            (User, r#"{"allowManagedHooksOnly": true}"#),
-        ]);
-        assert_eq!(
-            runs(&p)[0].1,
-            None,
-            "only managed policy can restrict to managed hooks"
-        );
-        assert!(
-            p.warnings
-                .iter()
-                .any(|w| w.message.contains("only managed policy"))
-        );
-    }
-
-    /// Layers as `policy` builds them, plus sources that failed to load.
-    fn policy_with_failed(layers: &[(SourceKind, &str)], failed: &[(SourceKind, &str)]) -> Policy {
-        let catalogue = Arc::new(EventCatalogue::default());
-        let mut loaded = LoadedConfig::default();
-        for (kind, text) in layers {
-            let location = format!("{kind}.json");
-            let (settings, _) = parse_settings(text, &location, false, &catalogue).unwrap();
-            loaded.layers.push(ConfigLayer {
-                origin: Origin {
-                    kind: *kind,
-                    location,
-                },
-                base_dir: "/cfg".into(),
-                settings,
-                file: None,
-                sha256: None,
-            });
-        }
-        for (kind, text) in failed {
-            let location = format!("broken-{kind}.json");
-            let error = parse_settings(text, &location, false, &catalogue).unwrap_err();
-            loaded.errors.push(error.clone());
-            loaded.failed.push(crate::config::FailedSource {
-                kind: *kind,
-                file: None,
-                error,
-            });
-        }
-        let functions = vec![FunctionHook::new("Stop", "embedded", |_| async {
-            Ok(serde_json::Value::Null)
-        })];
-        resolve(
-            loaded,
-            catalogue,
-            &ResolveOptions {
-                project_dir: "/p".into(),
-                functions,
-                ..ResolveOptions::default()
-            },
-        )
-    }
-
-    #[test]
-    fn broken_managed_policy_fails_closed_for_every_hook_outside_it() {
-        use SourceKind::*;
-        // (what breaks managed policy, the words of the error)
-        let breakages: &[(&str, &str)] = &[
-            ("{", "invalid JSON"),
-            (
-                r#"{"requireAllowlistedPlugins": "yes"}"#,
-                "expected a boolean",
-            ),
-            (
-                r#"{"allowManagedHooksOnli": true}"#,
-                "unknown field `allowManagedHooksOnli`",
-            ),
-            (r#"{"ceilings": {"timeout": "5"}}"#, "$.ceilings.timeout"),
-        ];
-        for (broken, words) in breakages {
-            let p = policy_with_failed(
-                &[
-                    (Managed, &hook_json("managed-guard")),
-                    (Cli, &hook_json("cli")),
-                    (Project, &hook_json("project")),
-                    (User, &hook_json("user")),
-                ],
-                &[(Managed, broken)],
-            );
-            let got = runs(&p);
-            assert_eq!(got[0], ("managed-guard".into(), None), "{broken}");
-            for (summary, skip) in &got[1..4] {
-                let skip = skip.as_deref().unwrap_or_else(|| panic!("{summary} runs"));
-                assert!(
-                    skip.starts_with("managed policy is broken (broken-managed.json: ")
-                        && skip.contains("no hook outside managed policy runs"),
-                    "{broken}: {skip}"
-                );
-            }
-            assert_eq!(got[4], ("(in-process function)".into(), None), "{broken}");
-            assert!(
-                p.notices
-                    .iter()
-                    .any(|n| n.starts_with("managed policy is broken")
-                        && n.contains("broken-managed.json")
-                        && (n.contains(words))),
-                "{broken}: {:?}",
-                p.notices
-            );
-        }
-        // A broken non-managed source skips only its own hooks.
-        let p = policy_with_failed(&[(User, &hook_json("user"))], &[(Project, "{")]);
-        assert_eq!(runs(&p)[0], ("user".into(), None));
-        assert!(p.notices[0].starts_with("config error, hooks skipped: broken-project.json"));
-    }
-
-    #[test]
-    fn a_managed_hook_that_cannot_be_built_fails_closed_too() {
-        use SourceKind::*;
-        let bad_guard = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": [
-            {"type": "command", "command": "guard"}]}]}}"#;
-        let p = policy(&[(Managed, bad_guard), (User, &hook_json("user"))]);
-        let user = &runs(&p)[0];
-        assert_eq!(user.0, "user");
-        assert!(
-            user.1
-                .as_deref()
-                .unwrap()
-                .starts_with("managed policy is broken"),
-            "{user:?}"
-        );
-        // A mistake in a user hook does not.
-        let p = policy(&[
-            (Managed, &hook_json("m")),
-            (User, bad_guard),
-            (Cli, &hook_json("c")),
-        ]);
-        assert!(
-            runs(&p).iter().all(|(_, skip)| skip.is_none()),
-            "{:?}",
-            runs(&p)
-        );
-    }
-
-    #[test]
-    fn managed_stop_cap_and_audit_log_win_over_the_environment() {
-        use SourceKind::*;
-        let catalogue = Arc::new(EventCatalogue::default());
-        let build = |layers: &[(SourceKind, &str)], env_cap: Option<u32>| {
-            let mut loaded = LoadedConfig::default();
-            for (kind, text) in layers {
-                let (settings, _) = parse_settings(text, "f.json", false, &catalogue).unwrap();
-                loaded.layers.push(ConfigLayer {
-                    origin: Origin {
-                        kind: *kind,
-                        location: format!("{kind}.json"),
-                    },
-                    base_dir: "/".into(),
-                    settings,
-                    file: None,
-                    sha256: None,
-                });
-            }
-            resolve(
-                loaded,
-                catalogue.clone(),
-                &ResolveOptions {
-                    stop_block_cap: env_cap,
-                    uid: 4242,
-                    ..ResolveOptions::default()
-                },
-            )
-        };
-        let managed = r#"{"stopBlockCap": 8, "auditLog": "/var/log/hookhost/${uid}.jsonl"}"#;
-        let p = build(
-            &[(Managed, managed), (User, r#"{"stopBlockCap": 3}"#)],
-            Some(1),
-        );
-        assert_eq!(p.settings.stop_block_cap, 8);
-        assert_eq!(
-            p.settings.audit_log.as_deref(),
-            Some(Path::new("/var/log/hookhost/4242.jsonl")),
-            "`${{uid}}` is the caller's uid"
-        );
-        let p = build(
-            &[(User, r#"{"stopBlockCap": 3, "auditLog": "/x"}"#)],
-            Some(1),
-        );
-        assert_eq!(
-            p.settings.stop_block_cap, 1,
-            "the environment beats other files"
-        );
-        assert_eq!(
-            p.settings.audit_log, None,
-            "only managed policy moves the log"
-        );
-        let relative = parse_settings(
-            r#"{"auditLog": "audit.jsonl"}"#,
-            "m.json",
-            false,
-            &catalogue,
-        );
-        assert!(relative.unwrap_err().message.contains("absolute path"));
-    }
-
-    #[test]
-    fn hook_validation_errors_name_the_path() {
-        use SourceKind::*;
-        let p = policy(&[(
-            Project,
-            r#"{"hooks": {"PreToolUse": [{"hooks": [
-                {"type": "command", "command": "ok"},
-                {"type": "wasm", "plugin": "p.wasm", "sha256": "xyz"},
-                {"type": "command", "command": "x", "if": "Bash("}
-            ]}]}}"#,
-        )]);
-        assert_eq!(p.hooks.len(), 1);
-        let errors: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
-        assert!(
-            errors[0].starts_with("project.json: $.hooks.PreToolUse[0].hooks[1]: `sha256` `xyz`"),
-            "{errors:?}"
-        );
-        assert!(
-            errors[1].contains("$.hooks.PreToolUse[0].hooks[2]: invalid `if` rule `Bash(`"),
-            "{errors:?}"
-        );
-    }
-
-    #[test]
-    fn wasm_plugins_resolve_against_their_config_file() {
-        use SourceKind::*;
-        let p = policy(&[(
-            Project,
-            r#"{"hooks": {"Stop": [{"hooks": [
-            {"type": "wasm", "plugin": "plugins/gate.wasm", "limits": {"memoryMb": 2}}
-        ]}]}}"#,
-        )]);
-        let HandlerSpec::Wasm(w) = &p.hooks[0].handler else {
-            panic!("not wasm")
-        };
-        assert_eq!(w.plugin, Path::new("/cfg/project/plugins/gate.wasm"));
-        assert_eq!(w.memory_bytes, Some(2 << 20));
-    }
-}
+mod tests;

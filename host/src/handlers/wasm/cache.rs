@@ -113,7 +113,6 @@ fn settled(stamp: &FileStamp) -> bool {
         .is_ok_and(|age| age >= SETTLE_TIME)
 }
 
-
 /// Whether only this user (or root) can change the opened file: it is ours and no one
 /// else may write it. Only such a file is mapped, since truncating a mapped file kills
 /// the process that maps it.

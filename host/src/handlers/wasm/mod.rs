@@ -629,11 +629,10 @@ fn home_dir() -> Option<&'static Path> {
 /// environment values as strings, so a value that is not UTF-8 is left out (rather than
 /// changed), and the user is told why the plugin does not see it.
 fn unpassable_env(live: &Live) -> impl Iterator<Item = String> + '_ {
-    live.env.iter().filter_map(|name| {
-        std::env::var_os(name)
-            .is_some_and(|value| value.to_str().is_none())
-            .then(|| format!("env grant `{name}`: its value is not UTF-8; not passed"))
-    })
+    live.env
+        .iter()
+        .filter(|name| std::env::var_os(name).is_some_and(|value| value.to_str().is_none()))
+        .map(|name| format!("env grant `{name}`: its value is not UTF-8; not passed"))
 }
 
 /// The values of the granted variables that are set (and UTF-8; see [`unpassable_env`]).

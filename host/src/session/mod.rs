@@ -9,15 +9,17 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::config::file::effective_uid;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+mod private;
+
+pub use private::{StoreAction, StoreError, open_private_file, private_dir, write_atomically};
 
 /// The result of an async hook, delivered with a later outcome of its session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,96 +37,6 @@ pub struct AsyncResult {
     pub wake: Option<String>,
     /// Its failure, if it failed.
     pub error: Option<String>,
-}
-
-/// A failure of the user's state on disk (session state, the env file, the trust
-/// notice's record): the path it happened at, and either the I/O error or why the path
-/// was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// An operation on the path failed.
-    #[error("cannot {} `{}`{}: {source}", action.verb(), path.display(), action.tail())]
-    Io {
-        /// What was being done.
-        action: StoreAction,
-        /// The file or directory.
-        path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The path exists but is not what hookhost keeps state in (a symlink, another
-    /// user's, not a regular file or directory).
-    #[error("`{}` {reason}", path.display())]
-    Refused {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why, as the rest of a sentence that starts with the path.
-        reason: String,
-    },
-}
-
-/// What was being done to a state path when the operating system refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreAction {
-    /// Creating a directory or file.
-    Create,
-    /// Reading a file or a path's metadata.
-    Read,
-    /// Opening a file.
-    Open,
-    /// Taking a file's lock.
-    Lock,
-    /// Writing a file.
-    Write,
-    /// Narrowing a mode to this user's.
-    MakePrivate,
-}
-
-impl StoreAction {
-    /// The verb before the path in a message (`cannot read `x``).
-    fn verb(self) -> &'static str {
-        match self {
-            StoreAction::Create => "create",
-            StoreAction::Read => "read",
-            StoreAction::Open => "open",
-            StoreAction::Lock => "lock",
-            StoreAction::Write => "write",
-            StoreAction::MakePrivate => "make",
-        }
-    }
-
-    /// The words after the path (`cannot make `x` private`).
-    fn tail(self) -> &'static str {
-        match self {
-            StoreAction::MakePrivate => " private",
-            _ => "",
-        }
-    }
-}
-
-impl StoreError {
-    fn io(action: StoreAction, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
-        let path = path.to_path_buf();
-        move |source| StoreError::Io {
-            action,
-            path,
-            source,
-        }
-    }
-
-    fn refused(path: &Path, reason: String) -> StoreError {
-        StoreError::Refused {
-            path: path.to_path_buf(),
-            reason,
-        }
-    }
-}
-
-impl From<StoreError> for String {
-    fn from(error: StoreError) -> String {
-        error.to_string()
-    }
 }
 
 /// Where session state lives.
@@ -279,97 +191,6 @@ pub fn session_key(session: &str) -> String {
     hex::encode(Sha256::digest(session.as_bytes()))
 }
 
-/// Creates `dir` (and missing parents) with mode 0700 and checks the result: a
-/// directory, not a symlink, owned by this user; one with a wider mode is narrowed to
-/// 0700 (state from older versions was created 0755). The one way hookhost makes a
-/// private directory (session state, caches, daemon sockets): its messages name no
-/// particular use.
-///
-/// # Errors
-///
-/// It cannot be created, or is not a directory owned by this user.
-pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(StoreError::io(StoreAction::Create, dir))?;
-    let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io(StoreAction::Read, dir))?;
-    if !meta.is_dir() {
-        let kind = crate::config::file::kind_name(&meta);
-        return Err(StoreError::refused(
-            dir,
-            format!("is {kind}, not a directory"),
-        ));
-    }
-    if meta.uid() != effective_uid() {
-        return Err(StoreError::refused(
-            dir,
-            format!(
-                "belongs to uid {}, not to this user (uid {}); refusing to keep private files there",
-                meta.uid(),
-                effective_uid()
-            ),
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(StoreError::io(StoreAction::MakePrivate, dir))?;
-    }
-    Ok(())
-}
-
-/// Opens a state file of this user's for reading and writing without following a
-/// symlink or blocking on a FIFO, creating it 0600 when `create`; the opened file must
-/// be a regular file owned by this user, and is narrowed to 0600 if its mode is wider.
-///
-/// # Errors
-///
-/// `Ok(None)`: absent and not `create`d. `Err`: anything else that is wrong, named.
-pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, StoreError> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path);
-    let file = match opened {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            let reason = "is a symlink; refusing to follow it".to_string();
-            return Err(StoreError::refused(path, reason));
-        }
-        Err(e) => return Err(StoreError::io(StoreAction::Open, path)(e)),
-    };
-    let meta = file
-        .metadata()
-        .map_err(StoreError::io(StoreAction::Read, path))?;
-    if !meta.is_file() {
-        let kind = crate::config::file::kind_name(&meta);
-        return Err(StoreError::refused(
-            path,
-            format!("is {kind}, not a regular file"),
-        ));
-    }
-    if meta.uid() != effective_uid() {
-        return Err(StoreError::refused(
-            path,
-            format!(
-                "belongs to uid {}, not to this user (uid {})",
-                meta.uid(),
-                effective_uid()
-            ),
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(StoreError::io(StoreAction::MakePrivate, path))?;
-    }
-    Ok(Some(file))
-}
-
 /// Creates the `CLAUDE_ENV_FILE` of a session (where SessionStart hooks export
 /// variables, secrets included) if it does not exist: 0600, in the session's 0700
 /// directory. An existing one is kept (hooks of one session append to it) but must be a
@@ -386,28 +207,6 @@ pub fn prepare_env_file(path: &Path) -> Result<(), StoreError> {
         private_dir(dir)?;
     }
     open_private_file(path, true).map(drop)
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same private directory and
-/// a rename: a reader never sees half a file, and a failed write leaves nothing behind
-/// (tempfile removes its file on drop; it creates it 0600 with `O_EXCL`). The one atomic
-/// write of the host's private state (sessions, the compile cache).
-///
-/// # Errors
-///
-/// The directory is not private ([`private_dir`]), or the write or the rename failed.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let dir = path.parent().expect("state files live in a directory");
-    private_dir(dir)?;
-    let write = StoreError::io(StoreAction::Write, path);
-    let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
-        Ok(tmp) => tmp,
-        Err(e) => return Err(write(e)),
-    };
-    match tmp.write_all(bytes) {
-        Ok(()) => tmp.persist(path).map(drop).map_err(|e| write(e.error)),
-        Err(e) => Err(write(e)),
-    }
 }
 
 /// Reads the count of a locked `stop-blocks` file (anything unreadable counts as 0).
@@ -519,6 +318,7 @@ impl SessionStore for DiskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn result(hook: &str) -> AsyncResult {
         AsyncResult {
