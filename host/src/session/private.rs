@@ -77,7 +77,7 @@ impl StoreAction {
 }
 
 impl StoreError {
-    pub(super) fn io(
+    pub(crate) fn io(
         action: StoreAction,
         path: &Path,
     ) -> impl FnOnce(std::io::Error) -> StoreError {

@@ -1124,23 +1124,29 @@ fn plugin_files_that_are_not_small_regular_files_are_refused_naming_the_path() {
     let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let runtime = hookhost::handlers::wasm::WasmRuntime::new(None);
-    let e = runtime.inspect(&fifo).unwrap_err();
+    use hookhost::handlers::FailureKind;
+    use hookhost::handlers::wasm::{PluginError, WasmRuntime};
+    // Every refusal is typed `Refused`, and its message names the file and why.
+    let refused = |result: Result<_, PluginError>| match result {
+        Err(PluginError::Load {
+            kind: FailureKind::Refused,
+            message,
+        }) => message,
+        other => panic!("not refused: {other:?}"),
+    };
+    let runtime = WasmRuntime::new(None);
+    let e = refused(runtime.inspect(&fifo));
     assert!(
         e.contains(&fifo.display().to_string()) && e.contains("it is a FIFO"),
         "{e}"
     );
-    let e = runtime
-        .inspect(std::path::Path::new("/dev/zero"))
-        .unwrap_err();
+    let e = refused(runtime.inspect(std::path::Path::new("/dev/zero")));
     assert!(
         e.contains("/dev/zero") && e.contains("character device"),
         "{e}"
     );
-    let small = hookhost::handlers::wasm::WasmRuntime::new(None).with_max_plugin_bytes(1000);
-    let e = small
-        .inspect(std::path::Path::new(plugins::HOSTILE_RAW))
-        .unwrap_err();
+    let small = WasmRuntime::new(None).with_max_plugin_bytes(1000);
+    let e = refused(small.inspect(std::path::Path::new(plugins::HOSTILE_RAW)));
     assert!(
         e.contains("hostile_raw.wasm") && e.contains("above the cap of 1000 bytes"),
         "{e}"

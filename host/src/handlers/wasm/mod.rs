@@ -233,12 +233,14 @@ impl WasmRuntime {
     ///
     /// # Errors
     ///
-    /// A message naming the file: unreadable, not a component, built for another WIT
-    /// version, or `describe` failed.
-    pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), String> {
-        let sandbox = self.sandbox()?;
-        let loaded = block_on(sandbox.load(path, None, None, &load::INSPECT_LIMITS))?
-            .map_err(|(_, message)| message)?;
+    /// [`PluginError::Load`] naming the file: unreadable or refused (not a regular file,
+    /// above the size cap), not a component, built for another WIT version, or its
+    /// `describe` failed; [`PluginError::Engine`] when no engine could be set up.
+    pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), PluginError> {
+        let sandbox = self.sandbox().map_err(PluginError::Engine)?;
+        let loaded = block_on(sandbox.load(path, None, None, &load::INSPECT_LIMITS))
+            .map_err(PluginError::Engine)?
+            .map_err(|(kind, message)| PluginError::Load { kind, message })?;
         Ok((loaded.info.clone(), loaded.cache_status.clone()))
     }
 
@@ -368,6 +370,32 @@ impl Drop for Sandbox {
 
 /// Why a load failed: the failure kind for the report, and the message.
 pub(super) type LoadError = (FailureKind, String);
+
+/// Why [`WasmRuntime::inspect`] could not load a plugin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    /// The wasm engine (or the runtime that drives it) could not be set up; no plugin
+    /// was read. The message says why.
+    #[error("{0}")]
+    Engine(String),
+    /// The plugin did not load. `kind` is what a hook running it would fail with
+    /// (`Refused` for a file that is not a regular file or is above the cap,
+    /// `CannotStart` for one that cannot be read or compiled, `Timeout` or `Limit` for a
+    /// `describe` stopped by its limits); the message names the file.
+    #[error("{message}")]
+    Load {
+        /// The failure class.
+        kind: FailureKind,
+        /// What happened, naming the file.
+        message: String,
+    },
+}
+
+impl From<PluginError> for String {
+    fn from(error: PluginError) -> String {
+        error.to_string()
+    }
+}
 
 impl Sandbox {
     fn new(

@@ -1,14 +1,5 @@
-//! The workspace trust store and fingerprints: the file I/O behind
-//! [`crate::policy::trust`].
-//!
-//! The store is one JSON file, `trust.json` in the user's data directory
-//! ([`crate::data_dir`]), keyed by the exact bytes of the canonical workspace path (text
-//! when it is UTF-8, base64 when not; version-1 stores, keyed by the lossy display of the
-//! path, are still read). Each record holds the fingerprint taken when the user trusted
-//! the workspace. Updates take an exclusive lock on `trust.json.lock` and replace the file
-//! atomically (write a temporary file, rename). Only the user's environment decides where
-//! the store is: no config file can move it, and a store inside the workspace, one
-//! another user can write, or one reached through a symlink is refused.
+//! The trust store file: one record per trusted workspace, keyed by the exact bytes of
+//! its canonical path, read and written only where no one but the user can have written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -16,27 +7,58 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::schema::HandlerType;
-use crate::config::{LoadedConfig, SourceKind, SourceOptions};
-use crate::policy::TrustRequest;
-use crate::policy::trust::{FileState, Fingerprint, TrustInput};
+use crate::policy::trust::Fingerprint;
+use crate::session::{StoreAction, StoreError};
 
-/// How a host judges the trust of its workspace.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum WorkspaceTrust {
-    /// Not trusted: project and local hooks are skipped (the library default, so that an
-    /// embedder never runs a repository's hooks without deciding to).
-    #[default]
-    Untrusted,
-    /// Trusted when the store at this path has a record whose fingerprint still matches
-    /// (what the CLI and the daemon use).
-    Store(PathBuf),
-    /// Trusted for this host, pinned to the current fingerprint (`--trust-workspace`).
-    Explicit,
-    /// `HOOKHOST_TRUST_WORKSPACE=1`: trusted for this host like [`WorkspaceTrust::Explicit`],
-    /// unless managed policy sets `forbidEnvironmentTrust`; then judged by the store at
-    /// this path like [`WorkspaceTrust::Store`].
-    Environment(PathBuf),
+/// Why the trust store cannot be read or changed. Its message names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustStoreError {
+    /// Opening, reading, creating, locking or writing the store or its directory failed.
+    #[error(transparent)]
+    Io(#[from] StoreError),
+    /// The store's file or directory is refused: a symlink, not a regular file (or not a
+    /// directory), another user's or writable by others, or too large.
+    #[error(
+        "the trust store{} `{}` {reason}",
+        if *directory { "'s directory" } else { "" },
+        path.display()
+    )]
+    Refused {
+        /// Whether it is the store's directory that is refused.
+        directory: bool,
+        /// The file or directory.
+        path: PathBuf,
+        /// Why, as the rest of a sentence that starts with the path.
+        reason: String,
+    },
+    /// The file is not a trust store that this hookhost reads (malformed, or newer).
+    #[error("`{}` {reason}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Why, as the rest of a sentence that starts with the path.
+        reason: String,
+    },
+}
+
+impl From<TrustStoreError> for String {
+    fn from(error: TrustStoreError) -> String {
+        error.to_string()
+    }
+}
+
+/// The [`TrustStoreError::Io`] of `action` on `path`, for `map_err`.
+fn io_error(action: StoreAction, path: &Path) -> impl FnOnce(std::io::Error) -> TrustStoreError {
+    let io = StoreError::io(action, path);
+    move |source| TrustStoreError::Io(io(source))
+}
+
+fn refused(directory: bool, path: &Path, reason: String) -> TrustStoreError {
+    TrustStoreError::Refused {
+        directory,
+        path: path.to_path_buf(),
+        reason,
+    }
 }
 
 /// One trusted workspace.
@@ -82,10 +104,14 @@ pub fn path_text(path: &Path) -> String {
     }
 }
 
-fn decode_store(bytes: &[u8], shown: &str) -> Result<Workspaces, String> {
+fn decode_store(bytes: &[u8], path: &Path) -> Result<Workspaces, TrustStoreError> {
     use base64::Engine;
     use std::os::unix::ffi::OsStringExt;
-    let not_a_store = |e: &dyn std::fmt::Display| format!("`{shown}` is not a trust store: {e}");
+    let invalid = |reason: String| TrustStoreError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let not_a_store = |e: &dyn std::fmt::Display| invalid(format!("is not a trust store: {e}"));
     let doc: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| not_a_store(&e))?;
     let version = doc
         .get("version")
@@ -134,14 +160,14 @@ fn decode_store(bytes: &[u8], shown: &str) -> Result<Workspaces, String> {
             }
             Ok(out)
         }
-        newer => Err(format!(
-            "`{shown}` is a version {newer} trust store, written by a newer hookhost; \
+        newer => Err(invalid(format!(
+            "is a version {newer} trust store, written by a newer hookhost; \
              refusing to read or rewrite it"
-        )),
+        ))),
     }
 }
 
-fn encode_store(workspaces: &Workspaces) -> Result<Vec<u8>, String> {
+fn encode_store(workspaces: &Workspaces) -> serde_json::Result<Vec<u8>> {
     use base64::Engine;
     use std::os::unix::ffi::OsStrExt;
     let list: Vec<StoredWorkspace> = workspaces
@@ -165,7 +191,7 @@ fn encode_store(workspaces: &Workspaces) -> Result<Vec<u8>, String> {
         })
         .collect();
     let doc = serde_json::json!({"version": STORE_VERSION, "workspaces": list});
-    serde_json::to_vec_pretty(&doc).map_err(|e| e.to_string())
+    serde_json::to_vec_pretty(&doc)
 }
 
 /// The trust store file.
@@ -204,18 +230,20 @@ impl TrustStore {
         }
     }
 
-    fn file_name(&self) -> Result<&std::ffi::OsStr, String> {
+    fn file_name(&self) -> Result<&std::ffi::OsStr, TrustStoreError> {
         self.path
             .file_name()
-            .ok_or_else(|| format!("`{}` is not a file name", self.path.display()))
+            .ok_or_else(|| TrustStoreError::Invalid {
+                path: self.path.clone(),
+                reason: "is not a file name".into(),
+            })
     }
 
     /// Opens the store's directory without following a symlink and checks who can write
     /// it. `Ok(None)`: it does not exist.
-    fn open_dir(&self) -> Result<Option<std::fs::File>, String> {
+    fn open_dir(&self) -> Result<Option<std::fs::File>, TrustStoreError> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = self.dir();
-        let shown = dir.display();
         let opened = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -226,24 +254,19 @@ impl TrustStore {
             // With O_DIRECTORY, Linux answers a symlink with ENOTDIR rather than ELOOP.
             Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
                 let symlink = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_symlink());
-                return Err(if symlink {
-                    format!(
-                        "the trust store's directory `{shown}` is a symlink; refused (not followed)"
-                    )
+                let reason = if symlink {
+                    "is a symlink; refused (not followed)"
                 } else {
-                    format!("the trust store's directory `{shown}` is not a directory; refused")
-                });
+                    "is not a directory; refused"
+                };
+                return Err(refused(true, dir, reason.into()));
             }
-            Err(e) => return Err(format!("cannot open `{shown}`: {e}")),
+            Err(e) => return Err(io_error(StoreAction::Open, dir)(e)),
         };
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        let meta = file.metadata().map_err(io_error(StoreAction::Read, dir))?;
         let me = crate::config::file::effective_uid();
         if let Some(why) = crate::config::file::unsafe_owner_or_mode(&meta, &[me, 0], 0o022) {
-            return Err(format!(
-                "the trust store's directory `{shown}` is refused: {why}"
-            ));
+            return Err(refused(true, dir, format!("is refused: {why}")));
         }
         Ok(Some(file))
     }
@@ -276,9 +299,9 @@ impl TrustStore {
         Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    fn read(&self) -> Result<Workspaces, String> {
+    fn read(&self) -> Result<Workspaces, TrustStoreError> {
         use std::io::Read;
-        let shown = self.path.display().to_string();
+        let path = self.path.as_path();
         let Some(dir) = self.open_dir()? else {
             return Ok(Workspaces::new());
         };
@@ -291,36 +314,33 @@ impl TrustStore {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Workspaces::new()),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(format!(
-                    "the trust store `{shown}` is a symlink; refused (not followed)"
+                return Err(refused(
+                    false,
+                    path,
+                    "is a symlink; refused (not followed)".into(),
                 ));
             }
-            Err(e) => return Err(format!("cannot read `{shown}`: {e}")),
+            Err(e) => return Err(io_error(StoreAction::Read, path)(e)),
         };
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        let meta = file.metadata().map_err(io_error(StoreAction::Read, path))?;
         if !meta.is_file() {
-            return Err(format!(
-                "the trust store `{shown}` is {}; refused",
-                crate::config::file::kind_name(&meta)
-            ));
+            let kind = crate::config::file::kind_name(&meta);
+            return Err(refused(false, path, format!("is {kind}; refused")));
         }
         let me = crate::config::file::effective_uid();
         if let Some(why) = crate::config::file::unsafe_owner_or_mode(&meta, &[me], 0o022) {
-            return Err(format!("the trust store `{shown}` is refused: {why}"));
+            return Err(refused(false, path, format!("is refused: {why}")));
         }
         let cap = crate::config::file::CONFIG_CAP;
         let mut bytes = Vec::new();
         file.take(cap + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+            .map_err(io_error(StoreAction::Read, path))?;
         if bytes.len() as u64 > cap {
-            return Err(format!(
-                "the trust store `{shown}` is larger than {cap} bytes; refused"
-            ));
+            let reason = format!("is larger than {cap} bytes; refused");
+            return Err(refused(false, path, reason));
         }
-        decode_store(&bytes, &shown)
+        decode_store(&bytes, path)
     }
 
     /// Every trusted workspace, by its exact path.
@@ -328,7 +348,7 @@ impl TrustStore {
     /// # Errors
     ///
     /// The store cannot be read or parsed, or is refused.
-    pub fn list(&self) -> Result<BTreeMap<PathBuf, TrustRecord>, String> {
+    pub fn list(&self) -> Result<BTreeMap<PathBuf, TrustRecord>, TrustStoreError> {
         self.read()
     }
 
@@ -337,7 +357,7 @@ impl TrustStore {
     /// # Errors
     ///
     /// The store cannot be read or parsed, or is refused.
-    pub fn get(&self, workspace: &Path) -> Result<Option<TrustRecord>, String> {
+    pub fn get(&self, workspace: &Path) -> Result<Option<TrustRecord>, TrustStoreError> {
         Ok(self.read()?.remove(workspace))
     }
 
@@ -346,7 +366,7 @@ impl TrustStore {
     /// # Errors
     ///
     /// The store cannot be read, locked or written, or is refused.
-    pub fn trust(&self, workspace: &Path, fingerprint: Fingerprint) -> Result<(), String> {
+    pub fn trust(&self, workspace: &Path, fingerprint: Fingerprint) -> Result<(), TrustStoreError> {
         let trusted_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -369,161 +389,63 @@ impl TrustStore {
     /// # Errors
     ///
     /// The store cannot be read, locked or written, or is refused.
-    pub fn untrust(&self, workspace: &Path) -> Result<bool, String> {
+    pub fn untrust(&self, workspace: &Path) -> Result<bool, TrustStoreError> {
         self.update(|workspaces| workspaces.remove(workspace).is_some())
     }
 
     /// Read-modify-write under an exclusive lock; the file is replaced atomically.
-    fn update(&self, change: impl FnOnce(&mut Workspaces) -> bool) -> Result<bool, String> {
+    fn update(
+        &self,
+        change: impl FnOnce(&mut Workspaces) -> bool,
+    ) -> Result<bool, TrustStoreError> {
         use std::os::unix::fs::DirBuilderExt;
-        let shown = self.path.display();
+        let path = self.path.as_path();
         let dir_path = self.dir();
-        std::fs::DirBuilder::new()
+        let create = io_error(StoreAction::Create, dir_path);
+        if let Err(e) = std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir_path)
-            .map_err(|e| format!("cannot create `{}`: {e}", dir_path.display()))?;
-        let dir = self
-            .open_dir()?
-            .ok_or_else(|| format!("cannot create `{}`", dir_path.display()))?;
+        {
+            return Err(create(e));
+        }
+        // Created a moment ago, the directory is gone again: a race with its removal.
+        let Some(dir) = self.open_dir()? else {
+            return Err(create(std::io::ErrorKind::NotFound.into()));
+        };
         let mut lock_name = self.file_name()?.to_owned();
         lock_name.push(".lock");
         let lock = Self::open_at(&dir, &lock_name, libc::O_WRONLY | libc::O_CREAT, 0o600)
-            .map_err(|e| format!("cannot lock `{shown}`: {e}"))?;
-        let _guard = crate::audit::Flock::exclusive(&lock)
-            .map_err(|e| format!("cannot lock `{shown}`: {e}"))?;
+            .map_err(io_error(StoreAction::Lock, path))?;
+        let _guard =
+            crate::audit::Flock::exclusive(&lock).map_err(io_error(StoreAction::Lock, path))?;
         let mut workspaces = self.read()?;
         if !change(&mut workspaces) {
             return Ok(false);
         }
-        let json = encode_store(&workspaces)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir_path)
-            .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-        tmp.write_all(&json)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-        tmp.persist(&self.path)
-            .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-        Ok(true)
-    }
-}
-
-/// The canonical form of a workspace path (symlinks resolved); the path made absolute
-/// when it cannot be resolved.
-pub fn canonical_workspace(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir)
-        .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| dir.to_path_buf())
-}
-
-/// A workspace's fingerprint: its hook files (digests of the very bytes `loaded` parsed)
-/// and every plugin they reference. Returns the fingerprint and, for each plugin, its
-/// path and fingerprint key. Plugins are hashed as they are read, only when they are
-/// regular files and at most [`crate::config::file::PLUGIN_CAP`] bytes (a plugin path of
-/// `/dev/zero` is an unreadable plugin, not an endless read).
-pub fn fingerprint(
-    loaded: &LoadedConfig,
-    sources: &SourceOptions,
-) -> (Fingerprint, BTreeMap<PathBuf, String>) {
-    let workspace = canonical_workspace(&sources.project_dir);
-    // The key of a file: its path relative to the project when it is inside, else the
-    // path; and where that path would be if no symlink were on the way.
-    let key = |path: &Path| -> (String, PathBuf) {
-        match path.strip_prefix(&sources.project_dir) {
-            Ok(rel) => (path_text(rel), workspace.join(rel)),
-            Err(_) => (path_text(path), path.to_path_buf()),
-        }
-    };
-    let mut files = Fingerprint::new();
-    for (_, path) in sources.project_files() {
-        let sha256 = loaded
-            .file_digests
-            .iter()
-            .find(|(p, _)| *p == path)
-            .map(|(_, d)| d.clone());
-        let (name, expected) = key(&path);
-        let state = FileState {
-            target: if sha256.is_some() {
-                real_target(&path, &expected)
-            } else {
-                None
-            },
-            sha256,
+        let write = io_error(StoreAction::Write, path);
+        let json = match encode_store(&workspaces) {
+            Ok(json) => json,
+            Err(e) => return Err(write(e.into())),
         };
-        files.insert(name, state);
-    }
-    let mut plugins = BTreeMap::new();
-    for layer in loaded
-        .layers
-        .iter()
-        .filter(|l| matches!(l.origin.kind, SourceKind::Project | SourceKind::Local))
-    {
-        for group in &layer.settings.groups {
-            for raw in &group.group.hooks {
-                let (HandlerType::Wasm, Some(plugin)) = (raw.kind, &raw.plugin) else {
-                    continue;
-                };
-                let path = layer.base_dir.join(plugin);
-                if plugins.contains_key(&path) {
-                    continue;
-                }
-                let (name, expected) = key(&path);
-                let sha256 =
-                    crate::config::file::sha256_regular(&path, crate::config::file::PLUGIN_CAP)
-                        .ok();
-                let target = sha256.as_ref().and_then(|_| real_target(&path, &expected));
-                files.insert(name.clone(), FileState { sha256, target });
-                plugins.insert(path, name);
-            }
+        let mut tmp = match tempfile::NamedTempFile::new_in(dir_path) {
+            Ok(tmp) => tmp,
+            Err(e) => return Err(write(e)),
+        };
+        if let Err(e) = tmp.write_all(&json).and_then(|()| tmp.as_file().sync_all()) {
+            return Err(write(e));
         }
-    }
-    (files, plugins)
-}
-
-/// The real path behind `path` when it is not `expected` (a symlink on the way).
-fn real_target(path: &Path, expected: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(path).ok()?;
-    (real != expected).then(|| path_text(&real))
-}
-
-/// Gathers what the policy needs to decide the trust of the workspace of `sources`.
-pub fn request(
-    loaded: &LoadedConfig,
-    sources: &SourceOptions,
-    trust: &WorkspaceTrust,
-) -> TrustRequest {
-    let workspace = canonical_workspace(&sources.project_dir);
-    let (fingerprint, plugins) = fingerprint(loaded, sources);
-    let recorded = |path: &Path| -> Result<Option<Fingerprint>, String> {
-        let store = TrustStore::new(path);
-        // A store inside the workspace would let the repository vouch for itself.
-        let real = crate::config::env::workspaces(&[&workspace]);
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        if let Err(why) = crate::config::env::check_path(absolute.as_os_str(), &real) {
-            return Err(format!(
-                "the trust store `{}` is refused: {why}",
-                path.display()
-            ));
+        match tmp.persist(path) {
+            Ok(_) => Ok(true),
+            Err(e) => Err(write(e.error)),
         }
-        store.get(&workspace).map(|r| r.map(|r| r.files))
-    };
-    let input = match trust {
-        WorkspaceTrust::Untrusted => TrustInput::Untrusted,
-        WorkspaceTrust::Explicit => TrustInput::Explicit,
-        WorkspaceTrust::Store(path) => TrustInput::Recorded(recorded(path)),
-        WorkspaceTrust::Environment(path) => TrustInput::Environment(recorded(path)),
-    };
-    TrustRequest {
-        workspace,
-        fingerprint,
-        plugins,
-        input,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::trust::FileState;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
 
@@ -582,12 +504,9 @@ mod tests {
         assert!(store.get(Path::new("/src/repo")).unwrap().is_some());
         let newer = serde_json::json!({"version": 3, "workspaces": []});
         std::fs::write(store.path(), newer.to_string()).unwrap();
-        assert!(
-            store
-                .get(Path::new("/src/repo"))
-                .unwrap_err()
-                .contains("newer hookhost")
-        );
+        let e = store.get(Path::new("/src/repo")).unwrap_err();
+        assert!(matches!(e, TrustStoreError::Invalid { .. }), "{e:?}");
+        assert!(e.to_string().contains("newer hookhost"), "{e}");
     }
 
     #[test]
@@ -598,14 +517,28 @@ mod tests {
         store
             .trust(Path::new("/src/repo"), fingerprint("aa"))
             .unwrap();
-        let refused = |why: &str| {
-            let e = store.get(Path::new("/src/repo")).unwrap_err();
-            assert!(e.contains(why), "{why}: {e}");
-            let e = store
+        // Refused (not an I/O failure), naming the file or the directory, for reads and
+        // for writes alike.
+        let refused_as = |directory: bool, why: &str| {
+            let read = store.get(Path::new("/src/repo")).unwrap_err();
+            let write = store
                 .trust(Path::new("/src/x"), fingerprint("bb"))
                 .unwrap_err();
-            assert!(e.contains(why), "{why} (write): {e}");
+            for e in [read, write] {
+                assert!(
+                    matches!(e, TrustStoreError::Refused { directory: d, .. } if d == directory),
+                    "{why}: {e:?}"
+                );
+                let shown = if directory {
+                    "trust store's directory `"
+                } else {
+                    "trust store `"
+                };
+                assert!(e.to_string().contains(shown), "{e}");
+                assert!(e.to_string().contains(why), "{why}: {e}");
+            }
         };
+        let refused = |why: &str| refused_as(false, why);
         let mode = |path: &Path, mode| {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
         };
@@ -615,7 +548,7 @@ mod tests {
         refused("its group can write it");
         mode(store.path(), 0o600);
         mode(&data, 0o777);
-        refused("directory");
+        refused_as(true, "other users can write it");
         mode(&data, 0o700);
         assert!(store.get(Path::new("/src/repo")).unwrap().is_some());
 
@@ -631,7 +564,7 @@ mod tests {
         let real = root.path().join("real");
         std::fs::rename(&data, &real).unwrap();
         std::os::unix::fs::symlink(&real, &data).unwrap();
-        refused("directory");
+        refused_as(true, "is a symlink; refused (not followed)");
 
         // A FIFO where the store should be does not block.
         std::fs::remove_file(&data).unwrap();
@@ -640,7 +573,6 @@ mod tests {
         let c = std::ffi::CString::new(store.path().as_os_str().as_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = store.get(Path::new("/src/repo")).unwrap_err();
-        assert!(e.contains("a FIFO"), "{e}");
+        refused("a FIFO");
     }
 }
