@@ -73,7 +73,7 @@ fn start_daemon(dir: &Path, settings: &Value) -> Daemon {
             "--settings",
             &settings.to_string(),
         ])
-        .current_dir(dir)
+        .current_dir(workspace(dir))
         .envs(isolated_env(dir))
         .stderr(Stdio::null())
         .spawn()
@@ -84,6 +84,15 @@ fn start_daemon(dir: &Path, settings: &Value) -> Daemon {
         std::thread::sleep(Duration::from_millis(20));
     }
     Daemon { child, socket }
+}
+
+/// The project directory the hookhost processes run in: beside, not above, the state
+/// directories of [`isolated_env`], since hookhost refuses a `HOOKHOST_*` directory
+/// inside the workspace (a repository could set it) and would use the user's own.
+fn workspace(dir: &Path) -> std::path::PathBuf {
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).expect("the project directory");
+    project
 }
 
 fn isolated_env(dir: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
@@ -213,7 +222,7 @@ fn main() {
     let dispatch = |daemon: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
         cmd.args(["dispatch", "PreToolUse", "--settings", &three])
-            .current_dir(dir.path())
+            .current_dir(workspace(dir.path()))
             .envs(isolated_env(dir.path()))
             .env(
                 "HOOKHOST_DISPATCH_DAEMON",

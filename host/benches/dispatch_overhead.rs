@@ -42,6 +42,10 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let settings = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": HOOK}]}]}});
     let input = input();
+    // The project is beside the state directories, not above them: hookhost refuses a
+    // `HOOKHOST_*` directory inside the workspace (a repository could set it).
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).expect("the project directory");
     let hookhost = || {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
         cmd.args([
@@ -50,7 +54,7 @@ fn main() {
             "--settings",
             &settings.to_string(),
         ])
-        .current_dir(dir.path())
+        .current_dir(&project)
         .env("HOOKHOST_HOME", dir.path().join("home"))
         .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
         .env("HOOKHOST_DATA_DIR", dir.path().join("data"))
@@ -68,9 +72,7 @@ fn main() {
     let mut daemon = Vec::with_capacity(runs);
     for _ in 0..runs {
         direct.push(time_process(
-            Command::new("sh")
-                .args(["-c", HOOK])
-                .current_dir(dir.path()),
+            Command::new("sh").args(["-c", HOOK]).current_dir(&project),
             &input,
         ));
         hosted.push(time_process(&mut hookhost(), &input));

@@ -279,6 +279,22 @@ struct Resolution<'a> {
 }
 
 impl Resolution<'_> {
+    /// Records a hook or matcher that cannot be built. In managed policy that is a guard
+    /// that is gone: managed policy is broken and fails closed for every hook judged
+    /// after it (managed layers come first, so that is every non-managed hook).
+    fn note_build_error(&mut self, layer: &ConfigLayer, path: String, message: String) {
+        let error = ConfigError {
+            location: layer.origin.location.clone(),
+            path,
+            message,
+        };
+        if layer.origin.kind == SourceKind::Managed {
+            self.managed_errors.push(error.clone());
+            self.settings.managed_broken = Some(broken_reason(&self.managed_errors));
+        }
+        self.errors.push(error);
+    }
+
     /// A group of a layer with its hooks, or `None` when its matcher is invalid.
     fn resolve_group(
         &mut self,
@@ -295,14 +311,7 @@ impl Resolution<'_> {
             Ok(m) => m,
             Err(message) => {
                 let path = format!("{group_path}.matcher");
-                note_build_error(
-                    layer,
-                    path,
-                    message,
-                    &mut self.errors,
-                    &mut self.managed_errors,
-                    &mut self.settings,
-                );
+                self.note_build_error(layer, path, message);
                 return None;
             }
         };
@@ -363,14 +372,7 @@ impl Resolution<'_> {
                 hook
             }
             Err(message) => {
-                note_build_error(
-                    layer,
-                    path,
-                    message,
-                    &mut self.errors,
-                    &mut self.managed_errors,
-                    &mut self.settings,
-                );
+                self.note_build_error(layer, path, message);
                 return None;
             }
         };
@@ -415,29 +417,6 @@ impl Resolution<'_> {
         }
         Some(Arc::new(hook))
     }
-}
-
-/// Records a hook or matcher that cannot be built. In managed policy that is a guard
-/// that is gone: managed policy is broken and fails closed for every hook judged after
-/// it (managed layers come first, so that is every non-managed hook).
-fn note_build_error(
-    layer: &ConfigLayer,
-    path: String,
-    message: String,
-    errors: &mut Vec<ConfigError>,
-    managed_errors: &mut Vec<ConfigError>,
-    settings: &mut Settings,
-) {
-    let error = ConfigError {
-        location: layer.origin.location.clone(),
-        path,
-        message,
-    };
-    if layer.origin.kind == SourceKind::Managed {
-        managed_errors.push(error.clone());
-        settings.managed_broken = Some(broken_reason(managed_errors));
-    }
-    errors.push(error);
 }
 
 /// The skip reason of every non-managed hook while managed policy is broken.

@@ -7,7 +7,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::super::scaffold;
-use super::setup::shown_error;
+
+/// A write failure as shown: the path (escaped) and the error.
+pub(super) fn shown_error(path: &Path, e: std::io::Error) -> String {
+    format!(
+        "cannot write `{}`: {e}",
+        hookhost::text::escape(&path.display().to_string())
+    )
+}
 
 /// The example plugins the demo runs (package names in `plugins/`).
 pub const PLUGINS: &[&str] = &[

@@ -25,10 +25,8 @@ use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::outcome::Outcome;
 use hookhost::trust::canonical_workspace;
 
-use super::setup::{DemoDirs, shown_error};
-
-/// The session id of the demo's events.
-pub const SESSION: &str = "demo-session";
+use super::plugins::shown_error;
+use super::setup::{DemoDirs, SESSION};
 
 /// One step of the session.
 #[derive(Debug, Clone)]

@@ -13,8 +13,7 @@ use hookhost::session::DiskStore;
 use hookhost::trust::{TrustStore, WorkspaceTrust, canonical_workspace};
 use hookhost::{EventCatalogue, Host, HostBuilder};
 
-use super::plugins::PLUGINS;
-use super::session::SESSION;
+use super::plugins::{PLUGINS, shown_error};
 
 /// The repository's hooks with the example wasm plugins (`${PLUGINS}`: their directory,
 /// `${SECRET}`: a file outside the workspace).
@@ -42,13 +41,8 @@ fn config(text: &str) -> String {
     text.replace(SCHEMA_LINE, "")
 }
 
-/// A write failure as shown: the path (escaped) and the error.
-pub(super) fn shown_error(path: &Path, e: std::io::Error) -> String {
-    format!(
-        "cannot write `{}`: {e}",
-        hookhost::text::escape(&path.display().to_string())
-    )
-}
+/// The session id of the demo's events (its state is cleared before each run).
+pub const SESSION: &str = "demo-session";
 
 /// The directories of a demo, all under one root.
 #[derive(Debug, Clone)]

@@ -8,8 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
-use super::state::SLEEP_GRACE;
 use crate::policy::capability::{Live, Scheme};
+
+/// How long after the call's deadline a clamped sleep or request wakes: the guest then
+/// runs wasm again and the epoch deadline interrupts it.
+pub const SLEEP_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Outgoing connections one store may have open at once.
 pub const MAX_CONNECTIONS: usize = 8;

@@ -15,7 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings;
-use super::http_policy::HttpPolicy;
+use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
 
 /// Log records kept per call; more are counted, not kept.
@@ -301,10 +301,6 @@ impl LogSink {
         records
     }
 }
-
-/// How long after the call's deadline a clamped sleep or request wakes: the guest then
-/// runs wasm again and the epoch deadline interrupts it.
-pub const SLEEP_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The guest's monotonic clock: nanoseconds since the instance's context was built.
 #[derive(Debug, Clone, Copy)]
