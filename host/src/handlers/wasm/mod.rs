@@ -646,11 +646,11 @@ where
     })
 }
 
-/// The user's home directory, for `${home}` grants (looked up once).
+/// The user's home directory, for `${home}` grants: config's, the one policy expands
+/// ceilings with (looked up once per process).
 fn home_dir() -> Option<&'static Path> {
     static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
-    HOME.get_or_init(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
-        .as_deref()
+    HOME.get_or_init(crate::config::env::home_dir).as_deref()
 }
 
 /// Warnings for granted variables whose value cannot reach the plugin: WASI passes
