@@ -23,6 +23,20 @@ mod reload;
 pub use reload::SourcesFingerprint;
 use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};
 
+/// What policy needs from the system to resolve `sources` (their project and home
+/// directories, the effective uid, real paths for the ceilings' symlink check), read
+/// here so that policy itself does no I/O. Every caller of [`policy::resolve`] outside
+/// tests starts from this; the rest of the options keep their defaults.
+pub fn resolve_options(sources: &SourceOptions) -> ResolveOptions {
+    ResolveOptions {
+        project_dir: sources.project_dir.clone(),
+        home_dir: sources.home_dir.clone(),
+        uid: config::file::effective_uid(),
+        real_path: policy::ceiling::RealPath(config::file::real_path),
+        ..ResolveOptions::default()
+    }
+}
+
 /// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost` (the
 /// platform's data directory), else a `hookhost` directory in the temp dir. Session state,
 /// the trust store and the audit log live there. An empty value is unset, and a relative
@@ -230,13 +244,9 @@ impl HostBuilder {
         let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
         loaded.notices.extend(self.env_notices);
         let options = ResolveOptions {
-            project_dir: sources.project_dir.clone(),
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
-            trust: None,
-            home_dir: sources.home_dir.clone(),
-            uid: config::file::effective_uid(),
-            real_path: policy::ceiling::RealPath(config::file::real_path),
+            ..resolve_options(&sources)
         };
         let resolve = |loaded: LoadedConfig| {
             let options = ResolveOptions {

@@ -66,6 +66,6 @@ pub mod trust; // the workspace trust store
 
 pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
 pub use event::{EventCatalogue, EventSpec};
-pub use host::{Host, HostBuilder, SourcesFingerprint, data_dir};
+pub use host::{Host, HostBuilder, SourcesFingerprint, data_dir, resolve_options};
 pub use outcome::Outcome;
 pub use trust::WorkspaceTrust;

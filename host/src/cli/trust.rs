@@ -81,12 +81,8 @@ pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
     let request = hookhost::trust::request(&loaded, &sources, &WorkspaceTrust::Explicit);
     let fingerprint = request.fingerprint.clone();
     let options = ResolveOptions {
-        project_dir: workspace.clone(),
         trust: Some(request),
-        home_dir: sources.home_dir.clone(),
-        uid: hookhost::config::file::effective_uid(),
-        real_path: hookhost::policy::ceiling::RealPath(hookhost::config::file::real_path),
-        ..ResolveOptions::default()
+        ..hookhost::resolve_options(&sources)
     };
     let policy = hookhost::policy::resolve(loaded, catalogue, &options);
     let shown = shown(&workspace);
