@@ -54,10 +54,9 @@ pub async fn run(
         request = request.header(name, interpolate(template, &spec.allowed_env_vars));
     }
     let exchange = async {
-        let response = request.send().await?;
+        let mut response = request.send().await?;
         let status = response.status();
         let mut body = Vec::new();
-        let mut response = response;
         // One byte past the limit is enough to know the answer is too long: the rest is
         // not waited for (a server that streams on, or stalls, is not read to its end).
         while let Some(chunk) = response.chunk().await? {
