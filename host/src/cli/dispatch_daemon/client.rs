@@ -79,7 +79,8 @@ pub fn forward() -> Option<ExitCode> {
 /// Whether the process listening on `stream`'s other end runs as this user (or root):
 /// the caller's hook input goes to it and its answer decides the tool call, so a socket
 /// that another user bound while the directory was open to them is not spoken to. One
-/// `getsockopt` per forwarded call.
+/// `getsockopt` per forwarded call (by hand: std's `UnixStream::peer_cred` is unstable;
+/// `serve`, on tokio's stream, uses tokio's).
 pub(super) fn served_by_this_user(stream: &UnixStream) -> bool {
     use std::os::fd::AsRawFd;
     let mut peer = libc::ucred {
