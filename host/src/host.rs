@@ -466,6 +466,46 @@ mod tests {
             .managed_dir(&d.managed)
     }
 
+    /// The builder resolves with the filesystem's real paths (`resolve_options`): a
+    /// user hook whose directory grant is inside the managed ceiling as written, but is a
+    /// symlink to a place outside it, is refused when the host is built, naming the grant.
+    #[test]
+    fn a_grant_that_is_a_symlink_out_of_the_ceiling_is_refused_at_build() {
+        let d = dirs();
+        let src = d.project.join("src");
+        std::fs::create_dir(&src).unwrap();
+        std::os::unix::fs::symlink("/etc", src.join("link")).unwrap();
+        std::fs::create_dir(src.join("lib")).unwrap();
+        std::fs::write(
+            d.managed.join("managed.json"),
+            r#"{"ceilings": {"dirs": [{"path": "${workspace}/src", "mode": "ro"}]}}"#,
+        )
+        .unwrap();
+        let hook = |dir: &str| {
+            format!(
+                r#"{{"hooks": {{"PreToolUse": [{{"hooks": [{{"type": "wasm", "id": "w",
+                    "plugin": "/nonexistent.wasm",
+                    "capabilities": {{"dirs": [{{"path": "${{workspace}}/src/{dir}"}}]}}}}]}}]}}}}"#
+            )
+        };
+        let refusals = |dir: &str| {
+            std::fs::write(d.user.join("hooks.json"), hook(dir)).unwrap();
+            let host = builder(&d).build();
+            host.policy()
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .filter(|e| e.contains("hook refused by managed policy"))
+                .collect::<Vec<_>>()
+        };
+        let refused = refusals("link");
+        assert!(
+            refused.len() == 1 && refused[0].contains("`${workspace}/src/link` (ro) is above"),
+            "{refused:?}"
+        );
+        assert_eq!(refusals("lib"), Vec::<String>::new());
+    }
+
     /// The hooks that would run: `(id, skipped)`.
     fn running(host: &Host) -> Vec<String> {
         host.policy()
