@@ -32,9 +32,8 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -48,6 +47,7 @@ use crate::config::file::{
 use crate::session::write_atomically;
 
 use super::cache_key::{CacheKey, MAX_RECORD_BYTES};
+use super::progress::with_progress;
 
 /// The wasmtime release the host is built with; part of every cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
@@ -69,6 +69,25 @@ pub enum CacheStatus {
     Rebuilt(String),
     /// Compiled without a cache (no cache directory, or it is not writable).
     Uncached,
+}
+
+/// Why a component could not be had from the cache or a compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum CompileError {
+    /// The bytes are not a component this engine compiles: the same bytes never will,
+    /// so the failure is remembered by digest.
+    Invalid(String),
+    /// Something else failed (reading the file, loading the artifact); the next load
+    /// tries again.
+    Unavailable(String),
+}
+
+impl CompileError {
+    pub(super) fn into_message(self) -> String {
+        match self {
+            CompileError::Invalid(m) | CompileError::Unavailable(m) => m,
+        }
+    }
 }
 
 /// The compile cache of one engine.
@@ -263,6 +282,42 @@ impl CompileCache {
         }
     }
 
+    /// Why the component with digest `digest` did not compile under this engine, when a
+    /// process sharing this cache found out before (a memo under `failed/`).
+    pub(super) fn failed(&self, digest: &str) -> Option<String> {
+        let (key, path) = self.memo_path("failed", digest)?;
+        let (text, _) = read_regular(&path, MAX_RECORD_BYTES).ok()?;
+        let fields = key.open(std::str::from_utf8(&text).ok()?, 2)?;
+        (fields[0] == digest).then(|| fields[1].to_string())
+    }
+
+    /// Remembers that the component with digest `digest` does not compile, and why (on
+    /// one line, capped): the next process does not compile it again. Another file is
+    /// another digest, so changing the plugin clears it.
+    pub(super) fn remember_failed(&self, digest: &str, reason: &str) {
+        let Some((key, path)) = self.memo_path("failed", digest) else {
+            return;
+        };
+        let mut reason = reason.replace(['\n', '\r'], " ");
+        if reason.len() > 2048 {
+            let mut end = 2048;
+            while !reason.is_char_boundary(end) {
+                end -= 1;
+            }
+            reason.truncate(end);
+            reason.push('…');
+        }
+        if let Err(e) = write_atomically(&path, key.seal(&[digest, &reason]).as_bytes()) {
+            tracing::debug!("cannot remember the compile failure of {digest}: {e}");
+        }
+    }
+
+    fn memo_path(&self, kind: &str, digest: &str) -> Option<(&CacheKey, PathBuf)> {
+        let key = self.key()?;
+        let dir = self.dir.as_ref()?;
+        Some((key, dir.join(kind).join(format!("{digest}-{}", self.engine_key))))
+    }
+
     fn describe_path(&self, digest: &str) -> Option<(&CacheKey, PathBuf)> {
         let key = self.key()?;
         let dir = self.dir.as_ref()?;
@@ -288,8 +343,23 @@ impl CompileCache {
         digest: &str,
         label: &str,
     ) -> Result<(Component, CacheStatus), String> {
+        self.load_component(engine, || read().map_err(CompileError::Unavailable), digest, label)
+            .map_err(CompileError::into_message)
+    }
+
+    /// [`CompileCache::load`], telling a component that does not compile (the same
+    /// bytes never will, under this engine) from a load that failed for another reason.
+    pub(super) fn load_component(
+        &self,
+        engine: &Engine,
+        read: impl FnOnce() -> Result<Vec<u8>, CompileError>,
+        digest: &str,
+        label: &str,
+    ) -> Result<(Component, CacheStatus), CompileError> {
         let (Some(path), Some(key)) = (self.entry_path(digest), self.key()) else {
-            return compile(engine, &read()?, label).map(|c| (c, CacheStatus::Uncached));
+            return compile(engine, &read()?, label)
+                .map(|c| (c, CacheStatus::Uncached))
+                .map_err(CompileError::Invalid);
         };
         let sidecar = path.with_extension("sha256");
         let mut rebuilt = None;
@@ -304,13 +374,16 @@ impl CompileCache {
         let bytes = read()?;
         let started = Instant::now();
         let artifact = with_progress(label, || engine.precompile_component(&bytes))
-            .map_err(|e| format!("`{label}` does not compile: {e:#}"))?;
+            .map_err(|e| CompileError::Invalid(format!("`{label}` does not compile: {e:#}")))?;
         tracing::debug!(plugin = label, "compiled in {:?}", started.elapsed());
         let stored = store(key, &path, &sidecar, &artifact);
         // SAFETY: the artifact was produced by `precompile_component` of this very engine
         // a moment ago and has not left this process.
-        let component = unsafe { Component::deserialize(engine, &artifact) }
-            .map_err(|e| format!("`{label}`: cannot load the compiled artifact: {e:#}"))?;
+        let component = unsafe { Component::deserialize(engine, &artifact) }.map_err(|e| {
+            CompileError::Unavailable(format!(
+                "`{label}`: cannot load the compiled artifact: {e:#}"
+            ))
+        })?;
         let status = match (stored, rebuilt) {
             (Err(e), _) => {
                 tracing::warn!("cannot write the compile cache at {}: {e}", path.display());
@@ -436,90 +509,9 @@ fn store(key: &CacheKey, path: &Path, sidecar: &Path, artifact: &[u8]) -> std::i
     write_atomically(sidecar, record.as_bytes()).map_err(std::io::Error::other)
 }
 
-/// Runs a compile; when it takes more than a second and stderr is a terminal, shows a
-/// progress line until it is done.
-fn with_progress<T>(label: &str, work: impl FnOnce() -> T) -> T {
-    if !std::io::stderr().is_terminal() {
-        return work();
-    }
-    progress_while(
-        label,
-        Duration::from_secs(1),
-        &Mutex::new(std::io::stderr()),
-        work,
-    )
-}
-
-/// Runs `work`; once it has taken `after`, writes a spinner line to `out` every 100 ms,
-/// and a closing line when it is done. Nothing is written for quick work.
-fn progress_while<T, W: std::io::Write + Send>(
-    label: &str,
-    after: Duration,
-    out: &Mutex<W>,
-    work: impl FnOnce() -> T,
-) -> T {
-    let done = AtomicBool::new(false);
-    let shown = AtomicBool::new(false);
-    let started = Instant::now();
-    let write = |line: std::fmt::Arguments<'_>| {
-        let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = out.write_fmt(line);
-    };
-    let result = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut frame = 0usize;
-            while !done.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(100));
-                if started.elapsed() >= after && !done.load(Ordering::Acquire) {
-                    shown.store(true, Ordering::Release);
-                    let spinner = ['|', '/', '-', '\\'][frame % 4];
-                    frame += 1;
-                    write(format_args!(
-                        "\r{spinner} hookhost: compiling {label} ({:.1} s)",
-                        started.elapsed().as_secs_f64()
-                    ));
-                }
-            }
-        });
-        let result = work();
-        done.store(true, Ordering::Release);
-        result
-    });
-    if shown.load(Ordering::Acquire) {
-        write(format_args!(
-            "\r✓ hookhost: compiled {label} in {:.1} s (cached for next time)\n",
-            started.elapsed().as_secs_f64()
-        ));
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slow_compiles_show_progress_and_quick_ones_stay_silent() {
-        // What `progress_while` writes, for `work_ms` of work under an `after_ms` threshold.
-        let shown = |label: &str, after_ms: u64, work_ms: u64| {
-            let out = Mutex::new(Vec::new());
-            let answer = progress_while(label, Duration::from_millis(after_ms), &out, || {
-                std::thread::sleep(Duration::from_millis(work_ms));
-                work_ms
-            });
-            assert_eq!(answer, work_ms, "the work's result is passed through");
-            String::from_utf8(out.into_inner().unwrap()).unwrap()
-        };
-        // The ticker wakes twice before the work ends and shows nothing.
-        assert_eq!(shown("quick.wasm", 500, 250), "");
-        let text = shown("slow.wasm", 150, 600);
-        assert!(text.contains("hookhost: compiling slow.wasm ("), "{text:?}");
-        assert!(
-            text.ends_with("s (cached for next time)\n")
-                && text.contains("\r✓ hookhost: compiled slow.wasm in "),
-            "{text:?}"
-        );
-    }
 
     /// What a digest lookup of `file` returns: (digest, whether the file was read).
     fn digest_of(cache: &CompileCache, file: &Path) -> (String, bool) {

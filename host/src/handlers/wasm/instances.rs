@@ -1,5 +1,5 @@
-//! Instances kept per (hook, session) for plugins with `"instance": "session"`, and
-//! their eviction.
+//! Instances kept per [`SessionKey`] (hook, session, project, grants) for plugins with
+//! `"instance": "session"`, and their eviction.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use super::bindings::{self, Plugin};
 use super::grants::GrantCheck;
 use super::limits::{CallOutcome, Limits, finish};
 use super::load::Loaded;
+use super::session_key::Grants;
 use super::state::State;
 use super::{LoadError, PluginCall, Sandbox};
 use crate::handlers::{FailureKind, Invocation};
@@ -35,8 +36,7 @@ pub(super) struct SessionInstance {
 /// Held across the call: a session's events reach its instance one at a time.
 pub(super) type SessionSlot = Arc<tokio::sync::Mutex<Option<SessionInstance>>>;
 
-/// The key of a kept instance: (hook label, session id).
-type SessionKey = (String, String);
+pub(super) use super::session_key::SessionKey;
 
 impl Sandbox {
     #[allow(clippy::too_many_arguments)]
@@ -50,9 +50,21 @@ impl Sandbox {
         event: &bindings::Event,
         invocation: &Invocation,
     ) -> Result<CallOutcome, LoadError> {
-        let key = (call.label.clone(), invocation.session_id.clone());
+        let key = SessionKey::new(
+            &call.label,
+            &invocation.session_id,
+            &invocation.project_dir,
+            &Grants {
+                digest: &loaded.info.sha256,
+                live,
+                ceilings: grants.ceilings,
+                limits,
+            },
+        );
         let slot = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            // An instance of this hook and session made under other grants never serves again.
+            sessions.retain(|kept, _| !key.supersedes(kept));
             if !sessions.contains_key(&key) && sessions.len() >= MAX_SESSION_INSTANCES {
                 evict_oldest(&mut sessions, |_| true);
             }

@@ -1,16 +1,16 @@
 //! Loading a plugin: stat, digest, `sha256` pin, managed admission, compile (or the
 //! compile cache), link, `describe`, and the WIT version check.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
 use wasmtime::component::Component;
 
 use super::bindings::{self, PluginPre};
-use super::cache::{CacheStatus, sha256_hex};
+use super::cache::{CacheStatus, CompileError, sha256_hex};
+use super::compiles::{Budget, Prepared};
 use super::hostcalls::stub_http;
 use super::limits::{Limits, classify_error};
 use super::state::State;
@@ -199,14 +199,16 @@ impl Described {
 }
 
 impl Sandbox {
-    /// The compiled plugin at `path`, loading it when new or changed; `describe` runs
-    /// under `limits` (the hook's own) when its answer is not memoized.
+    /// The compiled plugin at `path`, loading it when new or changed; the compile waited
+    /// for at most `budget` ([`Sandbox::compile_bounded`]), and `describe` runs under
+    /// `limits` (the hook's own) when its answer is not memoized.
     pub(super) async fn load(
-        &self,
+        self: &Arc<Self>,
         path: &Path,
         expected_sha: Option<&str>,
         allowlist: Option<&PluginAllowlist>,
         limits: &Limits,
+        budget: &Budget<'_>,
     ) -> Result<Arc<Loaded>, LoadError> {
         let shown = path.display();
         let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, &e))?;
@@ -234,14 +236,12 @@ impl Sandbox {
             admit(allowlist, path, &loaded.info.sha256)?;
             return Ok(loaded);
         }
-        let file_name: Arc<str> = path
-            .file_name()
-            .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned())
-            .into();
-        // Hashing, compiling or mapping a cached compile: blocking work, done where
-        // it does not hold up the runtime's other tasks.
-        let (digest, size, component, cache_status) =
-            blocking(|| self.compile(path, &file_name, expected_sha, allowlist))?;
+        let file_name = plugin_label(path);
+        // Hashing, compiling or mapping a cached compile: blocking work, done on a thread
+        // of its own and waited for no longer than the budget.
+        let (digest, size, component, cache_status) = self
+            .compile_bounded(path, &file_name, expected_sha, allowlist, budget)
+            .await?;
         let (imports, exports) = self.interface_names(&component);
         let wit_version = check_wit_version(&imports, &exports, path)?;
         let mut linker = self.linkers.plain.clone();
@@ -308,6 +308,8 @@ impl Sandbox {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(path.to_path_buf(), loaded.clone());
+        // A load that timed out meanwhile may have left the same component behind.
+        drop(self.compiles.take_parked(&loaded.info.sha256));
         Ok(loaded)
     }
 
@@ -321,7 +323,7 @@ impl Sandbox {
         file_name: &Arc<str>,
         expected_sha: Option<&str>,
         allowlist: Option<&PluginAllowlist>,
-    ) -> Result<(String, u64, Component, CacheStatus), LoadError> {
+    ) -> Result<Prepared, LoadError> {
         let shown = path.display();
         let cap = self.max_plugin_bytes;
         let (file, meta) = open_regular(path, cap).map_err(|e| refused_file(path, &e))?;
@@ -340,29 +342,24 @@ impl Sandbox {
             let bytes = match bytes {
                 Some(bytes) => bytes,
                 None => {
-                    let (bytes, _) =
-                        read_regular(path, cap).map_err(|e| refused_file(path, &e).1)?;
+                    let (bytes, _) = read_regular(path, cap)
+                        .map_err(|e| CompileError::Unavailable(refused_file(path, &e).1))?;
                     if sha256_hex(&bytes) != digest {
-                        return Err(format!(
+                        return Err(CompileError::Unavailable(format!(
                             "plugin `{shown}` changed while it was being loaded; try again"
-                        ));
+                        )));
                     }
                     bytes
                 }
             };
             if !wasmparser_is_component(&bytes) {
-                return Err(format!(
+                return Err(CompileError::Invalid(format!(
                     "plugin `{shown}` is not a WebAssembly component (build it for wasm32-wasip2)"
-                ));
+                )));
             }
             Ok(bytes)
         };
-        let (component, cache_status) = self
-            .compiles
-            .once(&digest, || {
-                self.cache.load(&self.engine, read, &digest, file_name)
-            })
-            .map_err(|e| (FailureKind::CannotStart, e))?;
+        let (component, cache_status) = self.compile_once(&digest, file_name, read)?;
         Ok((digest, meta.len(), component, cache_status))
     }
 
@@ -409,53 +406,6 @@ impl Sandbox {
     }
 }
 
-/// What one compile (or cache load) of a digest gave.
-type Compiled = Result<(Component, CacheStatus), String>;
-
-/// Compiles in progress, by plugin digest: concurrent first loads of one plugin (16
-/// events of a new session reaching a warm daemon at once) share one compile instead of
-/// compiling it once each. The first load of a digest compiles; the others wait for its
-/// result (they block the thread they load on, as the compile does) and report
-/// [`CacheStatus::Hit`], since they compiled nothing. An entry lives only while its
-/// compile runs: later loads find the compile cache, or the loaded plugin.
-#[derive(Default)]
-pub(super) struct Compiles {
-    running: Mutex<HashMap<String, Arc<Mutex<Option<Compiled>>>>>,
-}
-
-impl Compiles {
-    /// The result of `compile` for `digest`, run once however many loads ask at once.
-    pub(super) fn once(&self, digest: &str, compile: impl FnOnce() -> Compiled) -> Compiled {
-        let flight = lock(&self.running)
-            .entry(digest.to_owned())
-            .or_default()
-            .clone();
-        // The first to lock the flight compiles; the others wait here for its result.
-        // (A compile that panicked leaves nothing: the next one compiles again.)
-        let mut result = lock(&flight);
-        if let Some(shared) = result.as_ref() {
-            return shared.clone().map(|(component, status)| {
-                let status = match status {
-                    CacheStatus::Uncached => CacheStatus::Uncached,
-                    _ => CacheStatus::Hit,
-                };
-                (component, status)
-            });
-        }
-        let compiled = compile();
-        *result = Some(compiled.clone());
-        let mut running = lock(&self.running);
-        if running.get(digest).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
-            running.remove(digest);
-        }
-        compiled
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A plugin file refused before it is read: not a regular file, or above the cap.
 pub(super) fn refused_file(path: &Path, error: &FileError) -> LoadError {
     let kind = match error {
@@ -476,16 +426,42 @@ pub(super) fn cannot_read(path: &Path, error: &std::io::Error) -> LoadError {
     )
 }
 
-/// Runs blocking work (file reads, compiling) from async code: in place on a
-/// multi-thread runtime, whose other tasks move to another thread meanwhile; inline
-/// elsewhere (a one-shot command on a one-thread runtime has nothing else to run).
-pub(super) fn blocking<R>(work: impl FnOnce() -> R) -> R {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
+/// The name a plugin is shown by in messages and the progress line: its file name (lossy
+/// when not UTF-8), or the whole path when it has none. Shown on a terminal only through
+/// [`crate::text::escape`].
+pub(super) fn plugin_label(path: &Path) -> Arc<str> {
+    path.file_name()
+        .map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+        .into()
+}
+
+/// Runs `future` to completion from sync code, on a one-thread runtime of its own: on
+/// this thread, or on a scoped thread when this one may be running an async task
+/// (which must not block).
+pub(super) fn block_on<F>(future: F) -> Result<F::Output, String>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    let run = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map(|runtime| runtime.block_on(future))
+            .map_err(|e| format!("cannot start the async runtime: {e}"))
+    };
+    if tokio::runtime::Handle::try_current().is_err() {
+        return run();
     }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(run)
+            .join()
+            .unwrap_or_else(|_| Err("the wasm runner crashed".to_string()))
+    })
 }
 
 /// Whether the bytes are a component (not a core module): the layer field of the

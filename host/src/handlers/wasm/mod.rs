@@ -6,9 +6,12 @@
 //!   WASI 0.2, wasi-http and the `host` import, created on the first wasm hook.
 //! - One `InstancePre` per plugin file, compiled once and cached on disk
 //!   ([`CompileCache`]), re-read when the file changes.
+//! - Compiling runs on a thread of its own under the hook's timeout, and a component that
+//!   does not compile is remembered by digest ([`compiles`]).
 //! - A fresh `Store` and instance per event by default; with `instance: "session"` one
-//!   instance per (hook, session), dropped when it fails, at `SessionEnd`, or when too
-//!   many sessions are open. An instance that trapped is never used again.
+//!   instance per hook, session, project and grants (`session_key.rs`), dropped when it
+//!   fails, at `SessionEnd`, when its grants change, or when too many sessions are open.
+//!   An instance that trapped is never used again.
 //! - Every call runs on a fiber of the dispatching task (`instantiate_async`,
 //!   `call_async`): at each epoch tick it yields to the executor, or traps past its
 //!   deadline, so wasm never holds a runtime thread.
@@ -26,6 +29,7 @@
 mod bindings;
 pub mod cache;
 mod cache_key;
+mod compiles;
 mod convert;
 mod engine;
 mod grants;
@@ -34,6 +38,8 @@ mod http_policy;
 mod instances;
 mod limits;
 mod load;
+mod progress;
+mod session_key;
 mod state;
 
 use std::collections::HashMap;
@@ -46,6 +52,8 @@ use serde_json::Value;
 use wasmtime::{Engine, Store};
 
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
+pub use compiles::COMPILE_BUDGET;
+use compiles::CompileObserver;
 pub use convert::{
     Converted, MAX_CONVERTED_BYTES, PluginResponse, RESERVED_EXTRAS, convert_response,
 };
@@ -68,7 +76,7 @@ use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
 use limits::{CallOutcome, Limits, finish};
-use load::Loaded;
+use load::{Loaded, block_on};
 use state::State;
 
 /// The WIT package version this host implements.
@@ -164,6 +172,7 @@ pub struct WasmRuntime {
     cache_dir: Option<PathBuf>,
     instance_pool: bool,
     max_plugin_bytes: u64,
+    on_compile: Option<CompileObserver>,
     sandbox: OnceLock<Result<Arc<Sandbox>, String>>,
 }
 
@@ -180,6 +189,7 @@ impl WasmRuntime {
             cache_dir,
             instance_pool: true,
             max_plugin_bytes: max_plugin_bytes_from_env(),
+            on_compile: None,
             sandbox: OnceLock::new(),
         }
     }
@@ -200,6 +210,15 @@ impl WasmRuntime {
         self
     }
 
+    /// Calls `observe` with the plugin's file name, on the compile thread, each time a
+    /// load compiles a component (a cache miss; a component known not to compile is not
+    /// compiled again, and not observed). For tests and embedders that count or pace
+    /// compiles; `observe` runs before the compile and may block it.
+    pub fn on_compile(mut self, observe: impl Fn(&str) + Send + Sync + 'static) -> WasmRuntime {
+        self.on_compile = Some(CompileObserver(Arc::new(observe)));
+        self
+    }
+
     /// The runtime shared by every host of the process that was not given one: one engine,
     /// one set of compiled plugins.
     pub fn shared() -> Arc<dyn WasmRunner> {
@@ -216,6 +235,7 @@ impl WasmRuntime {
                     self.cache_dir.clone(),
                     self.instance_pool,
                     self.max_plugin_bytes,
+                    self.on_compile.clone(),
                 )
                 .map(Arc::new)
             })
@@ -238,7 +258,11 @@ impl WasmRuntime {
     /// `describe` failed; [`PluginError::Engine`] when no engine could be set up.
     pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), PluginError> {
         let sandbox = self.sandbox().map_err(PluginError::Engine)?;
-        let loaded = block_on(sandbox.load(path, None, None, &load::INSPECT_LIMITS))
+        let budget = compiles::Budget {
+            hook: None,
+            time: COMPILE_BUDGET,
+        };
+        let loaded = block_on(sandbox.load(path, None, None, &load::INSPECT_LIMITS, &budget))
             .map_err(PluginError::Engine)?
             .map_err(|(kind, message)| PluginError::Load { kind, message })?;
         Ok((loaded.info.clone(), loaded.cache_status.clone()))
@@ -348,9 +372,11 @@ struct Sandbox {
     cache_guard: Option<grants::CacheGuard>,
     max_plugin_bytes: u64,
     plugins: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
-    /// Compiles in progress, so that concurrent first loads of a plugin compile it once.
-    compiles: load::Compiles,
-    sessions: Mutex<HashMap<(String, String), SessionSlot>>,
+    /// Compiles in progress, failed and finished late ([`compiles`]).
+    compiles: compiles::Compiles,
+    /// [`WasmRuntime::on_compile`].
+    on_compile: Option<CompileObserver>,
+    sessions: Mutex<HashMap<instances::SessionKey, SessionSlot>>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -402,6 +428,7 @@ impl Sandbox {
         cache_dir: Option<PathBuf>,
         instance_pool: bool,
         max_plugin_bytes: u64,
+        on_compile: Option<CompileObserver>,
     ) -> Result<Sandbox, String> {
         let engine = engine::new_engine(instance_pool)?;
         let linkers = engine::linkers(&engine)?;
@@ -415,14 +442,15 @@ impl Sandbox {
             cache_guard,
             max_plugin_bytes,
             plugins: Mutex::default(),
-            compiles: load::Compiles::default(),
+            compiles: compiles::Compiles::default(),
+            on_compile,
             sessions: Mutex::default(),
             ticker_stop,
         })
     }
 
     async fn run(
-        &self,
+        self: &Arc<Self>,
         call: &PluginCall,
         invocation: &Invocation,
         started: Instant,
@@ -439,8 +467,12 @@ impl Sandbox {
             memory_bytes: call.memory_bytes,
             timeout: call.timeout,
         };
+        let budget = compiles::Budget {
+            hook: Some(&call.label),
+            time: call.timeout,
+        };
         let loaded = match self
-            .load(&call.plugin, call.sha256.as_deref(), allowlist, &limits)
+            .load(&call.plugin, call.sha256.as_deref(), allowlist, &limits, &budget)
             .await
         {
             Ok(l) => l,
@@ -618,32 +650,6 @@ fn max_plugin_bytes_from_env() -> u64 {
         .and_then(|mb| mb.trim().parse::<u64>().ok())
         .filter(|mb| *mb > 0)
         .map_or(DEFAULT_MAX_PLUGIN_BYTES, |mb| mb.saturating_mul(1 << 20))
-}
-
-/// Runs `future` to completion from sync code, on a one-thread runtime of its own: on
-/// this thread, or on a scoped thread when this one may be running an async task
-/// (which must not block).
-fn block_on<F>(future: F) -> Result<F::Output, String>
-where
-    F: std::future::Future + Send,
-    F::Output: Send,
-{
-    let run = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map(|runtime| runtime.block_on(future))
-            .map_err(|e| format!("cannot start the async runtime: {e}"))
-    };
-    if tokio::runtime::Handle::try_current().is_err() {
-        return run();
-    }
-    std::thread::scope(|scope| {
-        scope
-            .spawn(run)
-            .join()
-            .unwrap_or_else(|_| Err("the wasm runner crashed".to_string()))
-    })
 }
 
 /// The user's home directory, for `${home}` grants: config's, the one policy expands
