@@ -48,7 +48,11 @@ fn counter(extra: Value) -> Value {
     if let (Some(h), Some(e)) = (hook.as_object_mut(), extra.as_object()) {
         h.extend(e.clone());
     }
-    settings("UserPromptSubmit", "", vec![wasm_hook(plugins::HOSTILE, hook)])
+    settings(
+        "UserPromptSubmit",
+        "",
+        vec![wasm_hook(plugins::HOSTILE, hook)],
+    )
 }
 
 async fn count(project: &Path, config: &Value, session: &str) -> String {
@@ -96,8 +100,16 @@ async fn a_narrowed_grant_or_limit_drops_the_kept_instance() {
         json!({"capabilities": {"dirs": [{"path": "${workspace}/data", "mode": "rw"}]}, "limits": {"fuel": 999_999_999u64}}),
     ] {
         let config = counter(other.clone());
-        assert_eq!(count(project.path(), &config, session).await, "count=1", "{other}");
-        assert_eq!(count(project.path(), &config, session).await, "count=2", "{other}");
+        assert_eq!(
+            count(project.path(), &config, session).await,
+            "count=1",
+            "{other}"
+        );
+        assert_eq!(
+            count(project.path(), &config, session).await,
+            "count=2",
+            "{other}"
+        );
     }
 }
 
@@ -108,7 +120,9 @@ fn unique_copy(plugin: &str, dir: &Path, name: &str) -> PathBuf {
     let section_name = b"hookhost-test";
     let mut content = vec![u8::try_from(section_name.len()).unwrap()];
     content.extend_from_slice(section_name);
-    content.extend_from_slice(format!("{:?} {}", std::time::SystemTime::now(), dir.display()).as_bytes());
+    content.extend_from_slice(
+        format!("{:?} {}", std::time::SystemTime::now(), dir.display()).as_bytes(),
+    );
     bytes.push(0);
     let mut size = content.len();
     loop {
@@ -152,14 +166,22 @@ impl Gate {
     }
 
     fn compiles_of(&self, name: &str) -> usize {
-        self.state.lock().unwrap().0.iter().filter(|n| *n == name).count()
+        self.state
+            .lock()
+            .unwrap()
+            .0
+            .iter()
+            .filter(|n| *n == name)
+            .count()
     }
 
     fn wait_for_compile_of(&self, name: &str) {
         let state = self.state.lock().unwrap();
         let _ = self
             .changed
-            .wait_timeout_while(state, Duration::from_secs(120), |s| !s.0.iter().any(|n| n == name))
+            .wait_timeout_while(state, Duration::from_secs(120), |s| {
+                !s.0.iter().any(|n| n == name)
+            })
             .unwrap();
     }
 
@@ -189,14 +211,32 @@ async fn a_slow_compile_times_out_alone_while_the_other_hooks_answer() {
     };
     // The other plugin is loaded once before.
     let warm = settings("PreToolUse", "Bash", vec![fast.clone()]);
-    let outcome = dispatch_on(&runtime, project.path(), &warm, "PreToolUse", bash("rm -rf /")).await;
+    let outcome = dispatch_on(
+        &runtime,
+        project.path(),
+        &warm,
+        "PreToolUse",
+        bash("rm -rf /"),
+    )
+    .await;
     assert_eq!(report(&outcome, "fast").status, HookStatus::Blocked);
 
     // The slow plugin's compile cannot finish until the gate opens, which is after the
     // event has its outcome: the other hook answered, the slow one timed out, named.
     let both = settings("PreToolUse", "Bash", vec![slow_hook(0.2), fast.clone()]);
-    let outcome = dispatch_on(&runtime, project.path(), &both, "PreToolUse", bash("rm -rf /")).await;
-    assert_eq!(report(&outcome, "fast").status, HookStatus::Blocked, "{outcome:#?}");
+    let outcome = dispatch_on(
+        &runtime,
+        project.path(),
+        &both,
+        "PreToolUse",
+        bash("rm -rf /"),
+    )
+    .await;
+    assert_eq!(
+        report(&outcome, "fast").status,
+        HookStatus::Blocked,
+        "{outcome:#?}"
+    );
     let timed_out = report(&outcome, "slow");
     assert_eq!(timed_out.status, HookStatus::Timeout, "{outcome:#?}");
     let message = timed_out.message.as_deref().unwrap_or_default();
@@ -246,28 +286,40 @@ async fn a_component_that_does_not_compile_is_remembered_until_it_changes() {
         let r = report(outcome, "bad");
         assert_eq!(r.status, HookStatus::Failed, "{outcome:#?}");
         let message = r.message.clone().unwrap_or_default();
-        assert!(message.contains("bad.wasm") && message.contains("does not compile"), "{message}");
+        assert!(
+            message.contains("bad.wasm") && message.contains("does not compile"),
+            "{message}"
+        );
         message
     };
 
     let (runtime, compiles) = counted();
-    let first = failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
+    let first =
+        failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
     assert!(!first.contains("remembered"), "{first}");
     for _ in 0..3 {
-        let again = failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
+        let again = failure(
+            &dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await,
+        );
         assert!(again.contains("remembered"), "{again}");
     }
-    assert_eq!(*compiles.lock().unwrap(), 1, "compiled once, then remembered");
+    assert_eq!(
+        *compiles.lock().unwrap(),
+        1,
+        "compiled once, then remembered"
+    );
 
     // Another process with the same compile cache (a one-shot dispatch) remembers too.
     let (runtime, compiles) = counted();
-    let next = failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
+    let next =
+        failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
     assert!(next.contains("remembered"), "{next}");
     assert_eq!(*compiles.lock().unwrap(), 0);
 
     // A changed file is another digest: compiled again.
     write_bad(b"still not a module");
-    let changed = failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
+    let changed =
+        failure(&dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await);
     assert!(!changed.contains("remembered"), "{changed}");
     assert_eq!(*compiles.lock().unwrap(), 1);
 }

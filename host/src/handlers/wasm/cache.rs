@@ -315,7 +315,10 @@ impl CompileCache {
     fn memo_path(&self, kind: &str, digest: &str) -> Option<(&CacheKey, PathBuf)> {
         let key = self.key()?;
         let dir = self.dir.as_ref()?;
-        Some((key, dir.join(kind).join(format!("{digest}-{}", self.engine_key))))
+        Some((
+            key,
+            dir.join(kind).join(format!("{digest}-{}", self.engine_key)),
+        ))
     }
 
     fn describe_path(&self, digest: &str) -> Option<(&CacheKey, PathBuf)> {
@@ -343,8 +346,13 @@ impl CompileCache {
         digest: &str,
         label: &str,
     ) -> Result<(Component, CacheStatus), String> {
-        self.load_component(engine, || read().map_err(CompileError::Unavailable), digest, label)
-            .map_err(CompileError::into_message)
+        self.load_component(
+            engine,
+            || read().map_err(CompileError::Unavailable),
+            digest,
+            label,
+        )
+        .map_err(CompileError::into_message)
     }
 
     /// [`CompileCache::load`], telling a component that does not compile (the same

@@ -176,7 +176,10 @@ impl Sandbox {
         {
             return Err((
                 FailureKind::CannotStart,
-                format!("plugin `{}`: no thread to compile it on: {e}", path.display()),
+                format!(
+                    "plugin `{}`: no thread to compile it on: {e}",
+                    path.display()
+                ),
             ));
         }
         match tokio::time::timeout(budget.time, receiver).await {

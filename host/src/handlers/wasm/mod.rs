@@ -472,7 +472,13 @@ impl Sandbox {
             time: call.timeout,
         };
         let loaded = match self
-            .load(&call.plugin, call.sha256.as_deref(), allowlist, &limits, &budget)
+            .load(
+                &call.plugin,
+                call.sha256.as_deref(),
+                allowlist,
+                &limits,
+                &budget,
+            )
             .await
         {
             Ok(l) => l,

@@ -133,6 +133,9 @@ mod tests {
                 "{frame:?}"
             );
         }
-        assert!(text.ends_with('\n') && text.matches('\n').count() == 1, "{text:?}");
+        assert!(
+            text.ends_with('\n') && text.matches('\n').count() == 1,
+            "{text:?}"
+        );
     }
 }

@@ -50,7 +50,12 @@ pub(super) struct Grants<'a> {
 
 impl SessionKey {
     /// The key of hook `hook`'s instance for `session` in `project` under `grants`.
-    pub(super) fn new(hook: &str, session: &str, project: &Path, grants: &Grants<'_>) -> SessionKey {
+    pub(super) fn new(
+        hook: &str,
+        session: &str,
+        project: &Path,
+        grants: &Grants<'_>,
+    ) -> SessionKey {
         SessionKey(
             hook.to_owned(),
             Scope {
@@ -181,7 +186,13 @@ mod tests {
             assert!(other.supersedes(&reference), "{what}");
         }
         for (what, limits) in [
-            ("fuel", Limits { fuel: 999, ..LIMITS }),
+            (
+                "fuel",
+                Limits {
+                    fuel: 999,
+                    ..LIMITS
+                },
+            ),
             (
                 "memory",
                 Limits {
@@ -232,6 +243,9 @@ mod tests {
             },
         );
         assert!(other_session != reference && !other_session.supersedes(&reference));
-        assert!(!reference.supersedes(&reference), "a key does not supersede itself");
+        assert!(
+            !reference.supersedes(&reference),
+            "a key does not supersede itself"
+        );
     }
 }
