@@ -157,10 +157,16 @@ fn no_variable_set_by_the_repository_lifts_a_managed_deny() {
                 let (code, out, stderr) = dispatch(&env, variable.name, value, daemon);
                 let context = format!("{} set to {what} ({call} call)", variable.name);
                 assert_eq!(code, 0, "{context}: {stderr}");
-                assert_eq!(out["decision"], "deny", "{context}: {} {stderr}", cut(&out.to_string()));
+                assert_eq!(
+                    out["decision"],
+                    "deny",
+                    "{context}: {} {stderr}",
+                    cut(&out.to_string())
+                );
                 assert!(
                     !out.to_string().contains(PLANTED) && !stderr.contains(PLANTED),
-                    "{context}: a planted file was read: {}", cut(&out.to_string())
+                    "{context}: a planted file was read: {}",
+                    cut(&out.to_string())
                 );
                 if *what == "a path inside the repository"
                     && NOTICED_BY_DISPATCH.contains(&variable.name)
@@ -168,7 +174,8 @@ fn no_variable_set_by_the_repository_lifts_a_managed_deny() {
                     let notices = out["notices"].to_string();
                     assert!(
                         notices.contains(variable.name) && notices.contains("is ignored"),
-                        "{context}: no notice: {}", cut(&notices)
+                        "{context}: no notice: {}",
+                        cut(&notices)
                     );
                 }
             }
