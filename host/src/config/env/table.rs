@@ -240,8 +240,9 @@ pub const VARIABLES: &[Variable] = &[
 /// new interpreter's `…OPTIONS` or `…PATH` is covered without being named (compared
 /// without regard to case):
 ///
-/// - a name that is not a plain name (`[A-Za-z0-9_]+`): exported shell functions
-///   (`BASH_FUNC_f%%`) and anything a shell would not set;
+/// - a name with ASCII punctuation other than `_` (`BASH_FUNC_f%%`, `f()`): exported
+///   shell functions and anything a shell would not set (other bytes pass: a name that
+///   is not UTF-8 reaches hooks unchanged);
 /// - the dynamic loader's and the C library's: `LD_*`, `DYLD_*`, `GLIBC_*`, `MALLOC_*`;
 /// - shell functions and start-up: `BASH_FUNC_*`, `ENV`, `BASH_ENV`, `PS0`…`PS4`,
 ///   `PROMPT_COMMAND`, `SHELLOPTS`, `BASHOPTS`, `IFS`, `ZDOTDIR`, `GLOBIGNORE`,
@@ -256,7 +257,7 @@ pub const VARIABLES: &[Variable] = &[
 pub fn is_code_loading(name: &[u8]) -> bool {
     let upper = name.to_ascii_uppercase();
     let n = upper.as_slice();
-    if n.is_empty() || !n.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+    if n.is_empty() || n.iter().any(|b| b.is_ascii_punctuation() && *b != b'_') {
         return true;
     }
     const PREFIXES: &[&str] = &[

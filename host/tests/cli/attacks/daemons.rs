@@ -432,9 +432,12 @@ import json, socket, struct, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 body = b'{"tool_name": "Bash", "tool_input": {"command": "ls"}}'
-s.sendall(struct.pack("<I", len(body)) + body)
-s.settimeout(60)
 answer = b""
+try:
+    s.sendall(struct.pack("<I", len(body)) + body)
+except OSError:
+    pass  # refused before the request was whole: closed already
+s.settimeout(60)
 while True:
     try:
         data = s.recv(65536)

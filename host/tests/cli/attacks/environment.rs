@@ -227,3 +227,53 @@ fn the_daemons_socket_variable_makes_no_daemon() {
 fn cut(text: &str) -> String {
     text.chars().take(2_000).collect()
 }
+
+/// Command hooks start without any variable that makes a shell, the loader or an
+/// interpreter load code (a class, `config::env::is_code_loading`), even under a managed
+/// hook: a repository's `BASH_ENV` must not run its script in every hook's shell.
+#[test]
+fn command_hooks_get_no_code_loading_variables() {
+    let env = TestEnv::new();
+    let dump = env.data.join("environ");
+    let ran = env.project.join("bash-env-ran");
+    let script = env.write("startup.sh", &format!("touch '{}'\n", ran.display()));
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "command", "shell": "bash", "command": format!("cat /proc/$$/environ > '{}'; echo no >&2; exit 2", dump.display())}
+        ]),
+    ));
+    let loading = [
+        ("BASH_ENV", script.display().to_string()),
+        ("ENV", script.display().to_string()),
+        ("BASH_FUNC_echo%%", "() { touch /tmp/never; }".to_string()),
+        (
+            "LD_PRELOAD",
+            env.project.join("evil.so").display().to_string(),
+        ),
+        ("NODE_OPTIONS", "--require ./evil.js".to_string()),
+        ("PYTHONSTARTUP", "evil.py".to_string()),
+        ("PERL5OPT", "-Mevil".to_string()),
+        ("PROMPT_COMMAND", "touch x".to_string()),
+        ("SOMELANG_OPTIONS", "--load evil".to_string()),
+    ];
+    let mut cmd = env.command();
+    cmd.args(["dispatch", "PreToolUse"])
+        .env("KEPT_PLAIN", "yes");
+    for (name, value) in &loading {
+        cmd.env(name, value);
+    }
+    let run = run_bytes(&mut cmd, bash_input("ls").to_string().as_bytes());
+    assert_eq!(run.json()["decision"], "deny", "{}", cut(&run.stderr));
+    let seen = String::from_utf8_lossy(&std::fs::read(&dump).unwrap()).into_owned();
+    let names: Vec<&str> = seen
+        .split('\0')
+        .filter_map(|kv| kv.split('=').next())
+        .collect();
+    assert!(names.contains(&"KEPT_PLAIN"), "{names:?}");
+    for (name, _) in &loading {
+        assert!(!names.contains(name), "{name} reached the hook");
+    }
+    assert!(!ran.exists(), "BASH_ENV ran in the hook's shell");
+}
