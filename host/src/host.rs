@@ -45,17 +45,20 @@ pub fn data_dir() -> PathBuf {
     data_dir_judged(&config::env::workspaces_of(None)).0
 }
 
-/// [`data_dir`] judged against `workspaces`, with the notice when the variable was refused.
-fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Option<String>) {
-    let default = || {
-        directories::BaseDirs::new()
-            .map(|d| d.data_dir().join("hookhost"))
-            .unwrap_or_else(|| std::env::temp_dir().join("hookhost"))
+/// [`data_dir`] judged against `workspaces`, with the notices when a variable was refused.
+fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Vec<String>) {
+    // No home directory at all (no `$HOME`, no password entry): a fixed place, never
+    // `$TMPDIR` (the environment does not choose it).
+    let default = |mut notices: Vec<String>| {
+        let (base, more) = config::env::data_base(workspaces);
+        notices.extend(more);
+        let dir = base.map_or_else(|| PathBuf::from("/tmp/hookhost"), |d| d.join("hookhost"));
+        (dir, notices)
     };
     match config::env::path_var("HOOKHOST_DATA_DIR", workspaces) {
-        Ok(Some(dir)) => (dir, None),
-        Ok(None) => (default(), None),
-        Err(notice) => (default(), Some(notice)),
+        Ok(Some(dir)) => (dir, Vec::new()),
+        Ok(None) => default(Vec::new()),
+        Err(notice) => default(vec![notice]),
     }
 }
 

@@ -13,6 +13,8 @@ use clap::Parser;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> ExitCode {
+    // SAFETY: first thing in `main`: no other thread exists yet.
+    unsafe { hookhost::config::env::forget_process_tunables() };
     // A panic anywhere is a host error: one line on stderr and exit 1, never Rust's 101
     // (not a hook-protocol answer) and never 2 (which blocks the agent under
     // `--format claude`).
@@ -29,8 +31,10 @@ fn run() -> ExitCode {
     // Warnings of the library (a compile-cache entry rebuilt, an audit line that could
     // not be written by a background run) on stderr, escaped (they quote paths and
     // plugin names); `HOOKHOST_LOG=debug` for more.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HOOKHOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = hookhost::config::env::var("HOOKHOST_LOG")
+        .and_then(|v| v.into_string().ok())
+        .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| cli::EscapingStderr)

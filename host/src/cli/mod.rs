@@ -264,7 +264,7 @@ pub fn install_panic_hook() {
         output::write_stderr(&error_text(&format!(
             "internal error (a bug in hookhost; please report it): {what}{place}"
         )));
-        if std::env::var_os("RUST_BACKTRACE").is_some() {
+        if hookhost::config::env::var("RUST_BACKTRACE").is_some() {
             rust_report(info);
         }
     }));

@@ -53,8 +53,7 @@ pub fn find(explicit: Option<&Path>, input_cwd: Option<&str>) -> Result<PathBuf,
     };
     let from_env = PROJECT_VARS
         .iter()
-        .filter_map(std::env::var_os)
-        .filter(|value| !value.is_empty())
+        .filter_map(|name| hookhost::config::env::var(name))
         .filter_map(|value| absolute_from(value, working));
     let from_input = input_cwd
         .map(Path::new)
@@ -69,7 +68,7 @@ pub fn find(explicit: Option<&Path>, input_cwd: Option<&str>) -> Result<PathBuf,
     if start.join(".hookhost").is_dir() {
         return Ok(start);
     }
-    let home = directories::BaseDirs::new().and_then(|d| d.home_dir().canonicalize().ok());
+    let home = hookhost::config::env::home_dir().and_then(|d| d.canonicalize().ok());
     Ok(nearest_project(&start, home.as_deref()).unwrap_or(start))
 }
 

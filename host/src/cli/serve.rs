@@ -47,9 +47,12 @@ pub fn daemon_runtime() -> Result<tokio::runtime::Runtime, String> {
 /// XDG spec ignores a relative one), else `hookhost.sock` in the data directory, which
 /// is created (mode 0700) when missing.
 fn default_socket() -> Result<PathBuf, String> {
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute() && dir.is_dir());
+    let workspaces = hookhost::config::env::workspaces_of(None);
+    let runtime_dir = hookhost::config::env::path_var("XDG_RUNTIME_DIR", &workspaces)
+        .map_err(|notice| tracing::warn!("{notice}"))
+        .ok()
+        .flatten()
+        .filter(|dir| dir.is_dir());
     if let Some(dir) = runtime_dir {
         return Ok(dir.join("hookhost.sock"));
     }

@@ -26,7 +26,45 @@
 //!
 //! Nothing here panics on a value that is not UTF-8: paths stay `OsString`s.
 
+//! The one reader of the process environment: every variable hookhost reads is declared
+//! in [`VARIABLES`] with its kind and rule, and read through this file alone (a test greps
+//! `host/src` for every other read: `tests::every_read_of_the_environment_is_here`).
+//!
+//! Under Claude Code, a project's `.claude/settings.json` may carry an `env` block that
+//! reaches every hook's environment, so a repository can set any variable for the
+//! `hookhost dispatch` that Claude Code runs. The rules, one per kind of variable (the
+//! README's "Environment variables" section is the user-facing copy):
+//!
+//! - **Empty means unset**, for every variable.
+//! - **Paths** ([`Kind::Path`]: `HOOKHOST_HOME`, `HOOKHOST_DATA_DIR`, `HOOKHOST_AUDIT_LOG`,
+//!   `HOOKHOST_CACHE_DIR`, `HOOKHOST_MANAGED_DIR`, `HOME`, `XDG_*`, …) must be absolute,
+//!   without `..`, and not inside the workspace (the project directory or the working
+//!   directory, symlinks resolved): a repository does not know where it is cloned, so what
+//!   it can set is a relative path or a guess, and both are refused. A refused value is
+//!   ignored (the default is used) and every outcome says so. A workspace that is `/`, the
+//!   user's home directory (from the password database, not `$HOME`) or above it is not a
+//!   clone, and is not counted as a workspace for this check.
+//! - **`HOOKHOST_MANAGED_DIR`** is honoured only where the system has no managed policy
+//!   directory (`/etc/hookhost`; `/Library/Application Support/hookhost` on macOS): it
+//!   exists for tests and unmanaged machines. Where the system directory exists, the
+//!   variable is ignored with a notice.
+//! - **Switches** ([`Kind::Switch`]) take exact values only: `HOOKHOST_TRUST_WORKSPACE`
+//!   trusts only when it is exactly `1` (no trimming), and managed policy may forbid it.
+//! - **Numbers** ([`Kind::Number`]) are ASCII digits only, within bounds; anything else is
+//!   ignored with a notice.
+//! - **Internal** variables ([`Kind::Internal`]) are never read: what hookhost hands its
+//!   own children goes by descriptor, never by a variable a hook's environment could carry
+//!   (the dispatch daemon gets its listening socket as its stdin, its lock as its stdout).
+//! - **Ignored** variables ([`Kind::Ignored`]) are never read by hookhost: TLS roots come
+//!   from the system's certificate store at fixed places, and HTTP hooks use no proxy.
+//! - **Children**: command hooks get the environment without any variable that makes a
+//!   shell or an interpreter load code ([`is_code_loading`]: a rule over name classes,
+//!   not a list of names), and without the internal ones ([`for_children`]).
+//!
+//! Nothing here panics on a value that is not UTF-8: paths stay `OsString`s.
+
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// The system's managed policy directory.
@@ -36,37 +74,197 @@ pub const SYSTEM_MANAGED_DIR: &str = "/Library/Application Support/hookhost";
 #[cfg(not(target_os = "macos"))]
 pub const SYSTEM_MANAGED_DIR: &str = "/etc/hookhost";
 
-/// The value of `name`, `None` when unset or empty.
-pub fn var(name: &str) -> Option<OsString> {
+mod table;
+pub use table::{Kind, VARIABLES, Variable, is_code_loading};
+
+/// Variables that tune this very process from inside the standard library (read when
+/// the first thread starts): removed by [`forget_process_tunables`] before any thread.
+const PROCESS_TUNABLES: &[&str] = &["RUST_MIN_STACK"];
+
+/// Removes [`PROCESS_TUNABLES`] from this process's environment (a tiny `RUST_MIN_STACK`
+/// would overflow a thread's stack: a crash, and the hooks' verdicts lost).
+///
+/// # Safety
+///
+/// Call before any other thread exists (first thing in `main`): nothing may read the
+/// environment concurrently.
+pub unsafe fn forget_process_tunables() {
+    for name in PROCESS_TUNABLES {
+        if std::env::var_os(name).is_some() {
+            // SAFETY: the caller guarantees that this process has one thread.
+            unsafe { std::env::remove_var(name) };
+        }
+    }
+}
+
+/// The longest path value judged (Linux's `PATH_MAX`): a longer one cannot be opened,
+/// and would make whatever it names fail rather than be absent.
+const MAX_PATH_BYTES: usize = 4096;
+
+/// The declaration of `name`.
+pub fn declared(name: &str) -> Option<&'static Variable> {
+    VARIABLES.iter().find(|v| v.name == name)
+}
+
+/// The one read of a declared variable: `None` when unset or empty. Reading an internal
+/// or ignored variable, or one not declared, is a bug: it panics in debug builds and
+/// reads nothing in release builds.
+fn read(name: &str) -> Option<OsString> {
+    let readable =
+        declared(name).is_some_and(|v| !matches!(v.kind, Kind::Internal | Kind::Ignored));
+    debug_assert!(
+        readable,
+        "`{name}` is read but not declared readable in config::env::VARIABLES"
+    );
+    if !readable {
+        return None;
+    }
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
-/// The user's home directory (`$HOME`, else the password database), for `${home}` in
-/// grants and ceilings.
+/// A [`Kind::Passthrough`] or [`Kind::Workspace`] variable, `None` when unset or empty.
+pub fn var(name: &str) -> Option<OsString> {
+    debug_assert!(
+        declared(name).is_some_and(|v| matches!(v.kind, Kind::Passthrough | Kind::Workspace)),
+        "`{name}` has a kind with its own reader"
+    );
+    read(name)
+}
+
+/// The value of a variable a config file grants to a hook (a wasm plugin's `env` grant,
+/// an HTTP hook's `allowedEnvVars`): handed to that hook only, it decides nothing for
+/// hookhost, so any name may be granted.
+pub fn granted(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// The environment as a whole, for a dispatch daemon's key only: two callers share a
+/// daemon only when their environments are equal. Sorted.
+pub fn snapshot() -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    env.sort();
+    env
+}
+
+/// The environment a command hook starts from: this process's, without any variable that
+/// makes a program load code ([`is_code_loading`]) and without internal ones. (Credential
+/// scrubbing and `PATH` are the command runner's, on top of this.)
+pub fn for_children() -> impl Iterator<Item = (OsString, OsString)> {
+    std::env::vars_os().filter(|(name, _)| {
+        !is_code_loading(name.as_bytes())
+            && declared(&name.to_string_lossy()).is_none_or(|v| v.kind != Kind::Internal)
+    })
+}
+
+/// The user's home directory (`$HOME` when it passes [`check_path`], else the password
+/// database's), for `${home}` in grants and ceilings and the default places.
 pub fn home_dir() -> Option<PathBuf> {
-    directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf())
+    home_dir_judged(&workspaces_of(None)).0
+}
+
+fn home_dir_judged(workspaces: &[PathBuf]) -> (Option<PathBuf>, Option<String>) {
+    match path_var("HOME", workspaces) {
+        Ok(Some(home)) => (Some(home), None),
+        Ok(None) => (password_home(), None),
+        Err(notice) => (password_home(), Some(notice)),
+    }
+}
+
+/// A base directory of the user's: its XDG variable when it passes [`check_path`], else
+/// its place under the home directory. The second value is a notice for a refused value.
+fn base_dir(
+    var_name: &str,
+    under_home: &str,
+    workspaces: &[PathBuf],
+) -> (Option<PathBuf>, Vec<String>) {
+    let (home, home_notice) = home_dir_judged(workspaces);
+    let mut notices: Vec<String> = home_notice.into_iter().collect();
+    if cfg!(not(target_os = "macos")) {
+        match path_var(var_name, workspaces) {
+            Ok(Some(dir)) => return (Some(dir), notices),
+            Ok(None) => {}
+            Err(notice) => notices.push(notice),
+        }
+    }
+    (home.map(|h| h.join(under_home)), notices)
+}
+
+/// The user's config base (`~/.config`; `~/Library/Application Support` on macOS).
+pub fn config_base(workspaces: &[PathBuf]) -> (Option<PathBuf>, Vec<String>) {
+    let under = if cfg!(target_os = "macos") {
+        "Library/Application Support"
+    } else {
+        ".config"
+    };
+    base_dir("XDG_CONFIG_HOME", under, workspaces)
+}
+
+/// The user's data base (`~/.local/share`; `~/Library/Application Support` on macOS).
+pub fn data_base(workspaces: &[PathBuf]) -> (Option<PathBuf>, Vec<String>) {
+    let under = if cfg!(target_os = "macos") {
+        "Library/Application Support"
+    } else {
+        ".local/share"
+    };
+    base_dir("XDG_DATA_HOME", under, workspaces)
+}
+
+/// The user's cache base (`~/.cache`; `~/Library/Caches` on macOS).
+pub fn cache_base(workspaces: &[PathBuf]) -> (Option<PathBuf>, Vec<String>) {
+    let under = if cfg!(target_os = "macos") {
+        "Library/Caches"
+    } else {
+        ".cache"
+    };
+    base_dir("XDG_CACHE_HOME", under, workspaces)
 }
 
 /// Whether `HOOKHOST_TRUST_WORKSPACE` asks to trust the workspace: exactly `1`.
 pub fn trust_switch() -> bool {
-    std::env::var_os("HOOKHOST_TRUST_WORKSPACE").is_some_and(|v| v == "1")
+    read("HOOKHOST_TRUST_WORKSPACE").is_some_and(|v| v == "1")
+}
+
+/// Whether `HOOKHOST_DISPATCH_DAEMON` turns the dispatch daemon off: set to anything but
+/// `auto` (a misspelt setting falls back to the plain process).
+pub fn daemon_off() -> bool {
+    read("HOOKHOST_DISPATCH_DAEMON").is_some_and(|mode| mode != "auto")
 }
 
 /// `HOOKHOST_STOP_BLOCK_CAP`: `Ok(None)` when unset or empty, the number when it is ASCII
 /// digits only, else `Err` with a notice.
 pub fn stop_block_cap() -> Result<Option<u32>, String> {
-    let Some(value) = var("HOOKHOST_STOP_BLOCK_CAP") else {
+    number("HOOKHOST_STOP_BLOCK_CAP", 0, u32::MAX as u64).map(|n| n.map(|n| n as u32))
+}
+
+/// A [`Kind::Number`] variable: `Ok(None)` when unset or empty, the number when it is
+/// ASCII digits only and within `min..=max`, else `Err` with a notice (the caller uses
+/// its default).
+pub fn number(name: &str, min: u64, max: u64) -> Result<Option<u64>, String> {
+    debug_assert!(
+        declared(name).is_some_and(|v| v.kind == Kind::Number),
+        "{name}"
+    );
+    let Some(value) = read(name) else {
         return Ok(None);
     };
     let digits = value
         .to_str()
         .filter(|v| v.bytes().all(|b| b.is_ascii_digit()));
-    match digits.and_then(|d| d.parse::<u32>().ok()) {
-        Some(cap) => Ok(Some(cap)),
-        None => Err(format!(
-            "HOOKHOST_STOP_BLOCK_CAP `{}` is not a number of blocks (ASCII digits); ignored",
-            value.to_string_lossy()
+    match digits.and_then(|d| d.parse::<u64>().ok()) {
+        Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(format!(
+            "{name} `{}` is not a number from {min} to {max} (ASCII digits); ignored",
+            shown(&value)
         )),
+    }
+}
+
+/// A value as a notice quotes it: lossy, and cut to 200 characters (a value may be huge).
+fn shown(value: &OsStr) -> String {
+    let text = value.to_string_lossy();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.into_owned(),
     }
 }
 
@@ -101,6 +299,12 @@ pub fn workspaces_of(project: Option<&Path>) -> Vec<PathBuf> {
 /// Judges a path value: `Ok` when it is absolute, has no `..`, and is not inside any of
 /// `workspaces` (symlinks on its existing part resolved); else why not.
 pub fn check_path(value: &OsStr, workspaces: &[PathBuf]) -> Result<PathBuf, String> {
+    if value.len() > MAX_PATH_BYTES {
+        return Err(format!("a path over {MAX_PATH_BYTES} bytes is refused"));
+    }
+    if value.as_bytes().iter().any(u8::is_ascii_control) {
+        return Err("a path with a control character (a newline, …) is refused".into());
+    }
     let path = PathBuf::from(value);
     if !path.is_absolute() {
         return Err("a relative path is refused (a repository could set it)".into());
@@ -123,13 +327,17 @@ pub fn check_path(value: &OsStr, workspaces: &[PathBuf]) -> Result<PathBuf, Stri
 /// A path variable judged by [`check_path`]: `Ok(None)` when unset or empty, `Ok(path)`
 /// when accepted, `Err(notice)` when refused (the caller uses its default).
 pub fn path_var(name: &str, workspaces: &[PathBuf]) -> Result<Option<PathBuf>, String> {
-    let Some(value) = var(name) else {
+    debug_assert!(
+        declared(name).is_some_and(|v| v.kind == Kind::Path),
+        "{name}"
+    );
+    let Some(value) = read(name) else {
         return Ok(None);
     };
     check_path(&value, workspaces).map(Some).map_err(|why| {
         format!(
             "{name} `{}` is ignored: {why}; the default is used",
-            value.to_string_lossy()
+            shown(&value)
         )
     })
 }
@@ -139,7 +347,7 @@ pub fn path_var(name: &str, workspaces: &[PathBuf]) -> Result<Option<PathBuf>, S
 /// system directory (absent: no managed policy). The second value is a notice when the
 /// variable was set and not used.
 pub fn managed_dir(system: &Path, workspaces: &[PathBuf]) -> (PathBuf, Option<String>) {
-    let asked = var("HOOKHOST_MANAGED_DIR");
+    let asked = read("HOOKHOST_MANAGED_DIR");
     // `symlink_metadata`: a dangling symlink is a system policy that is broken, not
     // absent, and the loader reports it as such.
     if std::fs::symlink_metadata(system).is_ok() {
@@ -147,7 +355,7 @@ pub fn managed_dir(system: &Path, workspaces: &[PathBuf]) -> (PathBuf, Option<St
             format!(
                 "HOOKHOST_MANAGED_DIR `{}` is ignored: the system's managed policy `{}` exists \
                  and cannot be moved by the environment",
-                a.to_string_lossy(),
+                shown(&a),
                 system.display()
             )
         });
@@ -187,7 +395,6 @@ fn password_home() -> Option<PathBuf> {
 }
 
 fn look_up_password_home() -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
     let mut buffer = vec![0 as libc::c_char; 4096];
     // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
     let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
@@ -213,47 +420,4 @@ fn look_up_password_home() -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::ffi::OsStrExt;
-
-    #[test]
-    fn paths_must_be_absolute_and_outside_the_workspace() {
-        let root = tempfile::tempdir().unwrap();
-        let base = root.path().canonicalize().unwrap();
-        let repo = base.join("repo");
-        std::fs::create_dir_all(repo.join("sub")).unwrap();
-        std::os::unix::fs::symlink(repo.join("sub"), base.join("link")).unwrap();
-        let ws = workspaces(&[&repo]);
-        let ok = |v: &str| check_path(OsStr::new(v), &ws);
-        assert!(ok(base.join("data").to_str().unwrap()).is_ok());
-        assert!(ok(base.join("repository").to_str().unwrap()).is_ok());
-        for refused in [
-            "data".to_string(),
-            "./data".to_string(),
-            format!("{}/../repo/x", base.join("elsewhere").display()),
-            repo.display().to_string(),
-            repo.join("sub/x").display().to_string(),
-            // A symlink outside that leads inside.
-            base.join("link/x").display().to_string(),
-        ] {
-            assert!(ok(&refused).is_err(), "{refused} was accepted");
-        }
-        // Bytes that are not UTF-8 do not panic and are judged like any other.
-        let odd = OsStr::from_bytes(b"/tmp/\xff\xfe");
-        assert!(check_path(odd, &ws).is_ok());
-        let odd_inside = [repo.as_os_str().as_bytes(), b"/\xff"].concat();
-        assert!(check_path(OsStr::from_bytes(&odd_inside), &ws).is_err());
-    }
-
-    #[test]
-    fn the_root_and_the_home_directory_are_not_workspaces() {
-        assert!(workspaces(&[Path::new("/")]).is_empty());
-        if let Some(home) = password_home() {
-            assert!(workspaces(&[&home]).is_empty());
-            if let Some(parent) = home.parent() {
-                assert!(workspaces(&[parent]).is_empty());
-            }
-        }
-    }
-}
+mod tests;

@@ -126,6 +126,16 @@ pub fn parse_settings(
                 }
                 settings.managed.audit_log = Some(log);
             }
+            "httpHookCaFile" => {
+                let file: String = typed(value, location, &path)?;
+                if !std::path::Path::new(&file).is_absolute() {
+                    return Err(err(
+                        &path,
+                        format!("`httpHookCaFile` must be an absolute path, found `{file}`"),
+                    ));
+                }
+                settings.managed.http_hook_ca_file = Some(file);
+            }
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
             _ if claude_format => warnings.push(ConfigWarning {
                 location: location.to_string(),
@@ -141,7 +151,7 @@ pub fn parse_settings(
                          `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `$schema` \
                          (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
                          `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`, \
-                         `forbidEnvironmentTrust`, `auditLog`)"
+                         `forbidEnvironmentTrust`, `auditLog`, `httpHookCaFile`)"
                     ),
                 ));
             }

@@ -293,6 +293,10 @@ pub struct RawManaged {
     /// `auditLog`: where every dispatch is recorded (an absolute path; `${uid}` is the
     /// user's uid). `HOOKHOST_AUDIT_LOG` cannot move it.
     pub audit_log: Option<String>,
+    /// `httpHookCaFile`: a PEM file of certificates HTTP hooks trust besides the system's
+    /// store and the Mozilla roots (an absolute path). The environment cannot add roots
+    /// (`SSL_CERT_FILE` is ignored).
+    pub http_hook_ca_file: Option<String>,
 }
 
 impl RawManaged {
@@ -319,6 +323,9 @@ impl RawManaged {
         }
         if self.audit_log.is_some() {
             keys.push("auditLog");
+        }
+        if self.http_hook_ca_file.is_some() {
+            keys.push("httpHookCaFile");
         }
         keys
     }

@@ -98,7 +98,11 @@ impl SourceOptions {
                 None
             }
         }
-        .or_else(|| directories::BaseDirs::new().map(|d| d.config_dir().join("hookhost")));
+        .or_else(|| {
+            let (base, notices) = super::env::config_base(&workspaces);
+            env_notices.extend(notices);
+            base.map(|d| d.join("hookhost"))
+        });
         SourceOptions {
             managed_dir: Some(managed_dir),
             settings,

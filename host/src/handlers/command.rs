@@ -116,7 +116,7 @@ const PATH: &str = "PATH";
 
 /// The environment a command hook gets.
 pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+    let mut env: Vec<(OsString, OsString)> = crate::config::env::for_children()
         .filter(|(name, _)| {
             let name = name.as_bytes();
             name != PATH.as_bytes()
@@ -125,7 +125,10 @@ pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, 
         })
         .collect();
     // Always set, and always absolute (see [`DEFAULT_PATH`]).
-    env.push((PATH.into(), hook_path(std::env::var_os(PATH).as_deref())));
+    env.push((
+        PATH.into(),
+        hook_path(crate::config::env::var(PATH).as_deref()),
+    ));
     let project = without_nul(invocation.project_dir.as_os_str());
     let session = session_id_value(&invocation.session_id);
     env.push(("CLAUDE_PROJECT_DIR".into(), project.clone()));
@@ -515,7 +518,7 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
 /// Whether a command hook's program would be found, for `hookhost hooks` diagnostics:
 /// by the same rule as a run ([`resolve_program`]), in this process's `PATH`.
 pub fn program_exists(program: &str, project_dir: &Path) -> bool {
-    let path = std::env::var_os("PATH");
+    let path = crate::config::env::var(PATH);
     resolve_program(OsStr::new(program), path.as_deref(), project_dir)
         .is_ok_and(|resolved| is_executable_file(&resolved))
 }

@@ -144,7 +144,9 @@ fn without_url(e: reqwest::Error) -> String {
 pub fn interpolate(template: &str, allowed: &[String]) -> String {
     let lookup = |name: &str| {
         if allowed.iter().any(|a| a == name) {
-            std::env::var(name).unwrap_or_default()
+            crate::config::env::granted(name)
+                .and_then(|v| v.into_string().ok())
+                .unwrap_or_default()
         } else {
             String::new()
         }

@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use crate::event::Invocation;
 pub use output::HookOutput;
 
-use crate::policy::{HandlerSpec, Hook, Policy};
+use crate::policy::{HandlerSpec, Hook, Policy, Settings};
 
 /// Why a hook failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -164,14 +164,51 @@ impl Handlers {
         }
     }
 
-    /// The HTTP client of HTTP hooks: no redirects; TLS with the system's trusted
-    /// certificates (`SSL_CERT_FILE` / `SSL_CERT_DIR` honoured) and the Mozilla roots.
-    fn http_client(&self) -> &reqwest::Client {
+    /// The HTTP client of HTTP hooks: no redirects, no proxy, and TLS with the Mozilla
+    /// roots and the system's trusted certificates read from the system's fixed places.
+    /// Nothing of it comes from the environment (a repository can set variables for
+    /// `hookhost dispatch`): `HTTPS_PROXY`, `ALL_PROXY`, `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR` are ignored ([`crate::config::env`]).
+    /// Managed policy's `httpHookCaFile` adds certificates (this host's policy: a
+    /// `Handlers` serves one host).
+    fn http_client(&self, settings: &Settings) -> &reqwest::Client {
         self.http.get_or_init(|| {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap_or_default()
+            let builder = || {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .tls_built_in_native_certs(false)
+                    .tls_built_in_webpki_certs(true)
+            };
+            let managed = settings
+                .http_hook_ca_file
+                .as_deref()
+                .map_or_else(Vec::new, |file| {
+                    std::fs::read(file)
+                        .ok()
+                        .and_then(|pem| reqwest::Certificate::from_pem_bundle(&pem).ok())
+                        .unwrap_or_else(|| {
+                            tracing::warn!(
+                                "managed httpHookCaFile {}: no certificates read",
+                                file.display()
+                            );
+                            Vec::new()
+                        })
+                });
+            let with = |certs: &[reqwest::Certificate]| {
+                certs
+                    .iter()
+                    .fold(builder(), |b, cert| b.add_root_certificate(cert.clone()))
+                    .build()
+            };
+            // A system certificate rustls cannot take fails the build: then managed
+            // policy's and the Mozilla roots alone.
+            let mut all = system_roots();
+            all.extend(managed.iter().cloned());
+            with(&all)
+                .or_else(|_| with(&managed))
+                .or_else(|_| builder().build())
+                .expect("an HTTP client without system certificates always builds")
         })
     }
 
@@ -183,7 +220,14 @@ impl Handlers {
                 command::run(spec, hook, invocation, &policy.settings).await
             }
             HandlerSpec::Http(spec) => {
-                http::run(self.http_client(), spec, hook, invocation, &policy.settings).await
+                http::run(
+                    self.http_client(&policy.settings),
+                    spec,
+                    hook,
+                    invocation,
+                    &policy.settings,
+                )
+                .await
             }
             HandlerSpec::Wasm(_) => {
                 let Some(wasm) = &self.wasm else {
@@ -208,4 +252,14 @@ impl Handlers {
             ),
         }
     }
+}
+
+/// The system's trusted certificates, from its certificate directories at their fixed
+/// places (`/etc/ssl/certs`, `/etc/pki/tls/certs`, …): unlike
+/// `rustls_native_certs::load_native_certs`, never from `SSL_CERT_FILE` or `SSL_CERT_DIR`.
+fn system_roots() -> Vec<reqwest::Certificate> {
+    openssl_probe::candidate_cert_dirs()
+        .flat_map(|dir| rustls_native_certs::load_certs_from_paths(None, Some(dir)).certs)
+        .filter_map(|der| reqwest::Certificate::from_der(&der).ok())
+        .collect()
 }

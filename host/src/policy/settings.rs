@@ -45,6 +45,8 @@ pub struct Settings {
     /// Why managed policy is broken (a managed file failed to load, or one of its hooks
     /// failed to build): then no hook outside managed policy runs.
     pub managed_broken: Option<String>,
+    /// Managed `httpHookCaFile`: certificates HTTP hooks trust besides the system's.
+    pub http_hook_ca_file: Option<PathBuf>,
 }
 
 /// Whether a layer sets anything besides hooks (what an untrusted workspace's files may
@@ -252,5 +254,10 @@ pub(super) fn merge_settings(
             .find_map(|l| l.settings.managed.audit_log.as_deref())
             .map(|path| PathBuf::from(path.replace("${uid}", &uid.to_string()))),
         managed_broken: None,
+        http_hook_ca_file: layers
+            .iter()
+            .filter(managed)
+            .find_map(|l| l.settings.managed.http_hook_ca_file.as_deref())
+            .map(PathBuf::from),
     }
 }

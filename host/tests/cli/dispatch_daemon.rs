@@ -108,7 +108,14 @@ pub(crate) fn start(env: &TestEnv, cmd: impl Fn() -> Command, args: &[&str]) -> 
         first.pid,
         "the first call runs in-process"
     );
-    wait_until("the dispatch daemon to listen", || !sockets(env).is_empty());
+    // The caller binds the socket before the daemon starts; the daemon logs when it
+    // serves.
+    wait_until("the dispatch daemon to listen", || {
+        sockets(env).first().is_some_and(|socket| {
+            std::fs::read_to_string(socket.with_extension("log"))
+                .is_ok_and(|log| log.contains(": serving until"))
+        })
+    });
     let socket = sockets(env).remove(0);
     let pid = daemon_pid(&socket);
     (socket, pid)

@@ -39,8 +39,10 @@ fn a_2xx_json_answer_decides_and_the_input_is_posted() {
     assert_eq!(body["tool_input"]["command"], "ls");
 }
 
-/// `https://` hooks work, and trust the system's certificate store (here a test CA
-/// named by `SSL_CERT_FILE`); an untrusted certificate is a non-blocking error.
+/// `https://` hooks work, and trust the system's certificate store plus what managed
+/// policy adds (`httpHookCaFile`, here a test CA); a CA named by `SSL_CERT_FILE` or
+/// `SSL_CERT_DIR` is not trusted (a repository can set variables for `hookhost
+/// dispatch`), and an untrusted certificate is a non-blocking error.
 #[test]
 fn https_hooks_verify_the_server_certificate() {
     let env = TestEnv::new();
@@ -50,29 +52,16 @@ fn https_hooks_verify_the_server_certificate() {
         "Bash",
         json!([{"type": "http", "url": format!("{}/deny", server.url)}]),
     ));
-    let trusted = env.project.join("test-ca.pem");
-    std::fs::write(&trusted, cert_pem).unwrap();
+    let planted = env.project.join("test-ca.pem");
+    std::fs::write(&planted, &cert_pem).unwrap();
     let input = bash_input("ls").to_string();
 
+    // The repository's CA through the environment: not trusted, nothing sent.
     let run = env.run_with(
         env.command()
             .args(["dispatch", "PreToolUse"])
-            .env("SSL_CERT_FILE", &trusted),
-        &input,
-    );
-    let out = run.json();
-    assert_eq!(out["decision"], "deny", "{out}");
-    assert_eq!(out["hooks"][0]["exitCode"], 200);
-    assert_eq!(server.requests().len(), 1);
-
-    // Not trusted: the request fails before anything is sent, and the agent goes on.
-    let elsewhere = env.project.join("empty.pem");
-    std::fs::write(&elsewhere, "").unwrap();
-    let run = env.run_with(
-        env.command()
-            .args(["dispatch", "PreToolUse"])
-            .env("SSL_CERT_FILE", &elsewhere)
-            .env("SSL_CERT_DIR", env.project.join("no-such-dir")),
+            .env("SSL_CERT_FILE", &planted)
+            .env("SSL_CERT_DIR", &env.project),
         &input,
     );
     let out = run.json();
@@ -80,7 +69,46 @@ fn https_hooks_verify_the_server_certificate() {
     assert_eq!(out["hooks"][0]["status"], "failed", "{out}");
     let message = out["hooks"][0]["message"].as_str().unwrap();
     assert!(message.contains("certificate"), "{message}");
-    assert_eq!(server.requests().len(), 1, "no request reached the server");
+    assert_eq!(server.requests().len(), 0, "no request reached the server");
+
+    // The same CA named by managed policy: trusted.
+    let trusted = env.managed.join("test-ca.pem");
+    std::fs::write(&trusted, &cert_pem).unwrap();
+    env.managed(json!({"httpHookCaFile": trusted}));
+    let run = env.run_with(env.command().args(["dispatch", "PreToolUse"]), &input);
+    let out = run.json();
+    assert_eq!(out["decision"], "deny", "{out}");
+    assert_eq!(out["hooks"][0]["exitCode"], 200);
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// HTTP hooks connect directly: a proxy named by the environment is never used.
+#[test]
+fn http_hooks_ignore_proxies_from_the_environment() {
+    let env = TestEnv::new();
+    let proxy = server();
+    let server = server();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "http", "url": format!("{}/deny", server.url)}]),
+    ));
+    let mut cmd = env.command();
+    cmd.args(["dispatch", "PreToolUse"]);
+    for var in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        cmd.env(var, &proxy.url);
+    }
+    let out = env.run_with(&mut cmd, &bash_input("ls").to_string()).json();
+    assert_eq!(out["decision"], "deny", "{out}");
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(proxy.requests().len(), 0, "the proxy was used");
 }
 
 #[test]

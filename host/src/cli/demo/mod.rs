@@ -39,18 +39,21 @@ pub struct DemoArgs {
 /// Where the demo's plugins are built: `HOOKHOST_CACHE_DIR/demo-build`, else the user's
 /// cache directory (`~/.cache/hookhost/demo-build`), kept between runs.
 fn build_dir() -> Option<PathBuf> {
-    match std::env::var_os("HOOKHOST_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir).join("demo-build")),
-        _ => directories::ProjectDirs::from("", "", "hookhost")
-            .map(|d| d.cache_dir().join("demo-build")),
+    let workspaces = hookhost::config::env::workspaces_of(None);
+    match hookhost::config::env::path_var("HOOKHOST_CACHE_DIR", &workspaces) {
+        Ok(Some(dir)) => Some(dir.join("demo-build")),
+        _ => hookhost::config::env::cache_base(&workspaces)
+            .0
+            .map(|d| d.join("hookhost").join("demo-build")),
     }
 }
 
 /// The built example plugins: `HOOKHOST_DEMO_PLUGINS` (a directory of built `.wasm`
 /// files), else built now from the embedded sources, with progress on stderr.
 fn example_plugins() -> Result<PathBuf, String> {
-    if let Some(dir) = std::env::var_os("HOOKHOST_DEMO_PLUGINS").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
+    let workspaces = hookhost::config::env::workspaces_of(None);
+    if let Some(dir) = hookhost::config::env::path_var("HOOKHOST_DEMO_PLUGINS", &workspaces)? {
+        return Ok(dir);
     }
     wasm_toolchain()?;
     let dir = build_dir().ok_or("no cache directory to build in (set HOOKHOST_CACHE_DIR)")?;

@@ -142,7 +142,7 @@ pub fn write_plugin_sources(dir: &Path) -> Result<PathBuf, String> {
 ///
 /// What is missing and how to install it.
 pub fn wasm_toolchain() -> Result<(), String> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let rustc = tool("RUSTC", "rustc");
     let libdir = Command::new(&rustc)
         .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
         .stderr(Stdio::null())
@@ -154,7 +154,7 @@ pub fn wasm_toolchain() -> Result<(), String> {
             "the wasm32-wasip2 target is not installed (`rustup target add wasm32-wasip2`)".into(),
         );
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let cargo = tool("CARGO", "cargo");
     Command::new(cargo)
         .arg("--version")
         .stdout(Stdio::null())
@@ -185,7 +185,7 @@ pub fn build_plugins_into(
             hookhost::text::escape(&manifest.display().to_string())
         ));
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let cargo = tool("CARGO", "cargo");
     let mut build = Command::new(cargo);
     build
         .args([
@@ -245,6 +245,16 @@ pub fn build_embedded_plugins(
         progress(package, Some(started.elapsed()));
     }
     Ok(out)
+}
+
+/// `RUSTC` or `CARGO` when set to an acceptable path ([`hookhost::config::env::path_var`]:
+/// absolute, not in the working directory), else `default` from the `PATH`.
+fn tool(var: &str, default: &str) -> std::ffi::OsString {
+    let workspaces = hookhost::config::env::workspaces_of(None);
+    hookhost::config::env::path_var(var, &workspaces)
+        .ok()
+        .flatten()
+        .map_or_else(|| default.into(), Into::into)
 }
 
 #[cfg(test)]

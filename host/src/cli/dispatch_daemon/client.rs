@@ -10,7 +10,7 @@ use clap::Parser;
 use super::super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
 use super::place::Place;
 use super::wire::decode;
-use super::{MAX_INPUT, MODE_VAR, PER_CALL_VARS, SOCKET_VAR};
+use super::{MAX_INPUT, MODE_VAR, PER_CALL_VARS};
 
 /// Whether this process's command line is a valid `hookhost dispatch` one: `--help`, a
 /// bad flag or another command never starts a daemon (its "bad command line" would be
@@ -27,13 +27,15 @@ fn parsed_dispatch_args() -> Option<DispatchArgs> {
 /// In a `hookhost dispatch` process, unless `HOOKHOST_DISPATCH_DAEMON` turns the daemon
 /// off: the exit code after a daemon answered, or `None` to dispatch in-process (no
 /// daemon listens yet; one is being started). Runs before anything else of the process,
-/// so that a forwarded dispatch costs little more than the process start.
+/// so that a forwarded dispatch costs little more than the process start. A process
+/// whose stdin is a listening socket is a daemon being started
+/// ([`super::server::listening_stdin`]), and never forwards.
 pub fn forward() -> Option<ExitCode> {
-    if std::env::var_os(MODE_VAR).is_some_and(|mode| !mode.is_empty() && mode != "auto")
-        || std::env::var_os(SOCKET_VAR).is_some()
+    if hookhost::config::env::daemon_off()
         || PER_CALL_VARS
             .iter()
-            .any(|var| std::env::var_os(var).is_some())
+            .any(|var| hookhost::config::env::var(var).is_some())
+        || super::server::listening_stdin()
         || std::env::args_os()
             .nth(1)
             .is_none_or(|cmd| cmd != "dispatch")

@@ -3,6 +3,18 @@
 //! warm (compiled plugins in memory, pooled instances, no process start-up of its own),
 //! and prints what that process answers.
 //!
+//! A daemon is told it is one by descriptors, never by a variable (a repository can set
+//! variables for the `hookhost dispatch` that Claude Code runs, and one that turned it
+//! into a daemon would answer nothing): the caller takes the daemon's lock, binds its
+//! socket, and starts the daemon with the listening socket as its stdin and the locked
+//! lock file as its stdout. An agent gives a hook a pipe (or a connected socket pair) as
+//! stdin, never a listening socket, so no environment can make a dispatch a daemon; and
+//! the daemon checks that the socket is bound at the place of its own command line.
+//!
+//! The server checks every connection's peer credentials (`SO_PEERCRED`): it answers
+//! only its own effective uid, whatever its socket's or directory's mode; another uid's
+//! connection is closed unanswered and logged. (The client checks the daemon's uid too.)
+//!
 //! The daemon is keyed by everything a dispatch depends on besides its stdin: the
 //! `hookhost` executable (path and file stamp), the working directory, the arguments and
 //! the whole environment. Two callers share a daemon only when their dispatches would be
@@ -33,10 +45,10 @@ pub use server::serve_if_started;
 /// (or any other value: a misspelt setting falls back to the plain process): dispatch
 /// in-process.
 const MODE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON";
-/// Seconds without a request after which a daemon exits (default 600).
+/// Seconds without a request after which a daemon exits (default 600; 1 to 86400).
 const IDLE_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_IDLE_SECS";
-/// Set only in the environment of a daemon being started: the socket it serves on.
-const SOCKET_VAR: &str = "HOOKHOST_DISPATCH_DAEMON_SOCKET";
+/// The longest idle time `IDLE_VAR` may set.
+const MAX_IDLE_SECS: u64 = 86_400;
 const DEFAULT_IDLE: Duration = Duration::from_secs(600);
 /// At most this many daemons per data directory; beyond, callers dispatch in-process
 /// (an agent whose hook environment changes on every call must not fill the machine).

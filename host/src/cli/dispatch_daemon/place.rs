@@ -1,7 +1,6 @@
 //! Where a daemon lives (its socket, lock and log, keyed by the whole command line and
 //! environment), its private directory, and starting one in the background.
 
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -11,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::{LOG_CAP, MAX_DAEMONS, MAX_SOCKET_PATH, SOCKET_VAR, STALE_AFTER};
+use super::{LOG_CAP, MAX_DAEMONS, MAX_SOCKET_PATH, STALE_AFTER};
 
 /// Where the daemon of this process's command line lives.
 pub(super) struct Place {
@@ -48,9 +47,7 @@ impl Place {
         for arg in std::env::args_os().skip(1) {
             field(arg.as_bytes());
         }
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-        env.sort();
-        for (name, value) in &env {
+        for (name, value) in &hookhost::config::env::snapshot() {
             field(name.as_bytes());
             field(value.as_bytes());
         }
@@ -87,10 +84,19 @@ impl Place {
     }
 
     /// Starts a daemon for this command line in the background, unless one holds the
-    /// lock already (it is starting) or the directory has its share of daemons.
+    /// lock already (it is starting or serving) or the directory has its share of
+    /// daemons. This process takes the lock, binds the socket and hands both to the
+    /// daemon: the listening socket as its stdin, the locked lock file as its stdout
+    /// (see the module's documentation: no variable makes a daemon).
     pub(super) fn start_daemon(&self) {
-        if !lock_is_free(&self.lock) || sweep_and_count_live(&self.dir) >= MAX_DAEMONS {
+        if sweep_and_count_live(&self.dir) >= MAX_DAEMONS {
             return;
+        }
+        let Ok(lock) = open_lock(&self.lock) else {
+            return;
+        };
+        if lock.try_lock().is_err() || !still_at(&lock, &self.lock) {
+            return; // a daemon serves or starts, or a sweep removed the file just now
         }
         let Ok(exe) = std::env::current_exe() else {
             return;
@@ -110,16 +116,24 @@ impl Place {
         }
         // Fresh: a concurrent sweep leaves the files of a starting daemon alone.
         let _ = log.set_modified(std::time::SystemTime::now());
+        // Locked: no daemon serves this socket; one that was killed left it behind.
+        let _ = std::fs::remove_file(&self.socket);
+        let listener = match std::os::unix::net::UnixListener::bind(&self.socket) {
+            Ok(listener) => listener,
+            Err(_) => return,
+        };
         // The daemon must not hold the caller's pipes: an agent reads a hook's stdout
         // until every writer has closed it. It leaves the caller's session itself
         // (`setsid` refuses a process group leader, so no `process_group` here).
-        let _ = Command::new(exe)
+        let started = Command::new(exe)
             .args(std::env::args_os().skip(1))
-            .env(SOCKET_VAR, &self.socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
+            .stdout(Stdio::from(lock))
             .stderr(log)
             .spawn();
+        if started.is_err() {
+            let _ = std::fs::remove_file(&self.socket);
+        }
     }
 }
 
@@ -131,12 +145,6 @@ pub(super) fn open_lock(path: &Path) -> io::Result<File> {
         .write(true)
         .mode(0o600)
         .open(path)
-}
-
-/// Whether no daemon holds the lock at `path` (an exclusive `flock`, released when the
-/// daemon exits, however it exits).
-fn lock_is_free(path: &Path) -> bool {
-    open_lock(path).is_ok_and(|file| file.try_lock().is_ok())
 }
 
 /// How many daemons of `dir` are alive (hold their lock); removes the files of dead

@@ -4,7 +4,7 @@
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,18 +17,37 @@ use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::{Host, SourcesFingerprint};
 
 use super::super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
-use super::place::{open_lock, still_at};
+use super::place::{Place, still_at};
 use super::wire::encode;
-use super::{ACCEPT_BACKOFF, DEFAULT_IDLE, IDLE_VAR, MAX_CONNECTIONS, MAX_INPUT, SOCKET_VAR};
+use super::{ACCEPT_BACKOFF, DEFAULT_IDLE, IDLE_VAR, MAX_CONNECTIONS, MAX_IDLE_SECS, MAX_INPUT};
 
-/// In a process started by [`super::place::Place::start_daemon`]: serves its command
-/// line until idle, then exits. `None` in any other process.
+/// Whether this process's stdin is a listening socket: what only
+/// [`super::place::Place::start_daemon`] gives a process (an agent gives hooks a pipe or
+/// a connected socket pair). One `getsockopt`.
+pub(super) fn listening_stdin() -> bool {
+    let mut listening: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `listening` and `len` are valid for writes of the sizes given; descriptor 0
+    // is only queried.
+    let rc = unsafe {
+        libc::getsockopt(
+            0,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&raw mut listening).cast(),
+            &raw mut len,
+        )
+    };
+    rc == 0 && listening != 0
+}
+
+/// In a process started by [`super::place::Place::start_daemon`] (its stdin a listening
+/// socket bound at the place of its own command line, its stdout the locked lock file):
+/// serves its command line until idle, then exits. `None` in any other process.
 pub fn serve_if_started() -> Option<ExitCode> {
-    let socket = PathBuf::from(std::env::var_os(SOCKET_VAR)?);
-    // SAFETY: the process is single-threaded here (nothing has started a thread yet), so
-    // nothing reads the environment concurrently; hooks must see the caller's
-    // environment, without this variable.
-    unsafe { std::env::remove_var(SOCKET_VAR) };
+    if !listening_stdin() {
+        return None;
+    }
     // Leave the caller's session and its descriptors: the agent may kill its process
     // group once `dispatch` returns, and reads hook pipes until every writer closed them.
     // SAFETY: setsid and close_range have no memory-safety preconditions, and no
@@ -38,7 +57,34 @@ pub fn serve_if_started() -> Option<ExitCode> {
         #[cfg(target_os = "linux")]
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
-    Some(match serve(&socket) {
+    let (listener, lock) = match take_descriptors() {
+        Ok(taken) => taken,
+        Err(e) => {
+            eprintln!("hookhost dispatch daemon: {e}");
+            return Some(ExitCode::from(1));
+        }
+    };
+    let socket = match listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+    {
+        Some(socket) => socket,
+        None => {
+            eprintln!("hookhost dispatch daemon: its stdin is a socket without a path");
+            return Some(ExitCode::from(1));
+        }
+    };
+    // The socket must be this command line's: a listening socket from anywhere else is
+    // not a reason to serve.
+    if Place::of_this_process().is_none_or(|place| place.socket != socket) {
+        eprintln!(
+            "hookhost dispatch daemon: {} is not the socket of this command line",
+            socket.display()
+        );
+        return Some(ExitCode::from(1));
+    }
+    Some(match serve(listener, lock, &socket) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("hookhost dispatch daemon: {message}");
@@ -47,7 +93,32 @@ pub fn serve_if_started() -> Option<ExitCode> {
     })
 }
 
-fn serve(socket: &Path) -> Result<(), String> {
+/// The listening socket (stdin) and the lock (stdout), moved to descriptors of their own;
+/// stdin and stdout become `/dev/null` (nothing the daemon runs may write into its lock).
+fn take_descriptors() -> io::Result<(std::os::unix::net::UnixListener, std::fs::File)> {
+    use std::os::fd::AsFd;
+    let listener = io::stdin().as_fd().try_clone_to_owned()?;
+    let lock = io::stdout().as_fd().try_clone_to_owned()?;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    for fd in [0, 1] {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto 0 and 1, whose previous descriptions are kept by the clones
+        // above; no Rust object owns descriptors 0 and 1.
+        if unsafe { libc::dup2(null.as_raw_fd(), fd) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok((listener.into(), lock.into()))
+}
+
+fn serve(
+    listener: std::os::unix::net::UnixListener,
+    lock: std::fs::File,
+    socket: &Path,
+) -> Result<(), String> {
     let args = match super::super::Cli::try_parse() {
         Ok(super::super::Cli {
             command: super::super::Command::Dispatch(args),
@@ -56,18 +127,18 @@ fn serve(socket: &Path) -> Result<(), String> {
         Err(e) => return Err(format!("bad command line: {e}")),
     };
     let lock_path = socket.with_extension("lock");
-    let lock = open_lock(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    // Locked already by the caller that started this daemon (the same open file, so this
+    // succeeds); a lock file that is not the one at the path is not this daemon's.
     if lock.try_lock().is_err() || !still_at(&lock, &lock_path) {
-        return Ok(()); // another daemon serves this command line, or a sweep removed it
+        return Err(format!("{} is not this daemon's lock", lock_path.display()));
     }
-    let idle = std::env::var(IDLE_VAR)
-        .ok()
-        .and_then(|secs| secs.parse().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(DEFAULT_IDLE);
-    let _ = std::fs::remove_file(socket); // left by a daemon that was killed
-    let listener = std::os::unix::net::UnixListener::bind(socket)
-        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let idle = match hookhost::config::env::number(IDLE_VAR, 1, MAX_IDLE_SECS) {
+        Ok(secs) => secs.map_or(DEFAULT_IDLE, Duration::from_secs),
+        Err(notice) => {
+            eprintln!("hookhost dispatch daemon: {notice}");
+            DEFAULT_IDLE
+        }
+    };
     let inode = std::fs::metadata(socket).map_err(|e| e.to_string())?.ino();
     eprintln!(
         "hookhost dispatch daemon {} on {}: serving until {}s idle",
@@ -119,7 +190,9 @@ async fn accept_until_idle(
             match tokio::time::timeout(CHECK_EVERY, listener.accept()).await {
                 Ok(Ok((stream, _))) => {
                     failing = false;
-                    requests.spawn(answer(stream, daemon.clone()));
+                    if let Some(stream) = from_this_user(stream) {
+                        requests.spawn(answer(stream, daemon.clone()));
+                    }
                 }
                 Ok(Err(e)) => {
                     if !failing {
@@ -157,10 +230,36 @@ async fn accept_until_idle(
     while let Ok(Ok((stream, _))) =
         tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
     {
-        requests.spawn(answer(stream, daemon.clone()));
+        if let Some(stream) = from_this_user(stream) {
+            requests.spawn(answer(stream, daemon.clone()));
+        }
     }
     while requests.join_next().await.is_some() {}
     Ok(reason)
+}
+
+/// `stream` when its peer runs as this daemon's effective uid (`SO_PEERCRED`); else
+/// `None`, the connection closed unanswered and the refusal logged. Checked on every
+/// connection, whatever the socket's or its directory's mode: hook input and the answer
+/// that decides a tool call are this user's alone.
+fn from_this_user(stream: tokio::net::UnixStream) -> Option<tokio::net::UnixStream> {
+    let me = hookhost::config::file::effective_uid();
+    match stream.peer_cred() {
+        Ok(peer) if peer.uid() == me => Some(stream),
+        Ok(peer) => {
+            tracing::warn!(
+                "dispatch daemon: refused a connection from uid {} (pid {}): it serves only \
+                 uid {me}",
+                peer.uid(),
+                peer.pid().map_or_else(|| "?".into(), |p| p.to_string())
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!("dispatch daemon: refused a connection: its peer is unknown ({e})");
+            None
+        }
+    }
 }
 
 /// The daemon's command line and what its requests share: the wasm runtime, and the

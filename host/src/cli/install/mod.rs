@@ -130,10 +130,11 @@ impl InstallArgs {
             Agent::Claude => "CLAUDE_CONFIG_DIR",
             Agent::Codex => "CODEX_HOME",
         };
-        let dir = match std::env::var_os(var).filter(|v| !v.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => directories::BaseDirs::new()
-                .map(|d| d.home_dir().join(dir_name))
+        let workspaces = hookhost::config::env::workspaces_of(None);
+        let dir = match hookhost::config::env::path_var(var, &workspaces)? {
+            Some(dir) => dir,
+            None => hookhost::config::env::home_dir()
+                .map(|d| d.join(dir_name))
                 .ok_or("cannot find your home directory; pass `--file`")?,
         };
         Ok((dir.join(file_name), false))
@@ -148,7 +149,7 @@ impl InstallArgs {
         let exe = std::env::current_exe()
             .and_then(|p| p.canonicalize())
             .map_err(|e| format!("cannot find this program's path ({e}); pass `--command`"))?;
-        let on_path = std::env::var_os("PATH").and_then(|path| {
+        let on_path = hookhost::config::env::var("PATH").and_then(|path| {
             std::env::split_paths(&path)
                 .map(|dir| dir.join("hookhost"))
                 .find(|candidate| candidate.is_file())

@@ -174,8 +174,9 @@ impl CompileCache {
                 if let Err(notice) = judged {
                     tracing::warn!("{notice}");
                 }
-                directories::ProjectDirs::from("", "", "hookhost")
-                    .map(|d| d.cache_dir().join("wasm"))
+                crate::config::env::cache_base(&workspaces)
+                    .0
+                    .map(|d| d.join("hookhost").join("wasm"))
             }
         }
     }

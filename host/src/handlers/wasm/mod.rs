@@ -649,13 +649,16 @@ impl Sandbox {
     }
 }
 
-/// `HOOKHOST_MAX_PLUGIN_MB`, else [`DEFAULT_MAX_PLUGIN_BYTES`].
+/// `HOOKHOST_MAX_PLUGIN_MB` (1 to 4096), else [`DEFAULT_MAX_PLUGIN_BYTES`].
 fn max_plugin_bytes_from_env() -> u64 {
-    std::env::var("HOOKHOST_MAX_PLUGIN_MB")
-        .ok()
-        .and_then(|mb| mb.trim().parse::<u64>().ok())
-        .filter(|mb| *mb > 0)
-        .map_or(DEFAULT_MAX_PLUGIN_BYTES, |mb| mb.saturating_mul(1 << 20))
+    match crate::config::env::number("HOOKHOST_MAX_PLUGIN_MB", 1, 4096) {
+        Ok(Some(mb)) => mb << 20,
+        Ok(None) => DEFAULT_MAX_PLUGIN_BYTES,
+        Err(notice) => {
+            tracing::warn!("{notice}");
+            DEFAULT_MAX_PLUGIN_BYTES
+        }
+    }
 }
 
 /// The user's home directory, for `${home}` grants: config's, the one policy expands
@@ -671,7 +674,9 @@ fn home_dir() -> Option<&'static Path> {
 fn unpassable_env(live: &Live) -> impl Iterator<Item = String> + '_ {
     live.env
         .iter()
-        .filter(|name| std::env::var_os(name).is_some_and(|value| value.to_str().is_none()))
+        .filter(|name| {
+            crate::config::env::granted(name).is_some_and(|value| value.to_str().is_none())
+        })
         .map(|name| format!("env grant `{name}`: its value is not UTF-8; not passed"))
 }
 
@@ -679,6 +684,9 @@ fn unpassable_env(live: &Live) -> impl Iterator<Item = String> + '_ {
 fn env_values(live: &Live) -> Vec<(String, String)> {
     live.env
         .iter()
-        .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+        .filter_map(|name| {
+            let value = crate::config::env::granted(name)?.into_string().ok()?;
+            Some((name.clone(), value))
+        })
         .collect()
 }

@@ -424,3 +424,60 @@ fn a_dispatch_daemon_socket_bound_by_another_user_is_not_used() {
     let _ = squatter.kill();
     squatter.wait().unwrap();
 }
+
+/// Connects to the dispatch daemon's SOCKET, sends one request as a caller would (length,
+/// then the hook input) and prints what came back before the connection closed, as JSON.
+const DISPATCH_REQUEST: &str = r#"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+body = b'{"tool_name": "Bash", "tool_input": {"command": "ls"}}'
+answer = b""
+try:
+    s.sendall(struct.pack("<I", len(body)) + body)
+except OSError:
+    pass  # refused before the request was whole: closed already
+s.settimeout(60)
+while True:
+    try:
+        data = s.recv(65536)
+    except (ConnectionResetError, OSError):
+        break
+    if not data:
+        break
+    answer += data
+print(json.dumps({"connected": True, "answer": answer.decode("utf-8", "replace")}))
+"#;
+
+/// The dispatch daemon's server checks the peer's uid (`SO_PEERCRED`) on every
+/// connection, whatever the socket's mode: another uid, on a socket and directory opened
+/// to everyone, is refused unanswered and the refusal is logged; its own user is served.
+#[test]
+fn a_dispatch_daemon_answers_only_its_own_uid() {
+    use crate::dispatch_daemon::{
+        hook_parent, ls_via_daemon, parent_hook_config, start, with_daemon,
+    };
+    if !root_or_skip("a_dispatch_daemon_answers_only_its_own_uid") {
+        return;
+    }
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config());
+    let (socket, pid) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let daemons = shared_dir(&env, "daemons", 0o777);
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+
+    let seen = finished(as_nobody(DISPATCH_REQUEST, &[socket.to_str().unwrap()]));
+    assert_eq!(seen["connected"], true, "{seen}");
+    assert_eq!(seen["answer"], "", "another uid was answered: {seen}");
+    let log = std::fs::read_to_string(socket.with_extension("log")).unwrap();
+    assert!(
+        log.contains(&format!("refused a connection from uid {NOBODY}")),
+        "the refusal is not logged: {log}"
+    );
+
+    // Its own user is still served by the same daemon.
+    std::fs::set_permissions(&daemons, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run = ls_via_daemon(&env);
+    assert_eq!(hook_parent(&run), pid, "served by the daemon");
+    std::fs::remove_file(&socket).unwrap();
+}

@@ -4,6 +4,7 @@
 //! rule it attacks is removed.
 
 mod daemons;
+mod environment;
 mod files;
 mod grants;
 mod if_rule;

@@ -1,0 +1,305 @@
+//! The declared variables ([`VARIABLES`]) and the class of code-loading names
+//! ([`is_code_loading`]): what [`super`] reads, and what command hooks never inherit.
+
+/// What a variable decides, and so the rule it is read by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A place hookhost reads, writes or runs: judged by [`check_path`]; a refused value
+    /// is ignored (the default is used), with a notice.
+    Path,
+    /// The project of `dispatch`: it *is* the workspace (the path checks count it as one),
+    /// and its hooks still need its trust.
+    Workspace,
+    /// On or off, by exact values only.
+    Switch,
+    /// ASCII digits, within bounds; anything else is ignored with a notice.
+    Number,
+    /// Set by hookhost for its own children only: never read from the environment.
+    Internal,
+    /// Never read by hookhost (what it would choose comes from fixed places).
+    Ignored,
+    /// Read, deciding nothing a repository could turn against the user (log verbosity, a
+    /// daemon's key, `PATH` without its relative entries).
+    Passthrough,
+}
+
+/// A variable hookhost reads (or deliberately does not).
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// The variable's name, as the environment spells it.
+    pub name: &'static str,
+    /// What it decides, and so the rule it is read by.
+    pub kind: Kind,
+    /// The rule, as the README states it.
+    pub rule: &'static str,
+}
+
+const fn v(name: &'static str, kind: Kind, rule: &'static str) -> Variable {
+    Variable { name, kind, rule }
+}
+
+/// Every variable hookhost reads, and those it deliberately ignores. A read of a name not
+/// here panics in debug builds ([`read`]), and the generating tests set each of them into
+/// the repository (`host/tests/cli/attacks/environment.rs`).
+pub const VARIABLES: &[Variable] = &[
+    v(
+        "HOOKHOST_MANAGED_DIR",
+        Kind::Path,
+        "managed policy's directory, only where the system's does not exist",
+    ),
+    v("HOOKHOST_HOME", Kind::Path, "the user's config directory"),
+    v(
+        "HOOKHOST_DATA_DIR",
+        Kind::Path,
+        "session state, trust store, audit log, daemon sockets",
+    ),
+    v(
+        "HOOKHOST_AUDIT_LOG",
+        Kind::Path,
+        "the audit log; yields to a managed `auditLog`",
+    ),
+    v(
+        "HOOKHOST_CACHE_DIR",
+        Kind::Path,
+        "the compile cache (native code)",
+    ),
+    v(
+        "HOOKHOST_DEMO_PLUGINS",
+        Kind::Path,
+        "`hookhost demo` only: built example plugins",
+    ),
+    v(
+        "HOME",
+        Kind::Path,
+        "the home directory; else the password database's",
+    ),
+    v(
+        "XDG_CONFIG_HOME",
+        Kind::Path,
+        "the user's config base; else ~/.config",
+    ),
+    v(
+        "XDG_DATA_HOME",
+        Kind::Path,
+        "the data base; else ~/.local/share",
+    ),
+    v(
+        "XDG_CACHE_HOME",
+        Kind::Path,
+        "the cache base; else ~/.cache",
+    ),
+    v(
+        "XDG_RUNTIME_DIR",
+        Kind::Path,
+        "`hookhost serve`'s default socket directory",
+    ),
+    v(
+        "CLAUDE_CONFIG_DIR",
+        Kind::Path,
+        "`hookhost install`: Claude Code's settings directory",
+    ),
+    v(
+        "CODEX_HOME",
+        Kind::Path,
+        "`hookhost install`: Codex's settings directory",
+    ),
+    v(
+        "RUSTC",
+        Kind::Path,
+        "`hookhost demo` only: the compiler that builds the examples",
+    ),
+    v(
+        "CARGO",
+        Kind::Path,
+        "`hookhost demo` only: cargo, to build the examples",
+    ),
+    v(
+        "HOOKHOST_PROJECT_DIR",
+        Kind::Workspace,
+        "the project of `dispatch` without `--project`",
+    ),
+    v(
+        "CLAUDE_PROJECT_DIR",
+        Kind::Workspace,
+        "the project of `dispatch` without `--project`",
+    ),
+    v(
+        "HOOKHOST_TRUST_WORKSPACE",
+        Kind::Switch,
+        "exactly `1`; managed policy may forbid it",
+    ),
+    v(
+        "HOOKHOST_DISPATCH_DAEMON",
+        Kind::Switch,
+        "`off` (or anything but `auto`): no daemon; it can only turn the daemon off",
+    ),
+    v(
+        "HOOKHOST_STOP_BLOCK_CAP",
+        Kind::Number,
+        "digits; yields to a managed `stopBlockCap`",
+    ),
+    v("HOOKHOST_MAX_PLUGIN_MB", Kind::Number, "digits, 1 to 4096"),
+    v(
+        "HOOKHOST_DISPATCH_DAEMON_IDLE_SECS",
+        Kind::Number,
+        "digits, 1 to 86400",
+    ),
+    v(
+        "HOOKHOST_DISPATCH_DAEMON_SOCKET",
+        Kind::Internal,
+        "never read: a daemon gets its socket as its stdin",
+    ),
+    v(
+        "HOOKHOST_SESSION_ID",
+        Kind::Internal,
+        "set by hookhost for each command hook",
+    ),
+    v(
+        "HOOKHOST_EVENT",
+        Kind::Internal,
+        "set by hookhost for each command hook",
+    ),
+    v(
+        "HOOKHOST_ENV_FILE",
+        Kind::Internal,
+        "set by hookhost for a command hook that may write one",
+    ),
+    v(
+        "CLAUDE_CODE_SESSION_ID",
+        Kind::Internal,
+        "set by hookhost for each command hook",
+    ),
+    v(
+        "CLAUDE_ENV_FILE",
+        Kind::Passthrough,
+        "Claude Code's; hookhost's own env file replaces it",
+    ),
+    v(
+        "SSL_CERT_FILE",
+        Kind::Ignored,
+        "HTTP hooks trust the system's store at its fixed places and the Mozilla roots",
+    ),
+    v("SSL_CERT_DIR", Kind::Ignored, "as SSL_CERT_FILE"),
+    v("HTTPS_PROXY", Kind::Ignored, "HTTP hooks connect directly"),
+    v("HTTP_PROXY", Kind::Ignored, "HTTP hooks connect directly"),
+    v("ALL_PROXY", Kind::Ignored, "HTTP hooks connect directly"),
+    v("NO_PROXY", Kind::Ignored, "HTTP hooks connect directly"),
+    v("https_proxy", Kind::Ignored, "HTTP hooks connect directly"),
+    v("http_proxy", Kind::Ignored, "HTTP hooks connect directly"),
+    v("all_proxy", Kind::Ignored, "HTTP hooks connect directly"),
+    v(
+        "BASH_ENV",
+        Kind::Ignored,
+        "code-loading: never passed to command hooks",
+    ),
+    v(
+        "ENV",
+        Kind::Ignored,
+        "code-loading: never passed to command hooks",
+    ),
+    v(
+        "LD_PRELOAD",
+        Kind::Ignored,
+        "code-loading: never passed to command hooks",
+    ),
+    v(
+        "LD_LIBRARY_PATH",
+        Kind::Ignored,
+        "code-loading: never passed to command hooks",
+    ),
+    v(
+        "RUST_MIN_STACK",
+        Kind::Ignored,
+        "removed at start: threads' stacks are not the environment's",
+    ),
+    v("HOOKHOST_LOG", Kind::Passthrough, "log verbosity on stderr"),
+    v(
+        "RUST_BACKTRACE",
+        Kind::Passthrough,
+        "a backtrace after an internal error",
+    ),
+    v(
+        "TRACEPARENT",
+        Kind::Passthrough,
+        "set: no daemon (it differs on every call)",
+    ),
+    v(
+        "TRACESTATE",
+        Kind::Passthrough,
+        "set: no daemon (it differs on every call)",
+    ),
+    v(
+        "PATH",
+        Kind::Passthrough,
+        "programs of command hooks; relative entries dropped",
+    ),
+];
+
+/// Whether a variable named `name` can make a shell, the dynamic loader or an interpreter
+/// load or run code when a command hook starts. A rule over classes of names, so that a
+/// new interpreter's `…OPTIONS` or `…PATH` is covered without being named (compared
+/// without regard to case):
+///
+/// - a name with ASCII punctuation other than `_` (`BASH_FUNC_f%%`, `f()`): exported
+///   shell functions and anything a shell would not set (other bytes pass: a name that
+///   is not UTF-8 reaches hooks unchanged);
+/// - the dynamic loader's and the C library's: `LD_*`, `DYLD_*`, `GLIBC_*`, `MALLOC_*`;
+/// - shell functions and start-up: `BASH_FUNC_*`, `ENV`, `BASH_ENV`, `PS0`…`PS4`,
+///   `PROMPT_COMMAND`, `SHELLOPTS`, `BASHOPTS`, `IFS`, `ZDOTDIR`, `GLOBIGNORE`,
+///   `EXECIGNORE`, `INPUTRC`;
+/// - interpreters' start-up: `PYTHON*`, `PERL*`, `RUBY*`, and every name ending in `OPT`,
+///   `OPTS`, `OPTIONS`, `STARTUP`, `LIB`, `_INIT`, `_HOOKS`, `_CONF` or `PATH` (except
+///   `PATH` itself, which hookhost sets: absolute entries only);
+/// - programs that run programs: `GIT_*`, `NPM_CONFIG_*`, names ending in `_COMMAND` or
+///   `ASKPASS`, `EDITOR`, `VISUAL`, `PAGER`.
+///
+/// A hook that needs one sets it in its own command (`PYTHONPATH=lib python3 hook.py`).
+pub fn is_code_loading(name: &[u8]) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let n = upper.as_slice();
+    if n.is_empty() || n.iter().any(|b| b.is_ascii_punctuation() && *b != b'_') {
+        return true;
+    }
+    const PREFIXES: &[&str] = &[
+        "LD_",
+        "DYLD_",
+        "GLIBC_",
+        "MALLOC_",
+        "BASH_FUNC_",
+        "PYTHON",
+        "PERL",
+        "RUBY",
+        "GIT_",
+        "NPM_CONFIG_",
+    ];
+    const SUFFIXES: &[&str] = &[
+        "OPT", "OPTS", "OPTIONS", "STARTUP", "LIB", "_INIT", "_HOOKS", "_CONF", "PATH", "_COMMAND",
+        "ASKPASS",
+    ];
+    const NAMES: &[&str] = &[
+        "ENV",
+        "BASH_ENV",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "IFS",
+        "ZDOTDIR",
+        "GLOBIGNORE",
+        "EXECIGNORE",
+        "INPUTRC",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+    ];
+    if n == b"PATH" {
+        return false;
+    }
+    PREFIXES.iter().any(|p| n.starts_with(p.as_bytes()))
+        || SUFFIXES.iter().any(|s| n.ends_with(s.as_bytes()))
+        || NAMES.iter().any(|x| n == x.as_bytes())
+}

@@ -1,0 +1,279 @@
+//! Attacks: the environment (see attacks/mod.rs). Under Claude Code a project's
+//! `.claude/settings.json` `env` block reaches the `hookhost dispatch` it runs, so a
+//! repository can set any variable. Generated from the declaration of every variable the
+//! binary reads (`hookhost::config::env::VARIABLES`, which a unit test keeps complete by
+//! grepping the code): each is set to a path inside the repository and to hostile values
+//! (not UTF-8, with a newline, huge), and a managed deny must still deny, nothing the
+//! repository planted may be read, and nothing may be written into the repository.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hookhost::config::env::{Kind, VARIABLES};
+use serde_json::{Value, json};
+
+use crate::support::{TestEnv, bash_input, hooks, run_bytes};
+
+/// What a planted hook or policy would print if the repository's files were read.
+const PLANTED: &str = "PLANTED-BY-THE-REPOSITORY";
+
+/// The variables a `dispatch` reads whose refusal the outcome reports (the README's
+/// promise: "every outcome says so").
+const NOTICED_BY_DISPATCH: &[&str] = &[
+    "HOOKHOST_MANAGED_DIR",
+    "HOOKHOST_HOME",
+    "HOOKHOST_DATA_DIR",
+    "HOOKHOST_AUDIT_LOG",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+];
+
+/// The variables whose defaults derive from others: a test of one removes the others, so
+/// that the one under test decides (`HOOKHOST_HOME` would hide `XDG_CONFIG_HOME`).
+const SHADOWING: &[&str] = &["HOOKHOST_HOME", "HOOKHOST_DATA_DIR", "HOOKHOST_CACHE_DIR"];
+
+/// A repository with, under `planted/`, every file a variable could make hookhost read:
+/// managed policy and user config that would disable the deny or print [`PLANTED`] (at
+/// every depth a base directory adds), and a program named like the deny hook's helper.
+fn plant(env: &TestEnv) -> PathBuf {
+    let planted = env.project.join("planted");
+    let loud = hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": format!("echo '{{\"systemMessage\": \"{PLANTED}\"}}'")}]),
+    );
+    let mut disabling = loud.clone();
+    disabling["disableAllHooks"] = json!(true);
+    for dir in [
+        planted.clone(),
+        planted.join("hookhost"),
+        planted.join(".config/hookhost"),
+        planted.join(".local/share/hookhost"),
+    ] {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("managed.json"), disabling.to_string()).unwrap();
+        std::fs::write(dir.join("hooks.json"), loud.to_string()).unwrap();
+        // A trust store that would trust everything, were it believed.
+        std::fs::write(dir.join("trust.json"), "{}").unwrap();
+    }
+    planted
+}
+
+/// Every file under `dir`.
+fn files(dir: &Path) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            out.extend(files(&path));
+        }
+        out.insert(path);
+    }
+    out
+}
+
+/// `hookhost dispatch PreToolUse` of `rm -rf /` in `env` (with the dispatch daemon when
+/// `daemon`), `name` set
+/// to `value`, and the places that shadow it unset; `HOME` is a private directory unless
+/// it is the variable under test.
+fn dispatch(env: &TestEnv, name: &str, value: &OsString, daemon: bool) -> (i32, Value, String) {
+    let mut cmd: Command = env.command();
+    cmd.args(["dispatch", "PreToolUse"])
+        .env(
+            "HOOKHOST_DISPATCH_DAEMON",
+            if daemon { "auto" } else { "off" },
+        )
+        .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "1")
+        .env("HOME", env.data.join("home"));
+    for shadow in SHADOWING {
+        if *shadow != name {
+            cmd.env_remove(shadow);
+        }
+    }
+    for xdg in ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"] {
+        cmd.env_remove(xdg);
+    }
+    cmd.env(name, value);
+    let run = run_bytes(&mut cmd, bash_input("rm -rf /").to_string().as_bytes());
+    let out = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    (run.code, out, cut(&run.stderr))
+}
+
+#[test]
+fn no_variable_set_by_the_repository_lifts_a_managed_deny() {
+    let deny = hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo 'managed says no' >&2; exit 2"}]),
+    );
+    let mut checked = 0;
+    for variable in VARIABLES {
+        let env = TestEnv::new();
+        std::fs::create_dir_all(env.data.join("home")).unwrap();
+        let planted = plant(&env);
+        // The managed directory is itself under test: then the deny is the project's
+        // (trusted for this run), and planted managed policy would disable it.
+        if variable.name == "HOOKHOST_MANAGED_DIR" {
+            env.project_hooks(deny.clone());
+        } else {
+            env.managed(deny.clone());
+        }
+        let values: Vec<(&str, OsString)> = vec![
+            (
+                "a path inside the repository",
+                planted.clone().into_os_string(),
+            ),
+            ("a relative path", OsString::from("planted")),
+            ("bytes that are not UTF-8", {
+                let mut bytes = planted.clone().into_os_string().into_vec();
+                bytes.extend_from_slice(b"/\xff\xfe");
+                OsString::from_vec(bytes)
+            }),
+            (
+                "a newline",
+                OsString::from(format!("/nowhere\n{}", planted.display())),
+            ),
+            ("a huge value", OsString::from("/x".repeat(60_000))),
+            // The smallest number: a thread stack of one byte, a cap of one block.
+            ("the number 1", OsString::from("1")),
+        ];
+        for (i, (what, value)) in values.iter().enumerate() {
+            let before = files(&env.project);
+            // The path inside the repository: twice with the dispatch daemon (the first
+            // call starts one for this environment, the second may be answered by it).
+            // The hostile values: once, with the daemon only for the daemon's variables
+            // (starting a daemon per value would cost the suite minutes).
+            let calls: &[&str] = if i == 0 {
+                &["first", "second"]
+            } else {
+                &["only"]
+            };
+            let daemon = i == 0 || variable.name.contains("DISPATCH_DAEMON");
+            for call in calls {
+                let (code, out, stderr) = dispatch(&env, variable.name, value, daemon);
+                let context = format!("{} set to {what} ({call} call)", variable.name);
+                assert_eq!(code, 0, "{context}: {stderr}");
+                assert_eq!(
+                    out["decision"],
+                    "deny",
+                    "{context}: {} {stderr}",
+                    cut(&out.to_string())
+                );
+                assert!(
+                    !out.to_string().contains(PLANTED) && !stderr.contains(PLANTED),
+                    "{context}: a planted file was read: {}",
+                    cut(&out.to_string())
+                );
+                if *what == "a path inside the repository"
+                    && NOTICED_BY_DISPATCH.contains(&variable.name)
+                {
+                    let notices = out["notices"].to_string();
+                    assert!(
+                        notices.contains(variable.name) && notices.contains("is ignored"),
+                        "{context}: no notice: {}",
+                        cut(&notices)
+                    );
+                }
+            }
+            let written: Vec<_> = files(&env.project).difference(&before).cloned().collect();
+            assert!(
+                written.is_empty(),
+                "{} set to {what}: hookhost wrote into the repository: {written:?}",
+                variable.name
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, VARIABLES.len());
+    assert!(
+        VARIABLES.iter().any(|v| v.kind == Kind::Internal),
+        "the internal variables are part of the class"
+    );
+}
+
+/// The attack this file began with: `HOOKHOST_DISPATCH_DAEMON_SOCKET` made `hookhost
+/// dispatch` a daemon that answered nothing. Whatever it names, the dispatch answers.
+#[test]
+fn the_daemons_socket_variable_makes_no_daemon() {
+    let env = TestEnv::new();
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo 'managed says no' >&2; exit 2"}]),
+    ));
+    let socket = env.data.join("elsewhere.sock");
+    for daemon in ["off", "auto"] {
+        let run = run_bytes(
+            env.command()
+                .args(["dispatch", "PreToolUse"])
+                .env("HOOKHOST_DISPATCH_DAEMON", daemon)
+                .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "1")
+                .env("HOOKHOST_DISPATCH_DAEMON_SOCKET", &socket),
+            bash_input("rm -rf /").to_string().as_bytes(),
+        );
+        assert_eq!(run.json()["decision"], "deny", "{daemon}: {}", run.stderr);
+        assert!(
+            !socket.exists(),
+            "{daemon}: a socket was bound where the variable said"
+        );
+    }
+}
+
+/// At most 2,000 characters of `text`, for failure messages (values may be huge).
+fn cut(text: &str) -> String {
+    text.chars().take(2_000).collect()
+}
+
+/// Command hooks start without any variable that makes a shell, the loader or an
+/// interpreter load code (a class, `config::env::is_code_loading`), even under a managed
+/// hook: a repository's `BASH_ENV` must not run its script in every hook's shell.
+#[test]
+fn command_hooks_get_no_code_loading_variables() {
+    let env = TestEnv::new();
+    let dump = env.data.join("environ");
+    let ran = env.project.join("bash-env-ran");
+    let script = env.write("startup.sh", &format!("touch '{}'\n", ran.display()));
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "command", "shell": "bash", "command": format!("cat /proc/$$/environ > '{}'; echo no >&2; exit 2", dump.display())}
+        ]),
+    ));
+    let loading = [
+        ("BASH_ENV", script.display().to_string()),
+        ("ENV", script.display().to_string()),
+        ("BASH_FUNC_echo%%", "() { touch /tmp/never; }".to_string()),
+        (
+            "LD_PRELOAD",
+            env.project.join("evil.so").display().to_string(),
+        ),
+        ("NODE_OPTIONS", "--require ./evil.js".to_string()),
+        ("PYTHONSTARTUP", "evil.py".to_string()),
+        ("PERL5OPT", "-Mevil".to_string()),
+        ("PROMPT_COMMAND", "touch x".to_string()),
+        ("SOMELANG_OPTIONS", "--load evil".to_string()),
+    ];
+    let mut cmd = env.command();
+    cmd.args(["dispatch", "PreToolUse"])
+        .env("KEPT_PLAIN", "yes");
+    for (name, value) in &loading {
+        cmd.env(name, value);
+    }
+    let run = run_bytes(&mut cmd, bash_input("ls").to_string().as_bytes());
+    assert_eq!(run.json()["decision"], "deny", "{}", cut(&run.stderr));
+    let seen = String::from_utf8_lossy(&std::fs::read(&dump).unwrap()).into_owned();
+    let names: Vec<&str> = seen
+        .split('\0')
+        .filter_map(|kv| kv.split('=').next())
+        .collect();
+    assert!(names.contains(&"KEPT_PLAIN"), "{names:?}");
+    for (name, _) in &loading {
+        assert!(!names.contains(name), "{name} reached the hook");
+    }
+    assert!(!ran.exists(), "BASH_ENV ran in the hook's shell");
+}
