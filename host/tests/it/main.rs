@@ -4,7 +4,9 @@ mod allowlist;
 mod demo;
 mod hostile;
 mod lang;
+mod places;
 mod raw;
+mod readers;
 mod response_props;
 #[path = "../common/skip.rs"]
 mod skip;
