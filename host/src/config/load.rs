@@ -419,7 +419,7 @@ mod tests {
             loaded.failed[0]
                 .error
                 .message
-                .contains("managed policy file refused: other users can write it"),
+                .contains("managed policy file refused: its group and other users can write it"),
             "{:?}",
             loaded.failed
         );

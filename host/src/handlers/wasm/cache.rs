@@ -42,9 +42,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::config::file::{
-    FileError, FileStamp, Owners, Rule, effective_uid, open_regular, read_regular,
-};
+use crate::config::file::{FileError, FileStamp, Owners, Rule, open_regular, read_regular};
 use crate::session::write_atomically;
 
 use super::cache_key::{CacheKey, MAX_RECORD_BYTES};
