@@ -18,7 +18,10 @@ use crate::policy::{self, Policy, ResolveOptions};
 use crate::session::{MemoryStore, SessionStore};
 use crate::trust::{self, WorkspaceTrust};
 
+mod places;
 mod reload;
+
+pub use places::{HostFiles, host_owned_places};
 
 pub use reload::SourcesFingerprint;
 use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};
@@ -33,6 +36,7 @@ pub fn resolve_options(sources: &SourceOptions) -> ResolveOptions {
         home_dir: sources.home_dir.clone(),
         uid: config::file::effective_uid(),
         real_path: policy::ceiling::RealPath(config::file::real_path),
+        host_places: host_owned_places(sources, &HostFiles::default()),
         ..ResolveOptions::default()
     }
 }
@@ -246,9 +250,19 @@ impl HostBuilder {
         let sources = self.sources;
         let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
         loaded.notices.extend(self.env_notices);
+        let trust_store = match &self.trust {
+            WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) => Some(store),
+            _ => None,
+        };
+        let files = HostFiles {
+            trust_store: trust_store.map(PathBuf::as_path),
+            audit_log: self.audit.as_deref(),
+            session_files: self.session_files.as_deref(),
+        };
         let options = ResolveOptions {
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
+            host_places: host_owned_places(&sources, &files),
             ..resolve_options(&sources)
         };
         let resolve = |loaded: LoadedConfig| {

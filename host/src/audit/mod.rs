@@ -40,6 +40,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::file::effective_uid;
+
+/// The largest log `hookhost audit` reads: 1 GiB (rotate the log by moving it away).
+pub const READ_CAP: u64 = 1 << 30;
 use crate::handlers::Invocation;
 use crate::outcome::Outcome;
 
@@ -102,15 +105,15 @@ impl Drop for Flock<'_> {
 
 /// Why a directory may not hold the log, if it may not.
 fn unsafe_dir(meta: &std::fs::Metadata) -> Option<String> {
+    use crate::config::file::Rule;
     let uid = effective_uid();
-    if meta.uid() != uid && meta.uid() != 0 {
+    if Rule::Holder.owner_refusal(meta).is_some() {
         return Some(format!(
             "its directory belongs to uid {}, not to this user (uid {uid}) or root",
             meta.uid()
         ));
     }
-    let sticky = meta.mode() & libc::S_ISVTX != 0;
-    if meta.mode() & 0o022 != 0 && !sticky {
+    if Rule::Holder.mode_exceeds(meta) {
         return Some(format!(
             "its directory is writable by other users (mode {:o}), who could replace the log",
             meta.mode() & 0o7777
@@ -127,14 +130,16 @@ fn unsafe_file(meta: &std::fs::Metadata) -> Option<String> {
             crate::config::file::kind_name(meta)
         ));
     }
+    use crate::config::file::{Owners, Rule};
     let uid = effective_uid();
-    if meta.uid() != uid {
+    let rule = Rule::Believed(Owners::Me);
+    if rule.owner_refusal(meta).is_some() {
         return Some(format!(
             "it belongs to uid {}, not to this user (uid {uid})",
             meta.uid()
         ));
     }
-    if meta.mode() & 0o022 != 0 {
+    if rule.mode_exceeds(meta) {
         return Some(format!(
             "it is writable by other users (mode {:o})",
             meta.mode() & 0o7777
@@ -310,13 +315,20 @@ impl AuditLog {
     ///
     /// The file cannot be read.
     pub fn read(&self) -> Result<Vec<Result<Value, String>>, String> {
-        let file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        use crate::config::file::{FileError, Open, Owners, Rule, open_checked};
+        use std::io::Read;
+        // The one reader: a regular file (a FIFO swapped in is refused, not waited on),
+        // this user's and writable by no one else (as the writer requires), at most the
+        // cap (rotate a larger log by moving it away).
+        let how = Open::read(READ_CAP).rule(Rule::Believed(Owners::Me));
+        let file = match open_checked(&self.path, &how) {
+            Ok((f, _)) => f,
+            Err(FileError::NotFound) => return Ok(Vec::new()),
             Err(e) => return Err(format!("cannot read `{}`: {e}", self.path.display())),
         };
         let mut entries = Vec::new();
-        for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let limited = std::io::BufReader::new(file.take(READ_CAP));
+        for (n, line) in limited.lines().enumerate() {
             let line = line.map_err(|e| format!("cannot read `{}`: {e}", self.path.display()))?;
             if line.trim().is_empty() {
                 continue;

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use hookhost::Host;
 use serde_json::Value;
 
-use super::{SourceArgs, one_shot_runtime};
+use super::{SourceArgs, one_shot};
 
 /// What `dispatch` prints.
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
@@ -74,9 +74,9 @@ impl Printed {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let stdin = read_stdin()?;
-    let printed = one_shot_runtime()?.block_on(dispatch_stdin(&args, &stdin, |project| {
+    let printed = one_shot(dispatch_stdin(&args, &stdin, |project| {
         args.sources.host_for(project)
-    }));
+    }))?;
     // The hooks ran and the audit line is written: a reader that went away changes
     // nothing, so a closed stdout or stderr is not an error here.
     {
@@ -289,6 +289,6 @@ pub fn run_async(args: RunAsyncArgs) -> Result<ExitCode, String> {
         ));
     }
     let host = args.sources.host()?;
-    one_shot_runtime()?.block_on(host.dispatcher().run_async_job(&job))?;
+    one_shot(host.dispatcher().run_async_job(&job))??;
     Ok(ExitCode::SUCCESS)
 }

@@ -224,11 +224,20 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// lives for a single dispatch. Hooks still run concurrently: command and HTTP hooks are
 /// I/O the one thread multiplexes, and wasm hooks run on fibers that yield to the others
 /// at every epoch tick.
-fn one_shot_runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
+///
+/// [`one_shot`] is the only way in: it runs the future, then lets go of the runtime
+/// without waiting for its blocking threads (`shutdown_background`). A blocking call that
+/// never returns (an open of a FIFO swapped into a granted path, a read of a device) can
+/// outlive its hook's deadline inside a `spawn_blocking` thread; dropping the runtime
+/// would join that thread and hang the process for ever after the hook timed out.
+fn one_shot<F: std::future::Future>(future: F) -> Result<F::Output, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let output = runtime.block_on(future);
+    runtime.shutdown_background();
+    Ok(output)
 }
 
 /// The wasm sandbox of a command that runs each plugin once or twice (`dispatch`,
@@ -307,5 +316,29 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Audit(args) => audit::run(args),
         Command::Keygen(args) => signing::keygen(args),
         Command::RunAsync(args) => dispatch::run_async(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The one-shot runtime does not wait for a blocking thread that never returns (an
+    /// open of a FIFO with no writer): the hook's deadline ends the future, and the
+    /// process is not held by the stuck thread. Without `shutdown_background` this test
+    /// never ends.
+    #[test]
+    fn the_one_shot_runtime_does_not_wait_for_a_stuck_blocking_thread() {
+        let (keep, stuck) = std::sync::mpsc::channel::<()>();
+        let out = super::one_shot(async move {
+            let blocked = tokio::task::spawn_blocking(move || stuck.recv());
+            tokio::time::timeout(std::time::Duration::from_millis(10), blocked)
+                .await
+                .is_err()
+        })
+        .unwrap();
+        assert!(
+            out,
+            "the blocking thread was expected to outlive the deadline"
+        );
+        drop(keep);
     }
 }

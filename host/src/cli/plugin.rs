@@ -391,11 +391,15 @@ pub fn test_plugin(
         .ok_or_else(|| format!("unknown event `{event}`; `hookhost events` lists them"))?;
     let invocation = Invocation::new(spec.clone(), input, project_dir)
         .ok_or("the input must be a JSON object")?;
+    // No grant reaches a place hookhost owns here either (`host_owned_places`).
+    let sources = hookhost::config::SourceOptions::from_env(project_dir.into(), Vec::new());
+    let places = std::sync::Arc::new(hookhost::host_owned_places(&sources, &Default::default()));
+    let governed = runtime.call_governed(call, &invocation, None, None, &places);
     let PluginRun {
         run,
         output_json,
         warnings,
-    } = super::one_shot_runtime()?.block_on(runtime.call(call, &invocation));
+    } = super::one_shot(governed)?;
     let (status, failure, message, blocking_error) = match &run.verdict {
         Verdict::Answer(answer) => ("ok", None, None, answer.blocking_error.clone()),
         Verdict::Failed(f) => (

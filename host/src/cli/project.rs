@@ -65,7 +65,7 @@ pub fn find(explicit: Option<&Path>, input_cwd: Option<&str>) -> Result<PathBuf,
             .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     // The common case, a `.hookhost/` right there, needs no walk and no home directory.
-    if start.join(".hookhost").is_dir() {
+    if is_marker(&start) {
         return Ok(start);
     }
     let home = hookhost::config::env::home_dir().and_then(|d| d.canonicalize().ok());
@@ -82,11 +82,18 @@ fn absolute_from(value: OsString, working: impl FnOnce() -> Option<PathBuf>) -> 
     }
 }
 
+/// Whether `dir` holds a `.hookhost/` that marks a project: a real directory, judged by
+/// `lstat` (no open, so a FIFO there cannot block), not a symlink (a repository's
+/// `.hookhost` pointing at the user's config or anywhere else marks nothing).
+fn is_marker(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".hookhost")).is_ok_and(|m| m.is_dir())
+}
+
 /// The directory at or above `start` that holds a `.hookhost/`, under the rules of the
 /// module docs; `None` when there is none. `start` itself is returned as given (so its
 /// hooks see the path the agent used); an ancestor is returned canonical.
 pub fn nearest_project(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    if start.join(".hookhost").is_dir() {
+    if is_marker(start) {
         return Some(start.to_path_buf());
     }
     let canonical = start.canonicalize().ok()?;
@@ -100,7 +107,7 @@ pub fn nearest_project(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
         if at_boundary {
             return None;
         }
-        if let Ok(meta) = std::fs::metadata(parent.join(".hookhost"))
+        if let Ok(meta) = std::fs::symlink_metadata(parent.join(".hookhost"))
             && meta.is_dir()
             && (meta.uid() == me || meta.uid() == 0)
         {
@@ -154,6 +161,25 @@ mod tests {
         let deep = base.join("a/b");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::write(base.join("a/.hookhost"), "not a dir").unwrap();
+        assert_eq!(nearest_project(&deep, Some(&base)), None);
+    }
+
+    #[test]
+    fn a_symlink_or_a_fifo_named_hookhost_is_not_a_project() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let deep = base.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(base.join("elsewhere")).unwrap();
+        // A symlink to a real directory, above and at the start.
+        std::os::unix::fs::symlink(base.join("elsewhere"), base.join("a/.hookhost")).unwrap();
+        assert_eq!(nearest_project(&deep, Some(&base)), None);
+        assert_eq!(nearest_project(&base.join("a"), Some(&base)), None);
+        // A FIFO: judged without opening it, so nothing blocks.
+        let fifo = deep.join(".hookhost");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert_eq!(nearest_project(&deep, Some(&base)), None);
     }
 }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use sha2::{Digest, Sha256};
 
+use hookhost::config::file::{FileError, PLUGIN_CAP, read_regular};
 use hookhost::config::schema::RawAllowEntry;
 use hookhost::policy::allowlist::{
     PluginAllowlist, parse_signing_key, sign_digest, signature_path,
@@ -94,16 +95,23 @@ fn shown(path: &Path) -> String {
     hookhost::text::escape(&path.display().to_string()).into_owned()
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {what} `{}`: {e}", path.display()))
+/// The most bytes read from a key or a signature file (64 bytes in hex or base64).
+const KEY_CAP: u64 = 4096;
+
+/// Reads `path` through the one reader ([`hookhost::config::file::read_regular`]): a
+/// regular file of at most `cap` bytes, never a FIFO waited on.
+fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>, String> {
+    hookhost::config::file::read_regular(path, cap)
+        .map(|(bytes, _)| bytes)
+        .map_err(|e| format!("cannot read {what} `{}`: {e}", path.display()))
 }
 
 pub fn sign(args: SignArgs) -> Result<ExitCode, String> {
-    let key_text = read(&args.key, "the key")?;
+    let key_text = read(&args.key, "the key", KEY_CAP)?;
     let key = parse_signing_key(&key_text)
         .map_err(|e| format!("`{}` is not a private key: {e}", args.key.display()))?;
     // Sign the digest of the bytes read here, once.
-    let bytes = read(&args.plugin, "the plugin")?;
+    let bytes = read(&args.plugin, "the plugin", PLUGIN_CAP)?;
     let digest = hex::encode(Sha256::digest(&bytes));
     let signature = sign_digest(&key, &digest)?;
     let sig_path = signature_path(&args.plugin);
@@ -118,8 +126,8 @@ pub fn sign(args: SignArgs) -> Result<ExitCode, String> {
 }
 
 pub fn verify(args: VerifyArgs) -> Result<ExitCode, String> {
-    let key = match std::fs::read_to_string(&args.key) {
-        Ok(text) => text.trim().to_string(),
+    let key = match read_regular(Path::new(&args.key), KEY_CAP) {
+        Ok((bytes, _)) => String::from_utf8_lossy(&bytes).trim().to_string(),
         Err(_) => args.key.clone(),
     };
     let entry = RawAllowEntry {
@@ -130,11 +138,11 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode, String> {
     if let Some((_, _, message)) = errors.into_iter().next() {
         return Err(format!("--key: {message}"));
     }
-    let bytes = read(&args.plugin, "the plugin")?;
+    let bytes = read(&args.plugin, "the plugin", PLUGIN_CAP)?;
     let digest = hex::encode(Sha256::digest(&bytes));
-    let sig = match std::fs::read(signature_path(&args.plugin)) {
-        Ok(b) => Some(Ok(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    let sig = match read_regular(&signature_path(&args.plugin), KEY_CAP) {
+        Ok((b, _)) => Some(Ok(b)),
+        Err(FileError::NotFound) => None,
         Err(e) => Some(Err(e.to_string())),
     };
     match list.admit(&args.plugin, &digest, sig) {

@@ -1,12 +1,19 @@
-//! Reading files the host does not control — config sources from a repository, plugin
-//! files, signatures, the trust store — so that no file can hang, flood or fool it.
+//! The one reader of the host: every file hookhost reads (config sources, managed policy,
+//! plugin files and their signatures, the trust store, session and env files, the compile
+//! cache, the audit log for `hookhost audit`, agent settings for `install`) is opened by
+//! [`open_checked`] (or its shorthands [`open_regular`], [`read_regular`],
+//! [`sha256_regular`]), so that no file can hang, flood or fool it. A test
+//! (`tests::every_open_goes_through_the_one_reader`) greps the sources and fails on any
+//! other open that is not in its commented allow-table.
 //!
 //! A repository can carry a symlink to `/dev/zero`, `/dev/tty` or a FIFO where a config
-//! file or a plugin is expected. Every such read therefore goes through [`open_regular`]
-//! or [`read_regular`]: the file is opened with `O_NONBLOCK` (opening a FIFO with no
-//! writer, or a terminal, returns at once instead of blocking), the *opened* file's type
-//! is checked (not the path's, which could change between a check and the open), only a
-//! regular file is accepted, and no more than a cap of bytes is ever read from it.
+//! file or a plugin is expected, and a plugin granted a directory can swap a FIFO into it.
+//! So the file is opened with `O_NONBLOCK` (opening a FIFO with no writer, or a terminal,
+//! returns at once instead of blocking) and `O_NOCTTY`, without following a symlink where
+//! the caller says so ([`Open::no_follow`]: state the host keeps, and project files), the
+//! *opened* file's type is checked (not the path's, which could change between a check
+//! and the open), only a regular file is accepted, it is held to one owner and mode rule
+//! ([`Rule`]) where the caller believes it, and no more than a cap of bytes is ever read.
 
 use std::fs::{File, Metadata};
 use std::io::Read;
@@ -37,6 +44,12 @@ pub enum FileError {
         /// The cap.
         cap: u64,
     },
+    /// The path is a symlink and the reader does not follow one here.
+    #[error("it is a symlink, which is not followed here")]
+    Symlink,
+    /// The owner or the mode of the file fails the [`Rule`] it is held to.
+    #[error("{0}")]
+    Unsafe(String),
     /// The open or the read failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -72,45 +85,270 @@ pub fn kind_name(meta: &Metadata) -> &'static str {
     }
 }
 
-/// Opens `path` for reading if it is a regular file of at most `cap` bytes: without
-/// blocking (a FIFO or a terminal is refused, not waited on), without making a terminal
-/// the process's controlling terminal, and checking the opened file, not the path.
+/// Who may own a file that is believed ([`Rule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owners {
+    /// This user (the effective uid).
+    Me,
+    /// Root.
+    Root,
+    /// This user or root.
+    MeOrRoot,
+}
+
+impl Owners {
+    fn uids(self) -> Vec<u32> {
+        match self {
+            Owners::Me => vec![effective_uid()],
+            Owners::Root => vec![0],
+            Owners::MeOrRoot => vec![effective_uid(), 0],
+        }
+    }
+}
+
+/// The one owner and mode rule of the host, with its named levels. Before it there were
+/// three unrelated checks (`0o002` for managed policy, `0o022` for the trust store, the
+/// cache and the audit log, `0o077` for session state and keys); they are levels of one
+/// rule because they answer two different questions:
+///
+/// - [`Rule::Believed`] — *can anyone else change it?* For what decides what runs or what
+///   is trusted (managed policy, the trust store, compile-cache records, the audit log):
+///   owned by the listed owners, and writable by neither group nor others (`0o022`).
+///   Managed policy used to allow a group-writable file (`0o002`); a group that can write
+///   it can give itself any hook, so it is held to the same level now.
+/// - [`Rule::Private`] — *can anyone else read it?* For this user's secrets (session state,
+///   env files, the compile cache's key, the daemon's place): owned by this user, with no
+///   group or other bits at all (`0o077`). The host's own private files are narrowed to
+///   0600/0700 when wider ([`Rule::mode_exceeds`]), not refused.
+/// - [`Rule::Holder`] — a directory that only *holds* files, each opened by name without
+///   following a symlink and judged on its own (the audit log's, a socket's): owned by
+///   this user or root, writable by others only when sticky (others cannot then replace
+///   or remove what they do not own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Owned by these owners, writable by no one else.
+    Believed(Owners),
+    /// This user's, readable and writable by no one else.
+    Private,
+    /// A directory of this user or root, not writable by others unless sticky.
+    Holder,
+}
+
+impl Rule {
+    /// The mode bits this level forbids.
+    pub fn forbidden_bits(self) -> u32 {
+        match self {
+            Rule::Believed(_) | Rule::Holder => 0o022,
+            Rule::Private => 0o077,
+        }
+    }
+
+    fn owners(self) -> Owners {
+        match self {
+            Rule::Believed(owners) => owners,
+            Rule::Private => Owners::Me,
+            Rule::Holder => Owners::MeOrRoot,
+        }
+    }
+
+    /// Why the owner of `meta` fails this rule, if it does.
+    pub fn owner_refusal(self, meta: &Metadata) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let owners = self.owners().uids();
+        (!owners.contains(&meta.uid())).then(|| {
+            format!(
+                "it is owned by uid {}, not by {}",
+                meta.uid(),
+                owners
+                    .iter()
+                    .map(|u| format!("uid {u}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )
+        })
+    }
+
+    /// Whether the mode of `meta` has bits this rule forbids (a sticky directory passes
+    /// [`Rule::Holder`]).
+    pub fn mode_exceeds(self, meta: &Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let sticky = meta.is_dir() && meta.mode() & libc::S_ISVTX != 0;
+        meta.mode() & self.forbidden_bits() != 0 && !(self == Rule::Holder && sticky)
+    }
+
+    /// Why `meta` fails this rule (owner first, then mode), if it does.
+    pub fn judge(self, meta: &Metadata) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(why) = self.owner_refusal(meta) {
+            return Some(why);
+        }
+        if !self.mode_exceeds(meta) {
+            return None;
+        }
+        let bits = meta.mode() & self.forbidden_bits();
+        let verb = if self == Rule::Private {
+            "can read or write"
+        } else {
+            "can write"
+        };
+        let who = match (bits & 0o070 != 0, bits & 0o007 != 0) {
+            (true, true) => "its group and other users",
+            (true, false) => "its group",
+            _ => "other users",
+        };
+        Some(format!("{who} {verb} it (mode {:o})", meta.mode() & 0o7777))
+    }
+}
+
+/// How [`open_checked`] opens a file: the size cap, whether a symlink is followed, the
+/// directory handle the path is relative to, read or read-write, and the [`Rule`] the
+/// opened file is held to.
+#[derive(Debug, Clone, Copy)]
+pub struct Open<'a> {
+    cap: u64,
+    follow: bool,
+    dir: Option<&'a File>,
+    access: Access,
+    rule: Option<Rule>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    ReadWrite,
+    Create(u32),
+}
+
+impl Open<'static> {
+    /// Read-only, following symlinks, at most `cap` bytes, any owner.
+    pub fn read(cap: u64) -> Open<'static> {
+        Open {
+            cap,
+            follow: true,
+            dir: None,
+            access: Access::Read,
+            rule: None,
+        }
+    }
+}
+
+impl<'a> Open<'a> {
+    /// A symlink at the path is refused ([`FileError::Symlink`]), not followed.
+    pub fn no_follow(self) -> Open<'a> {
+        Open {
+            follow: false,
+            ..self
+        }
+    }
+
+    /// The path is relative to the open directory `dir` (`openat`).
+    pub fn at<'b>(self, dir: &'b File) -> Open<'b> {
+        Open {
+            dir: Some(dir),
+            cap: self.cap,
+            follow: self.follow,
+            access: self.access,
+            rule: self.rule,
+        }
+    }
+
+    /// Read-write; created with `mode` when absent if `create` is `Some(mode)`.
+    pub fn write(self, create: Option<u32>) -> Open<'a> {
+        Open {
+            access: create.map_or(Access::ReadWrite, Access::Create),
+            ..self
+        }
+    }
+
+    /// The opened file must pass `rule` ([`FileError::Unsafe`] otherwise).
+    pub fn rule(self, rule: Rule) -> Open<'a> {
+        Open {
+            rule: Some(rule),
+            ..self
+        }
+    }
+}
+
+/// The one reader's open: `path` as `how` says, without blocking (a FIFO or a terminal
+/// is refused, not waited on), without making a terminal the controlling terminal, and
+/// checking the opened file, not the path: a regular file, of at most the cap, passing
+/// the rule.
 ///
 /// # Errors
 ///
-/// [`FileError::NotFound`], [`FileError::NotRegular`], [`FileError::TooLarge`], or the
-/// I/O error of the open.
-pub fn open_regular(path: &Path, cap: u64) -> Result<(File, Metadata), FileError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => FileError::NotFound,
+/// [`FileError::NotFound`], [`FileError::Symlink`], [`FileError::NotRegular`],
+/// [`FileError::Unsafe`], [`FileError::TooLarge`], or the I/O error of the open.
+pub fn open_checked(path: &Path, how: &Open<'_>) -> Result<(File, Metadata), FileError> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    if !how.follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let mode: libc::c_uint = match how.access {
+        Access::Read => 0,
+        Access::ReadWrite => {
+            flags |= libc::O_RDWR;
+            0
+        }
+        Access::Create(mode) => {
+            flags |= libc::O_RDWR | libc::O_CREAT;
+            mode
+        }
+    };
+    let dir = how.dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
+    // SAFETY: `name` is NUL-terminated and `dir` an open directory or AT_FDCWD; openat
+    // returns a new descriptor or -1.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags, mode) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOENT) => FileError::NotFound,
+            Some(libc::ELOOP) if !how.follow => FileError::Symlink,
+            // A FIFO opened for writing with no reader, or a device without its peer.
+            Some(libc::ENXIO) => FileError::NotRegular("a FIFO or a device"),
             _ => FileError::Io(e),
-        })?;
+        });
+    }
+    // SAFETY: `fd` was just returned by openat and is owned by nothing else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(FileError::NotRegular(kind_name(&meta)));
     }
-    if meta.len() > cap {
+    if let Some(why) = how.rule.and_then(|rule| rule.judge(&meta)) {
+        return Err(FileError::Unsafe(why));
+    }
+    if meta.len() > how.cap {
         return Err(FileError::TooLarge {
             size: meta.len(),
-            cap,
+            cap: how.cap,
         });
     }
     Ok((file, meta))
 }
 
-/// Reads the regular file at `path`, at most `cap` bytes (see [`open_regular`]); a file
-/// that grows past the cap while it is read is refused too.
+/// Opens `path` for reading if it is a regular file of at most `cap` bytes
+/// ([`open_checked`] with [`Open::read`]).
 ///
 /// # Errors
 ///
-/// As [`open_regular`], or the I/O error of the read.
-pub fn read_regular(path: &Path, cap: u64) -> Result<(Vec<u8>, Metadata), FileError> {
-    let (file, meta) = open_regular(path, cap)?;
+/// As [`open_checked`].
+pub fn open_regular(path: &Path, cap: u64) -> Result<(File, Metadata), FileError> {
+    open_checked(path, &Open::read(cap))
+}
+
+/// Reads what [`open_checked`] opened, at most the cap; a file that grows past the cap
+/// while it is read is refused too.
+///
+/// # Errors
+///
+/// As [`open_checked`], or the I/O error of the read.
+pub fn read_checked(path: &Path, how: &Open<'_>) -> Result<(Vec<u8>, Metadata), FileError> {
+    let (file, meta) = open_checked(path, how)?;
+    let cap = how.cap;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
@@ -120,6 +358,16 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<(Vec<u8>, Metadata), FileEr
         });
     }
     Ok((bytes, meta))
+}
+
+/// Reads the regular file at `path`, at most `cap` bytes (see [`open_regular`]); a file
+/// that grows past the cap while it is read is refused too.
+///
+/// # Errors
+///
+/// As [`open_regular`], or the I/O error of the read.
+pub fn read_regular(path: &Path, cap: u64) -> Result<(Vec<u8>, Metadata), FileError> {
+    read_checked(path, &Open::read(cap))
 }
 
 /// The sha256 (lowercase hex) of the regular file at `path`, streamed from the opened
@@ -217,41 +465,6 @@ impl std::fmt::Display for FileStamp {
     }
 }
 
-/// Why a file or directory that decides security (the trust store, managed policy) is
-/// not to be believed: owned by a user other than `owners` allows, or writable by
-/// others (`forbidden_mode` bits, e.g. `0o022` for group and others).
-pub fn unsafe_owner_or_mode(
-    meta: &Metadata,
-    owners: &[u32],
-    forbidden_mode: u32,
-) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    if !owners.contains(&meta.uid()) {
-        return Some(format!(
-            "it is owned by uid {}, not by {}",
-            meta.uid(),
-            owners
-                .iter()
-                .map(|u| format!("uid {u}"))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        ));
-    }
-    let writable = meta.mode() & forbidden_mode;
-    if writable != 0 {
-        let who = match (writable & 0o020 != 0, writable & 0o002 != 0) {
-            (true, true) => "its group and other users",
-            (true, false) => "its group",
-            _ => "other users",
-        };
-        return Some(format!(
-            "{who} can write it (mode {:o})",
-            meta.mode() & 0o7777
-        ));
-    }
-    None
-}
-
 /// The real location of `path` (symlinks resolved), `None` where it does not resolve:
 /// what [`crate::policy::ResolveOptions::real_path`] compares directory grants and their
 /// ceilings by.
@@ -266,114 +479,4 @@ pub fn effective_uid() -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_regular_file_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.json");
-        std::fs::write(&path, b"{}").unwrap();
-        let (bytes, meta) = read_regular(&path, 10).unwrap();
-        assert_eq!(bytes, b"{}");
-        assert!(meta.is_file());
-    }
-
-    #[test]
-    fn what_is_not_a_small_regular_file_is_refused_without_blocking() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        // No writer: a blocking open would hang here.
-        assert!(matches!(
-            read_regular(&fifo, 10),
-            Err(FileError::NotRegular("a FIFO"))
-        ));
-        assert!(matches!(
-            read_regular(Path::new("/dev/zero"), 10),
-            Err(FileError::NotRegular("a character device"))
-        ));
-        let link = dir.path().join("zero");
-        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
-        assert!(matches!(
-            read_regular(&link, 10),
-            Err(FileError::NotRegular(_))
-        ));
-        assert!(matches!(
-            read_regular(dir.path(), 10),
-            Err(FileError::NotRegular("a directory"))
-        ));
-        assert!(
-            read_regular(&dir.path().join("absent"), 10)
-                .unwrap_err()
-                .is_not_found()
-        );
-        let big = dir.path().join("big");
-        std::fs::write(&big, [b' '; 11]).unwrap();
-        assert!(matches!(
-            read_regular(&big, 10),
-            Err(FileError::TooLarge { size: 11, cap: 10 })
-        ));
-    }
-
-    #[test]
-    fn digests_stream_under_the_cap_and_refuse_devices() {
-        use sha2::Digest;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.wasm");
-        let bytes: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
-        std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(
-            sha256_regular(&path, 200_000).unwrap(),
-            hex::encode(sha2::Sha256::digest(&bytes))
-        );
-        assert!(matches!(
-            sha256_regular(&path, 199_999),
-            Err(FileError::TooLarge { .. })
-        ));
-        assert!(matches!(
-            sha256_regular(Path::new("/dev/zero"), PLUGIN_CAP),
-            Err(FileError::NotRegular(_))
-        ));
-    }
-
-    #[test]
-    fn stamps_change_with_any_write_and_owners_and_modes_are_judged() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, b"ab").unwrap();
-        let before = FileStamp::of(&std::fs::metadata(&path).unwrap());
-        // Same size, same mtime set back: the ctime still moves.
-        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::write(&path, b"cd").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
-        let after = FileStamp::of(&std::fs::metadata(&path).unwrap());
-        assert_ne!(before, after);
-
-        let me = effective_uid();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let meta = std::fs::metadata(&path).unwrap();
-        assert_eq!(unsafe_owner_or_mode(&meta, &[me], 0o022), None);
-        assert!(
-            unsafe_owner_or_mode(&meta, &[me + 1], 0o022)
-                .unwrap()
-                .contains("owned by uid")
-        );
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o646)).unwrap();
-        let meta = std::fs::metadata(&path).unwrap();
-        assert!(
-            unsafe_owner_or_mode(&meta, &[me], 0o022)
-                .unwrap()
-                .contains("other users can write it (mode 646)")
-        );
-    }
-}
+mod tests;

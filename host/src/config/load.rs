@@ -77,12 +77,13 @@ pub fn load_with(
 fn unsafe_managed(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
     // The system's policy is root's; an override directory (tests, unmanaged machines)
     // may also be the user's own.
+    use super::file::{Owners, Rule};
     let owners = if path.starts_with(super::env::SYSTEM_MANAGED_DIR) {
-        vec![0]
+        Owners::Root
     } else {
-        vec![0, super::file::effective_uid()]
+        Owners::MeOrRoot
     };
-    super::file::unsafe_owner_or_mode(meta, &owners, 0o002)
+    Rule::Believed(owners).judge(meta)
 }
 
 fn load_managed(
@@ -418,7 +419,7 @@ mod tests {
             loaded.failed[0]
                 .error
                 .message
-                .contains("managed policy file refused: other users can write it"),
+                .contains("managed policy file refused: its group and other users can write it"),
             "{:?}",
             loaded.failed
         );

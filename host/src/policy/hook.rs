@@ -280,7 +280,7 @@ fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<St
     }
 }
 
-fn resolve_plugin_path(base: &Path, plugin: &str) -> PathBuf {
+pub(super) fn resolve_plugin_path(base: &Path, plugin: &str) -> PathBuf {
     let path = Path::new(plugin);
     if path.is_absolute() {
         path.to_path_buf()

@@ -27,6 +27,7 @@ mod embedded;
 pub mod env;
 mod hook;
 pub mod limits;
+pub mod places;
 mod settings;
 mod spec;
 pub mod trust;
@@ -76,6 +77,10 @@ pub struct Policy {
     /// (and what it skipped), broken managed policy, files whose previous version is in
     /// force, refused environment values.
     pub notices: Vec<String>,
+    /// The places hookhost owns, which no directory grant may reach
+    /// ([`ResolveOptions::host_places`] and every plugin file with its signature): the
+    /// sandbox checks each opened grant against them again ([`places`]).
+    pub host_places: places::HostPlaces,
 }
 
 impl Policy {
@@ -111,6 +116,11 @@ pub struct ResolveOptions {
     /// resolves nothing: only the written paths are compared, and the sandbox's check
     /// when the grant is used still refuses what resolves outside.
     pub real_path: ceiling::RealPath,
+    /// The places hookhost owns ([`crate::host_owned_places`], read where I/O is
+    /// allowed): a directory grant of any hook, from any source, that is, contains or lies
+    /// inside one is refused ([`places::refuse`]). The plugin files of the config and
+    /// their signatures are added by [`resolve`].
+    pub host_places: Vec<places::HostPlace>,
 }
 
 /// The facts a workspace trust decision is made on (gathered by [`crate::trust`]).
@@ -188,9 +198,15 @@ pub fn resolve(
     if !managed_errors.is_empty() {
         settings.managed_broken = Some(broken_reason(&managed_errors));
     }
+    let host_places = Arc::new(with_plugin_files(
+        &options.host_places,
+        settings.audit_log.as_deref(),
+        &layers,
+    ));
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
     let mut resolution = Resolution {
         options,
+        host_places: &host_places,
         workspace_trust: workspace_trust.as_ref(),
         settings,
         errors,
@@ -257,13 +273,51 @@ pub fn resolve(
         warnings,
         workspace_trust,
         notices,
+        host_places,
     }
+}
+
+/// `places` and every plugin file the layers name, with its signature: no grant may
+/// write them ([`places::Guard::Write`]).
+fn with_plugin_files(
+    places: &[places::HostPlace],
+    audit_log: Option<&std::path::Path>,
+    layers: &[ConfigLayer],
+) -> Vec<places::HostPlace> {
+    let mut all = places.to_vec();
+    if let Some(log) = audit_log {
+        let what = "the audit log (managed `auditLog`)";
+        all.push(places::HostPlace::new(log, what, places::Guard::Any));
+    }
+    for layer in layers {
+        for raw in layer.settings.groups.iter().flat_map(|g| &g.group.hooks) {
+            if let Some(plugin) = raw.plugin.as_deref().filter(|p| !p.trim().is_empty()) {
+                let file = hook::resolve_plugin_path(&layer.base_dir, plugin);
+                let sig = allowlist::signature_path(&file);
+                all.push(places::HostPlace::new(
+                    file,
+                    "a plugin file",
+                    places::Guard::Write,
+                ));
+                all.push(places::HostPlace::new(
+                    sig,
+                    "a plugin signature",
+                    places::Guard::Write,
+                ));
+            }
+        }
+    }
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    all.dedup();
+    all
 }
 
 /// One resolution while the layers' hooks are judged in precedence order: what has been
 /// decided so far, which later hooks depend on (broken managed policy, duplicates, ids).
 struct Resolution<'a> {
     options: &'a ResolveOptions,
+    /// The host-owned places, plugin files included.
+    host_places: &'a [places::HostPlace],
     workspace_trust: Option<&'a TrustDecision>,
     settings: Settings,
     errors: Vec<ConfigError>,
@@ -293,6 +347,35 @@ impl Resolution<'_> {
             self.settings.managed_broken = Some(broken_reason(&self.managed_errors));
         }
         self.errors.push(error);
+    }
+
+    /// Why a hook's directory grant may not be made: it reaches a host-owned place
+    /// ([`places::refuse`]), whatever the source (managed policy too: deny by default).
+    fn reaches_host_place(&self, hook: &Hook) -> Option<String> {
+        let HandlerSpec::Wasm(spec) = &hook.handler else {
+            return None;
+        };
+        spec.capabilities
+            .dirs
+            .iter()
+            .enumerate()
+            .find_map(|(i, grant)| {
+                let expanded = capability::expand_path(
+                    &grant.path,
+                    &self.options.project_dir,
+                    self.options.home_dir.as_deref(),
+                )
+                .ok()?;
+                let write = grant.mode == crate::config::schema::DirMode::ReadWrite;
+                places::refuse(
+                    &grant.path,
+                    &expanded,
+                    write,
+                    self.host_places,
+                    self.options.real_path,
+                )
+                .map(|why| format!("`capabilities.dirs[{i}]` {why}"))
+            })
     }
 
     /// A group of a layer with its hooks, or `None` when its matcher is invalid.
@@ -376,6 +459,10 @@ impl Resolution<'_> {
                 return None;
             }
         };
+        if let Some(message) = self.reaches_host_place(&hook) {
+            self.note_build_error(layer, path, format!("hook refused: {message}"));
+            return None;
+        }
         let capped = !matches!(
             layer.origin.kind,
             SourceKind::Managed | SourceKind::Embedded

@@ -71,7 +71,7 @@ impl BoundSocket {
                 ),
             ));
         }
-        if dir.mode() & 0o022 != 0 && dir.mode() & 0o1000 == 0 {
+        if crate::config::file::Rule::Holder.mode_exceeds(&dir) {
             return Err(refused(
                 &parent,
                 "other users may write to this directory (and it has no sticky bit): they could replace the socket",

@@ -19,7 +19,9 @@ use sha2::{Digest, Sha256};
 
 mod private;
 
-pub use private::{StoreAction, StoreError, open_private_file, private_dir, write_atomically};
+pub use private::{
+    PRIVATE_FILE_CAP, StoreAction, StoreError, open_private_file, private_dir, write_atomically,
+};
 
 /// The result of an async hook, delivered with a later outcome of its session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,10 +5,10 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::config::file::effective_uid;
+use crate::config::file::{Rule, effective_uid};
 
 /// A failure of the user's state on disk (session state, the env file, the trust
 /// notice's record): the path it happened at, and either the I/O error or why the path
@@ -136,7 +136,7 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
             ),
         ));
     }
-    if meta.mode() & 0o077 != 0 {
+    if Rule::Private.mode_exceeds(&meta) {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .map_err(StoreError::io(StoreAction::MakePrivate, dir))?;
     }
@@ -151,33 +151,27 @@ pub fn private_dir(dir: &Path) -> Result<(), StoreError> {
 ///
 /// `Ok(None)`: absent and not `create`d. `Err`: anything else that is wrong, named.
 pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, StoreError> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path);
-    let file = match opened {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+    use crate::config::file::{FileError, Open, open_checked};
+    let how = Open::read(PRIVATE_FILE_CAP)
+        .no_follow()
+        .write(create.then_some(0o600));
+    let (file, meta) = match open_checked(path, &how) {
+        Ok(opened) => opened,
+        Err(FileError::NotFound) if !create => return Ok(None),
+        Err(FileError::Symlink) => {
             let reason = "is a symlink; refusing to follow it".to_string();
             return Err(StoreError::refused(path, reason));
         }
-        Err(e) => return Err(StoreError::io(StoreAction::Open, path)(e)),
+        Err(FileError::NotRegular(kind)) => {
+            return Err(StoreError::refused(
+                path,
+                format!("is {kind}, not a regular file"),
+            ));
+        }
+        Err(FileError::Io(e)) => return Err(StoreError::io(StoreAction::Open, path)(e)),
+        Err(e) => return Err(StoreError::refused(path, e.to_string())),
     };
-    let meta = file
-        .metadata()
-        .map_err(StoreError::io(StoreAction::Read, path))?;
-    if !meta.is_file() {
-        let kind = crate::config::file::kind_name(&meta);
-        return Err(StoreError::refused(
-            path,
-            format!("is {kind}, not a regular file"),
-        ));
-    }
-    if meta.uid() != effective_uid() {
+    if Rule::Private.owner_refusal(&meta).is_some() {
         return Err(StoreError::refused(
             path,
             format!(
@@ -187,12 +181,15 @@ pub fn open_private_file(path: &Path, create: bool) -> Result<Option<File>, Stor
             ),
         ));
     }
-    if meta.mode() & 0o077 != 0 {
+    if Rule::Private.mode_exceeds(&meta) {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(StoreError::io(StoreAction::MakePrivate, path))?;
     }
     Ok(Some(file))
 }
+
+/// The largest private state file opened (session state, a session's env file): 16 MiB.
+pub const PRIVATE_FILE_CAP: u64 = 16 << 20;
 
 /// Writes `bytes` to `path` through a temporary file in the same private directory and
 /// a rename: a reader never sees half a file, and a failed write leaves nothing behind

@@ -264,8 +264,8 @@ impl TrustStore {
             Err(e) => return Err(io_error(StoreAction::Open, dir)(e)),
         };
         let meta = file.metadata().map_err(io_error(StoreAction::Read, dir))?;
-        let me = crate::config::file::effective_uid();
-        if let Some(why) = crate::config::file::unsafe_owner_or_mode(&meta, &[me, 0], 0o022) {
+        let rule = crate::config::file::Rule::Believed(crate::config::file::Owners::MeOrRoot);
+        if let Some(why) = rule.judge(&meta) {
             return Err(refused(true, dir, format!("is refused: {why}")));
         }
         Ok(Some(file))
@@ -300,46 +300,37 @@ impl TrustStore {
     }
 
     fn read(&self) -> Result<Workspaces, TrustStoreError> {
-        use std::io::Read;
         let path = self.path.as_path();
         let Some(dir) = self.open_dir()? else {
             return Ok(Workspaces::new());
         };
-        let file = match Self::open_at(
-            &dir,
-            self.file_name()?,
-            libc::O_RDONLY | libc::O_NONBLOCK,
-            0,
-        ) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Workspaces::new()),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(refused(
-                    false,
-                    path,
-                    "is a symlink; refused (not followed)".into(),
-                ));
+        // The one reader: by name in the checked directory, never through a symlink,
+        // a regular file of this user's that no one else can write, at most the cap.
+        use crate::config::file::{FileError, Open, Owners, Rule, read_checked};
+        let how = Open::read(crate::config::file::CONFIG_CAP)
+            .no_follow()
+            .rule(Rule::Believed(Owners::Me))
+            .at(&dir);
+        let name = Path::new(self.file_name()?);
+        let bytes = match read_checked(name, &how) {
+            Ok((bytes, _)) => bytes,
+            Err(FileError::NotFound) => return Ok(Workspaces::new()),
+            Err(FileError::Symlink) => {
+                let reason = "is a symlink; refused (not followed)".into();
+                return Err(refused(false, path, reason));
             }
-            Err(e) => return Err(io_error(StoreAction::Read, path)(e)),
+            Err(FileError::NotRegular(kind)) => {
+                return Err(refused(false, path, format!("is {kind}; refused")));
+            }
+            Err(FileError::Unsafe(why)) => {
+                return Err(refused(false, path, format!("is refused: {why}")));
+            }
+            Err(FileError::TooLarge { cap, .. }) => {
+                let reason = format!("is larger than {cap} bytes; refused");
+                return Err(refused(false, path, reason));
+            }
+            Err(FileError::Io(e)) => return Err(io_error(StoreAction::Read, path)(e)),
         };
-        let meta = file.metadata().map_err(io_error(StoreAction::Read, path))?;
-        if !meta.is_file() {
-            let kind = crate::config::file::kind_name(&meta);
-            return Err(refused(false, path, format!("is {kind}; refused")));
-        }
-        let me = crate::config::file::effective_uid();
-        if let Some(why) = crate::config::file::unsafe_owner_or_mode(&meta, &[me], 0o022) {
-            return Err(refused(false, path, format!("is refused: {why}")));
-        }
-        let cap = crate::config::file::CONFIG_CAP;
-        let mut bytes = Vec::new();
-        file.take(cap + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io_error(StoreAction::Read, path))?;
-        if bytes.len() as u64 > cap {
-            let reason = format!("is larger than {cap} bytes; refused");
-            return Err(refused(false, path, reason));
-        }
         decode_store(&bytes, path)
     }
 

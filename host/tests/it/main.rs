@@ -5,7 +5,9 @@ mod demo;
 mod hostile;
 mod lang;
 mod load;
+mod places;
 mod raw;
+mod readers;
 mod response_props;
 #[path = "../common/skip.rs"]
 mod skip;

@@ -125,7 +125,8 @@ pub fn write_plugin_sources(dir: &Path) -> Result<PathBuf, String> {
         .chain([("Cargo.toml".to_string(), embedded_manifest()?)]);
     for (relative, text) in files {
         let path = dir.join(&relative);
-        if std::fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
+        let old = hookhost::config::file::read_regular(&path, hookhost::config::file::CONFIG_CAP);
+        if old.is_ok_and(|(old, _)| old == text.as_bytes()) {
             continue;
         }
         if let Some(parent) = path.parent() {

@@ -15,6 +15,17 @@ use hookhost::{EventCatalogue, Host, HostBuilder};
 
 use super::plugins::{PLUGINS, shown_error};
 
+/// A plugin file, through the one reader ([`hookhost::config::file::read_regular`]).
+fn read_plugin(path: &Path) -> Result<Vec<u8>, String> {
+    use hookhost::config::file::{PLUGIN_CAP, read_regular};
+    read_regular(path, PLUGIN_CAP)
+        .map(|(bytes, _)| bytes)
+        .map_err(|e| {
+            let shown = hookhost::text::escape(&path.display().to_string()).into_owned();
+            format!("cannot read `{shown}`: {e}")
+        })
+}
+
 /// The repository's hooks with the example wasm plugins (`${PLUGINS}`: their directory,
 /// `${SECRET}`: a file outside the workspace).
 const PLUGIN_CONFIG: &str = include_str!("project-hooks.json");
@@ -205,7 +216,7 @@ pub fn prepare(dirs: &mut DemoDirs, built: Option<&Path>) -> Result<(), String> 
                 )
             })?;
         }
-        let bytes = std::fs::read(&to).map_err(|e| shown_error(&to, e))?;
+        let bytes = read_plugin(&to)?;
         allowlist.push(json!({
             "sha256": hookhost::handlers::wasm::sha256_hex(&bytes),
             "name": format!("{package} (an example plugin the security team reviewed)"),
@@ -215,8 +226,7 @@ pub fn prepare(dirs: &mut DemoDirs, built: Option<&Path>) -> Result<(), String> 
     // changes its digest, not what it does. Managed policy has not reviewed it.
     let unvetted = plugins.join("unvetted.wasm");
     if !unvetted.exists() {
-        let mut bytes =
-            std::fs::read(plugins.join("hostile.wasm")).map_err(|e| shown_error(&unvetted, e))?;
+        let mut bytes = read_plugin(&plugins.join("hostile.wasm"))?;
         bytes.extend(custom_section("downloaded-from", b"a gist somebody linked"));
         std::fs::write(&unvetted, bytes).map_err(|e| shown_error(&unvetted, e))?;
     }

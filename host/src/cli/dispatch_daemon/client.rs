@@ -138,10 +138,8 @@ fn dispatch_here(input: &[u8]) -> Printed {
     let Some(args) = parsed_dispatch_args() else {
         return Printed::error("not a `hookhost dispatch` command line");
     };
-    match super::super::one_shot_runtime() {
-        Ok(runtime) => runtime.block_on(dispatch_stdin(&args, input, |project| {
-            args.sources.host_for(project)
-        })),
-        Err(message) => Printed::error(&message),
-    }
+    super::super::one_shot(dispatch_stdin(&args, input, |project| {
+        args.sources.host_for(project)
+    }))
+    .unwrap_or_else(|message| Printed::error(&message))
 }

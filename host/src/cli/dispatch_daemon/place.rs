@@ -73,7 +73,7 @@ impl Place {
     /// [`super::client::served_by_this_user`].)
     fn private_dir(&self) -> Result<(), String> {
         if let Ok(meta) = std::fs::symlink_metadata(&self.dir)
-            && meta.mode() & 0o077 != 0
+            && hookhost::config::file::Rule::Private.mode_exceeds(&meta)
         {
             return Err(format!(
                 "{} is not private to this user",

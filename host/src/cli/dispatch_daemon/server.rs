@@ -152,7 +152,10 @@ fn serve(
         wasm: Arc::new(WasmRuntime::default()),
         host: Mutex::new(None),
     });
-    let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle))?;
+    let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle));
+    // Not joined: a blocking thread stuck on a FIFO must not keep the daemon alive.
+    runtime.shutdown_background();
+    let reason = reason?;
     eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
     // A clean exit leaves nothing behind: the socket (when it is still this daemon's),
     // the log, and last the lock, removed while held.

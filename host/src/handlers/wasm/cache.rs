@@ -41,9 +41,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::config::file::{
-    FileError, FileStamp, effective_uid, open_regular, read_regular, unsafe_owner_or_mode,
-};
+use crate::config::file::{FileError, FileStamp, Owners, Rule, open_regular, read_regular};
 use crate::session::write_atomically;
 
 use super::cache_key::{CacheKey, MAX_RECORD_BYTES};
@@ -136,7 +134,7 @@ fn settled(stamp: &FileStamp) -> bool {
 /// else may write it. Only such a file is mapped, since truncating a mapped file kills
 /// the process that maps it.
 fn only_ours(meta: &std::fs::Metadata) -> bool {
-    unsafe_owner_or_mode(meta, &[effective_uid()], 0o022).is_none()
+    Rule::Believed(Owners::Me).judge(meta).is_none()
 }
 
 /// Whether `/proc/self/fd` reopens a descriptor (not in every container).

@@ -86,7 +86,7 @@ impl CacheKey {
                 Err(e) => Err(format!("{}: {e}", path.display())),
                 Ok((bytes, meta)) => {
                     let me = effective_uid();
-                    if meta.uid() != me || meta.mode() & 0o077 != 0 {
+                    if crate::config::file::Rule::Private.judge(&meta).is_some() {
                         return Err(format!(
                             "{} is owned by uid {} with mode {:o}; it must be this user's ({me}) and 0600",
                             path.display(),

@@ -1,24 +1,25 @@
 //! Directory grants checked when they are used: at every instantiation each live
 //! directory is opened, the *opened handle's* real path is checked against managed
-//! policy's `ceilings.dirs` and against the compile cache, and the guest gets exactly
+//! policy's `ceilings.dirs` and against the places hookhost owns, and the guest gets exactly
 //! that handle (reopened through `/proc/self/fd`), so a path that changed since the
 //! config was built (a directory replaced by a symlink out of the workspace) can neither
 //! pass the check nor be swapped in after it.
 //!
-//! The compile cache holds native code the host runs unchecked and the key that
-//! authenticates it, so no grant may reach it: a grant that contains the cache
-//! directory, or lies inside it, is refused. Directories are compared by device and
-//! inode along the real paths, which also sees through bind mounts.
+//! No grant may reach a place hookhost owns ([`crate::policy::places`]; the compile
+//! cache, which holds native code the host runs unchecked and the key that authenticates
+//! it, is one): a grant that is, contains or lies inside one is refused ([`PlaceGuard`]).
+//! Directories are compared by real path and by device and inode along it, which also
+//! sees through bind mounts.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::config::schema::DirMode;
 use crate::policy::capability::{LiveDir, PathBase, expand_path, path_base};
-use crate::policy::ceiling::{Ceilings, resolved_dir_within};
+use crate::policy::ceiling::{Ceilings, RealPath, resolved_dir_within};
+use crate::policy::places::{Guard, HostPlace, HostPlaces, message, real_or_parent, relation};
 
 /// A device and inode: what a directory is, whatever path reaches it.
 type FileId = (u64, u64);
@@ -48,62 +49,124 @@ impl OpenedDir {
     }
 }
 
-/// The compile cache's place, to keep every grant away from it.
+/// The host-owned places ([`crate::policy::places`]) as the sandbox checks opened grants
+/// against them: each place's real path (its longest existing part resolved) and the
+/// identities of the place and of every directory above it, taken once per policy.
 #[derive(Debug)]
-pub(super) struct CacheGuard {
-    /// The cache directory's real path.
-    real: PathBuf,
-    /// The cache directory.
-    id: FileId,
-    /// The cache directory and every directory above it: a grant of one of them
-    /// reaches the cache.
-    above: Vec<FileId>,
-    /// Real paths of granted directories already found not to lie inside the cache.
-    clear: Mutex<HashMap<(PathBuf, FileId), bool>>,
+pub(super) struct PlaceGuard {
+    places: Vec<GuardedPlace>,
 }
 
-impl CacheGuard {
-    /// The guard of the cache directory `dir`, created (0700) when absent so that it
-    /// has an identity to compare with.
-    pub(super) fn new(dir: &Path) -> Option<CacheGuard> {
-        // Made (as the cache makes it) so that it can be resolved; a directory that
-        // cannot be made private is still guarded, and the cache will refuse it.
-        let _ = crate::session::private_dir(dir);
-        let real = std::fs::canonicalize(dir).ok()?;
-        let id = id_of(&std::fs::metadata(&real).ok()?);
-        let above = real
-            .ancestors()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| id_of(&m))
+#[derive(Debug)]
+struct GuardedPlace {
+    place: HostPlace,
+    /// Where the place is, symlinks resolved.
+    real: PathBuf,
+    /// The place itself, when it exists.
+    id: Option<FileId>,
+    /// The place (when it exists) and every existing directory above it: a grant of one
+    /// of them contains it.
+    above: Vec<FileId>,
+}
+
+impl PlaceGuard {
+    /// The guard of `places`.
+    pub(super) fn new(places: &[HostPlace]) -> PlaceGuard {
+        let resolve = RealPath(crate::config::file::real_path);
+        let places = places
+            .iter()
+            .map(|place| {
+                let real =
+                    real_or_parent(&place.path, resolve).unwrap_or_else(|| place.path.clone());
+                GuardedPlace {
+                    id: std::fs::metadata(&real).ok().map(|m| id_of(&m)),
+                    above: real
+                        .ancestors()
+                        .filter_map(|p| std::fs::metadata(p).ok())
+                        .map(|m| id_of(&m))
+                        .collect(),
+                    real,
+                    place: place.clone(),
+                }
+            })
             .collect();
-        Some(CacheGuard {
-            real,
-            id,
-            above,
-            clear: Mutex::default(),
-        })
+        PlaceGuard { places }
     }
 
-    /// Why a directory (real path `real`, identity `id`) may not be granted, if it
-    /// reaches the cache.
-    fn refuses(&self, real: &Path, id: FileId) -> Option<String> {
-        if self.above.contains(&id) {
-            return Some(format!(
-                "it contains the compile cache `{}`",
-                self.real.display()
-            ));
+    /// Why an opened directory (real path `real`, identity `id`, mounted read-write when
+    /// `write`) may not be granted: it is, contains or lies inside a host-owned place,
+    /// by path or by identity (which also sees through bind mounts).
+    fn refuses(&self, grant: &str, real: &Path, id: FileId, write: bool) -> Option<String> {
+        let mut inside: Option<Vec<FileId>> = None;
+        for guarded in self.places.iter().filter(|g| g.place.guards(write)) {
+            let how = relation(real, &guarded.real).or_else(|| {
+                if guarded.id == Some(id) {
+                    Some("is")
+                } else if guarded.above.contains(&id) {
+                    Some("contains")
+                } else {
+                    let ids = inside.get_or_insert_with(|| {
+                        real.ancestors()
+                            .filter_map(|p| std::fs::metadata(p).ok())
+                            .map(|m| id_of(&m))
+                            .collect()
+                    });
+                    guarded
+                        .id
+                        .filter(|place| ids.contains(place))
+                        .map(|_| "lies inside")
+                }
+            });
+            if let Some(how) = how {
+                return Some(message(grant, real, write, how, &guarded.place));
+            }
         }
-        let key = (real.to_path_buf(), id);
-        let mut clear = self.clear.lock().unwrap_or_else(|e| e.into_inner());
-        let inside = *clear.entry(key).or_insert_with(|| {
-            real.ancestors()
-                .filter_map(|p| std::fs::metadata(p).ok())
-                .any(|m| id_of(&m) == self.id)
-        });
-        if clear.len() > 4096 {
-            clear.clear();
+        None
+    }
+}
+
+/// The sandbox's guards: its own compile cache (always a host-owned place, whatever the
+/// caller passes) and the guard of the policy last seen, rebuilt when the policy changes.
+#[derive(Debug)]
+pub(super) struct PlaceGuards {
+    cache: Option<HostPlace>,
+    /// The guard of the cache alone, for calls outside a policy.
+    alone: std::sync::OnceLock<Arc<PlaceGuard>>,
+    last: Mutex<Option<(HostPlaces, Arc<PlaceGuard>)>>,
+}
+
+impl PlaceGuards {
+    /// The guards of a sandbox whose compile cache is `cache_dir`, created (0700) when
+    /// absent so that it has an identity to compare with.
+    pub(super) fn new(cache_dir: Option<&Path>) -> PlaceGuards {
+        // Made (as the cache makes it) so that it can be resolved; a directory that
+        // cannot be made private is still guarded, and the cache will refuse it.
+        if let Some(dir) = cache_dir {
+            let _ = crate::session::private_dir(dir);
         }
-        inside.then(|| format!("it lies inside the compile cache `{}`", self.real.display()))
+        PlaceGuards {
+            cache: cache_dir.map(|d| HostPlace::new(d, "the compile cache", Guard::Any)),
+            alone: std::sync::OnceLock::new(),
+            last: Mutex::default(),
+        }
+    }
+
+    /// The guard of `places` and the compile cache.
+    pub(super) fn of(&self, places: &HostPlaces) -> Arc<PlaceGuard> {
+        if places.is_empty() {
+            let cache = || Arc::new(PlaceGuard::new(self.cache.as_slice()));
+            return self.alone.get_or_init(cache).clone();
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, guard)) = last.as_ref()
+            && Arc::ptr_eq(seen, places)
+        {
+            return guard.clone();
+        }
+        let all: Vec<HostPlace> = places.iter().chain(&self.cache).cloned().collect();
+        let guard = Arc::new(PlaceGuard::new(&all));
+        *last = Some((places.clone(), guard.clone()));
+        guard
     }
 }
 
@@ -115,8 +178,8 @@ pub(super) struct GrantCheck<'a> {
     pub(super) workspace: &'a Path,
     /// The home directory (`${home}`).
     pub(super) home: Option<&'a Path>,
-    /// The compile cache.
-    pub(super) cache: Option<&'a CacheGuard>,
+    /// The host-owned places, the compile cache among them.
+    pub(super) places: &'a PlaceGuard,
 }
 
 /// The real path of an open descriptor.
@@ -148,7 +211,7 @@ fn mode_name(write: bool) -> &'static str {
 /// # Errors
 ///
 /// A message naming the grant: it does not resolve to a directory, its real path is
-/// above the managed ceiling, or it reaches the compile cache.
+/// above the managed ceiling, or it reaches a place hookhost owns.
 pub(super) fn open_dirs(
     dirs: &[LiveDir],
     check: &GrantCheck<'_>,
@@ -180,14 +243,11 @@ fn open_dir(dir: &LiveDir, check: &GrantCheck<'_>) -> Result<OpenedDir, String> 
         .metadata()
         .map_err(|e| format!("{}: cannot inspect `{}`: {e}", named(), dir.host.display()))?;
     let real = real_path(&file, &dir.host);
-    if let Some(cache) = check.cache
-        && let Some(why) = cache.refuses(&real, id_of(&meta))
+    if let Some(why) = check
+        .places
+        .refuses(&dir.grant, &real, id_of(&meta), dir.write)
     {
-        return Err(format!(
-            "{} (`{}`) is refused: {why}, which no plugin may reach",
-            named(),
-            real.display()
-        ));
+        return Err(format!("directory grant refused: {why}"));
     }
     if let Some(ceilings) = check.ceilings
         && let Some(list) = ceilings.dir_ceilings()
@@ -235,33 +295,38 @@ mod tests {
         }
     }
 
-    fn check(cache: Option<&CacheGuard>) -> GrantCheck<'_> {
+    fn check(places: &PlaceGuard) -> GrantCheck<'_> {
         GrantCheck {
             ceilings: None,
             workspace: Path::new("/nonexistent"),
             home: None,
-            cache,
+            places,
         }
+    }
+
+    fn cache_guard(dir: &Path) -> PlaceGuard {
+        std::fs::create_dir_all(dir).unwrap();
+        PlaceGuard::new(&[HostPlace::new(dir, "the compile cache", Guard::Any)])
     }
 
     #[test]
     fn grants_that_reach_the_cache_are_refused_both_ways() {
         let root = tempfile::tempdir().unwrap();
         let cache_dir = root.path().join("home/.cache/hookhost/wasm");
-        let guard = CacheGuard::new(&cache_dir).unwrap();
+        let guard = cache_guard(&cache_dir);
         std::fs::create_dir_all(cache_dir.join("digests")).unwrap();
         std::fs::create_dir_all(root.path().join("home/work")).unwrap();
         let ok = open_dirs(
             &[live(&root.path().join("home/work"), true)],
-            &check(Some(&guard)),
+            &check(&guard),
         );
         assert!(ok.is_ok(), "{:?}", ok.err());
         for (dir, why) in [
             (root.path().join("home"), "contains the compile cache"),
-            (cache_dir.clone(), "contains the compile cache"),
+            (cache_dir.clone(), "is the compile cache"),
             (cache_dir.join("digests"), "inside the compile cache"),
         ] {
-            let e = open_dirs(&[live(&dir, false)], &check(Some(&guard)))
+            let e = open_dirs(&[live(&dir, false)], &check(&guard))
                 .err()
                 .unwrap();
             assert!(e.contains(why) && e.contains("directory grant"), "{e}");
@@ -269,7 +334,7 @@ mod tests {
         // Through a symlink too: the opened directory's identity counts, not the path.
         let link = root.path().join("sneaky");
         std::os::unix::fs::symlink(root.path().join("home/.cache"), &link).unwrap();
-        let e = open_dirs(&[live(&link, false)], &check(Some(&guard)))
+        let e = open_dirs(&[live(&link, false)], &check(&guard))
             .err()
             .unwrap();
         assert!(e.contains("contains the compile cache"), "{e}");
@@ -278,12 +343,13 @@ mod tests {
     #[test]
     fn a_grant_that_does_not_resolve_is_refused_naming_it() {
         let root = tempfile::tempdir().unwrap();
-        let e = open_dirs(&[live(&root.path().join("absent"), false)], &check(None))
+        let none = PlaceGuard::new(&[]);
+        let e = open_dirs(&[live(&root.path().join("absent"), false)], &check(&none))
             .err()
             .unwrap();
         assert!(e.contains("does not resolve to a directory"), "{e}");
         let file = root.path().join("file");
         std::fs::write(&file, "x").unwrap();
-        assert!(open_dirs(&[live(&file, false)], &check(None)).is_err());
+        assert!(open_dirs(&[live(&file, false)], &check(&none)).is_err());
     }
 }

@@ -409,7 +409,10 @@ impl Sandbox {
 /// A plugin file refused before it is read: not a regular file, or above the cap.
 pub(super) fn refused_file(path: &Path, error: &FileError) -> LoadError {
     let kind = match error {
-        FileError::NotRegular(_) | FileError::TooLarge { .. } => FailureKind::Refused,
+        FileError::NotRegular(_)
+        | FileError::TooLarge { .. }
+        | FileError::Symlink
+        | FileError::Unsafe(_) => FailureKind::Refused,
         FileError::NotFound | FileError::Io(_) => FailureKind::CannotStart,
     };
     (
@@ -498,21 +501,13 @@ pub(super) fn admit(
         return Ok(());
     };
     let signature = if list.needs_signature(digest) {
-        use std::io::Read;
+        // The one reader: a regular file (a FIFO or a device is refused without
+        // blocking), at most 4 KiB (a signature is 64 bytes in hex or base64).
         let sig = crate::policy::allowlist::signature_path(path);
-        match std::fs::File::open(&sig) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        match read_regular(&sig, 4096) {
+            Err(FileError::NotFound) => None,
             Err(e) => Some(Err(e.to_string())),
-            Ok(file) => {
-                // A signature is 64 bytes in hex or base64; a larger file is not one.
-                let mut bytes = Vec::new();
-                Some(
-                    file.take(4096)
-                        .read_to_end(&mut bytes)
-                        .map(|_| bytes)
-                        .map_err(|e| e.to_string()),
-                )
-            }
+            Ok((bytes, _)) => Some(Ok(bytes)),
         }
     } else {
         None

@@ -71,6 +71,7 @@ use crate::config::schema::{InstanceMode, RawCapabilities};
 use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{self, Live};
 use crate::policy::ceiling::Ceilings;
+use crate::policy::places::HostPlaces;
 use crate::policy::{HandlerSpec, Hook, Policy};
 use futures_util::future::BoxFuture;
 use grants::GrantCheck;
@@ -270,7 +271,8 @@ impl WasmRuntime {
 
     /// Runs one plugin on one event outside any config: what `hookhost plugin test` does.
     pub async fn call(&self, call: &PluginCall, invocation: &Invocation) -> PluginRun {
-        self.call_governed(call, invocation, None, None).await
+        self.call_governed(call, invocation, None, None, &HostPlaces::default())
+            .await
     }
 
     /// Like [`WasmRuntime::call`], refusing (before compiling, or running a cached
@@ -282,24 +284,27 @@ impl WasmRuntime {
         invocation: &Invocation,
         allowlist: Option<&PluginAllowlist>,
     ) -> PluginRun {
-        self.call_governed(call, invocation, allowlist, None).await
+        self.call_governed(call, invocation, allowlist, None, &HostPlaces::default())
+            .await
     }
 
     /// Like [`WasmRuntime::call_admitted`], also checking the directory grants, when they
     /// are opened for the instance, against managed policy's `ceilings` (for hooks from
-    /// sources it caps).
+    /// sources it caps) and against `places`, which no grant may reach (the compile cache
+    /// is always one).
     pub async fn call_governed(
         &self,
         call: &PluginCall,
         invocation: &Invocation,
         allowlist: Option<&PluginAllowlist>,
         ceilings: Option<&Ceilings>,
+        places: &HostPlaces,
     ) -> PluginRun {
         let started = Instant::now();
         match self.sandbox() {
             Ok(sandbox) => {
                 sandbox
-                    .run(call, invocation, started, allowlist, ceilings)
+                    .run(call, invocation, started, allowlist, ceilings, places)
                     .await
             }
             Err(e) => PluginRun {
@@ -334,6 +339,7 @@ impl WasmRuntime {
                 invocation,
                 Some(&policy.settings.plugin_allowlist),
                 ceilings,
+                &policy.host_places,
             )
             .await;
         if !run.warnings.is_empty() {
@@ -368,8 +374,8 @@ struct Sandbox {
     engine: Engine,
     linkers: engine::Linkers,
     cache: CompileCache,
-    /// Where the compile cache is, so that no grant reaches it.
-    cache_guard: Option<grants::CacheGuard>,
+    /// The host-owned places (the compile cache among them), so that no grant reaches one.
+    guards: grants::PlaceGuards,
     max_plugin_bytes: u64,
     plugins: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
     /// Compiles in progress, failed and finished late ([`compiles`]).
@@ -433,13 +439,13 @@ impl Sandbox {
         let engine = engine::new_engine(instance_pool)?;
         let linkers = engine::linkers(&engine)?;
         let ticker_stop = engine::start_epoch_ticker(&engine)?;
-        let cache_guard = cache_dir.as_deref().and_then(grants::CacheGuard::new);
+        let guards = grants::PlaceGuards::new(cache_dir.as_deref());
         let cache = CompileCache::new(cache_dir, &engine);
         Ok(Sandbox {
             engine,
             linkers,
             cache,
-            cache_guard,
+            guards,
             max_plugin_bytes,
             plugins: Mutex::default(),
             compiles: compiles::Compiles::default(),
@@ -456,6 +462,7 @@ impl Sandbox {
         started: Instant,
         allowlist: Option<&PluginAllowlist>,
         ceilings: Option<&Ceilings>,
+        places: &HostPlaces,
     ) -> PluginRun {
         let failed = |kind, message: String, warnings| PluginRun {
             run: HandlerRun::failed(kind, message, started),
@@ -525,11 +532,12 @@ impl Sandbox {
             }
         };
         warnings.extend(unpassable_env(&live));
+        let guard = self.guards.of(places);
         let grants = GrantCheck {
             ceilings,
             workspace: &invocation.project_dir,
             home: home_dir(),
-            cache: self.cache_guard.as_ref(),
+            places: &guard,
         };
         let event = convert::event(invocation, call.config.as_ref());
         let outcome = match call.instance {

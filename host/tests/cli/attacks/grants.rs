@@ -159,3 +159,54 @@ fn env_grants_pass_odd_values_unchanged_and_name_what_they_leave_out() {
     assert_eq!(context, "env []");
     assert!(!run.stdout.contains(warning), "{}", run.stdout);
 }
+
+/// The known attack on host-owned places: a plugin granted read-write `${home}/.config`
+/// wrote hookhost's own user config (`~/.config/hookhost/hooks.json`), and the next event
+/// ran a command of its choosing. The grant is refused when the config is built, naming
+/// the grant and the place, so the plugin never runs and the user config is untouched;
+/// a symlink in the project to the same directory is refused the same way.
+#[test]
+fn a_grant_of_the_home_config_directory_is_refused_and_the_user_config_is_untouched() {
+    let env = TestEnv::new();
+    let home = env.home.parent().unwrap().join("userhome");
+    let config = home.join(".config/hookhost");
+    std::fs::create_dir_all(&config).unwrap();
+    let hooks_json = config.join("hooks.json");
+    std::os::unix::fs::symlink(home.join(".config"), env.project.join("cfg")).unwrap();
+    for grant in ["${home}/.config", "${workspace}/cfg"] {
+        let user = hooks(
+            "PreToolUse",
+            "*",
+            json!([{
+                "type": "wasm",
+                "id": "overwrite",
+                "plugin": hookhost_test_plugins::plugins::HOSTILE,
+                "capabilities": {"dirs": [{"path": grant, "mode": "rw"}]},
+                "config": {"mode": "write", "arg": hooks_json}
+            }]),
+        );
+        std::fs::write(&hooks_json, user.to_string()).unwrap();
+        let mut cmd = env.command();
+        cmd.env("HOME", &home)
+            .env_remove("HOOKHOST_HOME")
+            .env_remove("XDG_CONFIG_HOME");
+        let input =
+            json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let run = env.run_with(cmd.args(["dispatch", "PreToolUse"]), &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let notices = run.json()["notices"].to_string();
+        assert!(
+            notices.contains(&format!("`{grant}`"))
+                && notices.contains("the user config")
+                && notices.contains("capabilities.dirs[0]")
+                && notices.contains("hooks.json"),
+            "{notices}"
+        );
+        assert_eq!(run.json()["hooks"], json!([]), "{}", run.stdout);
+        assert_eq!(
+            std::fs::read_to_string(&hooks_json).unwrap(),
+            user.to_string(),
+            "the user config was written"
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! The one list of places hookhost owns ([`host_owned_places`]): read here, where I/O is
+//! allowed, and handed to policy ([`crate::policy::ResolveOptions::host_places`]), which
+//! refuses every directory grant that is, contains or lies inside one of them
+//! ([`crate::policy::places`]); the sandbox checks each opened grant against the same list
+//! again (`handlers/wasm/grants.rs`). A place added to hookhost is added here, and the
+//! generating test (`host/tests/it/places.rs`) then grants it, its parents and its inside.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, SourceOptions};
+use crate::handlers::wasm::CompileCache;
+use crate::policy::places::{Guard, HostPlace};
+
+/// What else a host writes or believes, beyond its sources: the trust store, the audit
+/// log and the session files of this host (each may be outside the data directory).
+#[derive(Debug, Clone, Default)]
+pub struct HostFiles<'a> {
+    /// The trust store file.
+    pub trust_store: Option<&'a Path>,
+    /// The audit log file.
+    pub audit_log: Option<&'a Path>,
+    /// The directory of per-session files (`CLAUDE_ENV_FILE`).
+    pub session_files: Option<&'a Path>,
+}
+
+/// Every place hookhost trusts with its own safety, each with what it is and which grants
+/// it refuses ([`Guard::Any`]: every grant; [`Guard::Write`]: read-write ones):
+///
+/// - `HOOKHOST_HOME` / the user config (`~/.config/hookhost`): any;
+/// - the data directory (`HOOKHOST_DATA_DIR`, `~/.local/share/hookhost`: trust store,
+///   sessions, audit log, env files, daemons), and this host's trust store, audit log and
+///   session files wherever they are: any;
+/// - the compile cache (`HOOKHOST_CACHE_DIR`, `~/.cache/hookhost/wasm`: native code and the
+///   key that authenticates it): any (the sandbox adds its own cache directory too);
+/// - the agents' user settings that `hookhost install` writes (`CLAUDE_CONFIG_DIR` or
+///   `~/.claude`, `CODEX_HOME` or `~/.codex`; they also hold the agents' credentials): any;
+/// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
+/// - the project's `.hookhost/` (hook files, plugins), `.claude/` and `.codex/` (the
+///   project settings `install --project` writes): write;
+/// - the hookhost binary that runs (what the agents' settings call): write;
+/// - the plugin files of the config and their `.sig` signatures: write (added by
+///   [`crate::policy::resolve`], which reads the config).
+pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<HostPlace> {
+    let workspaces = config::env::workspaces_of(Some(&sources.project_dir));
+    let mut places = Vec::new();
+    let mut add = |path: Option<PathBuf>, what: &str, guard: Guard| {
+        if let Some(path) = path.filter(|p| p.is_absolute()) {
+            places.push(HostPlace::new(path, what, guard));
+        }
+    };
+    let user_default = directories::BaseDirs::new().map(|d| d.config_dir().join("hookhost"));
+    add(sources.user_dir.clone(), "the user config", Guard::Any);
+    add(user_default, "the user config", Guard::Any);
+    add(
+        Some(super::data_dir_judged(&workspaces).0),
+        "the data directory (trust store, sessions, audit log, env files)",
+        Guard::Any,
+    );
+    add(
+        files.trust_store.map(Path::to_path_buf),
+        "the trust store",
+        Guard::Any,
+    );
+    add(
+        files.audit_log.map(Path::to_path_buf),
+        "the audit log",
+        Guard::Any,
+    );
+    add(
+        files.session_files.map(Path::to_path_buf),
+        "the session files",
+        Guard::Any,
+    );
+    add(CompileCache::default_dir(), "the compile cache", Guard::Any);
+    let home = sources.home_dir.clone();
+    for (var, dir, what) in [
+        (
+            "CLAUDE_CONFIG_DIR",
+            ".claude",
+            "Claude Code's user settings",
+        ),
+        ("CODEX_HOME", ".codex", "Codex's user settings"),
+    ] {
+        // The same choice `hookhost install` makes (`cli/install`).
+        add(std::env::var_os(var).map(PathBuf::from), what, Guard::Any);
+        add(home.as_ref().map(|h| h.join(dir)), what, Guard::Any);
+    }
+    add(sources.managed_dir.clone(), "managed policy", Guard::Write);
+    add(
+        Some(PathBuf::from(config::env::SYSTEM_MANAGED_DIR)),
+        "managed policy",
+        Guard::Write,
+    );
+    for (dir, what) in [
+        (".hookhost", "the project's hook files"),
+        (".claude", "the project's Claude Code settings"),
+        (".codex", "the project's Codex settings"),
+    ] {
+        add(Some(sources.project_dir.join(dir)), what, Guard::Write);
+    }
+    add(
+        std::env::current_exe().ok(),
+        "the hookhost binary",
+        Guard::Write,
+    );
+    places.sort_by(|a, b| a.path.cmp(&b.path));
+    places.dedup();
+    places
+}

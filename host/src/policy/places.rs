@@ -1,0 +1,210 @@
+//! Host-owned places are out of every grant: the pure half of the chokepoint.
+//!
+//! hookhost trusts some files and directories with its own safety: its config, its data
+//! (trust store, sessions, audit log, env files), managed policy, the compile cache (native
+//! code and the key that authenticates it), the plugin files and their signatures, the
+//! agents' settings that run hookhost (and would run anything else written there), and the
+//! project's own hook files. [`crate::host_owned_places`] (in `host/places.rs`, where I/O
+//! is allowed) lists them; [`refuse`] is the one rule a directory grant must pass, at build
+//! ([`super::resolve`], for every hook of every source) and again when the sandbox opens
+//! the grant's directory (`handlers/wasm/grants.rs`, on the real path of the opened
+//! handle). A grant that **is**, **contains** or **lies inside** a host-owned place is
+//! refused, naming both.
+//!
+//! Two levels, because the two kinds of place leak differently:
+//! - [`Guard::Any`] (the default, and what any new place gets unless it is shown to be
+//!   public): no grant at all, read-only included. Reading the user config, the data
+//!   directory or the agent's user settings leaks the trust store, session state, env
+//!   files, credentials and keys as surely as writing them takes the host over.
+//! - [`Guard::Write`]: no read-write grant. For places whose content is public to the
+//!   plugin anyway: the project's `.hookhost/`, `.claude/` and `.codex/` (repository
+//!   content, inside the `${workspace}` that a plugin is routinely granted read-only),
+//!   managed policy (world-readable by design, every user's hookhost reads it), and the
+//!   plugin files and signatures (their bytes are what is being run). Writing any of
+//!   them is the known attack (a hook or a plugin of the attacker's choosing runs next).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::ceiling::RealPath;
+
+/// Which grants a host-owned place refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Guard {
+    /// Every grant, read-only or read-write.
+    Any,
+    /// Read-write grants (read-only ones may reach it: its content is public).
+    Write,
+}
+
+/// A place hookhost trusts with its own safety.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostPlace {
+    /// Where it is (absolute; it may not exist yet: a grant over where it would be
+    /// created is refused as well).
+    pub path: PathBuf,
+    /// What it is, for messages (`the trust store`, `the user config`).
+    pub what: String,
+    /// Which grants it refuses.
+    pub guard: Guard,
+}
+
+impl HostPlace {
+    /// A place of `guard` level.
+    pub fn new(path: impl Into<PathBuf>, what: impl Into<String>, guard: Guard) -> HostPlace {
+        HostPlace {
+            path: path.into(),
+            what: what.into(),
+            guard,
+        }
+    }
+
+    /// Whether a grant (read-write when `write`) is held to this place.
+    pub fn guards(&self, write: bool) -> bool {
+        write || self.guard == Guard::Any
+    }
+}
+
+/// The host-owned places a policy's grants are checked against.
+pub type HostPlaces = Arc<Vec<HostPlace>>;
+
+/// How `grant` stands to `place`, both absolute paths compared by components: `is`,
+/// `contains` or `lies inside`; `None` when neither is within the other.
+pub fn relation(grant: &Path, place: &Path) -> Option<&'static str> {
+    if grant == place {
+        Some("is")
+    } else if place.starts_with(grant) {
+        Some("contains")
+    } else if grant.starts_with(place) {
+        Some("lies inside")
+    } else {
+        None
+    }
+}
+
+/// `path` with its longest existing ancestor resolved by `real` and the rest as written:
+/// where a place that does not exist yet would be created.
+pub fn real_or_parent(path: &Path, real: RealPath) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut cursor = path;
+    loop {
+        if let Some(found) = (real.0)(cursor) {
+            let mut out = found;
+            out.extend(rest.iter().rev());
+            return Some(out);
+        }
+        rest.push(cursor.file_name()?);
+        cursor = cursor.parent()?;
+    }
+}
+
+/// Why a directory grant may not be made: it is, contains or lies inside a host-owned
+/// place. `grant` is the grant as written (`${home}/.config`), `expanded` after `${…}`
+/// expansion; both it and each place are compared as written and with symlinks resolved
+/// by `real` (the sandbox repeats the check on the opened directory, so a symlink made
+/// after the build is caught there).
+pub fn refuse(
+    grant: &str,
+    expanded: &Path,
+    write: bool,
+    places: &[HostPlace],
+    real: RealPath,
+) -> Option<String> {
+    let mut grant_paths = vec![expanded.to_path_buf()];
+    grant_paths.extend(real_or_parent(expanded, real));
+    for place in places.iter().filter(|p| p.guards(write)) {
+        let mut place_paths = vec![place.path.clone()];
+        place_paths.extend(real_or_parent(&place.path, real));
+        for g in &grant_paths {
+            for p in &place_paths {
+                if let Some(how) = relation(g, p) {
+                    return Some(message(grant, g, write, how, place));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The refusal, naming the grant (as written, and where it resolved when that differs)
+/// and the place.
+pub fn message(grant: &str, at: &Path, write: bool, how: &str, place: &HostPlace) -> String {
+    let shown = if Path::new(grant) == at {
+        format!("`{grant}`")
+    } else {
+        format!("`{grant}` (`{}`)", at.display())
+    };
+    let (mode, rule) = match (write, place.guard) {
+        (_, Guard::Any) => (
+            if write { "rw" } else { "ro" },
+            "no grant may reach it, read-only or read-write",
+        ),
+        (_, Guard::Write) => ("rw", "no read-write grant may reach it"),
+    };
+    format!(
+        "{shown} ({mode}) {how} {} `{}`, a place hookhost owns: {rule}",
+        place.what,
+        place.path.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places() -> Vec<HostPlace> {
+        vec![
+            HostPlace::new("/h/.config/hookhost", "the user config", Guard::Any),
+            HostPlace::new("/w/.hookhost", "the project's hook files", Guard::Write),
+        ]
+    }
+
+    #[test]
+    fn equal_containing_and_inside_are_refused_by_level() {
+        let none = RealPath::default();
+        for (grant, write, refused) in [
+            ("/h/.config/hookhost", false, Some("is")),
+            ("/h/.config", true, Some("contains")),
+            ("/", false, Some("contains")),
+            ("/h/.config/hookhost/plugins", false, Some("lies inside")),
+            ("/h/.config/other", true, None),
+            ("/h/.config/hookhostx", true, None),
+            ("/w", false, None),
+            ("/w", true, Some("contains")),
+            ("/w/.hookhost/plugins", true, Some("lies inside")),
+            ("/w/src", true, None),
+        ] {
+            let got = refuse(grant, Path::new(grant), write, &places(), none);
+            match refused {
+                None => assert_eq!(got, None, "{grant} {write}"),
+                Some(how) => {
+                    let got = got.unwrap_or_else(|| panic!("{grant} {write} not refused"));
+                    assert!(got.contains(&format!(" {how} ")), "{got}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn places_and_grants_are_compared_after_symlinks() {
+        // `/link` resolves to `/h`; `/h/.config/hookhost` does not exist yet.
+        let real = RealPath(|p| {
+            if p == Path::new("/link") || p == Path::new("/h") {
+                Some(PathBuf::from("/h"))
+            } else if p == Path::new("/") {
+                Some(PathBuf::from("/"))
+            } else {
+                None
+            }
+        });
+        let got = refuse("/link", Path::new("/link"), false, &places(), real).unwrap();
+        assert!(
+            got.contains("`/link` (`/h`) (ro) contains the user config"),
+            "{got}"
+        );
+        assert_eq!(
+            real_or_parent(Path::new("/link/.config/hookhost"), real),
+            Some(PathBuf::from("/h/.config/hookhost"))
+        );
+    }
+}
