@@ -184,8 +184,14 @@ impl Handlers {
                 .http_hook_ca_file
                 .as_deref()
                 .map_or_else(Vec::new, |file| {
-                    std::fs::read(file)
+                    // Managed policy's file: read as managed policy is (the one reader,
+                    // not writable by others, regular, capped at 1 MiB).
+                    let how = crate::config::file::Open::read(1 << 20).rule(
+                        crate::config::file::Rule::Believed(crate::config::file::Owners::MeOrRoot),
+                    );
+                    crate::config::file::read_checked(file, &how)
                         .ok()
+                        .map(|(pem, _)| pem)
                         .and_then(|pem| reqwest::Certificate::from_pem_bundle(&pem).ok())
                         .unwrap_or_else(|| {
                             tracing::warn!(

@@ -48,9 +48,18 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
             places.push(HostPlace::new(path, what, guard));
         }
     };
-    let user_default = directories::BaseDirs::new().map(|d| d.config_dir().join("hookhost"));
+    // The user config where it is, where the config base puts it by default, and under
+    // the home directory whatever `XDG_CONFIG_HOME` says.
+    let user_default = config::env::config_base(&workspaces)
+        .0
+        .map(|base| base.join("hookhost"));
+    let under_home = sources
+        .home_dir
+        .as_ref()
+        .map(|home| home.join(".config").join("hookhost"));
     add(sources.user_dir.clone(), "the user config", Guard::Any);
     add(user_default, "the user config", Guard::Any);
+    add(under_home, "the user config", Guard::Any);
     add(
         Some(super::data_dir_judged(&workspaces).0),
         "the data directory (trust store, sessions, audit log, env files)",
@@ -81,8 +90,14 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         ),
         ("CODEX_HOME", ".codex", "Codex's user settings"),
     ] {
-        // The same choice `hookhost install` makes (`cli/install`).
-        add(std::env::var_os(var).map(PathBuf::from), what, Guard::Any);
+        // The same choice `hookhost install` makes (`cli/install`), read through the one
+        // reader of the environment; any absolute value is guarded (refusing more grants
+        // is the safe side), whether or not `install` would accept it.
+        add(
+            config::env::path_var(var, &[]).ok().flatten(),
+            what,
+            Guard::Any,
+        );
         add(home.as_ref().map(|h| h.join(dir)), what, Guard::Any);
     }
     add(sources.managed_dir.clone(), "managed policy", Guard::Write);

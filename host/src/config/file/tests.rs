@@ -194,6 +194,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "writes new key and signature files; keys and signatures are read by read_regular",
     ),
     (
+        "cli/dispatch_daemon/server.rs",
+        "OpenOptions::new(",
+        "`/dev/null` for the daemon's standard streams (nothing is read from it)",
+    ),
+    (
         "cli/dispatch_daemon/place.rs",
         "OpenOptions::new(",
         "a daemon's log (append) and lock (flock): writers in the private daemons directory",
