@@ -29,11 +29,14 @@ mod cache_key;
 mod convert;
 mod engine;
 mod grants;
+mod held;
 mod hostcalls;
 mod http_policy;
 mod instances;
 mod limits;
 mod load;
+#[cfg(test)]
+mod meter_tests;
 mod state;
 
 use std::collections::HashMap;
@@ -51,6 +54,7 @@ pub use convert::{
 };
 pub use engine::{engine_config, instance_pool_available};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
+pub use held::{host_descriptors, plugin_descriptors};
 pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
