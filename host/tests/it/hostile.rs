@@ -1158,10 +1158,15 @@ async fn hoarded_descriptors_come_from_one_budget_of_the_host() {
     .await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
-    assert_eq!(
-        outcome.additional_context,
-        [format!("held {}, then quota", share - 1)]
-    );
+    // Its preopened directory is one of the quarter; other tests of the same plugin
+    // running alongside may hold a few more of it.
+    let said = outcome.additional_context.join("");
+    let held: usize = said
+        .strip_prefix("held ")
+        .and_then(|rest| rest.strip_suffix(", then quota"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(held < share && held + 16 >= share, "{said} (share {share})");
     let diagnostics = report.diagnostics.clone().unwrap_or_default();
     assert!(
         diagnostics.contains(&format!("descriptor limit of {share} per plugin reached")),

@@ -105,6 +105,7 @@ impl Descriptors {
     }
 
     /// Descriptors held now by all plugins.
+    #[cfg(test)]
     pub fn held(&self) -> usize {
         self.ledger.lock().unwrap_or_else(|e| e.into_inner()).total
     }

@@ -216,8 +216,8 @@ pub(super) fn classify_error(
             let (host, calls) = (store.data().host_fuel, store.data().host_calls);
             let detail = if host > 0 {
                 format!(
-                    " ({host} of them for {calls} host calls, which cost {FUEL_PER_HOST_CALL} units \
-                     each and {FUEL_PER_BYTE} unit per byte they move)"
+                    " ({host} of them for host calls: {calls} calls at {FUEL_PER_HOST_CALL} units \
+                     each, and {FUEL_PER_BYTE} unit per byte they move)"
                 )
             } else {
                 String::new()
