@@ -138,9 +138,7 @@ impl Sandbox {
                 let Ok(mut guard) = slot.try_lock() else {
                     continue;
                 };
-                let held = guard
-                    .as_mut()
-                    .map_or(0, |i| i.store.data_mut().footprint());
+                let held = guard.as_mut().map_or(0, |i| i.store.data_mut().footprint());
                 all += held;
                 if key.0 == hook {
                     of_hook += held;

@@ -170,7 +170,9 @@ fn refused_text(limits: &Limits, refused: Refused) -> String {
         Refused::Table(asked) => format!(
             "table limit of {MAX_TABLE_ELEMENTS} elements reached: the plugin asked to grow its tables to {asked} elements"
         ),
-        Refused::Descriptor(refused) => format!("{refused}: the plugin asked to open one more file"),
+        Refused::Descriptor(refused) => {
+            format!("{refused}: the plugin asked to open one more file")
+        }
         Refused::Held(asked) => format!(
             "memory limit of {} bytes ({} MiB) reached: linear memory and the host memory its resources hold \
              (directory listings) would have been {asked} bytes",

@@ -152,11 +152,7 @@ fn core_module(imports: &[Import]) -> Vec<u8> {
 
     let mut section = ImportSection::new();
     for (i, import) in imports.iter().enumerate() {
-        section.import(
-            &import.module,
-            &import.name,
-            EntityType::Function(i as u32),
-        );
+        section.import(&import.module, &import.name, EntityType::Function(i as u32));
     }
     module.section(&section);
 
@@ -398,7 +394,11 @@ async fn every_import_of_the_linker_is_charged_per_call() {
         .collect();
     for (id, interface) in resolve.interfaces.iter() {
         let name = resolve.id_of(id).unwrap_or_default();
-        let exported_by_guests = ["wasi:http/incoming-handler", "wasi:cli/run", "hookhost:hook/hook"];
+        let exported_by_guests = [
+            "wasi:http/incoming-handler",
+            "wasi:cli/run",
+            "hookhost:hook/hook",
+        ];
         if exported_by_guests.iter().any(|e| name.starts_with(e)) || interface.name.is_none() {
             continue;
         }
@@ -408,13 +408,19 @@ async fn every_import_of_the_linker_is_charged_per_call() {
 
     let (baseline, returned, _) = call(&sandbox, &pre, "probe", 0, 1_000_000).await;
     returned.expect("the wasm-only call returns");
-    assert!(baseline < FUEL_PER_HOST_CALL, "a wasm-only call took {baseline}");
+    assert!(
+        baseline < FUEL_PER_HOST_CALL,
+        "a wasm-only call took {baseline}"
+    );
     let mut uncharged = Vec::new();
     for (k, import) in imports.iter().enumerate() {
         let (used, _, store) = call(&sandbox, &pre, "probe", k as u32 + 1, 1_000_000).await;
         let calls = store.data().host_calls;
         if used < baseline + FUEL_PER_HOST_CALL || calls == 0 {
-            uncharged.push(format!("{}: {used} fuel, {calls} host calls", describe(import)));
+            uncharged.push(format!(
+                "{}: {used} fuel, {calls} host calls",
+                describe(import)
+            ));
         }
     }
     assert!(
@@ -478,4 +484,30 @@ async fn a_flood_of_every_import_ends_on_the_default_fuel() {
         slowest.1,
         slowest.0.as_secs_f64() / wasm_loop.as_secs_f64()
     );
+}
+
+/// What kept session instances are evicted by: linear memory, held host memory, and
+/// every resource the store holds at the most one may hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_store_footprint_counts_what_its_resources_hold() {
+    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES).expect("a sandbox");
+    let plugin: Arc<str> = Arc::from("footprint");
+    let mut store = sandbox
+        .store(&plugin, &Live::default(), &[], MEMORY, &[])
+        .expect("a store");
+    let data = store.data_mut();
+    let empty = data.footprint();
+    let far = Instant::now() + Duration::from_secs(3600);
+    let pollables: Vec<_> = (0..10).map(|_| data.sleep_until(far).unwrap()).collect();
+    // A sleep is two entries: the sleep and its pollable.
+    assert_eq!(
+        data.footprint(),
+        empty + 20 * super::state::RESOURCE_ENTRY_BYTES
+    );
+    data.limiter.hold(1000).unwrap();
+    assert_eq!(
+        data.footprint(),
+        empty + 20 * super::state::RESOURCE_ENTRY_BYTES + 1000
+    );
+    drop(pollables);
 }

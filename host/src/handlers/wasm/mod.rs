@@ -53,8 +53,8 @@ pub use convert::{
     Converted, MAX_CONVERTED_BYTES, PluginResponse, RESERVED_EXTRAS, convert_response,
 };
 pub use engine::{engine_config, instance_pool_available};
-pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use held::{host_descriptors, plugin_descriptors};
+pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};

@@ -594,7 +594,10 @@ mod tests {
         let mut limiter = Limiter::new(1 << 20);
         assert!(limiter.memory_growing(0, 512 << 10, None).unwrap());
         limiter.hold(256 << 10).unwrap();
-        assert_eq!(limiter.hold(257 << 10), Err(Refused::Held((1 << 20) + 1024)));
+        assert_eq!(
+            limiter.hold(257 << 10),
+            Err(Refused::Held((1 << 20) + 1024))
+        );
         // Memory cannot grow into what resources hold.
         assert!(!limiter.memory_growing(512 << 10, 800 << 10, None).unwrap());
         assert_eq!(limiter.refused, Some(Refused::Memory(1056 << 10)));
