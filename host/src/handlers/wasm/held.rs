@@ -111,6 +111,9 @@ impl Descriptors {
     }
 
     fn take(&self, plugin: &Arc<str>, n: usize) -> Result<(), NoDescriptor> {
+        if n == 0 {
+            return Ok(());
+        }
         let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         let share = plugin_descriptors(self.max);
         let of_plugin = ledger.per_plugin.get(plugin).copied().unwrap_or(0);
@@ -126,6 +129,9 @@ impl Descriptors {
     }
 
     fn give(&self, plugin: &Arc<str>, n: usize) {
+        if n == 0 {
+            return;
+        }
         let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         ledger.total = ledger.total.saturating_sub(n);
         if let Some(held) = ledger.per_plugin.get_mut(plugin) {
