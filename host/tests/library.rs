@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hookhost::config::schema::OnFailure;
-use hookhost::event::{DecisionStyle, Exit2, MatcherSyntax};
+use hookhost::event::{DecisionStyle, Exit2, MatcherSyntax, OutputKey};
 use hookhost::outcome::{Decision, HookStatus};
 use hookhost::policy::FunctionHook;
 use hookhost::{EventSpec, HostBuilder};
@@ -138,7 +138,7 @@ async fn custom_events_are_dispatched_with_their_attributes() {
         matcher_syntax: MatcherSyntax::Standard,
         exit2: Exit2::Blocks,
         decision: DecisionStyle::Block,
-        specific_outputs: Cow::Borrowed(&["additionalContext"]),
+        specific_outputs: Cow::Borrowed(&[OutputKey::typed("additionalContext")]),
         honours_continue: true,
         plain_stdout_is_context: false,
         tool_event: false,

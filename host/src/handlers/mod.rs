@@ -67,6 +67,9 @@ pub struct Answer {
     pub blocking_error: Option<String>,
     /// Plain-text stdout (context on some events).
     pub plain_text: Option<String>,
+    /// What a plugin said through `extras-json`, unchecked: the merge admits each key by
+    /// the event's allow-list ([`crate::event::EventSpec::admit`], channel `Extras`).
+    pub extras: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What a hook produced.

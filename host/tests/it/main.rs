@@ -4,6 +4,7 @@ mod allowlist;
 mod demo;
 mod hostile;
 mod lang;
+mod output_keys;
 mod raw;
 mod response_props;
 #[path = "../common/skip.rs"]

@@ -46,9 +46,7 @@ use serde_json::Value;
 use wasmtime::{Engine, Store};
 
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
-pub use convert::{
-    Converted, MAX_CONVERTED_BYTES, PluginResponse, RESERVED_EXTRAS, convert_response,
-};
+pub use convert::{Converted, MAX_CONVERTED_BYTES, PluginResponse, convert_response};
 pub use engine::{engine_config, instance_pool_available};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use http_policy::MAX_CONNECTIONS;

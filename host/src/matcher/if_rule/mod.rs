@@ -32,6 +32,8 @@
 mod bash;
 mod paths;
 #[cfg(test)]
+mod runner_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::Path;
