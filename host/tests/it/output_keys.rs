@@ -18,12 +18,16 @@ use crate::support::*;
 
 use KeyClass::{Plain as P, Typed as T, Widens as W};
 
+/// One key of the reference: its path, its class (`None`: not supported) and an output
+/// that sets it.
+type Key = (&'static str, Option<KeyClass>, Value);
+
 /// Every key Claude Code accepts in `hookSpecificOutput`, per event, with the class
 /// hookhost gives it (`None`: hookhost does not support it, so it is dropped) and a
 /// `hookSpecificOutput` that sets it. Sources: `shared/reference/claude-code-hooks.md`
 /// §1.3 and §1.9 (v2.1.240) and `claude-code-2.1.332.md` §2 (`permissionDisplay`,
 /// internal, 2.1.299). A key `a.b` is the key `b` of the object `a`.
-fn reference() -> Vec<(&'static str, Vec<(&'static str, Option<KeyClass>, Value)>)> {
+fn reference() -> Vec<(&'static str, Vec<Key>)> {
     let ctx = |e: &str| {
         (
             ("additionalContext"),
