@@ -928,7 +928,8 @@ fn a_returned_error_is_a_plugin_error() {
 
 /// Extras cannot say more than the typed response: on PermissionRequest they cannot
 /// allow with `bypassPermissions`, nor set `updatedPermissions` or any other key the
-/// typed fields own.
+/// typed fields own. Each such key is dropped with a notice naming the hook and the key
+/// (the allow-list of `EventSpec::admit`); the rest of the answer stands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extras_cannot_set_what_the_typed_fields_own() {
     let project = tempfile::tempdir().unwrap();
@@ -952,12 +953,15 @@ async fn extras_cannot_set_what_the_typed_fields_own() {
             json!({}),
         )
         .await;
-        assert_raw_failed(
-            &outcome,
-            HookStatus::Failed,
-            &[&format!("may not set `{key}`")],
+        assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
+        assert!(
+            outcome.notices.iter().any(|n| n.hook == "raw-extras"
+                && n.message
+                    .contains(&format!("`hookSpecificOutput.{key}` was dropped"))),
+            "{outcome:#?}"
         );
         assert_eq!(outcome.decision, Decision::None, "{outcome:#?}");
+        assert!(outcome.updated_input.is_none(), "{outcome:#?}");
         assert!(
             !Value::Object(outcome.hook_specific_output.clone())
                 .to_string()

@@ -374,7 +374,7 @@ fn describe(import: &Import) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_import_of_the_linker_is_charged_per_call() {
     let (bytes, imports) = kitchen_sink();
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES).expect("a sandbox");
+    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
     let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
     // The linker of a hook with an HTTP grant defines every import of the kitchen sink.
     let pre = sandbox
@@ -433,7 +433,7 @@ async fn every_import_of_the_linker_is_charged_per_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_every_import_ends_on_the_default_fuel() {
     let (bytes, imports) = kitchen_sink();
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES).expect("a sandbox");
+    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
     let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
     let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();
     let started = Instant::now();
@@ -490,7 +490,7 @@ async fn a_flood_of_every_import_ends_on_the_default_fuel() {
 /// every resource the store holds at the most one may hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_store_footprint_counts_what_its_resources_hold() {
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES).expect("a sandbox");
+    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
     let plugin: Arc<str> = Arc::from("footprint");
     let mut store = sandbox
         .store(&plugin, &Live::default(), &[], MEMORY, &[])

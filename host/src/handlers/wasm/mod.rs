@@ -57,9 +57,7 @@ use wasmtime::{Engine, Store};
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
 pub use compiles::COMPILE_BUDGET;
 use compiles::CompileObserver;
-pub use convert::{
-    Converted, MAX_CONVERTED_BYTES, PluginResponse, RESERVED_EXTRAS, convert_response,
-};
+pub use convert::{Converted, MAX_CONVERTED_BYTES, PluginResponse, convert_response};
 pub use engine::{engine_config, instance_pool_available};
 pub use held::{host_descriptors, plugin_descriptors};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
