@@ -478,5 +478,20 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The soft `RLIMIT_NOFILE` of this process (1024 when it cannot be read): how many files
+/// the host may hold open, which every descriptor budget is cut from.
+pub fn open_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limit into the struct we pass; nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        1024
+    }
+}
+
 #[cfg(test)]
 mod tests;

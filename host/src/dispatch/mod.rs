@@ -72,16 +72,7 @@ pub const MAX_CONCURRENT_HOOKS: usize = 256;
 pub fn hook_concurrency() -> usize {
     static CONCURRENCY: OnceLock<usize> = OnceLock::new();
     *CONCURRENCY.get_or_init(|| {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the limit into the struct we pass; nothing else.
-        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-            limit.rlim_cur
-        } else {
-            1024
-        };
+        let soft = crate::config::file::open_file_limit();
         let slots = soft.saturating_sub(FD_RESERVE) / FDS_PER_HOOK;
         usize::try_from(slots)
             .unwrap_or(MAX_CONCURRENT_HOOKS)

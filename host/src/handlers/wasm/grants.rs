@@ -282,6 +282,31 @@ fn open_dir(dir: &LiveDir, check: &GrantCheck<'_>) -> Result<OpenedDir, String> 
     })
 }
 
+/// Warnings for granted variables whose value cannot reach the plugin: WASI passes
+/// environment values as strings, so a value that is not UTF-8 is left out (rather than
+/// changed), and the user is told why the plugin does not see it.
+pub(super) fn unpassable_env(
+    live: &crate::policy::capability::Live,
+) -> impl Iterator<Item = String> + '_ {
+    live.env
+        .iter()
+        .filter(|name| {
+            crate::config::env::granted(name).is_some_and(|value| value.to_str().is_none())
+        })
+        .map(|name| format!("env grant `{name}`: its value is not UTF-8; not passed"))
+}
+
+/// The values of the granted variables that are set (and UTF-8; see [`unpassable_env`]).
+pub(super) fn env_values(live: &crate::policy::capability::Live) -> Vec<(String, String)> {
+    live.env
+        .iter()
+        .filter_map(|name| {
+            let value = crate::config::env::granted(name)?.into_string().ok()?;
+            Some((name.clone(), value))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

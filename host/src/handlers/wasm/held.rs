@@ -24,16 +24,7 @@ const MAX_HOST_DESCRIPTORS: usize = 16_384;
 pub fn host_descriptors() -> usize {
     static BUDGET: OnceLock<usize> = OnceLock::new();
     *BUDGET.get_or_init(|| {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the limit into the struct we pass; nothing else.
-        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-            limit.rlim_cur
-        } else {
-            1024
-        };
+        let soft = crate::config::file::open_file_limit();
         usize::try_from(soft / 4)
             .unwrap_or(MAX_HOST_DESCRIPTORS)
             .clamp(MIN_HOST_DESCRIPTORS, MAX_HOST_DESCRIPTORS)

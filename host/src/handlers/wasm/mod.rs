@@ -533,7 +533,7 @@ impl Sandbox {
                 );
             }
         };
-        warnings.extend(unpassable_env(&live));
+        warnings.extend(grants::unpassable_env(&live));
         let guard = self.guards.of(places);
         let grants = GrantCheck {
             ceilings,
@@ -625,7 +625,7 @@ impl Sandbox {
                 live,
                 &dirs,
                 limits.memory_bytes,
-                &env_values(live),
+                &grants::env_values(live),
             )
             .map_err(|e| (FailureKind::CannotStart, e))?;
         limits
@@ -676,27 +676,4 @@ fn max_plugin_bytes_from_env() -> u64 {
 fn home_dir() -> Option<&'static Path> {
     static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
     HOME.get_or_init(crate::config::env::home_dir).as_deref()
-}
-
-/// Warnings for granted variables whose value cannot reach the plugin: WASI passes
-/// environment values as strings, so a value that is not UTF-8 is left out (rather than
-/// changed), and the user is told why the plugin does not see it.
-fn unpassable_env(live: &Live) -> impl Iterator<Item = String> + '_ {
-    live.env
-        .iter()
-        .filter(|name| {
-            crate::config::env::granted(name).is_some_and(|value| value.to_str().is_none())
-        })
-        .map(|name| format!("env grant `{name}`: its value is not UTF-8; not passed"))
-}
-
-/// The values of the granted variables that are set (and UTF-8; see [`unpassable_env`]).
-fn env_values(live: &Live) -> Vec<(String, String)> {
-    live.env
-        .iter()
-        .filter_map(|name| {
-            let value = crate::config::env::granted(name)?.into_string().ok()?;
-            Some((name.clone(), value))
-        })
-        .collect()
 }
