@@ -147,13 +147,36 @@ pub fn snapshot() -> Vec<(OsString, OsString)> {
 }
 
 /// The environment a command hook starts from: this process's, without any variable that
-/// makes a program load code ([`is_code_loading`]) and without internal ones. (Credential
-/// scrubbing and `PATH` are the command runner's, on top of this.)
-pub fn for_children() -> impl Iterator<Item = (OsString, OsString)> {
-    std::env::vars_os().filter(|(name, _)| {
-        !is_code_loading(name.as_bytes())
-            && declared(&name.to_string_lossy()).is_none_or(|v| v.kind != Kind::Internal)
-    })
+/// makes a program load code ([`is_code_loading`]), without internal ones, and without a
+/// declared path ([`Kind::Path`]: `HOME`, `XDG_CONFIG_HOME`, …) that [`check_path`]
+/// refuses for hookhost itself (inside the workspace of `project` or of the working
+/// directory): the programs a hook runs read their own config from there (`git` reads
+/// `$XDG_CONFIG_HOME/git/config` and runs its `core.fsmonitor`). A refused `HOME` is
+/// replaced by the judged one ([`home_dir`]). (Credential scrubbing and `PATH` are the
+/// command runner's, on top of this.)
+pub fn for_children(project: Option<&Path>) -> Vec<(OsString, OsString)> {
+    let workspaces = workspaces_of(project);
+    let mut home_refused = false;
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, value)| {
+            if is_code_loading(name.as_bytes()) {
+                return false;
+            }
+            match declared(&name.to_string_lossy()).map(|v| v.kind) {
+                Some(Kind::Internal) => false,
+                Some(Kind::Path) if !value.is_empty() => {
+                    let kept = check_path(value, &workspaces).is_ok();
+                    home_refused |= !kept && name == "HOME";
+                    kept
+                }
+                _ => true,
+            }
+        })
+        .collect();
+    if home_refused && let Some(home) = home_dir_judged(&workspaces).0 {
+        env.push(("HOME".into(), home.into_os_string()));
+    }
+    env
 }
 
 /// The user's home directory (`$HOME` when it passes [`check_path`], else the password
