@@ -36,7 +36,8 @@ pub struct HostFiles<'a> {
 ///   `~/.claude`, `CODEX_HOME` or `~/.codex`; they also hold the agents' credentials): any;
 /// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
 /// - the project's `.hookhost/` (hook files, plugins), `.claude/` and `.codex/` (the
-///   project settings `install --project` writes): write;
+///   project settings `install --project` writes), and its `.git/` (hooks and config
+///   that git runs natively): write;
 /// - the hookhost binary that runs (what the agents' settings call): write;
 /// - the plugin files of the config and their `.sig` signatures: write (added by
 ///   [`crate::policy::resolve`], which reads the config).
@@ -110,6 +111,9 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         (".hookhost", "the project's hook files"),
         (".claude", "the project's Claude Code settings"),
         (".codex", "the project's Codex settings"),
+        // git runs what its directory says (hooks/, config's core.fsmonitor, core.pager,
+        // aliases) at the next commit or status of a command hook or the agent.
+        (".git", "the repository's git directory (hooks and config git runs)"),
     ] {
         add(Some(sources.project_dir.join(dir)), what, Guard::Write);
     }
