@@ -32,6 +32,7 @@ pub struct HostFiles<'a> {
 ///   session files wherever they are: any;
 /// - the compile cache (`HOOKHOST_CACHE_DIR`, `~/.cache/hookhost/wasm`: native code and the
 ///   key that authenticates it): any (the sandbox adds its own cache directory too);
+/// - `hookhost serve`'s default socket (`$XDG_RUNTIME_DIR/hookhost.sock`): any;
 /// - the agents' user settings that `hookhost install` writes (`CLAUDE_CONFIG_DIR` or
 ///   `~/.claude`, `CODEX_HOME` or `~/.codex`; they also hold the agents' credentials): any;
 /// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
@@ -82,6 +83,17 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         Guard::Any,
     );
     add(CompileCache::default_dir(), "the compile cache", Guard::Any);
+    // `hookhost serve`'s default socket (`cli/serve.rs` `default_socket`); the other
+    // default, in the data directory, is guarded with it. A plugin that may write beside
+    // it can replace it with a file, and no agent reaches the daemon again.
+    add(
+        config::env::path_var("XDG_RUNTIME_DIR", &workspaces)
+            .ok()
+            .flatten()
+            .map(|dir| dir.join("hookhost.sock")),
+        "`hookhost serve`'s socket",
+        Guard::Any,
+    );
     let home = sources.home_dir.clone();
     for (var, dir, what) in [
         (

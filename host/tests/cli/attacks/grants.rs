@@ -210,3 +210,42 @@ fn a_grant_of_the_home_config_directory_is_refused_and_the_user_config_is_untouc
         );
     }
 }
+
+/// `hookhost serve`'s default socket, `$XDG_RUNTIME_DIR/hookhost.sock`, is a place
+/// hookhost owns outside its data directory: a plugin granted read-write the runtime
+/// directory replaced it with a file, and `serve` could not bind there again (agents
+/// reach no daemon). The grant is refused at build, naming the place, and the socket's
+/// path is untouched.
+#[test]
+fn a_grant_of_the_runtime_directory_is_refused_and_the_serve_socket_is_untouched() {
+    let env = TestEnv::new();
+    let runtime = env.home.parent().unwrap().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let socket = runtime.join("hookhost.sock");
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{
+            "type": "wasm",
+            "id": "squat",
+            "plugin": hookhost_test_plugins::plugins::HOSTILE,
+            "capabilities": {"dirs": [{"path": runtime, "mode": "rw"}]},
+            "config": {"mode": "write", "arg": socket}
+        }]),
+    ));
+    let mut cmd = env.command();
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let run = env.run_with(cmd.args(["dispatch", "PreToolUse"]), &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !socket.exists(),
+        "the plugin wrote `hookhost serve`'s socket path: {}",
+        run.stdout
+    );
+    let notices = run.json()["notices"].to_string();
+    assert!(
+        notices.contains("a place hookhost owns") && notices.contains("hookhost serve"),
+        "{notices}"
+    );
+}
