@@ -249,3 +249,49 @@ fn a_grant_of_the_runtime_directory_is_refused_and_the_serve_socket_is_untouched
         "{notices}"
     );
 }
+
+/// A script a command hook runs is a file the host executes natively: a plugin granted
+/// read-write the directory that holds it rewrote it, and the next event ran the
+/// plugin's code outside the sandbox. The grant is refused at build, naming the file.
+#[test]
+fn a_grant_over_a_script_a_command_hook_runs_is_refused_and_the_script_is_untouched() {
+    let env = TestEnv::new();
+    let script = env.write("tools/check.sh", "exit 0\n");
+    for command in [
+        "sh tools/check.sh",
+        "\"${CLAUDE_PROJECT_DIR}\"/tools/check.sh",
+    ] {
+        env.project_hooks(hooks(
+            "PreToolUse",
+            "*",
+            json!([
+                {
+                    "type": "wasm",
+                    "id": "rewrite",
+                    "plugin": hookhost_test_plugins::plugins::HOSTILE,
+                    "capabilities": {"dirs": [{"path": "${workspace}/tools", "mode": "rw"}]},
+                    "config": {"mode": "write", "arg": script}
+                },
+                {"type": "command", "command": command}
+            ]),
+        ));
+        let input =
+            json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let run = env.run_with(
+            env.command().args(["dispatch", "PreToolUse"]),
+            &input.to_string(),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&script).unwrap(),
+            "exit 0\n",
+            "the plugin rewrote the command hook's script ({command}): {}",
+            run.stdout
+        );
+        let notices = run.json()["notices"].to_string();
+        assert!(
+            notices.contains("a place hookhost owns") && notices.contains("a command hook runs"),
+            "{notices}"
+        );
+    }
+}
