@@ -65,8 +65,11 @@ pub struct EventSpec {
     pub exit2: Exit2,
     /// How hooks state a decision.
     pub decision: DecisionStyle,
-    /// `hookSpecificOutput` fields the event honours (besides `hookEventName`).
-    pub specific_outputs: Cow<'static, [&'static str]>,
+    /// The allow-list of `hookSpecificOutput` keys the event honours (besides
+    /// `hookEventName`), each with who may set it ([`OutputKey`]). A key of a nested object
+    /// is listed as `parent.key` (`decision.updatedPermissions`). Everything else a hook
+    /// says there is dropped with a notice ([`EventSpec::admit`]).
+    pub specific_outputs: Cow<'static, [OutputKey]>,
     /// Whether `continue: false` (and `stopReason`) is honoured.
     pub honours_continue: bool,
     /// Whether plain-text stdout on exit 0 becomes additional context.
@@ -99,10 +102,117 @@ impl EventSpec {
             )
     }
 
-    /// Whether the event honours a `hookSpecificOutput` field.
+    /// Whether the event honours a `hookSpecificOutput` field (by any channel).
     pub fn honours(&self, field: &str) -> bool {
-        self.specific_outputs.contains(&field)
+        self.output_key(field).is_some()
     }
+
+    /// The allow-list entry of a `hookSpecificOutput` key (`parent.key` for a key of a
+    /// nested object).
+    pub fn output_key(&self, field: &str) -> Option<&OutputKey> {
+        self.specific_outputs.iter().find(|k| k.name == field)
+    }
+
+    /// Whether a key of the allow-list has keys of its own listed (`decision` →
+    /// `decision.behavior` …): its object value is checked key by key.
+    pub fn has_nested_outputs(&self, field: &str) -> bool {
+        self.specific_outputs.iter().any(|k| {
+            k.name
+                .strip_prefix(field)
+                .is_some_and(|r| r.starts_with('.'))
+        })
+    }
+
+    /// **The one rule of what a hook may say** (docs/plugins.md, threat model): whether
+    /// the `hookSpecificOutput` key `field` (`parent.key` when nested), said through
+    /// `channel` by a hook whose config grants the widening keys `granted`, is kept.
+    /// Deny by default: a key not in the event's allow-list is dropped; a key the typed
+    /// response fields own never comes through a plugin's `extras-json`; a key that
+    /// grants, consents or widens is kept only from a hook's own answer (no plugin typed
+    /// field carries one) and only when the hook's config grants it (`widens`).
+    ///
+    /// # Errors
+    ///
+    /// Why the key is dropped, for the notice that names the hook and the key.
+    pub fn admit(&self, field: &str, channel: Channel, granted: &[String]) -> Result<(), String> {
+        let Some(key) = self.output_key(field) else {
+            return Err(format!("it is not an output of {}", self.name));
+        };
+        match (key.class, channel) {
+            (KeyClass::Plain, _) | (KeyClass::Typed, Channel::Answer) => Ok(()),
+            (KeyClass::Typed, Channel::Extras) => {
+                Err("a typed response field decides it; `extras-json` may not set it".into())
+            }
+            (KeyClass::Widens, Channel::Extras) => Err(
+                "it grants, consents or widens what the agent may do, and no typed response \
+                 field carries it: a plugin cannot set it"
+                    .into(),
+            ),
+            (KeyClass::Widens, Channel::Answer) if granted.iter().any(|g| g == field) => Ok(()),
+            (KeyClass::Widens, Channel::Answer) => Err(format!(
+                "it grants, consents or widens what the agent may do; the hook's config must \
+                 grant it (`\"widens\": [\"{field}\"]`)"
+            )),
+        }
+    }
+}
+
+/// What a `hookSpecificOutput` key may do, which decides who may set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyClass {
+    /// A typed part of the answer (a decision, its reason, a rewrite, context): a command
+    /// or HTTP hook sets it in its JSON, a plugin through its typed response field only.
+    Typed,
+    /// Grants nothing (a title, paths to watch, display text): any hook may set it,
+    /// plugins through `extras-json`.
+    Plain,
+    /// Grants, consents or widens (`updatedPermissions`, `retry`, Elicitation `action`,
+    /// `worktreePath`, `classifierContext`, `initialUserMessage`): only a command or HTTP
+    /// hook whose config grants the key (`widens`) may set it; plugins have no typed field
+    /// for it.
+    Widens,
+}
+
+/// One entry of an event's allow-list of `hookSpecificOutput` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputKey {
+    /// The key (`parent.key` for a key of a nested object).
+    pub name: &'static str,
+    /// What it may do.
+    pub class: KeyClass,
+}
+
+impl OutputKey {
+    /// A typed key.
+    pub const fn typed(name: &'static str) -> OutputKey {
+        OutputKey {
+            name,
+            class: KeyClass::Typed,
+        }
+    }
+    /// A key that grants nothing.
+    pub const fn plain(name: &'static str) -> OutputKey {
+        OutputKey {
+            name,
+            class: KeyClass::Plain,
+        }
+    }
+    /// A key that grants, consents or widens.
+    pub const fn widens(name: &'static str) -> OutputKey {
+        OutputKey {
+            name,
+            class: KeyClass::Widens,
+        }
+    }
+}
+
+/// The channel a `hookSpecificOutput` key came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// A hook's answer: a command or HTTP hook's JSON, a plugin's typed response fields.
+    Answer,
+    /// A plugin's `extras-json`.
+    Extras,
 }
 
 /// Ten minutes: Claude Code's default for command, HTTP and MCP tool hooks since v2.1.3.
@@ -114,7 +224,7 @@ struct Row {
     matcher: Option<&'static str>,
     exit2: Exit2,
     decision: DecisionStyle,
-    outputs: &'static [&'static str],
+    outputs: &'static [OutputKey],
     honours_continue: bool,
     plain_context: bool,
     timeout: Duration,
@@ -125,7 +235,7 @@ const fn row(
     matcher: Option<&'static str>,
     exit2: Exit2,
     decision: DecisionStyle,
-    outputs: &'static [&'static str],
+    outputs: &'static [OutputKey],
 ) -> Row {
     Row {
         name,
@@ -156,51 +266,65 @@ impl Row {
 
 use DecisionStyle as D;
 use Exit2::{Blocks, Ignored, Notice};
+const fn t(name: &'static str) -> OutputKey {
+    OutputKey::typed(name)
+}
+const fn p(name: &'static str) -> OutputKey {
+    OutputKey::plain(name)
+}
+const fn w(name: &'static str) -> OutputKey {
+    OutputKey::widens(name)
+}
+
+/// `additionalContext` alone, the output of most events.
+const CONTEXT: &[OutputKey] = &[t("additionalContext")];
 
 /// The 31 events of Claude Code's hooks reference.
 #[rustfmt::skip]
 const BUILT_IN: [Row; 31] = [
     row("SessionStart", Some("source"), Notice, D::None,
-        &["additionalContext", "initialUserMessage", "sessionTitle", "watchPaths", "reloadSkills"])
+        &[t("additionalContext"), w("initialUserMessage"), p("sessionTitle"), p("watchPaths"), p("reloadSkills")])
         .plain_stdout_context(),
-    row("Setup", Some("trigger"), Notice, D::None, &["additionalContext"]),
+    row("Setup", Some("trigger"), Notice, D::None, CONTEXT),
     row("InstructionsLoaded", Some("load_reason"), Ignored, D::None, &[]).discards_continue(),
     row("UserPromptSubmit", None, Blocks, D::Block,
-        &["additionalContext", "sessionTitle", "suppressOriginalPrompt"])
+        &[t("additionalContext"), p("sessionTitle"), p("suppressOriginalPrompt")])
         .plain_stdout_context()
         .timeout(Duration::from_secs(30)),
-    row("UserPromptExpansion", Some("command_name"), Blocks, D::Block, &["additionalContext"])
+    row("UserPromptExpansion", Some("command_name"), Blocks, D::Block, CONTEXT)
         .plain_stdout_context(),
-    row("MessageDisplay", None, Notice, D::None, &["displayContent"])
+    row("MessageDisplay", None, Notice, D::None, &[p("displayContent")])
         .discards_continue()
         .timeout(Duration::from_secs(10)),
     row("PreToolUse", Some("tool_name"), Blocks, D::Permission,
-        &["permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"]),
-    row("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest, &["decision"]),
-    row("PermissionDenied", Some("tool_name"), Ignored, D::None, &["retry"]),
+        &[t("permissionDecision"), t("permissionDecisionReason"), t("updatedInput"), t("additionalContext")]),
+    row("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest,
+        &[t("decision"), t("decision.behavior"), t("decision.message"), t("decision.interrupt"),
+          t("decision.updatedInput"), w("decision.updatedPermissions")]),
+    row("PermissionDenied", Some("tool_name"), Ignored, D::None, &[w("retry")]),
     row("PostToolUse", Some("tool_name"), Blocks, D::Block,
-        &["additionalContext", "classifierContext", "updatedToolOutput", "updatedMCPToolOutput"]),
-    row("PostToolUseFailure", Some("tool_name"), Blocks, D::Block, &["additionalContext"]),
-    row("PostToolBatch", None, Blocks, D::Block, &["additionalContext"]),
+        &[t("additionalContext"), w("classifierContext"), t("updatedToolOutput"), t("updatedMCPToolOutput")]),
+    row("PostToolUseFailure", Some("tool_name"), Blocks, D::Block, CONTEXT),
+    row("PostToolBatch", None, Blocks, D::Block, CONTEXT),
     row("Notification", Some("notification_type"), Ignored, D::None, &[]).discards_continue(),
-    row("SubagentStart", Some("agent_type"), Notice, D::None, &["additionalContext"]),
-    row("SubagentStop", Some("agent_type"), Blocks, D::Block, &["additionalContext"]),
+    row("SubagentStart", Some("agent_type"), Notice, D::None, CONTEXT),
+    row("SubagentStop", Some("agent_type"), Blocks, D::Block, CONTEXT),
     row("TaskCreated", None, Blocks, D::Block, &[]).discards_continue(),
     row("TaskCompleted", None, Blocks, D::ContinueOnly, &[]),
-    row("Stop", None, Blocks, D::Block, &["additionalContext"]),
+    row("Stop", None, Blocks, D::Block, CONTEXT),
     row("StopFailure", Some("error"), Ignored, D::None, &[]).discards_continue(),
     row("TeammateIdle", None, Blocks, D::ContinueOnly, &[]),
     row("ConfigChange", Some("source"), Blocks, D::Block, &[]).discards_continue(),
-    row("CwdChanged", None, Notice, D::None, &["watchPaths"]).discards_continue(),
+    row("CwdChanged", None, Notice, D::None, &[p("watchPaths")]).discards_continue(),
     row("DirectoryAdded", Some("source"), Notice, D::None, &[]).discards_continue(),
-    row("FileChanged", Some("file_path"), Notice, D::None, &["watchPaths"]).discards_continue(),
-    row("WorktreeCreate", None, Blocks, D::None, &["worktreePath"]).discards_continue(),
+    row("FileChanged", Some("file_path"), Notice, D::None, &[p("watchPaths")]).discards_continue(),
+    row("WorktreeCreate", None, Blocks, D::None, &[w("worktreePath")]).discards_continue(),
     row("WorktreeRemove", None, Notice, D::None, &[]),
     row("PreCompact", Some("trigger"), Blocks, D::Block, &[]).discards_continue(),
     row("PostCompact", Some("trigger"), Notice, D::None, &[]).discards_continue(),
-    row("Elicitation", Some("mcp_server_name"), Blocks, D::None, &["action", "content"])
+    row("Elicitation", Some("mcp_server_name"), Blocks, D::None, &[w("action"), w("content")])
         .discards_continue(),
-    row("ElicitationResult", Some("mcp_server_name"), Blocks, D::None, &["action", "content"])
+    row("ElicitationResult", Some("mcp_server_name"), Blocks, D::None, &[w("action"), w("content")])
         .discards_continue(),
     // SessionEnd hooks share a short budget in Claude Code (1.5 s, raised by explicit
     // timeouts); a per-hook default of 1.5 s keeps an agent's exit from hanging.
@@ -437,6 +561,100 @@ mod tests {
         assert!(!c.get("Notification").unwrap().honours_continue);
         assert!(c.get("PreToolUse").unwrap().honours("updatedInput"));
         assert!(!c.get("Stop").unwrap().honours("updatedInput"));
+    }
+
+    /// The rule of `admit`, class by channel by grant.
+    #[test]
+    fn admit_decides_by_class_channel_and_grant() {
+        let c = EventCatalogue::default();
+        let granted = |k: &str| vec![k.to_string()];
+        // (event, key, channel, granted, kept)
+        let rows: &[(&str, &str, Channel, bool, bool)] = &[
+            ("PreToolUse", "updatedInput", Channel::Answer, false, true),
+            ("PreToolUse", "updatedInput", Channel::Extras, false, false),
+            ("PreToolUse", "retry", Channel::Answer, true, false),
+            ("SessionStart", "sessionTitle", Channel::Extras, false, true),
+            ("SessionStart", "sessionTitle", Channel::Answer, false, true),
+            (
+                "SessionStart",
+                "initialUserMessage",
+                Channel::Answer,
+                false,
+                false,
+            ),
+            (
+                "SessionStart",
+                "initialUserMessage",
+                Channel::Answer,
+                true,
+                true,
+            ),
+            (
+                "SessionStart",
+                "initialUserMessage",
+                Channel::Extras,
+                true,
+                false,
+            ),
+            ("PermissionDenied", "retry", Channel::Answer, false, false),
+            ("PermissionDenied", "retry", Channel::Answer, true, true),
+            (
+                "PermissionRequest",
+                "decision",
+                Channel::Answer,
+                false,
+                true,
+            ),
+            (
+                "PermissionRequest",
+                "decision",
+                Channel::Extras,
+                false,
+                false,
+            ),
+            (
+                "PermissionRequest",
+                "decision.updatedPermissions",
+                Channel::Answer,
+                false,
+                false,
+            ),
+            (
+                "PermissionRequest",
+                "decision.updatedPermissions",
+                Channel::Answer,
+                true,
+                true,
+            ),
+            (
+                "PermissionRequest",
+                "updatedPermissions",
+                Channel::Answer,
+                true,
+                false,
+            ),
+            ("Stop", "hookEventName", Channel::Extras, false, false),
+            ("Stop", "", Channel::Answer, false, false),
+        ];
+        for &(event, key, channel, grant, kept) in rows {
+            let spec = c.get(event).unwrap();
+            let grants = if grant { granted(key) } else { Vec::new() };
+            assert_eq!(
+                spec.admit(key, channel, &grants).is_ok(),
+                kept,
+                "{event} {key} {channel:?} granted={grant}"
+            );
+        }
+        assert!(
+            c.get("PermissionRequest")
+                .unwrap()
+                .has_nested_outputs("decision")
+        );
+        assert!(
+            !c.get("PreToolUse")
+                .unwrap()
+                .has_nested_outputs("updatedInput")
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hookhost::config::schema::OnFailure;
-use hookhost::event::{DecisionStyle, Exit2, MatcherSyntax};
+use hookhost::event::{DecisionStyle, Exit2, MatcherSyntax, OutputKey};
 use hookhost::outcome::{Decision, HookStatus};
 use hookhost::policy::FunctionHook;
 use hookhost::{EventSpec, HostBuilder};
@@ -131,6 +131,7 @@ async fn function_hooks_are_limited_by_their_timeout_and_cannot_crash_the_host()
 
 #[tokio::test]
 async fn custom_events_are_dispatched_with_their_attributes() {
+    const CONTEXT: &[OutputKey] = &[OutputKey::typed("additionalContext")];
     let dir = tempfile::tempdir().unwrap();
     let deploy = EventSpec {
         name: Cow::Borrowed("BeforeDeploy"),
@@ -138,7 +139,7 @@ async fn custom_events_are_dispatched_with_their_attributes() {
         matcher_syntax: MatcherSyntax::Standard,
         exit2: Exit2::Blocks,
         decision: DecisionStyle::Block,
-        specific_outputs: Cow::Borrowed(&["additionalContext"]),
+        specific_outputs: Cow::Borrowed(CONTEXT),
         honours_continue: true,
         plain_stdout_is_context: false,
         tool_event: false,

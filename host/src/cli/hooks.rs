@@ -182,7 +182,13 @@ pub fn events() -> Result<ExitCode, String> {
             format!("{:?}", s.exit2).to_lowercase(),
             format!("{:?}", s.decision),
             s.default_timeout.as_secs_f64(),
-            escape(&s.specific_outputs.join(", "))
+            escape(
+                &s.specific_outputs
+                    .iter()
+                    .map(|k| k.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -115,6 +115,12 @@ pub struct RawHandler {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
 
+    /// `hookSpecificOutput` keys that grant, consent or widen (`updatedPermissions`,
+    /// `retry`, Elicitation `action`, `worktreePath` …) which this command or HTTP hook may
+    /// set; without it they are dropped with a notice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widens: Option<Vec<String>>,
+
     // command
     /// Shell command (shell form) or program (exec form, with `args`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::{Dispatcher, hook_concurrency, hook_slots, prepare_env_file, run_in_slot};
 use crate::config::SourceKind;
+use crate::event::Channel;
 use crate::handlers::{HandlerRun, Invocation, Verdict};
 use crate::outcome::{Executed, HookResult, Outcome, merge};
 use crate::policy::{HandlerSpec, Hook, Policy, RunMode};
@@ -279,11 +280,17 @@ pub fn async_result(hook: &Hook, invocation: &Invocation, run: &HandlerRun) -> A
     };
     match &run.verdict {
         Verdict::Answer(answer) => {
+            // The allow-list of what a hook may say holds for background hooks too.
+            let admitted = invocation
+                .spec
+                .admit("additionalContext", Channel::Answer, &hook.widens)
+                .is_ok();
             if let Some(context) = answer
                 .output
                 .specific
                 .get("additionalContext")
                 .and_then(Value::as_str)
+                .filter(|_| admitted)
             {
                 result.additional_context.push(cap_text(context));
             }

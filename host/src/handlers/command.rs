@@ -489,7 +489,7 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
             Verdict::Answer(Answer {
                 output,
                 blocking_error: Some(cap_text(&reason)),
-                plain_text: None,
+                ..Answer::default()
             })
         }
         _ => match parsed {

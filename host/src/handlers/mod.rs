@@ -67,9 +67,15 @@ pub struct Answer {
     pub blocking_error: Option<String>,
     /// Plain-text stdout (context on some events).
     pub plain_text: Option<String>,
+    /// What a plugin said through `extras-json`, unchecked: the merge admits each key by
+    /// the event's allow-list ([`crate::event::EventSpec::admit`], channel `Extras`).
+    pub extras: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What a hook produced.
+// An answer is the common case and is moved once per hook; boxing it would allocate on
+// every run to save a few hundred bytes on the rarer failure.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// It answered.

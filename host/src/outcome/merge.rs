@@ -2,12 +2,12 @@
 //! protocol (listed in the [module](super) doc): decisions, rewrites, contexts, messages
 //! and failures.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Decision, Executed, HookResult, HookStatus, Notice, Outcome, report};
 use crate::config::schema::OnFailure;
-use crate::event::{DecisionStyle, EventSpec, Exit2};
-use crate::handlers::output::cap_text;
+use crate::event::{Channel, DecisionStyle, EventSpec, Exit2};
+use crate::handlers::output::{cap_text, cap_text_at};
 use crate::handlers::{Answer, Failure, Verdict};
 use crate::policy::{Hook, RunMode};
 
@@ -180,6 +180,80 @@ fn blocking_decision(spec: &EventSpec) -> Decision {
     }
 }
 
+/// Dropped keys named one notice each per hook; past this many, one notice counts the rest.
+const DROPPED_NOTICES: usize = 8;
+
+/// The hook's `hookSpecificOutput` as its event's allow-list admits it: every key of the
+/// answer, every key of an object the allow-list lists keys of (`decision.…`), and every
+/// key of a plugin's `extras-json` passes [`EventSpec::admit`], the one rule of what a
+/// hook may say. A dropped key becomes a notice naming the hook, its config file and the
+/// key. Every answer of every handler type passes here before it counts.
+pub fn admitted(
+    spec: &EventSpec,
+    hook: &Hook,
+    answer: &Answer,
+    notices: &mut Vec<Notice>,
+) -> Map<String, Value> {
+    let mut kept = Map::new();
+    let mut dropped: Vec<(String, String)> = Vec::new();
+    let said = answer
+        .output
+        .specific
+        .iter()
+        .map(|kv| (kv, Channel::Answer))
+        .chain(answer.extras.iter().map(|kv| (kv, Channel::Extras)));
+    for ((key, value), channel) in said {
+        if let Err(why) = spec.admit(key, channel, &hook.widens) {
+            dropped.push((key.clone(), why));
+            continue;
+        }
+        if kept.contains_key(key) {
+            // The typed answer wins over the same key in extras.
+            continue;
+        }
+        let value = match value {
+            Value::Object(object) if spec.has_nested_outputs(key) => {
+                let mut inner = Map::new();
+                for (sub, v) in object {
+                    let path = format!("{key}.{sub}");
+                    match spec.admit(&path, channel, &hook.widens) {
+                        Ok(()) => {
+                            inner.insert(sub.clone(), v.clone());
+                        }
+                        Err(why) => dropped.push((path, why)),
+                    }
+                }
+                Value::Object(inner)
+            }
+            other => other.clone(),
+        };
+        kept.insert(key.clone(), value);
+    }
+    let total = dropped.len();
+    for (key, why) in dropped.into_iter().take(DROPPED_NOTICES) {
+        notices.push(Notice {
+            hook: hook.id.clone(),
+            message: format!(
+                "`hookSpecificOutput.{}` was dropped ({}): {why}",
+                cap_text_at(&key, 80),
+                hook.origin.location
+            ),
+        });
+    }
+    if total > DROPPED_NOTICES {
+        notices.push(Notice {
+            hook: hook.id.clone(),
+            message: format!(
+                "{} more `hookSpecificOutput` keys were dropped ({}): not in the allow-list of {}",
+                total - DROPPED_NOTICES,
+                hook.origin.location,
+                spec.name
+            ),
+        });
+    }
+    kept
+}
+
 /// Applies one answer; returns whether this hook blocked or denied.
 fn apply_answer(
     spec: &EventSpec,
@@ -189,6 +263,7 @@ fn apply_answer(
     state: &mut MergeState,
 ) -> bool {
     let output = &answer.output;
+    let specific = admitted(spec, hook, answer, &mut outcome.notices);
     let mut blocked = false;
 
     if let Some(message) = &answer.blocking_error {
@@ -228,10 +303,7 @@ fn apply_answer(
             }
         }
         DecisionStyle::Permission => {
-            let specific = output
-                .specific
-                .get("permissionDecision")
-                .and_then(Value::as_str);
+            let specific = specific.get("permissionDecision").and_then(Value::as_str);
             let decision = match (specific, output.decision.as_deref()) {
                 (Some("allow"), _) | (None, Some("approve")) => Some(Decision::Allow),
                 (Some("ask"), _) => Some(Decision::Ask),
@@ -245,7 +317,7 @@ fn apply_answer(
             }
         }
         DecisionStyle::PermissionRequest => {
-            if let Some(object) = output.specific.get("decision") {
+            if let Some(object) = specific.get("decision") {
                 let decision = match object.get("behavior").and_then(Value::as_str) {
                     Some("allow") => Some(Decision::Allow),
                     Some("deny") => Some(Decision::Deny),
@@ -267,12 +339,7 @@ fn apply_answer(
         DecisionStyle::ContinueOnly | DecisionStyle::None => {}
     }
 
-    if spec.honours("additionalContext")
-        && let Some(context) = output
-            .specific
-            .get("additionalContext")
-            .and_then(Value::as_str)
-    {
+    if let Some(context) = specific.get("additionalContext").and_then(Value::as_str) {
         outcome.additional_context.push(cap_text(context));
     }
     if spec.plain_stdout_is_context
@@ -280,10 +347,7 @@ fn apply_answer(
     {
         outcome.additional_context.push(text.clone());
     }
-    for (field, value) in &output.specific {
-        if !spec.honours(field) {
-            continue;
-        }
+    for (field, value) in &specific {
         match field.as_str() {
             "additionalContext"
             | "permissionDecision"

@@ -27,6 +27,7 @@ fn hook(id: &str, order: usize, priority: i64, on_failure: OnFailure) -> Arc<Hoo
         status_message: None,
         skip: None,
         order,
+        widens: Vec::new(),
     })
 }
 

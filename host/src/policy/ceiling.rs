@@ -38,7 +38,7 @@ impl Ceilings {
     /// Validates the ceilings. Invalid entries are returned as `(JSON path, message)`;
     /// an invalid value is the strictest one, never absent: an invalid list entry is left
     /// out (the ceiling only gets lower), an invalid timeout (0, negative) is 0 s, which
-    /// refuses every capped wasm hook.
+    /// refuses every capped hook.
     pub fn new(raw: &RawCeilings) -> (Ceilings, Vec<(String, String)>) {
         let mut errors = Vec::new();
         let dirs = raw.dirs.as_ref().map(|dirs| {
@@ -73,7 +73,7 @@ impl Ceilings {
                     "$.ceilings.timeout".into(),
                     format!(
                         "must be a positive number of seconds, found {t}; the strictest \
-                         ceiling applies (no wasm hook outside managed policy may run)"
+                         ceiling applies (no hook outside managed policy may run)"
                     ),
                 ));
                 Some(0.0)
@@ -120,8 +120,9 @@ impl Ceilings {
         ))
     }
 
-    /// Checks the grants and limits of a wasm hook against the ceilings, lowering limits
-    /// the hook left at their defaults. Hooks of other types pass unchanged.
+    /// Checks a hook against the ceilings, lowering limits the hook left at their
+    /// defaults: the timeout of every handler type (command, HTTP and wasm alike), and the
+    /// grants and limits of a wasm hook.
     ///
     /// # Errors
     ///
@@ -134,6 +135,30 @@ impl Ceilings {
         home: Option<&Path>,
         real: RealPath,
     ) -> Result<(), String> {
+        // The time ceiling holds for every handler type (command, HTTP, wasm, and the types
+        // hookhost does not run): a deadline is a limit of the hook, not of the sandbox.
+        if self.timeout == Some(0.0) {
+            return Err(
+                "the managed ceiling `ceilings.timeout` is invalid, so the strictest applies: \
+                 no hook outside managed policy may run"
+                    .into(),
+            );
+        }
+        if let Some(ceiling) = self.timeout {
+            let asked = raw.timeout.or(raw.limits.as_ref().and_then(|l| l.timeout));
+            match asked {
+                Some(secs) if secs > ceiling => {
+                    return Err(format!(
+                        "`timeout` {secs} s is above the managed ceiling of {ceiling} s \
+                         (`ceilings.timeout`)"
+                    ));
+                }
+                None if hook.timeout.as_secs_f64() > ceiling => {
+                    hook.timeout = Duration::try_from_secs_f64(ceiling).unwrap_or(hook.timeout);
+                }
+                _ => {}
+            }
+        }
         let HandlerSpec::Wasm(spec) = &mut hook.handler else {
             return Ok(());
         };
@@ -213,28 +238,6 @@ impl Ceilings {
                     ));
                 }
                 None if DEFAULT_MEMORY_BYTES > ceiling => spec.memory_bytes = Some(ceiling),
-                _ => {}
-            }
-        }
-        if self.timeout == Some(0.0) {
-            return Err(
-                "the managed ceiling `ceilings.timeout` is invalid, so the strictest applies: \
-                 no wasm hook outside managed policy may run"
-                    .into(),
-            );
-        }
-        if let Some(ceiling) = self.timeout {
-            let asked = raw.timeout.or(raw.limits.as_ref().and_then(|l| l.timeout));
-            match asked {
-                Some(secs) if secs > ceiling => {
-                    return Err(format!(
-                        "`timeout` {secs} s is above the managed ceiling of {ceiling} s \
-                         (`ceilings.timeout`)"
-                    ));
-                }
-                None if hook.timeout.as_secs_f64() > ceiling => {
-                    hook.timeout = Duration::try_from_secs_f64(ceiling).unwrap_or(hook.timeout);
-                }
                 _ => {}
             }
         }
@@ -443,6 +446,60 @@ mod tests {
                 let e = apply(&c, hook).map(|h| h.id).unwrap_err();
                 assert!(e.contains("`ceilings.timeout` is invalid"), "{e}");
             }
+        }
+    }
+
+    /// A minimal hook of each handler type. The match has no wildcard: a new handler
+    /// type does not compile until it has a row here, and so is checked against the
+    /// time ceiling below.
+    fn minimal(kind: HandlerType) -> &'static str {
+        match kind {
+            HandlerType::Command => r#""type":"command","command":"true""#,
+            HandlerType::Http => r#""type":"http","url":"https://example.com/h""#,
+            HandlerType::Wasm => r#""type":"wasm","plugin":"p.wasm""#,
+            HandlerType::McpTool => r#""type":"mcp_tool","server":"s","tool":"t""#,
+            HandlerType::Prompt => r#""type":"prompt","prompt":"p""#,
+            HandlerType::Agent => r#""type":"agent","prompt":"p""#,
+        }
+    }
+
+    /// `ceilings.timeout` holds for every handler type as it does for wasm: a timeout
+    /// above it refuses the hook naming both, one at it loads, a default above it is
+    /// lowered to it (so command and HTTP hooks are killed at the ceiling).
+    #[test]
+    fn the_time_ceiling_caps_every_handler_type() {
+        let c = ceilings(RawCeilings {
+            timeout: Some(5.0),
+            ..Default::default()
+        });
+        let (invalid, _) = Ceilings::new(&RawCeilings {
+            timeout: Some(0.0),
+            ..Default::default()
+        });
+        use HandlerType::*;
+        for kind in [Command, Http, Wasm, McpTool, Prompt, Agent] {
+            let fields = minimal(kind);
+            let e = apply(&c, &format!("{{{fields},\"timeout\":5.001}}"))
+                .map(|h| h.id)
+                .unwrap_err();
+            assert!(
+                e.contains(
+                    "`timeout` 5.001 s is above the managed ceiling of 5 s (`ceilings.timeout`)"
+                ),
+                "{kind:?}: {e}"
+            );
+            let at = apply(&c, &format!("{{{fields},\"timeout\":5}}")).unwrap();
+            assert_eq!(at.timeout, Duration::from_secs(5), "{kind:?}");
+            let lowered = apply(&c, &format!("{{{fields}}}")).unwrap();
+            assert_eq!(
+                lowered.timeout,
+                Duration::from_secs(5),
+                "{kind:?} default (600 s)"
+            );
+            let e = apply(&invalid, &format!("{{{fields}}}"))
+                .map(|h| h.id)
+                .unwrap_err();
+            assert!(e.contains("`ceilings.timeout` is invalid"), "{kind:?}: {e}");
         }
     }
 

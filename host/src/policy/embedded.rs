@@ -157,6 +157,7 @@ pub(super) fn build(
             mode: RunMode::Sync,
             status_message: None,
             order: first_order + n,
+            widens: Vec::new(),
         };
         groups.push((
             f.event.clone(),

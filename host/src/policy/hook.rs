@@ -7,12 +7,14 @@ use std::time::Duration;
 use super::settings::Settings;
 use crate::config::schema::{HandlerType, OnFailure, RawHandler};
 use crate::config::{ConfigLayer, ConfigWarning};
-use crate::event::EventSpec;
+use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
 use super::spec::{CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
-const COMMAND_FIELDS: &[&str] = &["command", "args", "shell"];
-const HTTP_FIELDS: &[&str] = &["url", "headers", "allowedEnvVars"];
+// `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
+// key that widens, so a grant to one would be a promise the sandbox does not keep.
+const COMMAND_FIELDS: &[&str] = &["command", "args", "shell", "widens"];
+const HTTP_FIELDS: &[&str] = &["url", "headers", "allowedEnvVars", "widens"];
 const WASM_FIELDS: &[&str] = &[
     "plugin",
     "sha256",
@@ -31,7 +33,8 @@ const CLAUDE_ONLY_FIELDS: &[&str] = &[
 ];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 17] = [
+    let checks: [(&'static str, bool); 18] = [
+        ("widens", raw.widens.is_some()),
         ("command", raw.command.is_some()),
         ("args", raw.args.is_some()),
         ("shell", raw.shell.is_some()),
@@ -251,6 +254,31 @@ pub(super) fn build(
         _ => None,
     };
 
+    let widens = raw.widens.clone().unwrap_or_default();
+    for (i, key) in widens.iter().enumerate() {
+        match spec.output_key(key) {
+            Some(k) if k.class == KeyClass::Widens => {}
+            _ => {
+                let list: Vec<&str> = spec
+                    .specific_outputs
+                    .iter()
+                    .filter(|k| k.class == KeyClass::Widens)
+                    .map(|k| k.name)
+                    .collect();
+                return Err(format!(
+                    "`widens[{i}]` `{key}` is not a key of `{}` that grants, consents or \
+                     widens (those are: {})",
+                    spec.name,
+                    if list.is_empty() {
+                        "none".to_string()
+                    } else {
+                        list.join(", ")
+                    }
+                ));
+            }
+        }
+    }
+
     let id = raw.id.clone().unwrap_or_else(|| {
         let short = path.trim_start_matches("$.hooks.").replace(".hooks", "");
         format!("{}:{short}", layer.origin.kind)
@@ -269,6 +297,7 @@ pub(super) fn build(
         status_message: raw.status_message.clone(),
         skip,
         order,
+        widens,
     };
     Ok((hook, warnings))
 }

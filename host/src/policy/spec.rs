@@ -158,6 +158,9 @@ pub struct Hook {
     pub skip: Option<String>,
     /// Position in config order.
     pub order: usize,
+    /// The `hookSpecificOutput` keys that grant, consent or widen which its config lets it
+    /// set (`widens`; see [`crate::event::EventSpec::admit`]).
+    pub widens: Vec<String>,
 }
 
 /// Fields that belong to one handler type only.

@@ -93,6 +93,46 @@ fn a_grant_one_unit_above_a_ceiling_refuses_that_hook_naming_both() {
     assert!(!notices(&out).contains("managed policy"), "{out}");
 }
 
+/// `ceilings.timeout` caps command and HTTP hooks as it caps wasm hooks: a timeout above
+/// it refuses the hook at load naming both, and a hook that leaves its timeout at the
+/// default (600 s) runs with the ceiling as its deadline.
+#[test]
+fn the_time_ceiling_caps_command_and_http_hooks_too() {
+    let env = TestEnv::new();
+    env.managed(json!({"ceilings": {"timeout": 1}}));
+    let project_file = env
+        .project
+        .join(".hookhost/hooks.json")
+        .display()
+        .to_string();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([
+            {"type": "command", "id": "cmd-over", "command": "true", "timeout": 2},
+            {"type": "http", "id": "http-over", "url": "http://127.0.0.1:9/h", "timeout": 1.5},
+            {"type": "command", "id": "cmd-default", "command": "sleep 30"}
+        ]),
+    ));
+    let out = env.dispatch("PreToolUse", bash_input("ls"));
+    let n = notices(&out);
+    for (i, asked) in [(0, "2"), (1, "1.5")] {
+        assert!(
+            n.contains(&format!(
+                "{project_file}: $.hooks.PreToolUse[0].hooks[{i}]: hook refused by managed policy: \
+                 `timeout` {asked} s is above the managed ceiling of 1 s (`ceilings.timeout`)"
+            )),
+            "{i}: {n}"
+        );
+    }
+    // The default was lowered to 1 s: `sleep 30` is stopped there, not after 600 s.
+    assert_eq!(ids(&out), ["cmd-default:timeout"], "{out}");
+    assert_eq!(
+        out["hooks"][0]["message"], "timed out after 1s; process group killed",
+        "{out}"
+    );
+}
+
 #[test]
 fn managed_hooks_are_not_capped_by_their_own_ceilings() {
     let env = TestEnv::new();
@@ -159,6 +199,11 @@ fn malformed_managed_governance_is_reported_with_file_and_path() {
     ] {
         assert!(run.stderr.contains(&want), "{want}\n{}", run.stderr);
     }
+    // An invalid time ceiling is the strictest, for command hooks as for wasm hooks.
     let out = env.dispatch("Stop", json!({}));
-    assert_eq!(ids(&out), ["u:ok"]);
+    assert!(ids(&out).is_empty(), "{out}");
+    assert!(
+        notices(&out).contains("`ceilings.timeout` is invalid, so the strictest applies"),
+        "{out}"
+    );
 }

@@ -5,6 +5,7 @@ mod demo;
 mod hostile;
 mod lang;
 mod load;
+mod output_keys;
 mod places;
 mod raw;
 mod readers;

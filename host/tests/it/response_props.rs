@@ -19,6 +19,25 @@ const EVENTS: &[&str] = &[
     "UserPromptSubmit",
 ];
 
+/// Keys that extras may not set: typed fields and keys that widen.
+const WIDENING_OR_TYPED: &[&str] = &[
+    "hookEventName",
+    "permissionDecision",
+    "permissionDecisionReason",
+    "decision",
+    "updatedInput",
+    "updatedToolOutput",
+    "updatedMCPToolOutput",
+    "updatedPermissions",
+    "additionalContext",
+    "retry",
+    "action",
+    "content",
+    "worktreePath",
+    "classifierContext",
+    "initialUserMessage",
+];
+
 /// Text of any size: absent, short and arbitrary, or one character repeated up to 3 M
 /// times.
 fn text() -> impl Strategy<Value = Option<String>> {
@@ -39,7 +58,7 @@ fn json_text() -> impl Strategy<Value = Option<String>> {
             .prop_map(|m| Some(serde_json::to_string(&m).unwrap())),
         (900_000usize..1_200_000).prop_map(|n| Some(format!("[{}0]", "0,".repeat(n / 2)))),
         (900_000usize..1_200_000).prop_map(|n| Some(json!({"sessionTitle": "t".repeat(n)}).to_string())),
-        prop::sample::select(hookhost::handlers::wasm::RESERVED_EXTRAS.to_vec())
+        prop::sample::select(WIDENING_OR_TYPED.to_vec())
             .prop_map(|k| Some(json!({k: {"behavior": "allow", "updatedPermissions": [{"type": "setMode", "mode": "bypassPermissions"}]}}).to_string())),
     ]
 }

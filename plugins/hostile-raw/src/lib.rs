@@ -85,6 +85,81 @@ fn leak_pollables(n: usize) -> Result<Response, String> {
     Ok(context(format!("leaked {n} pollables")))
 }
 
+/// The first preopened directory (`/` of the granted workspace), if any.
+fn first_dir() -> Option<wasip2::filesystem::types::Descriptor> {
+    wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .next()
+        .map(|(dir, _)| dir)
+}
+
+/// Does `take` up to `n` times on the first granted directory, keeping what it got;
+/// says how many it got and how the first refusal read.
+fn hoard(
+    n: usize,
+    take: impl Fn(
+        &wasip2::filesystem::types::Descriptor,
+    ) -> Result<(), wasip2::filesystem::types::ErrorCode>,
+) -> Result<Response, String> {
+    let dir = first_dir().ok_or("no granted directory")?;
+    for i in 0..n {
+        if let Err(e) = take(&dir) {
+            use wasip2::filesystem::types::ErrorCode;
+            let why = match e {
+                ErrorCode::Quota => "quota".to_string(),
+                ErrorCode::InsufficientMemory => "insufficient-memory".to_string(),
+                other => format!("{other:?}"),
+            };
+            return Ok(context(format!("held {i}, then {why}")));
+        }
+    }
+    Ok(context(format!("held {n}")))
+}
+
+/// Calls one kind of host function in a loop that ends only when the host stops it.
+fn call_flood(kind: &str) -> Result<Response, String> {
+    use wasip2::clocks::{monotonic_clock, wall_clock};
+    let dir = first_dir();
+    let mut sink = 0u64;
+    loop {
+        match kind {
+            "random" => sink ^= wasip2::random::random::get_random_u64(),
+            "random-bytes" => sink ^= wasip2::random::random::get_random_bytes(16).len() as u64,
+            "insecure-seed" => sink ^= wasip2::random::insecure_seed::insecure_seed().0,
+            "clock-now" => sink ^= monotonic_clock::now(),
+            "wall-now" => sink ^= wall_clock::now().seconds,
+            "poll" => {
+                let ready = monotonic_clock::subscribe_duration(0);
+                sink ^= wasip2::io::poll::poll(&[&ready]).len() as u64;
+            }
+            "env" => sink ^= wasip2::cli::environment::get_environment().len() as u64,
+            "stat" => {
+                let dir = dir.as_ref().ok_or("no granted directory")?;
+                sink ^= dir.stat().map(|s| s.size).unwrap_or(0);
+            }
+            "stat-at" => {
+                let dir = dir.as_ref().ok_or("no granted directory")?;
+                let flags = wasip2::filesystem::types::PathFlags::empty();
+                sink ^= dir.stat_at(flags, ".").map(|s| s.size).unwrap_or(0);
+            }
+            "readdir" => {
+                let dir = dir.as_ref().ok_or("no granted directory")?;
+                let entries = dir.read_directory().map_err(|e| format!("{e:?}"))?;
+                while let Ok(Some(entry)) = entries.read_directory_entry() {
+                    sink ^= entry.name.len() as u64;
+                }
+            }
+            "log" => log(Level::Trace, "", &[]),
+            "stdout" => {
+                let out = wasip2::cli::stdout::get_stdout();
+                sink ^= out.check_write().unwrap_or(0);
+            }
+            other => return Err(format!("unknown call kind `{other}`")),
+        }
+        std::hint::black_box(sink);
+    }
+}
+
 fn parse_url(url: &str) -> (wasip2::http::types::Scheme, String, String) {
     use wasip2::http::types::Scheme;
     let (scheme, rest) = match url.split_once("://") {
@@ -289,6 +364,22 @@ impl Guest for Raw {
                 }
                 Ok(context(format!("read {total} bytes")))
             }
+            // Cheap host calls for ever, one kind per attack: each is charged per call
+            // (the store's call hook), so the loop ends on fuel like a wasm loop.
+            "call-flood" => call_flood(arg),
+            // Resources held until the instance goes: `n` opens of the file `arg` in
+            // the granted directory, or `n` listings of the granted directory.
+            "hoard-descriptors" => hoard(n, |dir| {
+                use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+                dir.open_at(
+                    PathFlags::empty(),
+                    arg,
+                    OpenFlags::empty(),
+                    DescriptorFlags::READ,
+                )
+                .map(std::mem::forget)
+            }),
+            "hoard-listings" => hoard(n, |dir| dir.read_directory().map(std::mem::forget)),
             // Exits the guest process from inside the call.
             "exit" => std::process::exit(n as i32),
             // Asks for more memory than its limit, survives the refusal, answers.

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::bindings::{Event, Permission, Response};
 use crate::config::kind_of;
-use crate::event::{DecisionStyle, EventSpec};
+use crate::event::{Channel, DecisionStyle, EventSpec};
 use crate::handlers::output::{OUTPUT_JSON_CAP, OUTPUT_TEXT_CAP, cap_text};
 use crate::handlers::{Answer, HookOutput, Invocation};
 
@@ -31,28 +31,6 @@ pub fn event(invocation: &Invocation, config: Option<&Value>) -> Event {
 /// [`OUTPUT_JSON_CAP`] bytes. The fuzz target and the property test hold every
 /// conversion to it.
 pub const MAX_CONVERTED_BYTES: usize = 4 * (OUTPUT_TEXT_CAP * 4 + 64) + 3 * OUTPUT_JSON_CAP + 4096;
-
-/// `hookSpecificOutput` keys that the typed response fields own, or that widen what the
-/// agent may do: `extras-json` may not set them. (`updatedPermissions` would let a plugin
-/// change the session's permission mode; no typed field does that, so a plugin cannot.)
-pub const RESERVED_EXTRAS: &[&str] = &[
-    "hookEventName",
-    "permissionDecision",
-    "permissionDecisionReason",
-    "decision",
-    "behavior",
-    "message",
-    "interrupt",
-    "updatedInput",
-    "updatedToolOutput",
-    "updatedPermissions",
-    "additionalContext",
-    "continue",
-    "stopReason",
-    "systemMessage",
-    "suppressOutput",
-    "reason",
-];
 
 /// A plugin's response as plain Rust values: the WIT `response` record, for callers
 /// outside the sandbox (the fuzz target, tests) of [`convert_response`].
@@ -173,21 +151,24 @@ fn permission_name(p: Permission) -> &'static str {
 ///   PermissionRequest (allow / deny only), ignored elsewhere;
 /// - `block`: a deny on those two events, `decision: "block"` on events that take it,
 ///   and a blocking error (like exit 2) on the others;
-/// - the JSON fields become `updatedInput`, `updatedToolOutput` and further
-///   `hookSpecificOutput` fields; the merge ignores what the event does not honour.
+/// - the JSON fields become `updatedInput` and `updatedToolOutput`; `extras-json` is
+///   handed to the merge as [`Answer::extras`], which admits each key by the event's
+///   allow-list ([`EventSpec::admit`]: only keys that grant nothing; the rest are
+///   dropped with a notice naming the hook and the key). The JSON shows the extras the
+///   allow-list admits.
 ///
 /// Everything is capped on the way: text fields at [`OUTPUT_TEXT_CAP`] characters (cut,
-/// with a note), JSON fields at [`OUTPUT_JSON_CAP`] bytes (refused before parsing), and
-/// `extras-json` may set none of the [`RESERVED_EXTRAS`].
+/// with a note), JSON fields at [`OUTPUT_JSON_CAP`] bytes (refused before parsing).
 ///
 /// # Errors
 ///
-/// A JSON field that is too large or does not parse, a reserved extras key, or an
-/// output the event's schema rejects.
+/// A JSON field that is too large or does not parse, or an output the event's schema
+/// rejects.
 pub fn response(r: Response, spec: &EventSpec) -> Result<Converted, String> {
     let mut notes = Vec::new();
     let mut top = Map::new();
-    let mut specific = match r.extras_json.as_deref() {
+    let mut specific = Map::new();
+    let extras = match r.extras_json.as_deref() {
         None => Map::new(),
         Some(text) => match parse_json(text, "extras-json")? {
             Value::Object(map) => map,
@@ -199,17 +180,6 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<Converted, String> {
             }
         },
     };
-    if let Some(key) = specific
-        .keys()
-        .find(|k| RESERVED_EXTRAS.contains(&k.as_str()))
-    {
-        return Err(format!(
-            "response field `extras-json` may not set `{}`: the typed response fields decide it \
-             (reserved: {})",
-            crate::text::escape(key),
-            RESERVED_EXTRAS.join(", ")
-        ));
-    }
     let reason = capped(r.reason, "reason", &mut notes);
     if let Some(c) = r.continue_ {
         top.insert("continue".into(), Value::Bool(c));
@@ -304,13 +274,31 @@ pub fn response(r: Response, spec: &EventSpec) -> Result<Converted, String> {
         specific.insert("hookEventName".into(), Value::String(spec.name.to_string()));
         top.insert("hookSpecificOutput".into(), Value::Object(specific));
     }
-    let json = Value::Object(top);
+    let mut json = Value::Object(top);
     let output = HookOutput::from_json(json.clone(), &spec.name)?;
+    let shown: Vec<(&String, &Value)> = extras
+        .iter()
+        .filter(|(k, _)| {
+            spec.admit(k, Channel::Extras, &[]).is_ok() && !output.specific.contains_key(*k)
+        })
+        .collect();
+    if !shown.is_empty() {
+        let object = json.as_object_mut().expect("built as an object");
+        let specific = object
+            .entry("hookSpecificOutput")
+            .or_insert_with(|| json!({ "hookEventName": spec.name }));
+        if let Value::Object(specific) = specific {
+            for (k, v) in shown {
+                specific.insert(k.clone(), v.clone());
+            }
+        }
+    }
     Ok(Converted {
         answer: Answer {
             output,
             blocking_error,
             plain_text: None,
+            extras,
         },
         json,
         notes,
@@ -406,8 +394,10 @@ mod tests {
             stop_reason: Some("done".into()),
             ..empty()
         };
-        let (answer, _) = convert("SessionStart", r).unwrap();
-        assert_eq!(answer.output.specific["sessionTitle"], "t");
+        let (answer, json) = convert("SessionStart", r).unwrap();
+        assert_eq!(answer.extras["sessionTitle"], "t");
+        assert_eq!(json["hookSpecificOutput"]["sessionTitle"], "t");
+        assert_eq!(json["hookSpecificOutput"]["hookEventName"], "SessionStart");
         assert_eq!(answer.output.continue_, Some(false));
         assert_eq!(answer.output.stop_reason.as_deref(), Some("done"));
     }
@@ -432,14 +422,21 @@ mod tests {
                 .unwrap_err()
                 .contains("extras-json")
         );
+    }
+
+    #[test]
+    fn extras_that_the_allow_list_refuses_are_not_shown_as_the_output() {
+        // Typed and widening keys in extras are the merge's to drop (with a notice); the
+        // JSON the conversion shows holds none of them.
         let r = Response {
-            extras_json: Some(r#"{"additionalContext": 3}"#.into()),
+            extras_json: Some(
+                r#"{"additionalContext": 3, "permissionDecision": "allow", "retry": true}"#.into(),
+            ),
             ..empty()
         };
-        assert!(
-            convert("PreToolUse", r)
-                .unwrap_err()
-                .contains("additionalContext")
-        );
+        let (answer, json) = convert("PreToolUse", r).unwrap();
+        assert_eq!(json, json!({}));
+        assert!(answer.output.specific.is_empty());
+        assert_eq!(answer.extras.len(), 3);
     }
 }

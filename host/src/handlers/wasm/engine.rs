@@ -15,6 +15,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::Plugin;
 use super::grants::OpenedDir;
+use super::held::{DescriptorShare, Descriptors};
 use super::hostcalls;
 use super::state::{CappedPipe, Clock, State};
 use super::{OUTPUT_CAP, Sandbox};
@@ -221,6 +222,8 @@ impl Sandbox {
                 })?;
         }
         let wasi = builder.build();
+        let descriptors = DescriptorShare::new(Descriptors::shared(), plugin.clone(), dirs.len())
+            .map_err(|e| format!("cannot open the granted directories: {e}"))?;
         let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
         let state = State::new(
             plugin.clone(),
@@ -230,9 +233,12 @@ impl Sandbox {
             memory,
             stdout,
             stderr,
+            descriptors,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
+        // Every host call, of whatever import, is charged here ([`hostcalls::meter`]).
+        hostcalls::meter(&mut store);
         // At every epoch tick during a call: past the call's deadline, interrupt it;
         // before, yield, so that the task's thread runs its other tasks meanwhile.
         store.epoch_deadline_callback(|store| match store.data().http_policy.deadline {

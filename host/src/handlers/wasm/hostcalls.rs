@@ -4,10 +4,18 @@
 //! - **Sleeps** (`monotonic-clock.subscribe-*`) end at the call's deadline.
 //! - **Opening a file** (`descriptor.open-at`) that is a FIFO, a device or a socket is
 //!   refused with `access`: opening a FIFO with no writer blocks the opener forever.
-//! - **Bytes moved** by the host are charged to the store's fuel, [`FUEL_PER_BYTE`] per
-//!   byte plus [`FUEL_PER_HOST_CALL`] per call: stream reads and writes (stdout, files,
-//!   HTTP bodies), positional file reads and writes, and `host.log` records. A plugin
-//!   that floods the host with work runs out of fuel as a wasm loop does.
+//!   Every descriptor opened comes from the host's budget ([`super::held`]) and goes
+//!   back when the plugin drops it.
+//! - **Directory listings**, which wasmtime-wasi reads whole, are charged to the store's
+//!   memory limit while the plugin holds their stream ([`Listing`]).
+//! - **Every host call** is charged [`FUEL_PER_HOST_CALL`] by [`meter`], the store's call
+//!   hook, at every transition from wasm into the host: whatever the function (WASI,
+//!   wasi-http, the `host` import, a resource destructor, anything linked later), no list
+//!   names it, so none can be left out.
+//! - **Bytes moved** by the host are charged on top, [`FUEL_PER_BYTE`] per byte: stream
+//!   reads and writes (stdout, files, HTTP bodies), positional file reads and writes,
+//!   opened paths, and `host.log` records. A plugin that floods the host with work runs
+//!   out of fuel as a wasm loop does.
 //! - **wasi-http** is linked only for hooks with an HTTP grant; for the others every
 //!   wasi-http function the component imports traps with [`HttpNotGranted`].
 //!
@@ -17,24 +25,26 @@ use std::time::Duration;
 
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Linker, Resource, ResourceType};
-use wasmtime::{StoreContextMut, Trap};
+use wasmtime::{CallHook, Store, StoreContextMut, Trap};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::DynPollable;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    self as fs, DescriptorFlags, DescriptorType, ErrorCode, Filesize, HostDescriptor, OpenFlags,
-    PathFlags,
+    self as fs, DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
+    HostDescriptor, OpenFlags, PathFlags,
 };
+use wasmtime_wasi::p2::{DynPollable, FsResult};
 use wasmtime_wasi_io::bindings::wasi::io::streams::{
     self, HostInputStream, HostOutputStream, StreamError,
 };
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
 use super::bindings::Level;
-use super::state::State;
+use super::state::{Refused, State};
 
 /// Fuel charged per byte a host call moves between the plugin and the host.
 pub const FUEL_PER_BYTE: u64 = 1;
-/// Fuel charged per metered host call, for the work a call costs whatever it moves.
+/// Fuel charged per host call (every transition from wasm into the host), for the work a
+/// call costs whatever it moves: about what the host spends on a call that does nothing
+/// (`monotonic-clock.now`), in the time wasm spends on as many instructions.
 pub const FUEL_PER_HOST_CALL: u64 = 100;
 /// Fuel charged per `host.log` record, which is formatted and kept.
 pub const FUEL_PER_LOG_RECORD: u64 = 1_000;
@@ -77,9 +87,25 @@ pub fn charge(store: &mut StoreContextMut<'_, State>, units: u64) -> wasmtime::R
     Ok(())
 }
 
-/// Fuel for a call that moved `bytes`.
+/// Fuel for the bytes a call moved (the call itself is charged by [`meter`]).
 fn cost(bytes: usize) -> u64 {
-    FUEL_PER_HOST_CALL.saturating_add((bytes as u64).saturating_mul(FUEL_PER_BYTE))
+    (bytes as u64).saturating_mul(FUEL_PER_BYTE)
+}
+
+/// The one place every host call passes: the store's call hook, which wasmtime runs at
+/// each transition from wasm into the host (imported functions of every interface,
+/// resource destructors, and wasmtime's own libcalls such as `memory.grow`), charges
+/// [`FUEL_PER_HOST_CALL`] before the host does any work, and traps with
+/// [`Trap::OutOfFuel`] when the store has less. Installed on every store the sandbox
+/// makes ([`super::engine`]'s `Sandbox::store`).
+pub fn meter(store: &mut Store<State>) {
+    store.call_hook(|mut store, hook| {
+        if matches!(hook, CallHook::CallingHost) {
+            store.data_mut().host_calls += 1;
+            charge(&mut store, FUEL_PER_HOST_CALL)?;
+        }
+        Ok(())
+    });
 }
 
 /// Adds every wrapper of this module to `linker`, over the definitions of
@@ -88,6 +114,8 @@ pub fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     clamp_sleeps(linker)?;
     guard_open(linker)?;
+    hold_descriptors(linker)?;
+    hold_listings(linker)?;
     meter_streams(linker)?;
     meter_files(linker)?;
     meter_log(linker)?;
@@ -135,7 +163,10 @@ fn openable(kind: DescriptorType) -> bool {
 
 /// `descriptor.open-at`, refusing what [`openable`] refuses before the open: the path is
 /// looked up first (`stat-at`, within the same sandboxed directory, following symlinks
-/// as the open would), and a FIFO, device or socket is `access` denied.
+/// as the open would), and a FIFO, device or socket is `access` denied. Each descriptor
+/// opened is taken from the host's descriptor budget ([`super::held`]), and refused
+/// with `quota` when the plugin's share or the host's budget is held; it is given back
+/// when the plugin drops it ([`hold_descriptors`]) or its store goes.
 fn guard_open(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     let mut types = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
     types.func_wrap_async(
@@ -163,13 +194,119 @@ fn guard_open(linker: &mut Linker<State>) -> wasmtime::Result<()> {
                 {
                     return Ok((Err(ErrorCode::Access),));
                 }
+                let data = store.data_mut();
+                if let Err(refused) = data.descriptors.take() {
+                    data.limiter.refused = Some(Refused::Descriptor(refused));
+                    return Ok((Err(ErrorCode::Quota),));
+                }
+                let mut view = store.data_mut().filesystem();
                 let opened =
                     HostDescriptor::open_at(&mut view, fd, path_flags, path, oflags, flags).await;
-                Ok((match opened {
+                let answer = match opened {
                     Ok(descriptor) => Ok(descriptor),
                     Err(e) => Err(fs::Host::convert_error_code(&mut view, e)?),
-                },))
+                };
+                let descriptors = &mut store.data_mut().descriptors;
+                match &answer {
+                    Ok(descriptor) => descriptors.opened(descriptor.rep()),
+                    Err(_) => descriptors.untake(),
+                }
+                Ok((answer,))
             })
+        },
+    )?;
+    Ok(())
+}
+
+/// The destructor of `descriptor`, as wasmtime-wasi's (the descriptor leaves the table
+/// and closes), giving its descriptor back to the host's budget.
+fn hold_descriptors(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    let mut types = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
+    types.resource(
+        "descriptor",
+        ResourceType::host::<Descriptor>(),
+        |mut store, rep| {
+            let data = store.data_mut();
+            data.table.delete(Resource::<Descriptor>::new_own(rep))?;
+            data.descriptors.closed(rep);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// A directory listing as the plugin reads it. wasmtime-wasi reads a directory whole when
+/// its stream opens; the bytes kept are charged to the store's memory limit
+/// ([`super::state::Limiter::hold`]) until the plugin drops the stream.
+pub struct Listing {
+    entries: std::vec::IntoIter<FsResult<DirectoryEntry>>,
+    bytes: usize,
+}
+
+/// Host memory one listed entry keeps besides its name.
+const LISTED_ENTRY_BYTES: usize = std::mem::size_of::<FsResult<DirectoryEntry>>();
+
+/// `descriptor.read-directory` and its stream, as [`Listing`]s: charged to fuel by the
+/// bytes listed and to the memory limit for as long as the stream is held; a listing
+/// that does not fit is refused with `insufficient-memory`.
+fn hold_listings(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    type Next = wasmtime::Result<(Result<Option<DirectoryEntry>, ErrorCode>,)>;
+    let mut types = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
+    types.resource(
+        "directory-entry-stream",
+        ResourceType::host::<Listing>(),
+        |mut store, rep| {
+            let data = store.data_mut();
+            let listing = data.table.delete(Resource::<Listing>::new_own(rep))?;
+            data.limiter.release(listing.bytes);
+            Ok(())
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.read-directory",
+        |mut store: StoreContextMut<'_, State>, (fd,): (Resource<Descriptor>,)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let stream = match HostDescriptor::read_directory(&mut view, fd).await {
+                    Ok(stream) => stream,
+                    Err(e) => return Ok((Err(fs::Host::convert_error_code(&mut view, e)?),)),
+                };
+                let entries: Vec<_> = store.data_mut().table.delete(stream)?.into_iter().collect();
+                let bytes = entries
+                    .iter()
+                    .map(|e| LISTED_ENTRY_BYTES + e.as_ref().map_or(0, |e| e.name.len()))
+                    .sum::<usize>();
+                charge(&mut store, cost(bytes))?;
+                if store.data_mut().limiter.hold(bytes).is_err() {
+                    return Ok((Err(ErrorCode::InsufficientMemory),));
+                }
+                let listing = Listing {
+                    entries: entries.into_iter(),
+                    bytes,
+                };
+                let pushed = store.data_mut().table.push(listing);
+                match pushed {
+                    Ok(listing) => Ok((Ok(listing),)),
+                    Err(e) => {
+                        store.data_mut().limiter.release(bytes);
+                        Err(e.into())
+                    }
+                }
+            })
+        },
+    )?;
+    types.func_wrap(
+        "[method]directory-entry-stream.read-directory-entry",
+        |mut store: StoreContextMut<'_, State>, (stream,): (Resource<Listing>,)| -> Next {
+            let next = store.data_mut().table.get_mut(&stream)?.entries.next();
+            Ok((match next {
+                None => Ok(None),
+                Some(Ok(entry)) => Ok(Some(entry)),
+                Some(Err(e)) => Err(fs::Host::convert_error_code(
+                    &mut store.data_mut().filesystem(),
+                    e,
+                )?),
+            },))
         },
     )?;
     Ok(())

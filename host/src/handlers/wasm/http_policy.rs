@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
+use super::state::RESOURCE_ENTRY_BYTES;
 use crate::policy::capability::{Live, Scheme};
 
 /// How long after the call's deadline a clamped sleep or request wakes: the guest then
@@ -95,6 +96,18 @@ fn bounded_options(
 }
 
 impl WasiHttpHooks for HttpPolicy {
+    /// One chunk of an outgoing body is buffered per body ...
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        1
+    }
+
+    /// ... of at most [`RESOURCE_ENTRY_BYTES`] (wasmtime-wasi-http buffers 1 MiB), so
+    /// that an outgoing body, like every entry of the resource table, holds at most that
+    /// much host memory: the table's cap then bounds what bodies hold by the memory limit.
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        RESOURCE_ENTRY_BYTES
+    }
+
     fn send_request(
         &mut self,
         request: http::Request<wasmtime_wasi_http::WasiBody>,

@@ -19,10 +19,11 @@ use crate::policy::capability::Live;
 
 /// Session instances kept at most; the least recently used goes first.
 pub(super) const MAX_SESSION_INSTANCES: usize = 64;
-/// Linear memory that the kept instances of one hook may hold together; beyond it the
+/// Memory that the kept instances of one hook may hold together, counted by their whole
+/// footprint ([`State::footprint`]: linear memory and host resources); beyond it the
 /// hook's least recently used instances are dropped.
 pub const MAX_SESSION_MEMORY_PER_HOOK: usize = 256 << 20;
-/// Linear memory that all kept instances may hold together.
+/// Memory that all kept instances may hold together, counted as for one hook.
 pub const MAX_SESSION_MEMORY: usize = 1 << 30;
 
 /// A live instance kept for one (hook, session).
@@ -137,7 +138,7 @@ impl Sandbox {
     }
 
     /// Drops the least recently used idle instances while the kept instances of `hook`
-    /// hold more than [`MAX_SESSION_MEMORY_PER_HOOK`], or all of them more than
+    /// (their footprints: linear memory and host resources) hold more than [`MAX_SESSION_MEMORY_PER_HOOK`], or all of them more than
     /// [`MAX_SESSION_MEMORY`].
     fn keep_within_memory(&self, hook: &str) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
@@ -146,10 +147,10 @@ impl Sandbox {
             for (key, slot) in sessions.iter() {
                 // An instance in a call is not counted: it is not idle, and its call
                 // puts it back (and checks again) when it ends.
-                let Ok(guard) = slot.try_lock() else { continue };
-                let held = guard
-                    .as_ref()
-                    .map_or(0, |i| i.store.data().limiter.memory());
+                let Ok(mut guard) = slot.try_lock() else {
+                    continue;
+                };
+                let held = guard.as_mut().map_or(0, |i| i.store.data_mut().footprint());
                 all += held;
                 if key.0 == hook {
                     of_hook += held;

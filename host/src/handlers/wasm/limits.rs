@@ -12,7 +12,7 @@ use wasmtime::{Store, Trap};
 use super::OUTPUT_CAP;
 use super::bindings;
 use super::engine::MAX_WASM_STACK;
-use super::hostcalls::{FUEL_PER_BYTE, HttpNotGranted};
+use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
 use super::state::{MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES, Refused, State, resource_table_cap};
 use crate::handlers::output::cap_text;
 use crate::handlers::{FailureKind, Usage};
@@ -52,6 +52,7 @@ impl Limits {
         let data = store.data_mut();
         data.limiter.refused = None;
         data.host_fuel = 0;
+        data.host_calls = 0;
         data.http_policy.deadline = Some(tokio::time::Instant::now() + self.timeout);
         *data
             .http_policy
@@ -123,8 +124,12 @@ pub(super) fn finish(
             // The guest survived a refused growth: say so, since it may have answered
             // with less than it meant to.
             if let Some(refused) = refused {
+                let what = match refused {
+                    Refused::Memory(_) | Refused::Table(_) => "growth",
+                    Refused::Descriptor(_) | Refused::Held(_) => "request",
+                };
                 notes.push(format!(
-                    "limit: {}; the growth was refused and the plugin carried on",
+                    "limit: {}; the {what} was refused and the plugin carried on",
                     refused_text(limits, refused)
                 ));
             }
@@ -165,6 +170,15 @@ fn refused_text(limits: &Limits, refused: Refused) -> String {
         Refused::Table(asked) => format!(
             "table limit of {MAX_TABLE_ELEMENTS} elements reached: the plugin asked to grow its tables to {asked} elements"
         ),
+        Refused::Descriptor(refused) => {
+            format!("{refused}: the plugin asked to open one more file")
+        }
+        Refused::Held(asked) => format!(
+            "memory limit of {} bytes ({} MiB) reached: linear memory and the host memory its resources hold \
+             (directory listings) would have been {asked} bytes",
+            limits.memory_bytes,
+            limits.memory_bytes >> 20
+        ),
     }
 }
 
@@ -201,10 +215,11 @@ pub(super) fn classify_error(
     }
     match trap {
         Some(Trap::OutOfFuel) => {
-            let host = store.data().host_fuel;
+            let (host, calls) = (store.data().host_fuel, store.data().host_calls);
             let detail = if host > 0 {
                 format!(
-                    " ({host} of them for host calls, which cost {FUEL_PER_BYTE} unit per byte they move)"
+                    " ({host} of them for host calls: {calls} calls at {FUEL_PER_HOST_CALL} units \
+                     each, and {FUEL_PER_BYTE} unit per byte they move)"
                 )
             } else {
                 String::new()

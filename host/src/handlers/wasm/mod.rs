@@ -33,11 +33,14 @@ mod compiles;
 mod convert;
 mod engine;
 mod grants;
+mod held;
 mod hostcalls;
 mod http_policy;
 mod instances;
 mod limits;
 mod load;
+#[cfg(test)]
+mod meter_tests;
 mod progress;
 mod session_key;
 mod state;
@@ -54,10 +57,9 @@ use wasmtime::{Engine, Store};
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
 pub use compiles::COMPILE_BUDGET;
 use compiles::CompileObserver;
-pub use convert::{
-    Converted, MAX_CONVERTED_BYTES, PluginResponse, RESERVED_EXTRAS, convert_response,
-};
+pub use convert::{Converted, MAX_CONVERTED_BYTES, PluginResponse, convert_response};
 pub use engine::{engine_config, instance_pool_available};
+pub use held::{host_descriptors, plugin_descriptors};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};

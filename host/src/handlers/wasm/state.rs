@@ -15,6 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings;
+use super::held::{DescriptorShare, NoDescriptor};
 use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
 
@@ -55,6 +56,10 @@ pub enum Refused {
     Memory(usize),
     /// Tables: the total elements, across the store's tables, they would have had.
     Table(usize),
+    /// A descriptor: the budget that was full.
+    Descriptor(NoDescriptor),
+    /// Host memory for a resource: the total, with linear memory, it would have made.
+    Held(usize),
 }
 
 /// The store's limiter: all linear memories together stay under the plugin's memory
@@ -65,6 +70,8 @@ pub struct Limiter {
     counts: StoreLimits,
     memory_cap: usize,
     memory: usize,
+    /// Host memory the store's resources hold, charged with `memory` ([`Limiter::hold`]).
+    held: usize,
     elements: usize,
     /// Largest total linear memory allowed so far, in bytes.
     pub peak: usize,
@@ -85,6 +92,7 @@ impl Limiter {
             counts,
             memory_cap: bytes,
             memory: 0,
+            held: 0,
             elements: 0,
             peak: 0,
             refused: None,
@@ -94,6 +102,30 @@ impl Limiter {
     /// The linear memory the store's memories hold now, in bytes.
     pub fn memory(&self) -> usize {
         self.memory
+    }
+
+    /// Host memory the store's resources hold now, in bytes (charged by [`Limiter::hold`]).
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Charges `bytes` of host memory kept for a resource to the memory limit, which
+    /// linear memory and held bytes share; refused (and recorded) past the limit.
+    pub fn hold(&mut self, bytes: usize) -> Result<(), Refused> {
+        let total = self.memory.saturating_add(self.held).saturating_add(bytes);
+        if total > self.memory_cap {
+            let refused = Refused::Held(total);
+            self.refused = Some(refused);
+            return Err(refused);
+        }
+        self.held += bytes;
+        self.peak = self.peak.max(total);
+        Ok(())
+    }
+
+    /// Gives back `bytes` charged by [`Limiter::hold`] (the resource was dropped).
+    pub fn release(&mut self, bytes: usize) {
+        self.held = self.held.saturating_sub(bytes);
     }
 }
 
@@ -105,12 +137,12 @@ impl ResourceLimiter for Limiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let total = (self.memory - current.min(self.memory)).saturating_add(desired);
-        if total > self.memory_cap {
-            self.refused = Some(Refused::Memory(total));
+        if total.saturating_add(self.held) > self.memory_cap {
+            self.refused = Some(Refused::Memory(total.saturating_add(self.held)));
             return Ok(false);
         }
         self.memory = total;
-        self.peak = self.peak.max(total);
+        self.peak = self.peak.max(total + self.held);
         Ok(true)
     }
 
@@ -384,10 +416,15 @@ pub struct State {
     pub clock: Clock,
     /// Fuel charged for host work during the current call.
     pub host_fuel: u64,
+    /// Transitions from wasm into the host during the current call.
+    pub host_calls: u64,
+    /// The descriptors this store holds, from the host's budget.
+    pub descriptors: DescriptorShare,
 }
 
 impl State {
     /// A state for a store of `plugin`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         plugin: Arc<str>,
         wasi: WasiCtx,
@@ -396,6 +433,7 @@ impl State {
         memory_bytes: usize,
         stdout: CappedPipe,
         stderr: CappedPipe,
+        descriptors: DescriptorShare,
     ) -> State {
         let mut table = ResourceTable::new();
         table.set_max_capacity(resource_table_cap(memory_bytes));
@@ -406,6 +444,8 @@ impl State {
             table,
             http,
             host_fuel: 0,
+            host_calls: 0,
+            descriptors,
             http_policy: HttpPolicy::new(live),
             limiter: Limiter::new(memory_bytes),
             stdout,
@@ -414,6 +454,20 @@ impl State {
             plugin,
             clock,
         }
+    }
+}
+
+impl State {
+    /// What the store holds on the host, as kept session instances are counted: its
+    /// linear memory, the host memory charged for its resources ([`Limiter::hold`]), and
+    /// for every other entry of its resource table the most one entry may hold
+    /// ([`RESOURCE_ENTRY_BYTES`]).
+    pub fn footprint(&mut self) -> usize {
+        let entries = self.table.iter_mut().count();
+        self.limiter
+            .memory()
+            .saturating_add(self.limiter.held())
+            .saturating_add(entries.saturating_mul(RESOURCE_ENTRY_BYTES))
     }
 }
 
@@ -533,6 +587,24 @@ mod tests {
             Some(Refused::Table(MAX_TABLE_ELEMENTS + 1))
         );
         assert!(limiter.table_growing(0, 10, None).unwrap());
+    }
+
+    #[test]
+    fn held_host_memory_shares_the_limit_with_linear_memory() {
+        let mut limiter = Limiter::new(1 << 20);
+        assert!(limiter.memory_growing(0, 512 << 10, None).unwrap());
+        limiter.hold(256 << 10).unwrap();
+        assert_eq!(
+            limiter.hold(257 << 10),
+            Err(Refused::Held((1 << 20) + 1024))
+        );
+        // Memory cannot grow into what resources hold.
+        assert!(!limiter.memory_growing(512 << 10, 800 << 10, None).unwrap());
+        assert_eq!(limiter.refused, Some(Refused::Memory(1056 << 10)));
+        limiter.release(256 << 10);
+        assert!(limiter.memory_growing(512 << 10, 800 << 10, None).unwrap());
+        assert_eq!(limiter.held(), 0);
+        assert_eq!(limiter.peak, 800 << 10);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //!   the pattern is tested against every simple command that may run in it, after quote
 //!   removal: in lists, pipelines, groups, subshells, compound commands and functions,
 //!   inside `$( )`, backticks and `<( )`, inside the strings given to `sh -c` (any shell),
-//!   `eval` and `trap`, and after wrappers (`sudo`, `env`, `xargs`, `timeout` …), each with
+//!   `eval` and `trap`, and after any program not known to leave its arguments alone
+//!   (`sudo`, `env`, `xargs`, `uv run`, `docker exec c`, a runner never heard of: every
+//!   later word may start the command; only `echo`, `ls`, `grep` … of the short list
+//!   `LEAVE_ARGUMENTS_ALONE` in `shell/programs.rs` keep their words out), each with
 //!   leading `VAR=value` assignments stripped. The program also matches by its file name
 //!   (`/usr/bin/git` is `git`), case-insensitively. `*` matches anything; a trailing ` *`
 //!   also matches the bare command, and the legacy `prefix:*` form means "starts with
@@ -28,6 +31,8 @@
 
 mod bash;
 mod paths;
+#[cfg(test)]
+mod runner_tests;
 #[cfg(test)]
 mod tests;
 

@@ -5,8 +5,10 @@
 //! `for`/`case` bodies, functions, `$( )`, backticks, `<( )`, here-documents), after quote
 //! removal, becomes a [`Candidate`]. The walk looks through the shell's own ways of running a
 //! string or another command: `sh -c` (and every other shell's `-c`), `eval`, `trap`, and
-//! wrappers (`sudo`, `env`, `xargs`, `nohup`, `timeout` …, after which every later word may be
-//! the command). Whatever it cannot be sure about makes the analysis *unknown*, and an unknown
+//! runners: after any program not known to leave its arguments alone (`sudo`, `env`,
+//! `xargs`, `uv run`, `npm exec`, `docker exec`, a program the filter has never heard of),
+//! every later word may be the command. Only the programs of a short list
+//! (`programs::LEAVE_ARGUMENTS_ALONE`: `echo`, `ls`, `grep` …) keep their words out. Whatever it cannot be sure about makes the analysis *unknown*, and an unknown
 //! line runs the hook: the filter may only skip a hook when it is sure the pattern's command is
 //! not in the line.
 //!
@@ -47,7 +49,8 @@ const OPENER_BUDGET: usize = 2 * MAX_OPENERS;
 const STACK_PER_OPENER: usize = 24 * 1024;
 const STACK_BASE: usize = 256 * 1024;
 
-/// Command starts considered after a wrapper in one simple command.
+/// Command starts considered in one simple command (after a program that may run its
+/// arguments); more makes the line unknown.
 const MAX_STARTS: usize = 64;
 
 /// Candidates and literals kept in all.
@@ -98,6 +101,10 @@ pub fn analyze(command: &str) -> Analysis {
 mod programs;
 mod walk;
 mod words;
+
+/// The programs known to leave their arguments alone, for the `if` rule's tests.
+#[cfg(test)]
+pub(crate) use programs::{LEAVE_ARGUMENTS_ALONE, NAMING_BUILTINS};
 
 /// Substrings that may open a nested construct; their count sizes the parser's stack.
 static OPENERS: LazyLock<AhoCorasick> = LazyLock::new(|| {

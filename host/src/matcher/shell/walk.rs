@@ -1,10 +1,10 @@
 //! Walking a parsed script: lists, pipelines, compound commands, redirections,
 //! assignments and simple commands, down to the words that start a command (after
-//! assignments and wrappers).
+//! assignments and any program that may run its arguments).
 
 use brush_parser::ast;
 
-use super::programs::{APPENDING_WRAPPERS, CODE_VARIABLES, WRAPPERS, basename};
+use super::programs::{APPENDING_WRAPPERS, CODE_VARIABLES, basename, leaves_arguments_alone};
 use super::words::is_assignment_word;
 use super::{Analyzer, Candidate, MAX_STARTS, Value, clip};
 
@@ -285,8 +285,10 @@ impl Analyzer {
         self.command_words(&words, depth, sound);
     }
 
-    /// The candidates of one simple command: the command itself and, after a wrapper, every
-    /// later word as a possible command.
+    /// The candidates of one simple command: the command itself and, unless its program is
+    /// known to leave its arguments alone ([`leaves_arguments_alone`]), every later word as
+    /// a possible command: a program the filter does not know may be a runner (`uv run`,
+    /// `docker exec c`, `foo bar`), so `P [words] git push` counts as `git push`.
     pub(super) fn command_words(&mut self, words: &[Value], depth: usize, sound: bool) {
         let Some(first) = words.first() else {
             return;
@@ -298,8 +300,8 @@ impl Analyzer {
             );
             return;
         };
-        let wrapped = WRAPPERS.contains(&basename(first).as_str());
-        let starts = if wrapped { words.len() } else { 1 };
+        let runs_arguments = !leaves_arguments_alone(&basename(first));
+        let starts = if runs_arguments { words.len() } else { 1 };
         if starts > MAX_STARTS {
             self.fail(
                 sound,

@@ -80,6 +80,15 @@ const PUSHES: &[&str] = &[
     "! git push",
     "coproc git push; wait",
     "python3 -c 'import subprocess; subprocess.run([\"git\", \"push\"])'",
+    // Runners the filter has never heard of (the stub `anyrunner` skips its options and
+    // runs the rest, as `uv run`, `bundle exec` or `op run --` do), and known ones.
+    "anyrunner git push",
+    "anyrunner -q --mode=fast run git push origin main",
+    "anyrunner exec -- git push",
+    "env git push",
+    "nice -n 1 git push",
+    "timeout 5 git push",
+    "echo push | xargs git",
 ];
 
 /// Lines that do not run `git push` in bash, which the filter skips.
@@ -109,6 +118,14 @@ fn stub_bin(dir: &Path, log: &Path) -> std::path::PathBuf {
     )
     .unwrap();
     std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A runner no list names: drops option words and the words `run`/`exec`, runs the rest.
+    let runner = bin.join("anyrunner");
+    std::fs::write(
+        &runner,
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in -*|run|exec) shift;; *) break;; esac; done\nexec \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
     bin
 }
 

@@ -301,7 +301,8 @@ fn an_unreadable_managed_file_fails_closed() {
 }
 
 /// An invalid ceiling value is the strictest value, never absent: `timeout: 0` or `-1`
-/// refuses every capped wasm hook (it used to be ignored, so the hook ran uncapped), and
+/// refuses every capped hook, wasm and command alike (it used to be ignored, so the hook
+/// ran uncapped), and
 /// a ceiling of the wrong type breaks the file, which fails closed.
 #[test]
 fn an_invalid_ceiling_is_the_strictest_value() {
@@ -327,8 +328,12 @@ fn an_invalid_ceiling_is_the_strictest_value() {
             !statuses(&out).iter().any(|(id, ..)| id == "capped"),
             "{invalid}: the capped hook is refused: {out}"
         );
-        // The ceiling caps plugins only: the command hook is not a plugin.
-        assert!(env.project.join("command-ran").exists(), "{invalid}");
+        // The time ceiling caps every handler type: the command hook is refused too.
+        assert!(
+            !statuses(&out).iter().any(|(id, ..)| id == "command-hook"),
+            "{invalid}: the command hook is refused: {out}"
+        );
+        assert!(!env.project.join("command-ran").exists(), "{invalid}");
     }
 }
 

@@ -1,0 +1,240 @@
+//! What a plugin holds on the host, accounted where the host hands it out:
+//!
+//! - **Descriptors** (files a plugin opens, and its preopened directories) come from one
+//!   budget of the process ([`host_descriptors`], a quarter of the soft `RLIMIT_NOFILE`),
+//!   shared by every hook; one plugin holds at most a quarter of it
+//!   ([`DescriptorShare`]), so a plugin that hoards descriptors cannot starve its
+//!   siblings, nor the command hooks and the host itself.
+//! - **Bytes** the host keeps for a resource (a directory listing, read in full when the
+//!   stream is opened) are charged to the store's memory limit with its linear memory
+//!   ([`super::state::Limiter::hold`]).
+//!
+//! The wrappers that take and give back live in [`super::hostcalls`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The fewest descriptors the budget of all plugins gets, whatever the fd limit.
+const MIN_HOST_DESCRIPTORS: usize = 64;
+/// The most descriptors the budget of all plugins gets.
+const MAX_HOST_DESCRIPTORS: usize = 16_384;
+
+/// Descriptors all plugins of this process may hold at once: a quarter of the soft
+/// `RLIMIT_NOFILE`, within 64..=16,384 (read once per process).
+pub fn host_descriptors() -> usize {
+    static BUDGET: OnceLock<usize> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the limit into the struct we pass; nothing else.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            limit.rlim_cur
+        } else {
+            1024
+        };
+        usize::try_from(soft / 4)
+            .unwrap_or(MAX_HOST_DESCRIPTORS)
+            .clamp(MIN_HOST_DESCRIPTORS, MAX_HOST_DESCRIPTORS)
+    })
+}
+
+/// Descriptors one plugin (all its instances together) may hold: a quarter of the
+/// host's budget.
+pub fn plugin_descriptors(host: usize) -> usize {
+    (host / 4).max(1)
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    total: usize,
+    per_plugin: HashMap<Arc<str>, usize>,
+}
+
+/// The descriptor budget of the process, shared by every sandbox and store.
+#[derive(Debug, Clone)]
+pub struct Descriptors {
+    ledger: Arc<Mutex<Ledger>>,
+    max: usize,
+}
+
+/// Why a descriptor was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoDescriptor {
+    /// All plugins together hold the host's budget.
+    Host(usize),
+    /// This plugin holds its share.
+    Plugin(usize),
+}
+
+impl std::fmt::Display for NoDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoDescriptor::Host(max) => write!(
+                f,
+                "descriptor budget of {max} for all plugins of this process reached"
+            ),
+            NoDescriptor::Plugin(max) => write!(
+                f,
+                "descriptor limit of {max} per plugin reached (a quarter of the host's budget \
+                 of {} descriptors)",
+                max * 4
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoDescriptor {}
+
+impl Descriptors {
+    /// The process's budget ([`host_descriptors`]).
+    pub fn shared() -> Descriptors {
+        static SHARED: OnceLock<Descriptors> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Descriptors::with_max(host_descriptors()))
+            .clone()
+    }
+
+    /// A budget of `max` descriptors (tests).
+    pub fn with_max(max: usize) -> Descriptors {
+        Descriptors {
+            ledger: Arc::default(),
+            max,
+        }
+    }
+
+    /// Descriptors held now by all plugins.
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+
+    fn take(&self, plugin: &Arc<str>, n: usize) -> Result<(), NoDescriptor> {
+        if n == 0 {
+            return Ok(());
+        }
+        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let share = plugin_descriptors(self.max);
+        let of_plugin = ledger.per_plugin.get(plugin).copied().unwrap_or(0);
+        if of_plugin + n > share {
+            return Err(NoDescriptor::Plugin(share));
+        }
+        if ledger.total + n > self.max {
+            return Err(NoDescriptor::Host(self.max));
+        }
+        ledger.total += n;
+        *ledger.per_plugin.entry(plugin.clone()).or_default() += n;
+        Ok(())
+    }
+
+    fn give(&self, plugin: &Arc<str>, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        ledger.total = ledger.total.saturating_sub(n);
+        if let Some(held) = ledger.per_plugin.get_mut(plugin) {
+            *held = held.saturating_sub(n);
+            if *held == 0 {
+                ledger.per_plugin.remove(plugin);
+            }
+        }
+    }
+}
+
+/// The descriptors one store holds, given back when it drops (and one by one as the
+/// plugin drops what it opened).
+#[derive(Debug)]
+pub struct DescriptorShare {
+    budget: Descriptors,
+    plugin: Arc<str>,
+    /// Preopened directories, held for the store's life.
+    preopens: usize,
+    /// Resource handles (table reps) of the descriptors the plugin opened.
+    opened: HashSet<u32>,
+}
+
+impl DescriptorShare {
+    /// A store's share of `budget`, holding its `preopens` directories.
+    pub fn new(
+        budget: Descriptors,
+        plugin: Arc<str>,
+        preopens: usize,
+    ) -> Result<DescriptorShare, NoDescriptor> {
+        budget.take(&plugin, preopens)?;
+        Ok(DescriptorShare {
+            budget,
+            plugin,
+            preopens,
+            opened: HashSet::new(),
+        })
+    }
+
+    /// Takes one descriptor for an open about to happen.
+    pub fn take(&mut self) -> Result<(), NoDescriptor> {
+        self.budget.take(&self.plugin, 1)
+    }
+
+    /// Records that the descriptor taken is the resource `rep`.
+    pub fn opened(&mut self, rep: u32) {
+        self.opened.insert(rep);
+    }
+
+    /// Gives back a descriptor taken for an open that failed.
+    pub fn untake(&mut self) {
+        self.budget.give(&self.plugin, 1);
+    }
+
+    /// The resource `rep` was dropped: gives back its descriptor if the plugin opened it.
+    pub fn closed(&mut self, rep: u32) {
+        if self.opened.remove(&rep) {
+            self.budget.give(&self.plugin, 1);
+        }
+    }
+
+    /// Descriptors this store holds.
+    pub fn held(&self) -> usize {
+        self.preopens + self.opened.len()
+    }
+}
+
+impl Drop for DescriptorShare {
+    fn drop(&mut self) {
+        self.budget.give(&self.plugin, self.held());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_plugin_holds_a_quarter_and_all_plugins_the_budget() {
+        let budget = Descriptors::with_max(8);
+        let [a, b, c, d, e]: [Arc<str>; 5] = ["a", "b", "c", "d", "e"].map(Arc::from);
+        let mut share = DescriptorShare::new(budget.clone(), a.clone(), 1).unwrap();
+        share.take().unwrap();
+        share.opened(7);
+        assert_eq!(share.take(), Err(NoDescriptor::Plugin(2)));
+        // A second store of the same plugin shares its quarter.
+        assert!(DescriptorShare::new(budget.clone(), a, 1).is_err());
+        let _others: Vec<_> = [b, c, d]
+            .into_iter()
+            .map(|p| DescriptorShare::new(budget.clone(), p, 2).unwrap())
+            .collect();
+        assert_eq!(budget.held(), 8);
+        assert_eq!(
+            DescriptorShare::new(budget.clone(), e.clone(), 1).unwrap_err(),
+            NoDescriptor::Host(8)
+        );
+        // Closing what it did not open gives nothing back; closing what it did, one.
+        share.closed(3);
+        assert_eq!(budget.held(), 8);
+        share.closed(7);
+        assert_eq!(budget.held(), 7);
+        drop(share);
+        assert_eq!(budget.held(), 6);
+        assert!(DescriptorShare::new(budget.clone(), e, 2).is_ok());
+    }
+}

@@ -1,0 +1,205 @@
+//! The `if` rule against runners: every program not known to leave its arguments alone
+//! may run the command after it (`shell/programs.rs`, `LEAVE_ARGUMENTS_ALONE`).
+
+use std::path::Path;
+
+use super::*;
+use crate::matcher::shell;
+use serde_json::json;
+
+fn bash(rule: &str, command: &str) -> bool {
+    IfRule::parse(rule, None).unwrap().matches(
+        "Bash",
+        &json!({ "command": command }),
+        Path::new("/repo"),
+        Path::new("/repo"),
+    )
+}
+
+/// Runners and wrappers from package managers, containers, secret stores, toolchains and
+/// shells: each runs the command after it, so `RUNNER git push origin main` runs the
+/// guard. None of them is named in the code: they match because they are not known to
+/// leave their arguments alone (the closed list of wrappers that came before is here too).
+const RUNNERS: &[&str] = &[
+    "uv run",
+    "uv run --with rich",
+    "uvx",
+    "npm exec",
+    "npm exec --",
+    "npx",
+    "npx -y",
+    "pnpm exec",
+    "pnpm dlx",
+    "pnpx",
+    "yarn exec",
+    "yarn dlx",
+    "bunx",
+    "bun x",
+    "bun run",
+    "bundle exec",
+    "rbenv exec",
+    "pyenv exec",
+    "poetry run",
+    "pipx run",
+    "pdm run",
+    "hatch run",
+    "rye run",
+    "conda run -n base",
+    "mamba run -n base",
+    "pixi run",
+    "docker exec ctr",
+    "docker exec -it ctr",
+    "docker run --rm img",
+    "podman exec ctr",
+    "kubectl exec pod --",
+    "op run --",
+    "op run --env-file=.env --",
+    "aws-vault exec prof --",
+    "doppler run --",
+    "chamber exec svc --",
+    "dotenv --",
+    "direnv exec .",
+    "mise exec --",
+    "asdf exec",
+    "fnm exec --",
+    "volta run",
+    "nvm exec",
+    "devbox run",
+    "flox activate --",
+    "nix develop -c",
+    "nix shell nixpkgs#git -c",
+    "nix run nixpkgs#git --",
+    "guix shell --",
+    "toolbox run",
+    "distrobox enter box --",
+    "cargo run --",
+    "go run . --",
+    "just run",
+    "sudo",
+    "sudo -u x",
+    "sudo -E -H --",
+    "doas",
+    "run0",
+    "pkexec",
+    "su -c",
+    "runuser -u x --",
+    "env",
+    "env -i",
+    "env -i PATH=/bin",
+    "env -u HOME",
+    "time",
+    "time -p",
+    "nice",
+    "nice -n 5",
+    "ionice -c3",
+    "chrt -i 0",
+    "taskset 1",
+    "numactl -C 0",
+    "timeout 5",
+    "stdbuf -o0",
+    "setsid",
+    "setpriv --reuid=1",
+    "nohup",
+    "unbuffer",
+    "chronic",
+    "strace -f",
+    "ltrace",
+    "valgrind",
+    "gdb --args",
+    "perf record --",
+    "catchsegv",
+    "xargs",
+    "xargs -0",
+    "parallel",
+    "flock /tmp/lock",
+    "chroot /",
+    "unshare -r",
+    "nsenter -t 1 -m",
+    "ip netns exec ns",
+    "watch -n1",
+    "busybox",
+    "toybox",
+    "fakeroot",
+    "firejail",
+    "bwrap --bind / /",
+    "systemd-run --user",
+    "proot",
+    "torsocks",
+    "proxychains4",
+    "caffeinate -i",
+    "ssh host",
+    "entr -r",
+    "retry --",
+    "with-contenv",
+    "dbus-launch",
+    "xvfb-run -a",
+    "command",
+    "builtin",
+    "exec",
+    "exec -a name",
+    "coproc",
+    "--",
+    "tmux new-session -d",
+    "screen -dm",
+    "foo",
+    "foo bar",
+    "my-runner --flag value",
+    "./bin/run",
+    "/opt/x/bin/wrap -q",
+];
+
+#[test]
+fn every_runner_runs_the_guard() {
+    let mut skipped = Vec::new();
+    for runner in RUNNERS {
+        for tail in ["git push", "git push origin main", "/usr/bin/git push -f"] {
+            let command = format!("{runner} {tail}");
+            if !bash("Bash(git push *)", &command) {
+                skipped.push(command);
+            }
+        }
+    }
+    assert!(skipped.is_empty(), "skipped on:\n{}", skipped.join("\n"));
+}
+
+/// The other side: the filter skips only after a program known to leave its arguments
+/// alone. Every such program, generated from the code's own list, followed by `git push`.
+#[test]
+fn only_programs_that_leave_their_arguments_alone_keep_the_words_out() {
+    let known = shell::LEAVE_ARGUMENTS_ALONE
+        .iter()
+        .chain(shell::NAMING_BUILTINS)
+        .filter(|p| !matches!(**p, "[" | "test"));
+    for program in known {
+        let command = format!("{program} git push origin main");
+        assert!(!bash("Bash(git push *)", &command), "{command}");
+        // Written with another case it is another program (on a case-sensitive file
+        // system), which the filter does not know: the guard runs.
+        let upper = format!("{} git push", program.to_uppercase());
+        if upper != command && program.chars().any(|c| c.is_ascii_lowercase()) {
+            assert!(bash("Bash(git push *)", &upper), "{upper}");
+        }
+    }
+    assert!(!bash("Bash(git push *)", "[ git push ]"));
+    assert!(!bash("Bash(git push *)", "test git push"));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Any program the filter does not know, with any options, before `git push`: the
+    /// guard runs.
+    #[test]
+    fn an_unknown_program_before_git_push_runs_the_guard(
+        program in "[a-z][a-z0-9_-]{0,12}",
+        options in proptest::collection::vec(
+            "-[a-zA-Z]{1,3}|--[a-z]{1,8}(=[a-z0-9]{1,5})?|[a-z0-9]{1,6}",
+            0..5,
+        ),
+    ) {
+        proptest::prop_assume!(!shell::LEAVE_ARGUMENTS_ALONE.contains(&program.as_str()));
+        proptest::prop_assume!(!shell::NAMING_BUILTINS.contains(&program.as_str()));
+        let command = format!("{program} {} git push origin main", options.join(" "));
+        proptest::prop_assert!(bash("Bash(git push *)", &command), "{}", command);
+    }
+}
