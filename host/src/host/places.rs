@@ -83,6 +83,25 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         Guard::Any,
     );
     add(CompileCache::default_dir(), "the compile cache", Guard::Any);
+    // The defaults too, whatever `HOOKHOST_DATA_DIR` / `HOOKHOST_CACHE_DIR` say now: the
+    // agent's `hookhost dispatch` runs without them beside a `serve` started with them,
+    // and trusts the default trust store and cache (as the user config above).
+    let data = "the data directory (trust store, sessions, audit log, env files)";
+    let cache = "the compile cache";
+    add(
+        config::env::data_base(&workspaces).0.map(|b| b.join("hookhost")),
+        data,
+        Guard::Any,
+    );
+    add(
+        config::env::cache_base(&workspaces).0.map(|b| b.join("hookhost")),
+        cache,
+        Guard::Any,
+    );
+    if let Some(home) = &sources.home_dir {
+        add(Some(home.join(".local/share/hookhost")), data, Guard::Any);
+        add(Some(home.join(".cache/hookhost")), cache, Guard::Any);
+    }
     // `hookhost serve`'s default socket (`cli/serve.rs` `default_socket`); the other
     // default, in the data directory, is guarded with it. A plugin that may write beside
     // it can replace it with a file, and no agent reaches the daemon again.

@@ -295,3 +295,54 @@ fn a_grant_over_a_script_a_command_hook_runs_is_refused_and_the_script_is_untouc
         );
     }
 }
+
+/// The default data directory and compile cache (`~/.local/share/hookhost`,
+/// `~/.cache/hookhost`) are host-owned even while `HOOKHOST_DATA_DIR` /
+/// `HOOKHOST_CACHE_DIR` point elsewhere: a `hookhost serve` started with them set shares
+/// the machine with the agent's `hookhost dispatch`, which runs without them and trusts
+/// the default trust store. A plugin granted read-write `${home}/.local/share` wrote that
+/// store. Refused at build, and the store is untouched.
+#[test]
+fn a_grant_of_the_default_data_directory_is_refused_while_the_variable_points_elsewhere() {
+    let env = TestEnv::new();
+    let home = env.home.parent().unwrap().join("userhome");
+    for (grant, file) in [
+        ("${home}/.local/share", ".local/share/hookhost/trust.json"),
+        ("${home}/.cache", ".cache/hookhost/wasm/forged"),
+    ] {
+        let file = home.join(file);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "{}").unwrap();
+        env.project_hooks(hooks(
+            "PreToolUse",
+            "*",
+            json!([{
+                "type": "wasm",
+                "id": "forge",
+                "plugin": hookhost_test_plugins::plugins::HOSTILE,
+                "capabilities": {"dirs": [{"path": grant, "mode": "rw"}]},
+                "config": {"mode": "write", "arg": file}
+            }]),
+        ));
+        let mut cmd = env.command();
+        cmd.env("HOME", &home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME");
+        let input =
+            json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let run = env.run_with(cmd.args(["dispatch", "PreToolUse"]), &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "{}",
+            "{grant}: the plugin wrote {}: {}",
+            file.display(),
+            run.stdout
+        );
+        assert!(
+            run.json()["notices"].to_string().contains("a place hookhost owns"),
+            "{}",
+            run.stdout
+        );
+    }
+}
