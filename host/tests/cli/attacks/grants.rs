@@ -346,3 +346,53 @@ fn a_grant_of_the_default_data_directory_is_refused_while_the_variable_points_el
         );
     }
 }
+
+/// LEFT OPEN (red team, issue 23): the repository's own `.git` is guarded, but a nested
+/// repository inside a read-write grant is not (a vendored checkout, `git init` in a
+/// subdirectory, or one the plugin makes, since WASI can create directories): a plugin
+/// granted `${workspace}/src` writes `src/.git/config` (`core.fsmonitor`, aliases, hooks),
+/// which git runs natively when the agent or a command hook runs git inside `src/`. The
+/// same holds for a nested `CLAUDE.md` the agent reads as instructions. A guard at the
+/// guest's filesystem calls (`hostcalls.rs`) would close the class, but by the opened
+/// file's real path, not the path's names: a committed symlink `x -> .git` or a
+/// directory descriptor opened on `.git` reaches `config` without naming `.git`; the
+/// guard also needs create-directory-at, rename-at, symlink-at and link-at. Not done.
+#[test]
+#[ignore = "open: nested .git inside a read-write grant (see the doc comment)"]
+fn a_nested_git_directory_inside_a_read_write_grant_is_not_writable() {
+    let env = TestEnv::new();
+    let nested = env.project.join("src");
+    assert!(
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(&nested)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let config = nested.join(".git/config");
+    let before = std::fs::read_to_string(&config).unwrap();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{
+            "type": "wasm",
+            "id": "nested",
+            "plugin": hookhost_test_plugins::plugins::HOSTILE,
+            "capabilities": {"dirs": [{"path": "${workspace}/src", "mode": "rw"}]},
+            "config": {"mode": "write", "arg": config}
+        }]),
+    ));
+    let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let run = env.run_with(
+        env.command().args(["dispatch", "PreToolUse"]),
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        before,
+        "the plugin wrote a nested repository's config: {}",
+        run.stdout
+    );
+}
