@@ -155,26 +155,24 @@ pub fn snapshot() -> Vec<(OsString, OsString)> {
 /// replaced by the judged one ([`home_dir`]). (Credential scrubbing and `PATH` are the
 /// command runner's, on top of this.)
 pub fn for_children(project: Option<&Path>) -> Vec<(OsString, OsString)> {
+    /// The variable a refused value of is replaced, not dropped.
+    const HOME: &str = "HOME";
     let workspaces = workspaces_of(project);
-    let mut home_refused = false;
+    let refused = |value: &OsStr| !value.is_empty() && check_path(value, &workspaces).is_err();
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(name, value)| {
-            if is_code_loading(name.as_bytes()) {
-                return false;
-            }
-            match declared(&name.to_string_lossy()).map(|v| v.kind) {
-                Some(Kind::Internal) => false,
-                Some(Kind::Path) if !value.is_empty() => {
-                    let kept = check_path(value, &workspaces).is_ok();
-                    home_refused |= !kept && name == "HOME";
-                    kept
+            !is_code_loading(name.as_bytes())
+                && match declared(&name.to_string_lossy()).map(|v| v.kind) {
+                    Some(Kind::Internal) => false,
+                    Some(Kind::Path) => !refused(value),
+                    _ => true,
                 }
-                _ => true,
-            }
         })
         .collect();
-    if home_refused && let Some(home) = home_dir_judged(&workspaces).0 {
-        env.push(("HOME".into(), home.into_os_string()));
+    if std::env::var_os(HOME).is_some_and(|v| refused(&v))
+        && let Some(home) = home_dir_judged(&workspaces).0
+    {
+        env.push((HOME.into(), home.into_os_string()));
     }
     env
 }

@@ -89,12 +89,16 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
     let data = "the data directory (trust store, sessions, audit log, env files)";
     let cache = "the compile cache";
     add(
-        config::env::data_base(&workspaces).0.map(|b| b.join("hookhost")),
+        config::env::data_base(&workspaces)
+            .0
+            .map(|b| b.join("hookhost")),
         data,
         Guard::Any,
     );
     add(
-        config::env::cache_base(&workspaces).0.map(|b| b.join("hookhost")),
+        config::env::cache_base(&workspaces)
+            .0
+            .map(|b| b.join("hookhost")),
         cache,
         Guard::Any,
     );
@@ -144,7 +148,10 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         (".codex", "the project's Codex settings"),
         // git runs what its directory says (hooks/, config's core.fsmonitor, core.pager,
         // aliases) at the next commit or status of a command hook or the agent.
-        (".git", "the repository's git directory (hooks and config git runs)"),
+        (
+            ".git",
+            "the repository's git directory (hooks and config git runs)",
+        ),
     ] {
         add(Some(sources.project_dir.join(dir)), what, Guard::Write);
     }

@@ -235,9 +235,14 @@ mod tests {
                 Some(&["/opt/bin/y".to_string()]),
                 p
             ),
-            ["/w/tools/check.sh", "/w/hooks/x", "/w/./c.toml", "/opt/bin/y"]
-                .map(PathBuf::from)
-                .to_vec()
+            [
+                "/w/tools/check.sh",
+                "/w/hooks/x",
+                "/w/./c.toml",
+                "/opt/bin/y"
+            ]
+            .map(PathBuf::from)
+            .to_vec()
         );
         assert!(command_files("ls / >/dev/null", None, p) == vec![PathBuf::from("/dev/null")]);
     }

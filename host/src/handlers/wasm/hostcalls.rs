@@ -540,7 +540,10 @@ fn meter_random(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "get-random-bytes",
         |mut store: StoreContextMut<'_, State>, (len,): (u64,)| -> wasmtime::Result<(Vec<u8>,)> {
             charge(&mut store, len.saturating_mul(FUEL_PER_BYTE))?;
-            Ok((random::Host::get_random_bytes(store.data_mut().wasi.random(), len)?,))
+            Ok((random::Host::get_random_bytes(
+                store.data_mut().wasi.random(),
+                len,
+            )?,))
         },
     )?;
     let mut weak = linker.instance(&format!("wasi:random/insecure@{WASI}"))?;

@@ -134,12 +134,8 @@ const MEMORY_PAGES: u64 = 4;
 
 /// The core module: imports `imports` (functions 0..n), then defines `cabi_realloc`,
 /// `probe`, `flood`, a wrapper that calls nothing, and one wrapper per import; a table
-/// holds the wrappers, the nothing first.
-fn core_module(imports: &[Import]) -> Vec<u8> {
-    core_module_with(imports, 0)
-}
-
-/// [`core_module`] whose wrappers pass `i64_arg` for every 64-bit argument (a length).
+/// holds the wrappers, the nothing first. Each wrapper passes `i64_arg` for every 64-bit
+/// argument (a length) and zero for the others.
 fn core_module_with(imports: &[Import], i64_arg: i64) -> Vec<u8> {
     let n = imports.len() as u32;
     let mut module = Module::new();
@@ -532,7 +528,11 @@ async fn a_store_footprint_counts_what_its_resources_hold() {
 async fn random_bytes_are_charged_per_byte_asked_for() {
     const LEN: i64 = 1 << 20;
     let (bytes, imports) = kitchen_sink_with(|i| i.name.ends_with("random-bytes"), LEN);
-    assert_eq!(imports.len(), 2, "get-random-bytes and get-insecure-random-bytes");
+    assert_eq!(
+        imports.len(),
+        2,
+        "get-random-bytes and get-insecure-random-bytes"
+    );
     let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
     let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
     let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();

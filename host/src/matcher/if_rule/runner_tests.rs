@@ -290,5 +290,9 @@ fn unnamed_routes_to_git_push_run_the_guard() {
             through.push(command);
         }
     }
-    assert!(through.is_empty(), "got through:\n{}", through.join("\n---\n"));
+    assert!(
+        through.is_empty(),
+        "got through:\n{}",
+        through.join("\n---\n")
+    );
 }

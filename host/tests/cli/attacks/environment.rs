@@ -289,14 +289,8 @@ fn command_hooks_run_no_repository_code_through_unnamed_variables() {
     let dump = env.data.join("environ");
     let git_ran = env.data.join("fsmonitor-ran");
     let less_ran = env.data.join("lessopen-ran");
-    let evil = env.script(
-        "fsmonitor.sh",
-        &format!("touch '{}'", git_ran.display()),
-    );
-    env.write(
-        "cfg/git/config",
-        &format!("[core]\n\tfsmonitor = {evil}\n"),
-    );
+    let evil = env.script("fsmonitor.sh", &format!("touch '{}'", git_ran.display()));
+    env.write("cfg/git/config", &format!("[core]\n\tfsmonitor = {evil}\n"));
     let repo = env.data.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     assert!(
@@ -321,8 +315,14 @@ fn command_hooks_run_no_repository_code_through_unnamed_variables() {
         }]),
     ));
     let planted = [
-        ("XDG_CONFIG_HOME", env.project.join("cfg").display().to_string()),
-        ("LESSOPEN", format!("|touch '{}'; cat %s", less_ran.display())),
+        (
+            "XDG_CONFIG_HOME",
+            env.project.join("cfg").display().to_string(),
+        ),
+        (
+            "LESSOPEN",
+            format!("|touch '{}'; cat %s", less_ran.display()),
+        ),
         ("VIMINIT", "!touch x".to_string()),
         ("EXINIT", "!touch x".to_string()),
         ("PHPRC", env.project.display().to_string()),
@@ -342,8 +342,14 @@ fn command_hooks_run_no_repository_code_through_unnamed_variables() {
         .split('\0')
         .filter_map(|kv| kv.split('=').next())
         .collect();
-    assert!(!git_ran.exists(), "git in a command hook ran the repository's fsmonitor");
-    assert!(!less_ran.exists(), "less in a command hook ran the repository's LESSOPEN");
+    assert!(
+        !git_ran.exists(),
+        "git in a command hook ran the repository's fsmonitor"
+    );
+    assert!(
+        !less_ran.exists(),
+        "less in a command hook ran the repository's LESSOPEN"
+    );
     for (name, _) in &planted {
         assert!(!names.contains(name), "{name} reached the hook");
     }

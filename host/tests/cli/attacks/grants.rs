@@ -340,7 +340,9 @@ fn a_grant_of_the_default_data_directory_is_refused_while_the_variable_points_el
             run.stdout
         );
         assert!(
-            run.json()["notices"].to_string().contains("a place hookhost owns"),
+            run.json()["notices"]
+                .to_string()
+                .contains("a place hookhost owns"),
             "{}",
             run.stdout
         );
