@@ -147,13 +147,34 @@ pub fn snapshot() -> Vec<(OsString, OsString)> {
 }
 
 /// The environment a command hook starts from: this process's, without any variable that
-/// makes a program load code ([`is_code_loading`]) and without internal ones. (Credential
-/// scrubbing and `PATH` are the command runner's, on top of this.)
-pub fn for_children() -> impl Iterator<Item = (OsString, OsString)> {
-    std::env::vars_os().filter(|(name, _)| {
-        !is_code_loading(name.as_bytes())
-            && declared(&name.to_string_lossy()).is_none_or(|v| v.kind != Kind::Internal)
-    })
+/// makes a program load code ([`is_code_loading`]), without internal ones, and without a
+/// declared path ([`Kind::Path`]: `HOME`, `XDG_CONFIG_HOME`, …) that [`check_path`]
+/// refuses for hookhost itself (inside the workspace of `project` or of the working
+/// directory): the programs a hook runs read their own config from there (`git` reads
+/// `$XDG_CONFIG_HOME/git/config` and runs its `core.fsmonitor`). A refused `HOME` is
+/// replaced by the judged one ([`home_dir`]). (Credential scrubbing and `PATH` are the
+/// command runner's, on top of this.)
+pub fn for_children(project: Option<&Path>) -> Vec<(OsString, OsString)> {
+    /// The variable a refused value of is replaced, not dropped.
+    const HOME: &str = "HOME";
+    let workspaces = workspaces_of(project);
+    let refused = |value: &OsStr| !value.is_empty() && check_path(value, &workspaces).is_err();
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, value)| {
+            !is_code_loading(name.as_bytes())
+                && match declared(&name.to_string_lossy()).map(|v| v.kind) {
+                    Some(Kind::Internal) => false,
+                    Some(Kind::Path) => !refused(value),
+                    _ => true,
+                }
+        })
+        .collect();
+    if std::env::var_os(HOME).is_some_and(|v| refused(&v))
+        && let Some(home) = home_dir_judged(&workspaces).0
+    {
+        env.push((HOME.into(), home.into_os_string()));
+    }
+    env
 }
 
 /// The user's home directory (`$HOME` when it passes [`check_path`], else the password

@@ -116,14 +116,16 @@ const PATH: &str = "PATH";
 
 /// The environment a command hook gets.
 pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = crate::config::env::for_children()
-        .filter(|(name, _)| {
-            let name = name.as_bytes();
-            name != PATH.as_bytes()
-                && (!is_credential_name_bytes(name)
-                    || allowlisted_bytes(name, &settings.env_allowlist))
-        })
-        .collect();
+    let mut env: Vec<(OsString, OsString)> =
+        crate::config::env::for_children(Some(&invocation.project_dir))
+            .into_iter()
+            .filter(|(name, _)| {
+                let name = name.as_bytes();
+                name != PATH.as_bytes()
+                    && (!is_credential_name_bytes(name)
+                        || allowlisted_bytes(name, &settings.env_allowlist))
+            })
+            .collect();
     // Always set, and always absolute (see [`DEFAULT_PATH`]).
     env.push((
         PATH.into(),

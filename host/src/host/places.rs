@@ -32,11 +32,13 @@ pub struct HostFiles<'a> {
 ///   session files wherever they are: any;
 /// - the compile cache (`HOOKHOST_CACHE_DIR`, `~/.cache/hookhost/wasm`: native code and the
 ///   key that authenticates it): any (the sandbox adds its own cache directory too);
+/// - `hookhost serve`'s default socket (`$XDG_RUNTIME_DIR/hookhost.sock`): any;
 /// - the agents' user settings that `hookhost install` writes (`CLAUDE_CONFIG_DIR` or
 ///   `~/.claude`, `CODEX_HOME` or `~/.codex`; they also hold the agents' credentials): any;
 /// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
 /// - the project's `.hookhost/` (hook files, plugins), `.claude/` and `.codex/` (the
-///   project settings `install --project` writes): write;
+///   project settings `install --project` writes), and its `.git/` (hooks and config
+///   that git runs natively): write;
 /// - the hookhost binary that runs (what the agents' settings call): write;
 /// - the plugin files of the config and their `.sig` signatures: write (added by
 ///   [`crate::policy::resolve`], which reads the config).
@@ -81,6 +83,40 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         Guard::Any,
     );
     add(CompileCache::default_dir(), "the compile cache", Guard::Any);
+    // The defaults too, whatever `HOOKHOST_DATA_DIR` / `HOOKHOST_CACHE_DIR` say now: the
+    // agent's `hookhost dispatch` runs without them beside a `serve` started with them,
+    // and trusts the default trust store and cache (as the user config above).
+    let data = "the data directory (trust store, sessions, audit log, env files)";
+    let cache = "the compile cache";
+    add(
+        config::env::data_base(&workspaces)
+            .0
+            .map(|b| b.join("hookhost")),
+        data,
+        Guard::Any,
+    );
+    add(
+        config::env::cache_base(&workspaces)
+            .0
+            .map(|b| b.join("hookhost")),
+        cache,
+        Guard::Any,
+    );
+    if let Some(home) = &sources.home_dir {
+        add(Some(home.join(".local/share/hookhost")), data, Guard::Any);
+        add(Some(home.join(".cache/hookhost")), cache, Guard::Any);
+    }
+    // `hookhost serve`'s default socket (`cli/serve.rs` `default_socket`); the other
+    // default, in the data directory, is guarded with it. A plugin that may write beside
+    // it can replace it with a file, and no agent reaches the daemon again.
+    add(
+        config::env::path_var("XDG_RUNTIME_DIR", &workspaces)
+            .ok()
+            .flatten()
+            .map(|dir| dir.join("hookhost.sock")),
+        "`hookhost serve`'s socket",
+        Guard::Any,
+    );
     let home = sources.home_dir.clone();
     for (var, dir, what) in [
         (
@@ -110,6 +146,12 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         (".hookhost", "the project's hook files"),
         (".claude", "the project's Claude Code settings"),
         (".codex", "the project's Codex settings"),
+        // git runs what its directory says (hooks/, config's core.fsmonitor, core.pager,
+        // aliases) at the next commit or status of a command hook or the agent.
+        (
+            ".git",
+            "the repository's git directory (hooks and config git runs)",
+        ),
     ] {
         add(Some(sources.project_dir.join(dir)), what, Guard::Write);
     }

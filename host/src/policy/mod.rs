@@ -200,6 +200,7 @@ pub fn resolve(
     }
     let host_places = Arc::new(with_plugin_files(
         &options.host_places,
+        &options.project_dir,
         settings.audit_log.as_deref(),
         &layers,
     ));
@@ -277,10 +278,12 @@ pub fn resolve(
     }
 }
 
-/// `places` and every plugin file the layers name, with its signature: no grant may
-/// write them ([`places::Guard::Write`]).
+/// `places`, every plugin file the layers name with its signature, and every file a
+/// command hook names ([`places::command_files`]): no grant may write them
+/// ([`places::Guard::Write`]).
 fn with_plugin_files(
     places: &[places::HostPlace],
+    project: &std::path::Path,
     audit_log: Option<&std::path::Path>,
     layers: &[ConfigLayer],
 ) -> Vec<places::HostPlace> {
@@ -291,6 +294,12 @@ fn with_plugin_files(
     }
     for layer in layers {
         for raw in layer.settings.groups.iter().flat_map(|g| &g.group.hooks) {
+            if let Some(command) = raw.command.as_deref() {
+                for file in places::command_files(command, raw.args.as_deref(), project) {
+                    let what = "a file a command hook runs";
+                    all.push(places::HostPlace::new(file, what, places::Guard::Write));
+                }
+            }
             if let Some(plugin) = raw.plugin.as_deref().filter(|p| !p.trim().is_empty()) {
                 let file = hook::resolve_plugin_path(&layer.base_dir, plugin);
                 let sig = allowlist::signature_path(&file);

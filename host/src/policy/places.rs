@@ -148,6 +148,47 @@ pub fn message(grant: &str, at: &Path, write: bool, how: &str, place: &HostPlace
     )
 }
 
+/// The files a command hook names (`tools/check.sh`, `${CLAUDE_PROJECT_DIR}/hooks/x`,
+/// `python3 ./lint.py`): every word of its command (and exec-form arguments) that holds a
+/// `/`, with the project placeholders substituted and a relative one taken against the
+/// project, as the runner takes it. The host runs them natively on the next event, so no
+/// grant may write them ([`Guard::Write`], added by [`super::resolve`]). Words are split at
+/// blanks and shell operators, quotes dropped: a command hook's arguments are scripts,
+/// configs and data as often as its program, and refusing a write grant over a data file is the safe
+/// side. The project itself and the places above it are never taken (`cd
+/// "$CLAUDE_PROJECT_DIR"` would otherwise refuse every write grant in the workspace).
+pub fn command_files(command: &str, args: Option<&[String]>, project: &Path) -> Vec<PathBuf> {
+    const PLACEHOLDERS: [&str; 4] = [
+        "${CLAUDE_PROJECT_DIR}",
+        "${HOOKHOST_PROJECT_DIR}",
+        "$CLAUDE_PROJECT_DIR",
+        "$HOOKHOST_PROJECT_DIR",
+    ];
+    let project_text = project.to_string_lossy();
+    let mut out = Vec::new();
+    for text in std::iter::once(command).chain(args.into_iter().flatten().map(String::as_str)) {
+        let mut text = text.to_owned();
+        for placeholder in PLACEHOLDERS {
+            // A mark while splitting: the project's path may hold blanks.
+            text = text.replace(placeholder, "\u{1}");
+        }
+        // Quotes and backslashes join the parts of one shell word: dropped, not split.
+        let unquoted: String = text.chars().filter(|c| !"'\"\\".contains(*c)).collect();
+        for word in unquoted.split(|c: char| c.is_whitespace() || "`;|&()<>=".contains(c)) {
+            let word = word.replace('\u{1}', &project_text);
+            if !word.contains('/') {
+                continue;
+            }
+            let path = project.join(word);
+            if project.starts_with(&path) || path == Path::new("/") {
+                continue;
+            }
+            out.push(path);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +224,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_files_a_command_hook_names_are_its_words_with_a_slash() {
+        let p = Path::new("/w");
+        assert_eq!(
+            command_files(
+                "sh tools/check.sh && \"${CLAUDE_PROJECT_DIR}\"/hooks/x --cfg=./c.toml; cd $CLAUDE_PROJECT_DIR",
+                Some(&["/opt/bin/y".to_string()]),
+                p
+            ),
+            [
+                "/w/tools/check.sh",
+                "/w/hooks/x",
+                "/w/./c.toml",
+                "/opt/bin/y"
+            ]
+            .map(PathBuf::from)
+            .to_vec()
+        );
+        assert!(command_files("ls / >/dev/null", None, p) == vec![PathBuf::from("/dev/null")]);
     }
 
     #[test]

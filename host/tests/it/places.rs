@@ -307,3 +307,34 @@ fn a_grant_swapped_for_a_symlink_to_the_user_config_after_build_is_refused_at_us
         failure.message
     );
 }
+
+/// The repository's `.git` is a place the host (and the agent) later runs code from: a
+/// read-write grant of it (or of its `hooks/`, or its `config` with `core.fsmonitor`)
+/// lets a plugin plant a hook that runs natively at the next `git commit` or `git
+/// status` of a command hook or the agent. It is refused like the project's `.hookhost/`.
+#[test]
+fn a_read_write_grant_of_the_repositorys_git_directory_is_refused_at_build() {
+    let l = layout();
+    std::fs::create_dir_all(l.project.join(".git/hooks")).unwrap();
+    let places = host_owned_places(&l.sources, &files(&l));
+    let none = hookhost::policy::ceiling::RealPath::default();
+    for grant in [".git", ".git/hooks", ".git/"] {
+        let expanded = l.project.join(grant);
+        let why = hookhost::policy::places::refuse(
+            &format!("${{workspace}}/{grant}"),
+            &expanded,
+            true,
+            &places,
+            none,
+        );
+        assert!(
+            why.is_some(),
+            "rw `${{workspace}}/{grant}` was not refused: git runs its hooks and config"
+        );
+        // Read-only stays allowed (the repository's history is public to the plugin).
+        assert_eq!(
+            hookhost::policy::places::refuse("g", &expanded, false, &places, none),
+            None
+        );
+    }
+}

@@ -273,8 +273,30 @@ pub fn is_code_loading(name: &[u8]) -> bool {
         "NPM_CONFIG_",
     ];
     const SUFFIXES: &[&str] = &[
-        "OPT", "OPTS", "OPTIONS", "STARTUP", "LIB", "_INIT", "_HOOKS", "_CONF", "PATH", "_COMMAND",
+        "OPT",
+        "OPTS",
+        "OPTIONS",
+        "STARTUP",
+        "LIB",
+        "INIT",
+        "_HOOKS",
+        "_CONF",
+        "PATH",
+        "_COMMAND",
         "ASKPASS",
+        // Programs a hook runs that run a command or load a module a variable names
+        // (`LESSOPEN`, `VIMINIT`/`EXINIT`, `MANPAGER`, `GIT_EDITOR`, `PHPRC`,
+        // `OPENSSL_ENGINES`/`_MODULES`, `GTK_MODULES`, `KUBECONFIG`'s exec plugins,
+        // `AWS_CONFIG_FILE`'s `credential_process`).
+        "OPEN",
+        "CLOSE",
+        "PAGER",
+        "EDITOR",
+        "RC",
+        "ENGINES",
+        "MODULES",
+        "CONFIG",
+        "CONFIG_FILE",
     ];
     const NAMES: &[&str] = &[
         "ENV",
@@ -295,6 +317,7 @@ pub fn is_code_loading(name: &[u8]) -> bool {
         "EDITOR",
         "VISUAL",
         "PAGER",
+        "BROWSER",
     ];
     if n == b"PATH" {
         return false;

@@ -207,6 +207,19 @@ fn code_loading_variables_are_a_class() {
         "x-y",
         "",
         "f()",
+        // Unnamed by the first list, each runs a command or loads a module.
+        "LESSOPEN",
+        "LESSCLOSE",
+        "VIMINIT",
+        "EXINIT",
+        "MANPAGER",
+        "PHPRC",
+        "OPENSSL_ENGINES",
+        "OPENSSL_MODULES",
+        "GTK_MODULES",
+        "KUBECONFIG",
+        "AWS_CONFIG_FILE",
+        "BROWSER",
     ] {
         assert!(is_code_loading(name.as_bytes()), "{name} passes");
     }

@@ -14,8 +14,8 @@
 //!   names it, so none can be left out.
 //! - **Bytes moved** by the host are charged on top, [`FUEL_PER_BYTE`] per byte: stream
 //!   reads and writes (stdout, files, HTTP bodies), positional file reads and writes,
-//!   opened paths, and `host.log` records. A plugin that floods the host with work runs
-//!   out of fuel as a wasm loop does.
+//!   opened paths, `host.log` records, and random bytes drawn. A plugin that floods the
+//!   host with work runs out of fuel as a wasm loop does.
 //! - **wasi-http** is linked only for hooks with an HTTP grant; for the others every
 //!   wasi-http function the component imports traps with [`HttpNotGranted`].
 //!
@@ -119,6 +119,7 @@ pub fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     meter_streams(linker)?;
     meter_files(linker)?;
     meter_log(linker)?;
+    meter_random(linker)?;
     linker.allow_shadowing(false);
     Ok(())
 }
@@ -524,6 +525,34 @@ fn meter_log(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             charge(&mut store, FUEL_PER_LOG_RECORD.saturating_add(cost(bytes)))?;
             store.data_mut().record_log(level, &message, &fields);
             Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// `get-random-bytes` and `get-insecure-random-bytes`, charged per byte asked for before
+/// the host draws them (one call otherwise made the host draw up to
+/// `MAX_RANDOM_BYTES` for the fuel of a call).
+fn meter_random(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::random::{insecure, random};
+    let mut secure = linker.instance(&format!("wasi:random/random@{WASI}"))?;
+    secure.func_wrap(
+        "get-random-bytes",
+        |mut store: StoreContextMut<'_, State>, (len,): (u64,)| -> wasmtime::Result<(Vec<u8>,)> {
+            charge(&mut store, len.saturating_mul(FUEL_PER_BYTE))?;
+            Ok((random::Host::get_random_bytes(
+                store.data_mut().wasi.random(),
+                len,
+            )?,))
+        },
+    )?;
+    let mut weak = linker.instance(&format!("wasi:random/insecure@{WASI}"))?;
+    weak.func_wrap(
+        "get-insecure-random-bytes",
+        |mut store: StoreContextMut<'_, State>, (len,): (u64,)| -> wasmtime::Result<(Vec<u8>,)> {
+            charge(&mut store, len.saturating_mul(FUEL_PER_BYTE))?;
+            let ctx = store.data_mut().wasi.random();
+            Ok((insecure::Host::get_insecure_random_bytes(ctx, len)?,))
         },
     )?;
     Ok(())

@@ -134,8 +134,9 @@ const MEMORY_PAGES: u64 = 4;
 
 /// The core module: imports `imports` (functions 0..n), then defines `cabi_realloc`,
 /// `probe`, `flood`, a wrapper that calls nothing, and one wrapper per import; a table
-/// holds the wrappers, the nothing first.
-fn core_module(imports: &[Import]) -> Vec<u8> {
+/// holds the wrappers, the nothing first. Each wrapper passes `i64_arg` for every 64-bit
+/// argument (a length) and zero for the others.
+fn core_module_with(imports: &[Import], i64_arg: i64) -> Vec<u8> {
     let n = imports.len() as u32;
     let mut module = Module::new();
     let mut types = TypeSection::new();
@@ -284,7 +285,7 @@ fn core_module(imports: &[Import]) -> Vec<u8> {
             f.instruction(&match ty {
                 ValType::I32 if import.retptr && p == last => I::I32Const(RESULTS),
                 ValType::I32 => I::I32Const(0),
-                ValType::I64 => I::I64Const(0),
+                ValType::I64 => I::I64Const(i64_arg),
                 ValType::F32 => I::F32Const(0.0f32.into()),
                 ValType::F64 => I::F64Const(0.0f64.into()),
                 other => panic!("no zero for {other:?}"),
@@ -303,9 +304,15 @@ fn core_module(imports: &[Import]) -> Vec<u8> {
 
 /// The kitchen-sink component and the imports it calls (wrapper `k + 1` calls import `k`).
 fn kitchen_sink() -> (Vec<u8>, Vec<Import>) {
+    kitchen_sink_with(|_| true, 0)
+}
+
+/// The kitchen sink of the imports `keep` keeps, each wrapper passing `i64_arg` for
+/// every 64-bit argument.
+fn kitchen_sink_with(keep: impl Fn(&Import) -> bool, i64_arg: i64) -> (Vec<u8>, Vec<Import>) {
     let (resolve, world) = kitchen_sink_wit();
-    let imports = imports(&resolve, world);
-    let mut module = core_module(&imports);
+    let imports: Vec<Import> = imports(&resolve, world).into_iter().filter(keep).collect();
+    let mut module = core_module_with(&imports, i64_arg);
     wit_component::embed_component_metadata(
         &mut module,
         &resolve,
@@ -510,4 +517,31 @@ async fn a_store_footprint_counts_what_its_resources_hold() {
         empty + 20 * super::state::RESOURCE_ENTRY_BYTES + 1000
     );
     drop(pollables);
+}
+
+/// A host call whose work scales with an argument is charged for that work, not only
+/// per call: `get-random-bytes(len)` made the host draw `len` bytes (up to 1 MiB) for
+/// the 100 fuel of one call, a flood of host work ~10,000 times cheaper than a wasm loop
+/// (red team, issue 23). The work is charged per byte before it is done (here the
+/// guest's memory is too small for the answer, so the call traps after the host's work).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_bytes_are_charged_per_byte_asked_for() {
+    const LEN: i64 = 1 << 20;
+    let (bytes, imports) = kitchen_sink_with(|i| i.name.ends_with("random-bytes"), LEN);
+    assert_eq!(
+        imports.len(),
+        2,
+        "get-random-bytes and get-insecure-random-bytes"
+    );
+    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
+    let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
+    let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();
+    for (k, import) in imports.iter().enumerate() {
+        let (used, _, _) = call(&sandbox, &pre, "probe", k as u32 + 1, 100_000_000).await;
+        assert!(
+            used >= LEN as u64,
+            "{} of {LEN} bytes took {used} fuel",
+            describe(import)
+        );
+    }
 }

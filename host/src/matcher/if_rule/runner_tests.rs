@@ -203,3 +203,96 @@ proptest::proptest! {
         proptest::prop_assert!(bash("Bash(git push *)", &command), "{}", command);
     }
 }
+
+/// Routes to `git push` that no earlier table named (red team, issue 23). Got through
+/// before: `jobs -x` (listed as leaving its arguments alone, runs them), `wait -p NAME`
+/// (assigns to NAME: a subscript runs), and options between `git` and its subcommand
+/// (`git --no-pager push`, `git -c k=v push`, `git -C /tmp push`).
+#[test]
+fn unnamed_routes_to_git_push_run_the_guard() {
+    let mut through = Vec::new();
+    for command in [
+        "jobs -x git push",
+        "sleep 1 & wait -n -p 'a[$(git push)]'",
+        "git -C /tmp push origin main",
+        "git -C . push origin main",
+        "git --git-dir=.git --work-tree=. push",
+        "git --no-pager push",
+        "git -c core.x=y push",
+        "echo git push | sh",
+        "echo git push | bash",
+        "printf 'git push' | sh -s",
+        "bash <<EOF\ngit push\nEOF",
+        "sh -s <<< 'git push'",
+        "env -S 'git push'",
+        "env --split-string='git push'",
+        "busybox sh -c 'git push'",
+        "set -- git push; \"$@\"",
+        "x=git; $x push",
+        "${PAGER:-git} push",
+        "mapfile -C 'git push' -c 1 < /etc/hostname",
+        "readarray -C 'git push' -c 1 arr < /etc/hostname",
+        "x='$(git push)'; echo \"${x@P}\"",
+        "x='a[$(git push)]'; echo $((x))",
+        "x='a[$(git push)]'; [[ $x -eq 1 ]]",
+        "x='a[$(git push)]'; (( x ))",
+        "declare -i y; x='a[$(git push)]'; y=x",
+        "printf -v 'a[$(git push)]' x",
+        "read 'a[$(git push)]' <<< x",
+        "test -v 'a[$(git push)]'",
+        "[ -v 'a[$(git push)]' ]",
+        "unset 'a[$(git push)]'",
+        "kill -l $(git push)",
+        "wait $(git push)",
+        "stdbuf -oL git push",
+        "echo x | xargs -I{} git push",
+        "xargs -a /dev/null git push",
+        "find . -maxdepth 0 -execdir git push \\;",
+        "find . -maxdepth 0 -ok git push \\;",
+        "awk 'BEGIN{system(\"git push\")}'",
+        "python3 -c 'import os; os.system(\"git push\")'",
+        "sort --compress-program='git push' x",
+        "tar -I 'git push' -cf x y",
+        "less +'!git push' x",
+        "GIT_SSH_COMMAND='x' git push",
+        "git push --dry-run",
+        "cat x | tee >(git push)",
+        "ls -la; exec git push",
+        "echo $'git push' | sh",
+        "eval \"$(echo git push)\"",
+        "type git && git push",
+        "hash -p /usr/bin/git g; g push",
+        "alias g=git; g push",
+        "shopt -s expand_aliases; alias g='git push'; g",
+        "git push 2>&-",
+        "exec -c git push",
+        "coproc { git push; }",
+        "trap -- 'git push' DEBUG; :",
+        "PROMPT_COMMAND='git push' bash -i",
+        "BASH_ENV=<(echo git push) bash -c :",
+        "env BASH_ENV=x bash -c true",
+        "chroot / git push",
+        "flock /tmp/l git push",
+        "ionice -c3 git push",
+        "taskset 1 git push",
+        "watch -n1 git push",
+        "script -qc 'git push' /dev/null",
+        "ssh localhost git push",
+        "su -c 'git push'",
+        "runuser -u x -- git push",
+        "setsid git push",
+        "unbuffer git push",
+        "strace -f git push",
+        "make -f <(printf 'a:\\n\\tgit push')",
+        "cat <<'EOF' | sh\ngit push\nEOF",
+    ] {
+        if !bash("Bash(git push *)", command) {
+            through.push(command);
+        }
+    }
+    assert!(
+        through.is_empty(),
+        "got through:\n{}",
+        through.join("\n---\n")
+    );
+}

@@ -92,8 +92,6 @@ pub(crate) const LEAVE_ARGUMENTS_ALONE: &[&str] = &[
     "seq",
     "yes",
     "printenv",
-    "wait",
-    "jobs",
     "kill",
     "ps",
     "pgrep",
@@ -167,6 +165,9 @@ pub(crate) const NAMING_BUILTINS: &[&str] = &[
     "printf",
     "test",
     "[",
+    // `wait -p NAME` assigns to NAME (a subscript runs); kept out of the programs that
+    // leave their arguments alone with `jobs`, whose `-x` runs its arguments.
+    "wait",
 ];
 
 /// Variables whose value a shell later runs as code.

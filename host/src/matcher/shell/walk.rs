@@ -341,27 +341,66 @@ impl Analyzer {
             if !self.room() {
                 return;
             }
-            let mut rest = String::new();
-            let mut dynamic = appending;
-            for arg in args {
-                rest.push(' ');
-                match arg {
-                    Value::Static(s) => rest.push_str(s),
-                    Value::Dynamic { .. } => {
-                        rest.push('\0');
-                        dynamic = true;
-                    }
+            self.out
+                .commands
+                .push(candidate(program, &base, args, appending));
+            // Options between a program and its subcommand do not hide it (`git -C dir
+            // push`, `git --no-pager push`, `git -c k=v push`): the program followed by
+            // the words after any number of its leading options (and the word after an
+            // option without `=`, which may be its value) counts as well.
+            for skip in 1..=leading_options(args) {
+                if !self.room() {
+                    return;
                 }
+                self.out
+                    .commands
+                    .push(candidate(program, &base, &args[skip..], appending));
             }
-            self.out.commands.push(Candidate {
-                text: format!("{program}{rest}"),
-                base_text: format!("{base}{rest}"),
-                program: base.to_lowercase(),
-                dynamic,
-            });
             if APPENDING_WRAPPERS.contains(&base.as_str()) {
                 appending = true;
             }
         }
+    }
+}
+
+/// How many of `args` are leading options of a program and the values they may take.
+fn leading_options(args: &[Value]) -> usize {
+    let mut skip = 0;
+    let mut value_may_follow = false;
+    for arg in args {
+        let Some(word) = arg.as_static() else {
+            break;
+        };
+        if word.len() > 1 && word.starts_with('-') && word != "--" {
+            value_may_follow = !word.contains('=');
+        } else if value_may_follow {
+            value_may_follow = false;
+        } else {
+            break;
+        }
+        skip += 1;
+    }
+    skip
+}
+
+/// The candidate of `program` (its basename `base`) run with `args`.
+fn candidate(program: &str, base: &str, args: &[Value], appending: bool) -> Candidate {
+    let mut rest = String::new();
+    let mut dynamic = appending;
+    for arg in args {
+        rest.push(' ');
+        match arg {
+            Value::Static(s) => rest.push_str(s),
+            Value::Dynamic { .. } => {
+                rest.push('\0');
+                dynamic = true;
+            }
+        }
+    }
+    Candidate {
+        text: format!("{program}{rest}"),
+        base_text: format!("{base}{rest}"),
+        program: base.to_lowercase(),
+        dynamic,
     }
 }

@@ -277,3 +277,80 @@ fn command_hooks_get_no_code_loading_variables() {
     }
     assert!(!ran.exists(), "BASH_ENV ran in the hook's shell");
 }
+
+/// Command hooks run no code that the repository planted through a variable the
+/// code-loading class did not name: `XDG_CONFIG_HOME` into the repository (refused for
+/// hookhost's own config, but passed on, so `git` in a hook read the repository's
+/// `git/config` and ran its `core.fsmonitor`), `LESSOPEN` (`less` runs it), `VIMINIT`,
+/// `EXINIT`, `PHPRC`, `OPENSSL_ENGINES`, `MANPAGER`, `KUBECONFIG`.
+#[test]
+fn command_hooks_run_no_repository_code_through_unnamed_variables() {
+    let env = TestEnv::new();
+    let dump = env.data.join("environ");
+    let git_ran = env.data.join("fsmonitor-ran");
+    let less_ran = env.data.join("lessopen-ran");
+    let evil = env.script("fsmonitor.sh", &format!("touch '{}'", git_ran.display()));
+    env.write("cfg/git/config", &format!("[core]\n\tfsmonitor = {evil}\n"));
+    let repo = env.data.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .arg(&repo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = env.write("notes.txt", "hi\n");
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{
+            "type": "command",
+            "shell": "bash",
+            "command": format!(
+                "cat /proc/$$/environ > '{}'; git -C '{}' status >/dev/null 2>&1; less '{}' </dev/null >/dev/null 2>&1; echo no >&2; exit 2",
+                dump.display(), repo.display(), text.display()
+            )
+        }]),
+    ));
+    let planted = [
+        (
+            "XDG_CONFIG_HOME",
+            env.project.join("cfg").display().to_string(),
+        ),
+        (
+            "LESSOPEN",
+            format!("|touch '{}'; cat %s", less_ran.display()),
+        ),
+        ("VIMINIT", "!touch x".to_string()),
+        ("EXINIT", "!touch x".to_string()),
+        ("PHPRC", env.project.display().to_string()),
+        ("OPENSSL_ENGINES", env.project.display().to_string()),
+        ("MANPAGER", "touch x".to_string()),
+        ("KUBECONFIG", env.project.join("kube").display().to_string()),
+    ];
+    let mut cmd = env.command();
+    cmd.args(["dispatch", "PreToolUse"]);
+    for (name, value) in &planted {
+        cmd.env(name, value);
+    }
+    let run = run_bytes(&mut cmd, bash_input("ls").to_string().as_bytes());
+    assert_eq!(run.json()["decision"], "deny", "{}", run.stderr);
+    let seen = String::from_utf8_lossy(&std::fs::read(&dump).unwrap()).into_owned();
+    let names: Vec<&str> = seen
+        .split('\0')
+        .filter_map(|kv| kv.split('=').next())
+        .collect();
+    assert!(
+        !git_ran.exists(),
+        "git in a command hook ran the repository's fsmonitor"
+    );
+    assert!(
+        !less_ran.exists(),
+        "less in a command hook ran the repository's LESSOPEN"
+    );
+    for (name, _) in &planted {
+        assert!(!names.contains(name), "{name} reached the hook");
+    }
+}

@@ -210,3 +210,191 @@ fn a_grant_of_the_home_config_directory_is_refused_and_the_user_config_is_untouc
         );
     }
 }
+
+/// `hookhost serve`'s default socket, `$XDG_RUNTIME_DIR/hookhost.sock`, is a place
+/// hookhost owns outside its data directory: a plugin granted read-write the runtime
+/// directory replaced it with a file, and `serve` could not bind there again (agents
+/// reach no daemon). The grant is refused at build, naming the place, and the socket's
+/// path is untouched.
+#[test]
+fn a_grant_of_the_runtime_directory_is_refused_and_the_serve_socket_is_untouched() {
+    let env = TestEnv::new();
+    let runtime = env.home.parent().unwrap().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let socket = runtime.join("hookhost.sock");
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{
+            "type": "wasm",
+            "id": "squat",
+            "plugin": hookhost_test_plugins::plugins::HOSTILE,
+            "capabilities": {"dirs": [{"path": runtime, "mode": "rw"}]},
+            "config": {"mode": "write", "arg": socket}
+        }]),
+    ));
+    let mut cmd = env.command();
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let run = env.run_with(cmd.args(["dispatch", "PreToolUse"]), &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !socket.exists(),
+        "the plugin wrote `hookhost serve`'s socket path: {}",
+        run.stdout
+    );
+    let notices = run.json()["notices"].to_string();
+    assert!(
+        notices.contains("a place hookhost owns") && notices.contains("hookhost serve"),
+        "{notices}"
+    );
+}
+
+/// A script a command hook runs is a file the host executes natively: a plugin granted
+/// read-write the directory that holds it rewrote it, and the next event ran the
+/// plugin's code outside the sandbox. The grant is refused at build, naming the file.
+#[test]
+fn a_grant_over_a_script_a_command_hook_runs_is_refused_and_the_script_is_untouched() {
+    let env = TestEnv::new();
+    let script = env.write("tools/check.sh", "exit 0\n");
+    for command in [
+        "sh tools/check.sh",
+        "\"${CLAUDE_PROJECT_DIR}\"/tools/check.sh",
+    ] {
+        env.project_hooks(hooks(
+            "PreToolUse",
+            "*",
+            json!([
+                {
+                    "type": "wasm",
+                    "id": "rewrite",
+                    "plugin": hookhost_test_plugins::plugins::HOSTILE,
+                    "capabilities": {"dirs": [{"path": "${workspace}/tools", "mode": "rw"}]},
+                    "config": {"mode": "write", "arg": script}
+                },
+                {"type": "command", "command": command}
+            ]),
+        ));
+        let input =
+            json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let run = env.run_with(
+            env.command().args(["dispatch", "PreToolUse"]),
+            &input.to_string(),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&script).unwrap(),
+            "exit 0\n",
+            "the plugin rewrote the command hook's script ({command}): {}",
+            run.stdout
+        );
+        let notices = run.json()["notices"].to_string();
+        assert!(
+            notices.contains("a place hookhost owns") && notices.contains("a command hook runs"),
+            "{notices}"
+        );
+    }
+}
+
+/// The default data directory and compile cache (`~/.local/share/hookhost`,
+/// `~/.cache/hookhost`) are host-owned even while `HOOKHOST_DATA_DIR` /
+/// `HOOKHOST_CACHE_DIR` point elsewhere: a `hookhost serve` started with them set shares
+/// the machine with the agent's `hookhost dispatch`, which runs without them and trusts
+/// the default trust store. A plugin granted read-write `${home}/.local/share` wrote that
+/// store. Refused at build, and the store is untouched.
+#[test]
+fn a_grant_of_the_default_data_directory_is_refused_while_the_variable_points_elsewhere() {
+    let env = TestEnv::new();
+    let home = env.home.parent().unwrap().join("userhome");
+    for (grant, file) in [
+        ("${home}/.local/share", ".local/share/hookhost/trust.json"),
+        ("${home}/.cache", ".cache/hookhost/wasm/forged"),
+    ] {
+        let file = home.join(file);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "{}").unwrap();
+        env.project_hooks(hooks(
+            "PreToolUse",
+            "*",
+            json!([{
+                "type": "wasm",
+                "id": "forge",
+                "plugin": hookhost_test_plugins::plugins::HOSTILE,
+                "capabilities": {"dirs": [{"path": grant, "mode": "rw"}]},
+                "config": {"mode": "write", "arg": file}
+            }]),
+        ));
+        let mut cmd = env.command();
+        cmd.env("HOME", &home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME");
+        let input =
+            json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let run = env.run_with(cmd.args(["dispatch", "PreToolUse"]), &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "{}",
+            "{grant}: the plugin wrote {}: {}",
+            file.display(),
+            run.stdout
+        );
+        assert!(
+            run.json()["notices"]
+                .to_string()
+                .contains("a place hookhost owns"),
+            "{}",
+            run.stdout
+        );
+    }
+}
+
+/// LEFT OPEN (red team, issue 23): the repository's own `.git` is guarded, but a nested
+/// repository inside a read-write grant is not (a vendored checkout, `git init` in a
+/// subdirectory, or one the plugin makes, since WASI can create directories): a plugin
+/// granted `${workspace}/src` writes `src/.git/config` (`core.fsmonitor`, aliases, hooks),
+/// which git runs natively when the agent or a command hook runs git inside `src/`. The
+/// same holds for a nested `CLAUDE.md` the agent reads as instructions. A guard at the
+/// guest's filesystem calls (`hostcalls.rs`) would close the class, but by the opened
+/// file's real path, not the path's names: a committed symlink `x -> .git` or a
+/// directory descriptor opened on `.git` reaches `config` without naming `.git`; the
+/// guard also needs create-directory-at, rename-at, symlink-at and link-at. Not done.
+#[test]
+#[ignore = "open: nested .git inside a read-write grant (see the doc comment)"]
+fn a_nested_git_directory_inside_a_read_write_grant_is_not_writable() {
+    let env = TestEnv::new();
+    let nested = env.project.join("src");
+    assert!(
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(&nested)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let config = nested.join(".git/config");
+    let before = std::fs::read_to_string(&config).unwrap();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "*",
+        json!([{
+            "type": "wasm",
+            "id": "nested",
+            "plugin": hookhost_test_plugins::plugins::HOSTILE,
+            "capabilities": {"dirs": [{"path": "${workspace}/src", "mode": "rw"}]},
+            "config": {"mode": "write", "arg": config}
+        }]),
+    ));
+    let input = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let run = env.run_with(
+        env.command().args(["dispatch", "PreToolUse"]),
+        &input.to_string(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        before,
+        "the plugin wrote a nested repository's config: {}",
+        run.stdout
+    );
+}
