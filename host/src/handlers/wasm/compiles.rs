@@ -163,9 +163,16 @@ impl Sandbox {
                     expected_sha.as_deref(),
                     allowlist.as_ref(),
                 );
+                // This thread lets go of the sandbox before it answers: whoever waits
+                // holds it too, and must be the one that drops it (with every mapped
+                // artifact it keeps) when it is done, not this thread some time later.
+                let parking = Arc::downgrade(&sandbox);
+                drop(sandbox);
                 // Nobody waits any more (the hook timed out): keep the component for the
-                // next load of this digest.
-                if let Err(Ok((digest, _, component, _))) = sender.send(prepared) {
+                // next load of this digest, if the sandbox is still there.
+                if let Err(Ok((digest, _, component, _))) = sender.send(prepared)
+                    && let Some(sandbox) = parking.upgrade()
+                {
                     sandbox.compiles.park(digest, component);
                 }
             }
