@@ -7,32 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use hookhost::HostBuilder;
 use hookhost::handlers::wasm::WasmRuntime;
 use hookhost::outcome::{HookReport, HookStatus, Outcome};
 use hookhost_test_plugins::plugins;
 use serde_json::{Value, json};
 
-use crate::support::{bash, runtime, settings, wasm_hook};
-
-async fn dispatch_on(
-    runtime: &Arc<WasmRuntime>,
-    project: &Path,
-    settings: &Value,
-    event: &str,
-    input: Value,
-) -> Outcome {
-    let host = HostBuilder::new(project)
-        .settings(settings.to_string())
-        .wasm_runner(runtime.clone())
-        .build();
-    assert!(
-        host.policy().errors.is_empty(),
-        "config errors: {:?}",
-        host.policy().errors
-    );
-    host.dispatch(event, input).await.expect("dispatch")
-}
+use crate::support::{bash, dispatch_on, runtime, settings, wasm_hook};
 
 fn report<'a>(outcome: &'a Outcome, id: &str) -> &'a HookReport {
     outcome

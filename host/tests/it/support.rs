@@ -39,9 +39,20 @@ pub fn settings(event: &str, matcher: &str, hooks: Vec<Value>) -> Value {
 
 /// Dispatches one event through a full host over `project`.
 pub async fn dispatch(project: &Path, settings: &Value, event: &str, input: Value) -> Outcome {
+    dispatch_on(&runtime(), project, settings, event, input).await
+}
+
+/// [`dispatch`] with the wasm runtime `runtime` (its own compile cache or observer).
+pub async fn dispatch_on(
+    runtime: &Arc<WasmRuntime>,
+    project: &Path,
+    settings: &Value,
+    event: &str,
+    input: Value,
+) -> Outcome {
     let host = HostBuilder::new(project)
         .settings(settings.to_string())
-        .wasm_runner(runtime())
+        .wasm_runner(runtime.clone())
         .build();
     assert!(
         host.policy().errors.is_empty(),
