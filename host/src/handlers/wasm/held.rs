@@ -14,6 +14,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// The most host memory one entry of a store's resource table may hold (wasi-http's
+/// `fields` are limited to this): the table holds at most the plugin's memory limit
+/// divided by this many entries ([`super::state::resource_table_cap`]), so what a plugin's resources
+/// hold on the host is bounded by its memory limit.
+pub const RESOURCE_ENTRY_BYTES: usize = 64 * 1024;
 /// The fewest descriptors the budget of all plugins gets, whatever the fd limit.
 const MIN_HOST_DESCRIPTORS: usize = 64;
 /// The most descriptors the budget of all plugins gets.

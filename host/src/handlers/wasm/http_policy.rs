@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
-use super::state::RESOURCE_ENTRY_BYTES;
+use super::held::RESOURCE_ENTRY_BYTES;
 use crate::policy::capability::{Live, Scheme};
 
 /// How long after the call's deadline a clamped sleep or request wakes: the guest then

@@ -12,8 +12,9 @@ use wasmtime::{Store, Trap};
 use super::OUTPUT_CAP;
 use super::bindings;
 use super::engine::MAX_WASM_STACK;
+use super::held::RESOURCE_ENTRY_BYTES;
 use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
-use super::state::{MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES, Refused, State, resource_table_cap};
+use super::state::{MAX_TABLE_ELEMENTS, Refused, State, resource_table_cap};
 use crate::handlers::output::cap_text;
 use crate::handlers::{FailureKind, Usage};
 

@@ -509,12 +509,12 @@ async fn a_store_footprint_counts_what_its_resources_hold() {
     // A sleep is two entries: the sleep and its pollable.
     assert_eq!(
         data.footprint(),
-        empty + 20 * super::state::RESOURCE_ENTRY_BYTES
+        empty + 20 * super::held::RESOURCE_ENTRY_BYTES
     );
     data.limiter.hold(1000).unwrap();
     assert_eq!(
         data.footprint(),
-        empty + 20 * super::state::RESOURCE_ENTRY_BYTES + 1000
+        empty + 20 * super::held::RESOURCE_ENTRY_BYTES + 1000
     );
     drop(pollables);
 }

@@ -59,12 +59,13 @@ pub use compiles::COMPILE_BUDGET;
 use compiles::CompileObserver;
 pub use convert::{Converted, MAX_CONVERTED_BYTES, PluginResponse, convert_response};
 pub use engine::{engine_config, instance_pool_available};
+pub use held::RESOURCE_ENTRY_BYTES;
 pub use held::{host_descriptors, plugin_descriptors};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
-pub use state::{MAX_TABLE_ELEMENTS, RESOURCE_ENTRY_BYTES};
+pub use state::MAX_TABLE_ELEMENTS;
 
 use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};

@@ -15,7 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings;
-use super::held::{DescriptorShare, NoDescriptor};
+use super::held::{DescriptorShare, NoDescriptor, RESOURCE_ENTRY_BYTES};
 use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
 
@@ -35,11 +35,6 @@ pub const MAX_INSTANCES: usize = 1_000;
 pub const MAX_TABLES: usize = 1_000;
 /// See [`MAX_INSTANCES`].
 pub const MAX_MEMORIES: usize = 100;
-/// The most host memory one entry of a store's resource table may hold (wasi-http's
-/// `fields` are limited to this): the table holds at most the plugin's memory limit
-/// divided by this many entries ([`resource_table_cap`]), so what a plugin's resources
-/// hold on the host is bounded by its memory limit.
-pub const RESOURCE_ENTRY_BYTES: usize = 64 * 1024;
 /// The fewest entries a resource table gets, whatever the memory limit.
 const MIN_RESOURCE_ENTRIES: usize = 256;
 
