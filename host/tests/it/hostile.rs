@@ -1099,6 +1099,18 @@ async fn floods_of_cheap_host_calls_run_out_of_fuel() {
     raw_still_serves(project.path()).await;
 }
 
+/// What a hoarding mode of the raw plugin says it held (`held N, then REFUSAL`), and
+/// the whole sentence: the count must parse and the refusal must be `refusal`.
+fn held_until(outcome: &Outcome, refusal: &str) -> (usize, String) {
+    let said = outcome.additional_context.join("");
+    let held = said
+        .strip_prefix("held ")
+        .and_then(|rest| rest.strip_suffix(&format!(", then {refusal}")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    (held, said)
+}
+
 /// Directory listings, which wasmtime-wasi reads whole and keeps on the host, are charged
 /// to the plugin's memory limit by their bytes: a plugin that hoards listings of a
 /// directory of 2,000 long names (about 0.5 MB each) is refused within its 16 MiB, not at
@@ -1121,12 +1133,7 @@ async fn hoarded_directory_listings_are_charged_to_the_memory_limit() {
     .await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
-    let said = outcome.additional_context.join("");
-    let held: usize = said
-        .strip_prefix("held ")
-        .and_then(|rest| rest.strip_suffix(", then insufficient-memory"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let (held, said) = held_until(&outcome, "insufficient-memory");
     // Each listing holds at least 2,000 × 205 bytes of names.
     assert!(held >= 1 && held * 2000 * 205 <= 16 << 20, "{said}");
     let diagnostics = report.diagnostics.clone().unwrap_or_default();
@@ -1164,12 +1171,7 @@ async fn hoarded_descriptors_come_from_one_budget_of_the_host() {
     assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
     // Its preopened directory is one of the quarter; other tests of the same plugin
     // running alongside may hold a few more of it.
-    let said = outcome.additional_context.join("");
-    let held: usize = said
-        .strip_prefix("held ")
-        .and_then(|rest| rest.strip_suffix(", then quota"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let (held, said) = held_until(&outcome, "quota");
     assert!(held < share && held + 16 >= share, "{said} (share {share})");
     let diagnostics = report.diagnostics.clone().unwrap_or_default();
     assert!(
