@@ -102,6 +102,14 @@ impl EventSpec {
             )
     }
 
+    /// Whether `onFailure: "block"` applies on this event: it can block, and it is not
+    /// one where Claude Code ignores it so that a failing check cannot trap the agent in
+    /// a loop (Stop, SubagentStop, TaskCompleted, TeammateIdle). The one rule for the
+    /// merge of a failed hook, the config warning and what `hookhost install` writes.
+    pub fn honours_on_failure(&self) -> bool {
+        self.can_block() && !ON_FAILURE_IGNORED_EVENTS.contains(&self.name.as_ref())
+    }
+
     /// Whether the event honours a `hookSpecificOutput` field (by any channel).
     pub fn honours(&self, field: &str) -> bool {
         self.output_key(field).is_some()
@@ -342,6 +350,10 @@ const CAPPED_BLOCK_EVENTS: [&str; 1] = ["Stop"];
 
 /// Events that end the session.
 const SESSION_ENDING_EVENTS: [&str; 1] = ["SessionEnd"];
+
+/// Events where Claude Code ignores `onFailure: "block"` (2.1.295; reference 2.1.296 §2.2).
+const ON_FAILURE_IGNORED_EVENTS: [&str; 4] =
+    ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"];
 
 /// Events whose matcher uses the narrow exact-name set.
 const NARROW_MATCHER_EVENTS: [&str; 2] = ["FileChanged", "StopFailure"];

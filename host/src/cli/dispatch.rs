@@ -74,9 +74,23 @@ impl Printed {
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let stdin = read_stdin()?;
-    let printed = one_shot(dispatch_stdin(&args, &stdin, |project| {
-        args.sources.host_for(project)
-    }))?;
+    // A runtime that cannot start (out of descriptors: tokio panics when it cannot
+    // create its signal pipe) or a dispatch that panics is no answer: under `--format
+    // claude` on a guarding event it blocks ([`unanswered`]).
+    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        one_shot(dispatch_stdin(&args, &stdin, |project| {
+            args.sources.host_for(project)
+        }))
+    }));
+    let printed = match attempt {
+        Ok(Ok(printed)) => printed,
+        Ok(Err(e)) => unanswered(&args, &stdin, &e),
+        Err(_) => unanswered(
+            &args,
+            &stdin,
+            "internal error: the dispatch panicked (a bug in hookhost; please report it)",
+        ),
+    };
     // The hooks ran and the audit line is written: a reader that went away changes
     // nothing, so a closed stdout or stderr is not an error here.
     {
@@ -102,7 +116,7 @@ pub async fn dispatch_stdin(
 ) -> Printed {
     dispatch(args, stdin, host)
         .await
-        .unwrap_or_else(|message| Printed::error(&message))
+        .unwrap_or_else(|message| unanswered(args, stdin, &message))
 }
 
 async fn dispatch(
@@ -191,6 +205,47 @@ async fn dispatch(
                 code: response.exit_code as u8,
             })
         }
+    }
+}
+
+/// What `hookhost dispatch` prints when it could not dispatch at all (`why`): under
+/// `--format claude`, on an event that honours `onFailure` (`EventSpec::honours_on_failure`:
+/// PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse, …), Claude Code's block
+/// or deny for the event (exit 2 with the reason on stderr; PermissionRequest: a deny in
+/// JSON), since exit 1 is a non-blocking error that lets the action go ahead where the
+/// drop-in has no `onFailure: "block"` (an older install, an older Claude Code);
+/// elsewhere, and for the Outcome format, the host error (exit 1).
+pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
+    let Format::Claude = args.format else {
+        return Printed::error(why);
+    };
+    let named = args.event.clone().or_else(|| {
+        hookhost::dispatch::input::parse(stdin)
+            .ok()
+            .and_then(|input| {
+                input
+                    .value
+                    .get("hook_event_name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+    });
+    let catalogue = hookhost::event::EventCatalogue::default();
+    let Some(spec) = named.as_deref().and_then(|name| catalogue.get(name)) else {
+        return Printed::error(why);
+    };
+    if !spec.honours_on_failure() {
+        return Printed::error(why);
+    }
+    let response = hookhost::outcome::to_claude(spec, &hookhost::outcome::unanswered(spec, why));
+    Printed {
+        stdout: if response.stdout.is_empty() {
+            String::new()
+        } else {
+            response.stdout + "\n"
+        },
+        stderr: response.stderr,
+        code: response.exit_code as u8,
     }
 }
 

@@ -247,8 +247,9 @@ fn one_shot_wasm() -> WasmRuntime {
     WasmRuntime::default().with_instance_pool(false)
 }
 
-/// The exit status of a host error: 1, never 2, since under `--format claude` exit 2
-/// means "block" and a host error must not block the agent.
+/// The exit status of a host error: 1. Under `--format claude`, a dispatch that cannot
+/// answer on an event that honours `onFailure` blocks instead (`dispatch::unanswered`):
+/// exit 1 would let the action go ahead where the drop-in has no `onFailure: "block"`.
 pub const ERROR_EXIT: u8 = 1;
 
 /// How a host error is reported on stderr: one line, with every control character

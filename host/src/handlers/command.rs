@@ -24,7 +24,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -255,12 +255,6 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Whether a spawn failed for want of file descriptors (this process's or the system's):
-/// a shortage that passes as other hooks finish, not a reason for this one not to run.
-fn out_of_fds(error: &std::io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-}
-
 /// Runs a command hook once.
 pub async fn run(
     spec: &CommandSpec,
@@ -315,25 +309,13 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true);
 
-    // Out of file descriptors: wait for other hooks to finish and close theirs, until
-    // this hook's own deadline (the dispatcher bounds how many run at once, but other
-    // parts of the process, e.g. a daemon's connections, hold descriptors too).
-    let mut backoff = Duration::from_millis(2);
-    let mut child = loop {
-        match command.spawn() {
-            Ok(child) => break child,
-            Err(e) if out_of_fds(&e) && started.elapsed() + backoff < hook.timeout => {
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_millis(100));
-            }
-            Err(e) => {
-                return HandlerRun::failed(
-                    FailureKind::CannotStart,
-                    format!("cannot start `{shown}`: {e}"),
-                    started,
-                );
-            }
-        }
+    // A spawn that fails (out of processes, descriptors or memory included) fails the
+    // hook at once, as a named "could not start": waiting for other hooks to free what
+    // ran out held the agent until the hook's timeout (600 s by default), and
+    // `onFailure: "block"` decides what it means for the action.
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return super::start_failed(&format!("`{shown}`"), &e, started),
     };
     let mut guard = GroupGuard(child.id().map(|pid| pid as i32));
 

@@ -77,6 +77,10 @@ pub async fn run(
             );
         }
         Ok(Err(e)) => {
+            // No socket for the request (out of descriptors, memory): could not start.
+            if let Some(io) = super::out_of_resources(&e) {
+                return super::start_failed(&format!("POST {}", spec.url), io, started);
+            }
             let e = without_url(e);
             return HandlerRun::failed(
                 FailureKind::Http,

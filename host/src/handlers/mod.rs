@@ -131,6 +131,49 @@ impl HandlerRun {
     }
 }
 
+/// The run of a hook that could not start because `error` (an OS error) stopped its
+/// process, connection or instance from being created: [`FailureKind::CannotStart`],
+/// with the OS error and, for a resource the host ran out of (`EAGAIN`: processes,
+/// `RLIMIT_NPROC`; `EMFILE`/`ENFILE`: descriptors, `RLIMIT_NOFILE`; `ENOMEM`: memory),
+/// which one. Every handler's start failure is reported through here, at once (never
+/// retried until the hook's timeout), so that `onFailure: "block"` can turn it into a
+/// block.
+pub fn start_failed(what: &str, error: &std::io::Error, started: Instant) -> HandlerRun {
+    let short = match error.raw_os_error() {
+        Some(libc::EAGAIN) => " (out of processes: RLIMIT_NPROC or the system's limit)",
+        Some(libc::EMFILE) => " (out of file descriptors: RLIMIT_NOFILE)",
+        Some(libc::ENFILE) => " (the system is out of file descriptors)",
+        Some(libc::ENOMEM) => " (out of memory)",
+        _ => "",
+    };
+    HandlerRun::failed(
+        FailureKind::CannotStart,
+        format!("cannot start {what}: {error}{short}"),
+        started,
+    )
+}
+
+/// Whether `error` (or an error it wraps) is the OS refusing to create a process,
+/// descriptor or socket for want of a resource: `EAGAIN`, `EMFILE`, `ENFILE`, `ENOMEM`,
+/// `ENOBUFS`. Such a hook could not start; it did not fail.
+pub fn out_of_resources<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a std::io::Error> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.raw_os_error(),
+                Some(libc::EAGAIN | libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+            )
+        {
+            return Some(io);
+        }
+        next = e.source();
+    }
+    None
+}
+
 /// Something that can run wasm hooks; implemented by the sandbox.
 pub trait WasmRunner: Send + Sync + std::fmt::Debug {
     /// Runs one wasm hook to completion. The future is polled by the dispatching task
@@ -224,8 +267,47 @@ impl Handlers {
         })
     }
 
-    /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`].
+    /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`] with a
+    /// message. **The chokepoint every handler's start passes**: whatever a handler kind
+    /// does, a panic (a runtime that could not spawn a thread, a client that could not be
+    /// built) becomes a named failure of the hook, and a failure without a message gets
+    /// one, so that no hook is ever reported as nothing; `onFailure: "block"` then turns
+    /// it into a block (`outcome::merge`).
     pub async fn run(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
+        let started = Instant::now();
+        let kind = hook.handler.type_name();
+        let run = AssertUnwindSafe(self.run_kind(hook, invocation, policy))
+            .catch_unwind()
+            .await;
+        let mut run = run.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            let failure = match &hook.handler {
+                HandlerSpec::Wasm(_) => FailureKind::Trap,
+                _ => FailureKind::CannotStart,
+            };
+            HandlerRun::failed(
+                failure,
+                output::cap_text(&format!("the {kind} handler crashed: {what}")),
+                started,
+            )
+        });
+        if let Verdict::Failed(failure) = &mut run.verdict
+            && failure.message.trim().is_empty()
+        {
+            failure.message = format!(
+                "the {kind} hook failed ({:?}) without a message",
+                failure.kind
+            );
+        }
+        run
+    }
+
+    /// [`Handlers::run`] by handler kind.
+    async fn run_kind(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
         let started = Instant::now();
         match &hook.handler {
             HandlerSpec::Command(spec) => {
@@ -249,12 +331,7 @@ impl Handlers {
                         started,
                     );
                 };
-                AssertUnwindSafe(wasm.run(hook, invocation, policy))
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| {
-                        HandlerRun::failed(FailureKind::Trap, "wasm runner crashed", started)
-                    })
+                wasm.run(hook, invocation, policy).await
             }
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
             HandlerSpec::Unsupported(t) => HandlerRun::failed(

@@ -57,6 +57,17 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
                 json!(outcome.reason.as_deref().unwrap_or("blocked by hook")),
             );
         }
+        // A deny with no hook's `decision` object (`onFailure: "block"`, a dispatch that
+        // could not run): Claude Code denies through JSON only on PermissionRequest.
+        DecisionStyle::PermissionRequest
+            if outcome.decision.is_blocking()
+                && !outcome.hook_specific_output.contains_key("decision") =>
+        {
+            specific.insert(
+                "decision".into(),
+                json!({"behavior": "deny", "message": outcome.reason.as_deref().unwrap_or("denied by hook")}),
+            );
+        }
         _ => {}
     }
     if let Some(input) = &outcome.updated_input

@@ -65,10 +65,12 @@ impl MergeState {
     }
 }
 
-/// Whether a failed run blocks: `onFailure: "block"` on a sync hook of an event that can
-/// block.
+/// Whether a failed run blocks: `onFailure: "block"` on a sync hook of an event that
+/// honours it ([`EventSpec::honours_on_failure`]: not Stop, SubagentStop, TaskCompleted,
+/// TeammateIdle, as in Claude Code). Every failure kind passes here, "could not start"
+/// (out of processes, descriptors, memory) included.
 fn fails_closed(hook: &Hook, spec: &EventSpec) -> bool {
-    hook.on_failure == OnFailure::Block && hook.mode == RunMode::Sync && spec.can_block()
+    hook.on_failure == OnFailure::Block && hook.mode == RunMode::Sync && spec.honours_on_failure()
 }
 
 /// Merges the results of an event's hooks (in config order) into an [`Outcome`].
@@ -170,6 +172,23 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
 pub fn stops_the_rest(spec: &EventSpec, executed: &Executed) -> bool {
     let merged = merge(spec, std::slice::from_ref(executed));
     merged.decision.is_blocking() || !merged.continue_
+}
+
+/// The outcome of an event that hookhost could not dispatch at all (its dispatch daemon
+/// was lost mid-request and the dispatch in-process could not run either): on an event
+/// that honours `onFailure` ([`EventSpec::honours_on_failure`]) a block or deny whose
+/// reason says why, since an agent must not read "no answer" as "go ahead"; elsewhere a
+/// notice of the host.
+pub fn unanswered(spec: &EventSpec, why: &str) -> Outcome {
+    let mut outcome = Outcome::empty(&spec.name);
+    let message = format!("hookhost could not check this action: {why}");
+    if spec.honours_on_failure() {
+        outcome.decision = blocking_decision(spec);
+        outcome.reason = Some(cap_text(&format!("{message}; blocked (fail closed)")));
+    } else {
+        outcome.host_notice(message);
+    }
+    outcome
 }
 
 /// The decision a blocking error means on this event.

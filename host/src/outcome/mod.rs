@@ -34,7 +34,7 @@ mod tests;
 
 pub use bounds::{HOOK_TEXTS_CAP, LIST_TEXT_CAP, SHORT_TEXT_CAP};
 pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
-pub use merge::{merge, stops_the_rest};
+pub use merge::{merge, stops_the_rest, unanswered};
 pub use report::report;
 
 use std::sync::Arc;
@@ -42,8 +42,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::handlers::HandlerRun;
 use crate::handlers::output::cap_in_place;
+use crate::handlers::{FailureKind, HandlerRun};
 use crate::policy::Hook;
 
 /// The merged decision of an event.
@@ -111,6 +111,11 @@ pub struct HookReport {
     pub fuel: Option<u64>,
     /// Peak memory in bytes (wasm).
     pub memory_bytes: Option<u64>,
+    /// The class of its failure (`cannotStart`: no process, descriptor, socket, thread
+    /// or instance could be created for it, `timeout`, `exitCode`, …); absent unless it
+    /// failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
     /// Why it failed, blocked or was skipped.
     pub message: Option<String>,
     /// Captured stderr, or a wasm plugin's stdout / stderr / log records, capped.

@@ -17,6 +17,7 @@ pub fn report(executed: &Executed) -> HookReport {
         duration_ms: None,
         fuel: None,
         memory_bytes: None,
+        failure: None,
         message: None,
         diagnostics: None,
     };
@@ -38,6 +39,7 @@ pub fn report(executed: &Executed) -> HookReport {
                 } else {
                     HookStatus::Failed
                 };
+                report.failure = Some(*kind);
                 report.message = Some(message.clone());
             }
         }

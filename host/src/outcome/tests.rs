@@ -205,7 +205,13 @@ fn failures_fail_open_unless_on_failure_block() {
     for (event, on_failure, expected) in [
         ("PreToolUse", OnFailure::Continue, Decision::None),
         ("PreToolUse", OnFailure::Block, Decision::Deny),
-        ("Stop", OnFailure::Block, Decision::Block),
+        // Claude Code ignores onFailure on these: a failing check must not trap the
+        // agent in a loop.
+        ("Stop", OnFailure::Block, Decision::None),
+        ("SubagentStop", OnFailure::Block, Decision::None),
+        ("TaskCompleted", OnFailure::Block, Decision::None),
+        ("TeammateIdle", OnFailure::Block, Decision::None),
+        ("UserPromptSubmit", OnFailure::Block, Decision::Block),
         ("SessionStart", OnFailure::Block, Decision::None),
     ] {
         let executed = [Executed {
@@ -294,6 +300,7 @@ fn the_whole_outcome_is_bounded() {
             duration_ms: None,
             fuel: None,
             memory_bytes: None,
+            failure: None,
             message: Some(text.clone()),
             diagnostics: Some(text.clone()),
         });

@@ -223,9 +223,14 @@ pub(super) fn build(
         _ => RunMode::Sync,
     };
     let on_failure = raw.on_failure.unwrap_or_default();
-    if on_failure == OnFailure::Block && (mode != RunMode::Sync || !spec.can_block()) {
+    if on_failure == OnFailure::Block && (mode != RunMode::Sync || !spec.honours_on_failure()) {
         let why = if mode != RunMode::Sync {
             "async hooks".to_string()
+        } else if spec.can_block() {
+            format!(
+                "`{}` (as in Claude Code: a failing check must not trap the agent in a loop)",
+                spec.name
+            )
         } else {
             format!("`{}`, which cannot block", spec.name)
         };

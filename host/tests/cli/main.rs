@@ -14,6 +14,7 @@ mod command;
 mod config;
 mod dispatch_daemon;
 mod drop_in;
+mod fail_closed;
 mod faults;
 mod governance;
 mod http;

@@ -54,28 +54,63 @@ pub fn forward() -> Option<ExitCode> {
         // Nothing was sent: this call dispatches in-process, as with no daemon at all.
         return None;
     }
-    // Connected: the daemon reads stdin from here on, so a failure is reported rather
-    // than dispatched again in-process (its hooks may have run).
-    Some(match exchange(stream) {
-        Ok(printed) => {
-            let mut out = io::stdout().lock();
-            let _ = out.write_all(printed.stdout.as_bytes());
-            let _ = out.flush();
-            let _ = io::stderr().write_all(printed.stderr.as_bytes());
-            ExitCode::from(printed.code)
-        }
+    // Connected: the daemon reads stdin from here on.
+    let input = match read_input() {
+        Ok(input) => input,
         Err(e) => {
             eprint!(
                 "{}",
-                super::super::error_text(&format!(
-                    "the dispatch daemon at {} did not answer: {e} \
-                     ({MODE_VAR}=off dispatches in-process)",
-                    place.socket.display()
-                ))
+                super::super::error_text(&format!("cannot read the input from stdin: {e}"))
             );
-            ExitCode::from(super::super::ERROR_EXIT)
+            return Some(ExitCode::from(super::super::ERROR_EXIT));
         }
-    })
+    };
+    let printed = if input.len() > MAX_INPUT {
+        drop(stream);
+        dispatch_here(&input).unwrap_or_else(|message| Printed::error(&message))
+    } else {
+        match exchange(stream, &input) {
+            Ok(printed) => printed,
+            Err(e) => retry_here(&input, &place.socket, &e),
+        }
+    };
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(printed.stdout.as_bytes());
+    let _ = out.flush();
+    let _ = io::stderr().write_all(printed.stderr.as_bytes());
+    Some(ExitCode::from(printed.code))
+}
+
+/// The answer after the daemon was lost mid-request (killed, crashed, its connection
+/// closed or reset before a whole answer): the call is dispatched once more, in this
+/// process. In-process rather than by a fresh daemon: whatever ended the daemon (a kill
+/// of its process, a crash on this input, memory) may end the next one the same way,
+/// and this process already holds the input and needs no socket or start-up. The
+/// daemon's hooks for the request may have run (their processes are killed with the
+/// daemon's hook groups only when it could still cancel them), so a hook can run twice
+/// for one call: at least once, never zero times. Only when the dispatch here cannot
+/// run either (no runtime: out of descriptors or threads) is there no answer, and then,
+/// under `--format claude` on an event that honours `onFailure`, the call is blocked
+/// ([`super::super::dispatch::unanswered`]), never let through as exit 1.
+fn retry_here(input: &[u8], socket: &std::path::Path, lost: &io::Error) -> Printed {
+    let why = format!(
+        "the dispatch daemon at {} was lost mid-request ({lost})",
+        socket.display()
+    );
+    match dispatch_here(input) {
+        Ok(printed) => printed,
+        Err(e) => match parsed_dispatch_args() {
+            Some(args) => super::super::dispatch::unanswered(
+                &args,
+                input,
+                &format!(
+                    "{why}, and dispatching in-process failed too: {e} ({MODE_VAR}=off \
+                     dispatches in-process only)"
+                ),
+            ),
+            None => Printed::error(&why),
+        },
+    }
 }
 
 /// Whether the process listening on `stream`'s other end runs as this user (or root):
@@ -106,23 +141,24 @@ pub(super) fn served_by_this_user(stream: &UnixStream) -> bool {
     rc == 0 && (peer.uid == me || peer.uid == 0)
 }
 
-/// Sends stdin, reads the answer; a stdin over [`MAX_INPUT`] is dispatched here instead.
-fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
+/// This process's stdin, up to one byte past [`MAX_INPUT`]: an agent's input of
+/// gigabytes is never held whole by the client.
+fn read_input() -> io::Result<Vec<u8>> {
     let mut input = Vec::new();
-    // One byte past the cap is enough to know the input is too big: an agent's input of
-    // gigabytes is never held whole by the client.
     io::stdin()
         .lock()
         .take(MAX_INPUT as u64 + 1)
         .read_to_end(&mut input)?;
-    if input.len() > MAX_INPUT {
-        drop(stream);
-        return Ok(dispatch_here(&input));
-    }
+    Ok(input)
+}
+
+/// Sends `input`, reads the answer; an error is the daemon lost (the connection closed
+/// or reset before a whole answer).
+fn exchange(mut stream: UnixStream, input: &[u8]) -> io::Result<Printed> {
     let len = u32::try_from(input.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "stdin over 4 GiB"))?;
     stream.write_all(&len.to_le_bytes())?;
-    stream.write_all(&input)?;
+    stream.write_all(input)?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer)?;
     decode(&answer).ok_or_else(|| {
@@ -133,13 +169,13 @@ fn exchange(mut stream: UnixStream) -> io::Result<Printed> {
     })
 }
 
-/// What `hookhost dispatch` prints for `input`, dispatched in this process.
-fn dispatch_here(input: &[u8]) -> Printed {
+/// What `hookhost dispatch` prints for `input`, dispatched in this process; `Err` when
+/// it could not run at all (no runtime).
+fn dispatch_here(input: &[u8]) -> Result<Printed, String> {
     let Some(args) = parsed_dispatch_args() else {
-        return Printed::error("not a `hookhost dispatch` command line");
+        return Ok(Printed::error("not a `hookhost dispatch` command line"));
     };
     super::super::one_shot(dispatch_stdin(&args, input, |project| {
         args.sources.host_for(project)
     }))
-    .unwrap_or_else(|message| Printed::error(&message))
 }

@@ -20,6 +20,18 @@ const TOOL_EVENTS: &[&str] = &[
     "PostToolUse",
     "PostToolUseFailure",
 ];
+/// Whether the drop-in of `event` carries `"onFailure": "block"`: for Claude Code, on
+/// every event where Claude Code honours it for command hooks (2.1.295), by the event
+/// table's own rule ([`hookhost::event::EventSpec::honours_on_failure`]). Then a
+/// `hookhost dispatch` that cannot answer (killed, out of memory, exit 1 for a host
+/// error) blocks the action instead of letting it go ahead. Codex has no such key.
+pub(super) fn blocks_on_failure(agent: Agent, event: &str) -> bool {
+    agent == Agent::Claude
+        && hookhost::event::EventCatalogue::default()
+            .get(event)
+            .is_some_and(|spec| spec.honours_on_failure())
+}
+
 /// Whether `command` is a drop-in `hookhost install` writes: the plain form, an absolute
 /// path to a `hookhost` binary (quoted or not), or exactly `custom`.
 pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
@@ -100,19 +112,25 @@ pub(super) fn add_drop_in(
         .expect("checked above");
     let mut added = Vec::new();
     for &event in agent.events() {
-        if let Some(groups) = hooks.get(event)
+        let fail_closed = blocks_on_failure(agent, event);
+        if let Some(groups) = hooks.get_mut(event)
             && commands(groups).any(|c| is_any_drop_in(c, custom))
         {
+            // A drop-in `install` wrote before it wrote `onFailure` gets it now.
+            if fail_closed && add_on_failure(groups, custom) {
+                added.push(event);
+            }
             continue;
         }
         let mut group = Map::new();
         if TOOL_EVENTS.contains(&event) {
             group.insert("matcher".into(), json!("*"));
         }
-        group.insert(
-            "hooks".into(),
-            json!([{"type": "command", "command": command}]),
-        );
+        let mut handler = json!({"type": "command", "command": command});
+        if fail_closed {
+            handler["onFailure"] = json!("block");
+        }
+        group.insert("hooks".into(), json!([handler]));
         hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()))
@@ -122,6 +140,33 @@ pub(super) fn add_drop_in(
         added.push(event);
     }
     Ok(added)
+}
+
+/// Adds `"onFailure": "block"` to the drop-ins of the form `install` writes among
+/// `groups` that have no `onFailure` (one the user set is theirs); whether it added one.
+fn add_on_failure(groups: &mut Value, custom: Option<&str>) -> bool {
+    let mut added = false;
+    let handlers = groups
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group.get_mut("hooks")?.as_array_mut())
+        .flatten();
+    for handler in handlers {
+        let ours = handler.get("type").and_then(Value::as_str) == Some("command")
+            && handler
+                .get("command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| is_installed_form(c, custom));
+        if let Some(handler) = handler.as_object_mut()
+            && ours
+            && !handler.contains_key("onFailure")
+        {
+            handler.insert("onFailure".into(), json!("block"));
+            added = true;
+        }
+    }
+    added
 }
 
 /// Removes every drop-in handler `install` writes; matcher groups, events and the

@@ -9,7 +9,7 @@ use wasmtime::Store;
 
 use super::bindings::{self, Plugin};
 use super::grants::GrantCheck;
-use super::limits::{CallOutcome, Limits, finish};
+use super::limits::{CallOutcome, Limits, Phase, finish};
 use super::load::Loaded;
 use super::session_key::Grants;
 use super::state::State;
@@ -97,7 +97,7 @@ impl Sandbox {
                     Err(e) => {
                         drop(guard);
                         self.forget_session(&key);
-                        return Ok(finish(&mut store, limits, Err(e)));
+                        return Ok(finish(&mut store, limits, Phase::Instantiate, Err(e)));
                     }
                 }
             }
@@ -116,7 +116,7 @@ impl Sandbox {
         )
         .await;
         let trapped = result.is_err();
-        let outcome = finish(&mut instance.store, limits, result);
+        let outcome = finish(&mut instance.store, limits, Phase::Call, result);
         let ends = invocation.spec.ends_session;
         if trapped || ends {
             // A trapped instance is never used again; a session that ended has no use for it.

@@ -99,10 +99,22 @@ fn timed_out(error: &wasmtime::Error) -> bool {
         || find::<DeadlinePassed>(error).is_some()
 }
 
+/// Which step of a run an error ended: creating the instance, or calling it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// The instance was being created: an error that is no trap, limit or deadline means
+    /// the plugin could not start (the instance pool is exhausted, memory could not be
+    /// mapped), [`FailureKind::CannotStart`].
+    Instantiate,
+    /// The instance was created; its `handle` was being called.
+    Call,
+}
+
 /// Collects usage and diagnostics after a call and classifies its error.
 pub(super) fn finish(
     store: &mut Store<State>,
     limits: &Limits,
+    phase: Phase,
     result: wasmtime::Result<Result<bindings::Response, String>>,
 ) -> CallOutcome {
     // After an epoch interrupt the fuel counter is stale; don't report it.
@@ -150,7 +162,7 @@ pub(super) fn finish(
                 format!("returned an error: {}", cap_text(&message)),
             )),
         },
-        Err(e) => Err(classify_error(&e, store, limits)),
+        Err(e) => Err(classify_error(&e, store, limits, phase)),
     };
     let diagnostics = collect_diagnostics(store, notes);
     CallOutcome {
@@ -189,6 +201,7 @@ pub(super) fn classify_error(
     error: &wasmtime::Error,
     store: &mut Store<State>,
     limits: &Limits,
+    phase: Phase,
 ) -> (FailureKind, String) {
     let trap = error.downcast_ref::<Trap>().copied();
     let (stdout_over, stderr_over) = {
@@ -277,6 +290,10 @@ pub(super) fn classify_error(
     match (trap, panic) {
         (_, Some(line)) => (FailureKind::Trap, format!("plugin panicked: {line}")),
         (Some(trap), None) => (FailureKind::Trap, format!("trapped: {trap}")),
+        (None, None) if phase == Phase::Instantiate => (
+            FailureKind::CannotStart,
+            format!("could not create an instance: {}", root_cause(error)),
+        ),
         (None, None) => (FailureKind::Trap, format!("failed: {}", root_cause(error))),
     }
 }

@@ -12,7 +12,7 @@ use super::bindings::{self, PluginPre};
 use super::cache::{CacheStatus, CompileError, sha256_hex};
 use super::compiles::{Budget, Prepared};
 use super::hostcalls::stub_http;
-use super::limits::{Limits, classify_error};
+use super::limits::{Limits, Phase, classify_error};
 use super::state::State;
 use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSION};
 use crate::config::file::{FileError, FileStamp, kind_name, open_regular, read_regular};
@@ -391,13 +391,15 @@ impl Sandbox {
             .arm(&mut store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
         let deadline = store.data().http_policy.deadline;
+        let mut phase = Phase::Instantiate;
         let result = Limits::bound(deadline, async {
             let plugin = pre.instantiate_async(&mut store).await?;
+            phase = Phase::Call;
             plugin.hookhost_hook_hook().call_describe(&mut store).await
         })
         .await;
         result.map_err(|e| {
-            let (kind, message) = classify_error(&e, &mut store, limits);
+            let (kind, message) = classify_error(&e, &mut store, limits, phase);
             (
                 kind,
                 format!("plugin `{file_name}`: `describe` failed: {message}"),

@@ -79,7 +79,7 @@ use crate::policy::{HandlerSpec, Hook, Policy};
 use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
-use limits::{CallOutcome, Limits, finish};
+use limits::{CallOutcome, Limits, Phase, finish};
 use load::{Loaded, block_on};
 use state::State;
 
@@ -648,15 +648,17 @@ impl Sandbox {
             .map_err(|e| (FailureKind::CannotStart, e))?;
         let mut store = self.armed_store(loaded, live, grants, limits)?;
         let deadline = store.data().http_policy.deadline;
+        let mut phase = Phase::Instantiate;
         let result = Limits::bound(deadline, async {
             let plugin = pre.instantiate_async(&mut store).await?;
+            phase = Phase::Call;
             plugin
                 .hookhost_hook_hook()
                 .call_handle(&mut store, event)
                 .await
         })
         .await;
-        Ok(finish(&mut store, limits, result))
+        Ok(finish(&mut store, limits, phase, result))
     }
 }
 
