@@ -8,8 +8,10 @@
 //!   (`PATH=:/usr/bin`, `PATH=.:/bin`) are ignored when the shell or an exec-form program
 //!   is looked up, and removed from the `PATH` the hook gets; a relative exec-form path
 //!   (`./hooks/x`) is the project's own and is taken relative to the project directory;
-//! - the process leads its own process group, and on timeout (or cancellation) the whole
-//!   group is killed, so a hook that forked a sleeper leaves nothing behind;
+//! - the process leads its own process group under a keeper that is its subreaper
+//!   ([`super::descendants`]): when it exits, times out or is cancelled, its group and
+//!   every descendant (a `setsid` child, a double fork) are killed, so a hook leaves
+//!   nothing behind;
 //! - exit 0: success, stdout is JSON when its first non-blank character is `{`;
 //!   exit 2: a blocking error whose reason is the JSON reason, else stderr (JSON cannot
 //!   undo it); any other exit: a non-blocking error, unless stdout is a valid JSON object,
@@ -233,18 +235,15 @@ fn is_executable_file(path: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Kills the process group when dropped, unless disarmed: a cancelled dispatch (a
-/// disconnected client, a timeout) leaves no process behind.
-struct GroupGuard(Option<i32>);
+/// Ends the hook, its process group and every descendant when dropped, unless
+/// disarmed: a cancelled dispatch (a disconnected client, a timeout) leaves no process
+/// behind. The hook's keeper does the killing ([`super::descendants`]).
+struct GroupGuard(Option<u32>);
 
 impl GroupGuard {
     fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // SAFETY: killpg has no memory-safety preconditions; a stale pgid is harmless
-            // because the group leader is our unreaped child, so the id cannot be reused.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+        if let Some(keeper) = self.0.take() {
+            super::descendants::end(keeper);
         }
     }
 }
@@ -306,8 +305,10 @@ pub async fn run(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
+    // Under a keeper of its own, which ends the hook's descendants with it (a dropped
+    // run asks the keeper through `GroupGuard`, not with a `SIGKILL` it could not act on).
+    super::descendants::keep_descendants(&mut command);
 
     // A spawn that fails (out of processes, descriptors or memory included) fails the
     // hook at once, as a named "could not start": waiting for other hooks to free what
@@ -317,7 +318,7 @@ pub async fn run(
         Ok(child) => child,
         Err(e) => return super::start_failed(&format!("`{shown}`"), &e, started),
     };
-    let mut guard = GroupGuard(child.id().map(|pid| pid as i32));
+    let mut guard = GroupGuard(child.id());
 
     let mut stdin = child.stdin.take();
     let input = invocation.input_json.clone();
@@ -356,7 +357,7 @@ pub async fn run(
             };
         }
     };
-    guard.0 = None; // the process ended on its own; leave what it deliberately detached
+    guard.0 = None; // the keeper exited (and was reaped): the hook and its descendants are gone
     let duration = started.elapsed();
     let stderr_text = String::from_utf8_lossy(&stderr).into_owned();
     let stdout_text = String::from_utf8_lossy(&stdout).into_owned();

@@ -7,6 +7,7 @@
 //! verdict means for the event is decided by the next stage, the outcome (merge rules).
 
 pub mod command;
+mod descendants;
 pub mod function;
 pub mod http;
 pub mod output;

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use crate::support::{Run, TestEnv, bash_input, deny_dangerous_bash, hooks, wait_until};
 
 /// A command hook that blocks `rm -rf` with exit 2 and otherwise names the process that
-/// ran it (`$PPID` of its `sh -c`): the dispatching `hookhost` or its daemon.
-const PARENT_HOOK: &str = r#"input=$(cat); case "$input" in *'rm -rf'*) echo 'rm -rf is not allowed' >&2; exit 2;; esac; echo "{\"systemMessage\": \"parent $PPID $HOOK_TAG\"}""#;
+/// ran it (the parent of its keeper, `$PPID` of its `sh -c`): the dispatching `hookhost`
+/// or its daemon.
+const PARENT_HOOK: &str = r#"input=$(cat); case "$input" in *'rm -rf'*) echo 'rm -rf is not allowed' >&2; exit 2;; esac; echo "{\"systemMessage\": \"parent $(awk '{print $4}' /proc/$PPID/stat) $HOOK_TAG\"}""#;
 
 pub(crate) fn parent_hook_config() -> Value {
     parent_hook_config_with(&[])

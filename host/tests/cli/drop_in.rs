@@ -330,11 +330,12 @@ fn another_users_hookhost_dir_higher_up_is_not_the_project() {
 fn the_dispatch_daemon_gives_the_same_answers() {
     let env = TestEnv::new();
     deny_rm(&env);
-    // A user hook (it runs untrusted too) names the process that ran it.
+    // A user hook (it runs untrusted too) names the process that ran it (the parent of
+    // its keeper).
     env.user_hooks(hooks(
         "PreToolUse",
         "*",
-        json!([{"type": "command", "command": r#"printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"parent %s"}}' $PPID"#}]),
+        json!([{"type": "command", "command": r#"printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"parent %s"}}' $(awk '{print $4}' /proc/$PPID/stat)"#}]),
     ));
     // Not `HOOKHOST_HOME` itself: a path variable inside the working directory is refused.
     let neutral = env.home.parent().unwrap().join("neutral");
