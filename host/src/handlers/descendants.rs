@@ -201,7 +201,9 @@ unsafe fn kill_children() -> bool {
             }
             for &byte in &buf[..n as usize] {
                 if byte.is_ascii_digit() {
-                    pid = pid.saturating_mul(10).saturating_add(libc::pid_t::from(byte - b'0'));
+                    pid = pid
+                        .saturating_mul(10)
+                        .saturating_add(libc::pid_t::from(byte - b'0'));
                 } else {
                     if pid > 0 {
                         libc::kill(pid, libc::SIGKILL);

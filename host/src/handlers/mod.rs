@@ -353,3 +353,52 @@ fn system_roots() -> Vec<reqwest::Certificate> {
         .filter_map(|der| reqwest::Certificate::from_der(&der).ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that wraps another, as reqwest's and hyper's do.
+    #[derive(Debug)]
+    struct Wrapped(std::io::Error);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("client error (Connect)")
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn running_out_is_found_anywhere_in_the_chain_and_only_running_out() {
+        for errno in [
+            libc::EAGAIN,
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::ENOMEM,
+            libc::ENOBUFS,
+        ] {
+            let error = Wrapped(std::io::Error::from_raw_os_error(errno));
+            assert!(out_of_resources(&error).is_some(), "{errno}");
+            let run = start_failed(
+                "`x`",
+                &std::io::Error::from_raw_os_error(errno),
+                Instant::now(),
+            );
+            let Verdict::Failed(failure) = run.verdict else {
+                panic!("a start failure is a failure")
+            };
+            assert_eq!(failure.kind, FailureKind::CannotStart);
+            assert!(failure.message.contains("os error"), "{}", failure.message);
+        }
+        for errno in [libc::ECONNREFUSED, libc::ENOENT, libc::EACCES] {
+            let error = Wrapped(std::io::Error::from_raw_os_error(errno));
+            assert!(out_of_resources(&error).is_none(), "{errno}");
+        }
+    }
+}

@@ -376,3 +376,28 @@ fn outcome_field_names_are_stable() {
         ]
     );
 }
+
+/// An event hookhost could not dispatch: a block (deny) where `onFailure` applies, in
+/// the event's own channel for Claude Code; a notice where it does not.
+#[test]
+fn an_unanswered_event_blocks_where_on_failure_applies() {
+    let catalogue = EventCatalogue::default();
+    for name in crate::event::built_in_names() {
+        let spec = catalogue.get(name).unwrap();
+        let out = unanswered(spec, "the daemon was lost");
+        let response = to_claude(spec, &out);
+        if spec.honours_on_failure() {
+            assert!(out.decision.is_blocking(), "{name}");
+            let denied_in_json = response.stdout.contains(r#""behavior":"deny""#)
+                || response.stdout.contains(r#""permissionDecision":"deny""#)
+                || response.stdout.contains(r#""decision":"block""#);
+            assert!(
+                response.exit_code == 2 || denied_in_json,
+                "{name}: {response:?}"
+            );
+        } else {
+            assert_eq!(out.decision, Decision::None, "{name}");
+            assert_eq!(response.exit_code, 0, "{name}");
+        }
+    }
+}
