@@ -116,7 +116,7 @@ pub async fn dispatch_stdin(
 ) -> Printed {
     dispatch(args, stdin, host)
         .await
-        .unwrap_or_else(|message| unanswered(args, stdin, &message))
+        .unwrap_or_else(|message| Printed::error(&message))
 }
 
 async fn dispatch(
@@ -208,7 +208,9 @@ async fn dispatch(
     }
 }
 
-/// What `hookhost dispatch` prints when it could not dispatch at all (`why`): under
+/// What `hookhost dispatch` prints when it could not dispatch at all (`why`: no runtime,
+/// a panic, its daemon lost and no dispatch in-process either; a host error that is an
+/// answer, such as input that is not JSON, stays exit 1, issue 15.9): under
 /// `--format claude`, on an event that honours `onFailure` (`EventSpec::honours_on_failure`:
 /// PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse, …), Claude Code's block
 /// or deny for the event (exit 2 with the reason on stderr; PermissionRequest: a deny in

@@ -247,9 +247,10 @@ fn one_shot_wasm() -> WasmRuntime {
     WasmRuntime::default().with_instance_pool(false)
 }
 
-/// The exit status of a host error: 1. Under `--format claude`, a dispatch that cannot
-/// answer on an event that honours `onFailure` blocks instead (`dispatch::unanswered`):
-/// exit 1 would let the action go ahead where the drop-in has no `onFailure: "block"`.
+/// The exit status of a host error: 1, not 2 (under `--format claude` exit 2 means
+/// "block"). A dispatch that cannot run at all (no runtime, a panic) on an event that
+/// honours `onFailure` blocks instead (`dispatch::unanswered`): no answer must not read as
+/// "go ahead" where the drop-in has no `onFailure: "block"`.
 pub const ERROR_EXIT: u8 = 1;
 
 /// How a host error is reported on stderr: one line, with every control character
