@@ -136,9 +136,10 @@ impl HandlerRun {
 /// process, connection or instance from being created: [`FailureKind::CannotStart`],
 /// with the OS error and, for a resource the host ran out of (`EAGAIN`: processes,
 /// `RLIMIT_NPROC`; `EMFILE`/`ENFILE`: descriptors, `RLIMIT_NOFILE`; `ENOMEM`: memory),
-/// which one. Every handler's start failure is reported through here, at once (never
-/// retried until the hook's timeout), so that `onFailure: "block"` can turn it into a
-/// block.
+/// which one. Command and HTTP hooks report a failed start through here, at once (never
+/// retried until the hook's timeout); wasm hooks report theirs (no thread, no engine, an
+/// instance not created) as `CannotStart` too, and [`Handlers::run`] names any panic;
+/// `onFailure: "block"` turns each into a block.
 pub fn start_failed(what: &str, error: &std::io::Error, started: Instant) -> HandlerRun {
     let short = match error.raw_os_error() {
         Some(libc::EAGAIN) => " (out of processes: RLIMIT_NPROC or the system's limit)",

@@ -113,7 +113,7 @@ fn every_handler_kind(server: &str) -> Vec<(String, Value)> {
             let hook = match kind {
                 // Holds its pipes for a while, so that the hooks started after it find
                 // fewer descriptors left.
-                T::Command => json!({"type": "command", "command": "sleep 1; echo '{}'"}),
+                T::Command => json!({"type": "command", "command": "sleep 0.2; echo '{}'"}),
                 T::Http => json!({"type": "http", "url": format!("{server}/allow")}),
                 T::Wasm => json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
                 T::McpTool => json!({"type": "mcp_tool", "server": "s", "tool": "t"}),
@@ -145,8 +145,10 @@ fn judge(run: &Run, id: &str) -> Option<Seen> {
     let out: Value = serde_json::from_str(&run.stdout).ok()?;
     let hooks = out["hooks"].as_array().unwrap();
     if hooks.is_empty() {
-        // The config files could not be read at this limit (a separate class: the
-        // config stage, not a hook's start).
+        // The config files could not be read at this limit: every source is "config
+        // error, hooks skipped" and nothing is reported. That is the config stage's
+        // class (a source unreadable for want of descriptors reads as a broken file),
+        // not a hook's start; NOT fixed here (issue 24.1, left for the config loader).
         return None;
     }
     let report = hooks

@@ -86,9 +86,9 @@ pub fn forward() -> Option<ExitCode> {
 /// process. In-process rather than by a fresh daemon: whatever ended the daemon (a kill
 /// of its process, a crash on this input, memory) may end the next one the same way,
 /// and this process already holds the input and needs no socket or start-up. The
-/// daemon's hooks for the request may have run (their processes are killed with the
-/// daemon's hook groups only when it could still cancel them), so a hook can run twice
-/// for one call: at least once, never zero times. Only when the dispatch here cannot
+/// daemon's hooks for the request end with it (their keepers' `PR_SET_PDEATHSIG`), but
+/// one may have acted already, so a hook can run twice for one call: at least once,
+/// never zero times. Only when the dispatch here cannot
 /// run either (no runtime: out of descriptors or threads) is there no answer, and then,
 /// under `--format claude` on an event that honours `onFailure`, the call is blocked
 /// ([`super::super::dispatch::unanswered`]), never let through as exit 1.
