@@ -73,33 +73,39 @@ async fn function_hooks_are_matched_and_merged_like_configured_hooks() {
 #[tokio::test]
 async fn function_hooks_are_limited_by_their_timeout_and_cannot_crash_the_host() {
     let dir = tempfile::tempdir().unwrap();
+    // UserPromptSubmit: `onFailure` applies there (not on Stop, as in Claude Code).
     let host = HostBuilder::new(dir.path())
         .function_hook(
-            FunctionHook::new("Stop", "slow", |_| async {
+            FunctionHook::new("UserPromptSubmit", "slow", |_| async {
                 tokio::time::sleep(Duration::from_secs(60)).await;
                 Ok(Value::Null)
             })
             .timeout(Duration::from_millis(100))
             .on_failure(OnFailure::Block),
         )
-        .function_hook(FunctionHook::new("Stop", "panics", |_| async {
+        .function_hook(FunctionHook::new("UserPromptSubmit", "panics", |_| async {
             panic!("bug in the embedder")
         }))
         // A closure that panics before it returns its future.
         .function_hook(FunctionHook::new(
-            "Stop",
+            "UserPromptSubmit",
             "panics-at-once",
             |_| -> std::future::Ready<Result<Value, String>> { panic!("bug before the future") },
         ))
-        .function_hook(FunctionHook::new("Stop", "errs", |_| async {
+        .function_hook(FunctionHook::new("UserPromptSubmit", "errs", |_| async {
             Err("no database".to_string())
         }))
-        .function_hook(FunctionHook::new("Stop", "bad-output", |_| async {
-            Ok(json!({"decision": "maybe"}))
-        }))
+        .function_hook(FunctionHook::new(
+            "UserPromptSubmit",
+            "bad-output",
+            |_| async { Ok(json!({"decision": "maybe"})) },
+        ))
         .build();
     let out = host
-        .dispatch("Stop", json!({"session_id": "s"}))
+        .dispatch(
+            "UserPromptSubmit",
+            json!({"session_id": "s", "prompt": "p"}),
+        )
         .await
         .unwrap();
     let status: Vec<(&str, HookStatus)> = out
