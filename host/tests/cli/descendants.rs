@@ -47,11 +47,13 @@ fn in_the_daemon_each_hook_takes_its_own_descendants_only() {
         "setsid sleep 424311 >/dev/null 2>&1 & while [ ! -e '{}' ]; do sleep 0.05; done; echo '{{}}'",
         gate.display()
     );
+    let quick_done = env.project.join("quick-done");
+    let quick = format!("{}; touch '{}'", leaver(42430), quick_done.display());
     env.project_hooks(hooks(
         "PreToolUse",
         "Bash",
         json!([
-            {"type": "command", "command": leaver(42430)},
+            {"type": "command", "command": quick},
             {"type": "command", "command": waiter}
         ]),
     ));
@@ -71,6 +73,7 @@ fn in_the_daemon_each_hook_takes_its_own_descendants_only() {
         gone(42430) && !process_running("sleep 424311")
     });
     std::fs::remove_file(&gate).unwrap();
+    std::fs::remove_file(&quick_done).unwrap();
 
     let mut caller = with_daemon(&env, 120)
         .args(["dispatch", "PreToolUse"])
@@ -81,6 +84,10 @@ fn in_the_daemon_each_hook_takes_its_own_descendants_only() {
     let input = bash_input("ls").to_string();
     std::io::Write::write_all(&mut caller.stdin.take().unwrap(), input.as_bytes()).unwrap();
     // The quick hook is answered: its descendants go; the waiting hook's child stays.
+    wait_until("the waiting hook's child to run", || {
+        process_running("sleep 424311")
+    });
+    wait_until("the quick hook to end", || quick_done.exists());
     wait_until("the quick hook's descendants to be gone", || gone(42430));
     assert!(
         process_running("sleep 424311"),
@@ -91,5 +98,43 @@ fn in_the_daemon_each_hook_takes_its_own_descendants_only() {
     assert!(out.status.success());
     wait_until("the waiting hook's child to be gone", || {
         !process_running("sleep 424311")
+    });
+}
+
+#[test]
+fn in_serve_too_and_a_killed_host_takes_its_hooks_descendants_with_it() {
+    let env = TestEnv::new();
+    let gate = env.project.join("gate");
+    let waiter = format!(
+        "setsid sleep 424411 >/dev/null 2>&1 & while [ ! -e '{}' ]; do sleep 0.05; done; echo '{{}}'",
+        gate.display()
+    );
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "command", "command": leaver(42440)},
+            {"type": "command", "command": waiter}
+        ]),
+    ));
+    std::fs::write(&gate, "").unwrap();
+    let mut serve = crate::serve::Daemon::start(&env);
+    let mut client = serve.client();
+    let out = client.call("PreToolUse", bash_input("ls"));
+    assert_eq!(out["hooks"][0]["status"], "ok", "{out}");
+    wait_until("the answered hooks' descendants to be gone", || {
+        gone(42440) && !process_running("sleep 424411")
+    });
+
+    // A hook still running when its host is killed: its keeper ends it and its own.
+    std::fs::remove_file(&gate).unwrap();
+    client.request(json!(2), "PreToolUse", bash_input("ls"));
+    wait_until("the waiting hook's child to run", || {
+        process_running("sleep 424411")
+    });
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+    wait_until("the killed host's hook and its child to be gone", || {
+        !process_running("sleep 424411")
     });
 }
