@@ -246,9 +246,9 @@ impl AuditLog {
         if open.as_ref().map(|o| Some(o.id)) != Some(current) {
             *open = None;
             let file = self.open_file()?;
-            let meta = file.metadata().map_err(|e| {
-                format!("cannot open the audit log `{}`: {e}", self.path.display())
-            })?;
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("cannot open the audit log `{}`: {e}", self.path.display()))?;
             *open = Some(OpenLog {
                 file,
                 id: (meta.dev(), meta.ino()),

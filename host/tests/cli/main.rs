@@ -6,6 +6,7 @@ mod support;
 #[path = "../common/skip.rs"]
 mod skip;
 
+mod answer_bytes;
 mod async_hooks;
 mod attacks;
 mod audit;
