@@ -18,6 +18,7 @@ mod drop_in;
 mod faults;
 mod governance;
 mod http;
+mod install_race;
 mod merge;
 mod pipes;
 mod plugin;
