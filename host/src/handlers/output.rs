@@ -159,7 +159,7 @@ pub fn cap_text(text: &str) -> String {
 
 /// [`cap_text`] at `cap` characters and `cap` × [`SHOWN_BYTES_PER_CHARACTER`] shown bytes
 /// (`cap` at least the marker's length, about 40). Every text of an outcome passes here
-/// (the handlers', the merge's and [`crate::outcome::Outcome::enforce_caps`]'s caps).
+/// (the handlers', the merge's and `Outcome::enforce_caps`'s caps).
 pub fn cap_text_at(text: &str, cap: usize) -> String {
     use crate::text::{shown_len, shown_width};
     let marker = |dropped: usize| format!("… [{dropped} characters truncated]");

@@ -452,7 +452,8 @@ fn a_log_swapped_under_a_running_daemon_never_loses_a_line_silently() {
     };
     let symlink = |p: &std::path::Path| std::os::unix::fs::symlink(&victim, p).unwrap();
     let directory = |p: &std::path::Path| std::fs::create_dir(p).unwrap();
-    let cases: [(&str, &dyn Fn(&std::path::Path)); 3] = [
+    type Make<'a> = &'a dyn Fn(&std::path::Path);
+    let cases: [(&str, Make); 3] = [
         ("symlink", &symlink),
         ("fifo", &fifo),
         ("directory", &directory),

@@ -13,6 +13,7 @@ mod audit;
 mod claude_format;
 mod command;
 mod config;
+mod config_size;
 mod dispatch_daemon;
 mod drop_in;
 mod faults;
