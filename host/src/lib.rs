@@ -67,7 +67,7 @@ pub mod trust; // the workspace trust store
 pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
 pub use event::{EventCatalogue, EventSpec};
 pub use host::{
-    Host, HostBuilder, HostFiles, SourcesFingerprint, data_dir, host_owned_places, resolve_options,
+    Host, HostBuilder, gate, HostFiles, SourcesFingerprint, data_dir, host_owned_places, resolve_options,
 };
 pub use outcome::Outcome;
 pub use trust::WorkspaceTrust;

@@ -297,7 +297,7 @@ mod tests {
     /// one on PostToolUse that panics while it is called; the factory itself panics for
     /// the project `/boom`.
     fn server(limits: Limits) -> Arc<Server> {
-        let factory: HostFactory = Arc::new(|dir, sessions, _previous| {
+        let factory: HostFactory = Arc::new(|dir, sessions, _gate| {
             assert!(dir != Path::new("/boom"), "the factory panics for /boom");
             HostBuilder::new(dir)
                 .function_hook(FunctionHook::new("PreToolUse", "slow", |_| async {

@@ -43,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::Host;
+use crate::handlers::wasm::WasmRuntime;
 use crate::session::SessionStore;
 
 pub use protocol::{BadRequest, Frame, Request, RequestLines, parse_request};
@@ -106,11 +107,12 @@ impl Default for Limits {
     }
 }
 
-/// Builds the host of a project, with the daemon's session store; on a reload, given the
-/// host built before (for [`crate::HostBuilder::reload_of`], which keeps the last good
-/// version of a broken file in force).
-pub type HostFactory =
-    Arc<dyn Fn(&Path, Arc<dyn SessionStore>, Option<&Host>) -> Host + Send + Sync>;
+/// Builds the host of a project, with the daemon's session store, through the reload gate
+/// it is given ([`crate::gate::Gate::apply`]: it keeps the last good version of a file
+/// that fails a check in force).
+pub type HostFactory = Arc<
+    dyn Fn(&Path, Arc<dyn SessionStore>, crate::gate::Gate<'_>) -> Host + Send + Sync,
+>;
 
 /// The daemon.
 pub struct Server {
@@ -122,6 +124,8 @@ pub struct Server {
     /// one of its files is broken still has that file's previous version in force.
     forgotten: Mutex<Option<Host>>,
     sessions: Arc<SubscribingStore>,
+    /// Runs the hosts' wasm hooks and the reload gate's plugin checks.
+    wasm: Arc<WasmRuntime>,
     shutdown: CancellationToken,
     connections: TaskTracker,
     limits: Limits,
@@ -171,6 +175,7 @@ impl Server {
             projects: Mutex::new(HashMap::new()),
             forgotten: Mutex::new(None),
             sessions: Arc::new(SubscribingStore::default()),
+            wasm: Arc::new(WasmRuntime::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
             limits,

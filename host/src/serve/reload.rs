@@ -23,28 +23,40 @@ impl Server {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (dir, project) in projects {
-            let (old, now, previous) = {
+            let (old, now, previous, dirty) = {
                 let project = project.lock().unwrap_or_else(|e| e.into_inner());
                 (
                     project.fingerprint.clone(),
                     project.host.fingerprint(),
                     project.host.clone(),
+                    project.dirty,
                 )
             };
-            if now == old {
+            if now == old && !dirty {
                 continue;
             }
             let sessions: Arc<dyn SessionStore> = self.sessions.clone();
-            let host = previous.rebuild(|previous| (self.factory)(&dir, sessions, Some(previous)));
-            let new = host.fingerprint();
-            let changed: Vec<String> = new
+            // Through the gate: a file that fails a check keeps its last good version,
+            // and a build that panics keeps the previous host serving.
+            let Ok(reloaded) = crate::gate::reload(&dir, Some(&previous), &self.wasm, |gate| {
+                Ok((self.factory)(&dir, sessions, gate))
+            }) else {
+                continue;
+            };
+            let changed: Vec<String> = reloaded
+                .fingerprint
                 .changed_since(&old)
                 .iter()
                 .map(|path| path.display().to_string())
                 .collect();
             let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
-            project.host = host;
-            project.fingerprint = new;
+            project.host = reloaded.host;
+            project.fingerprint = reloaded.fingerprint;
+            project.dirty = reloaded.dirty;
+            if changed.is_empty() {
+                // Built again only because a file was too fresh to trust its stamp.
+                continue;
+            }
             let errors = project.host.policy().errors.len();
             project.notice = Some(format!(
                 "config reloaded ({} changed){}",
@@ -88,14 +100,15 @@ mod tests {
         let panics = Arc::new(AtomicBool::new(false));
         let builds = Arc::new(AtomicUsize::new(0));
         let (p, b, u) = (panics.clone(), builds.clone(), user.clone());
-        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+        let factory: HostFactory = Arc::new(move |dir, sessions, gate| {
             b.fetch_add(1, Ordering::SeqCst);
             assert!(!p.load(Ordering::SeqCst), "the new config cannot be built");
-            crate::HostBuilder::new(dir)
-                .user_dir(&u)
-                .session_store(sessions)
-                .reload_of(previous)
-                .build()
+            gate.apply(
+                crate::HostBuilder::new(dir)
+                    .user_dir(&u)
+                    .session_store(sessions),
+            )
+            .build()
         });
         let server = Server::new(root.path().to_path_buf(), factory);
         let project = server.project(root.path());

@@ -277,19 +277,22 @@ struct Daemon {
 struct Cached {
     host: Host,
     built_from: SourcesFingerprint,
-    /// Whether its files had settled: a file written within the last second could change
-    /// again without its stamp showing it, so such a host is rebuilt next time (and is
-    /// still the previous host of that rebuild).
+    /// Whether its files had settled ([`hookhost::gate::Reloaded::dirty`]): a file changed
+    /// while it was built, or written so recently that it could change again without its
+    /// stamp showing it, makes the host rebuilt next time (it is still the previous host
+    /// of that rebuild).
     settled: bool,
 }
 
 impl Daemon {
     /// The host for a request about `project`: the cached one while it is of that project
-    /// and its files are unchanged, else one built again with the cached one as its
-    /// previous version, so that a file that stopped loading keeps its last good version
+    /// and its files are unchanged (and were not changing while it was built), else one
+    /// built through the reload gate ([`hookhost::gate::reload`]) with the cached one as
+    /// its previous version, so that a file that fails a check keeps its last good version
     /// in force (also across requests about other projects) and a rebuild of the same
-    /// project that panics keeps the previous host serving, with a notice (see
-    /// [`Host::rebuild`]).
+    /// project that panics keeps the previous host serving, with a notice. A first build
+    /// that panics is not cached: the request's panic is its answer, and the next request
+    /// builds again.
     fn host(&self, project: &Path) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
         // The project can differ between requests (it may come from the input's `cwd`).
@@ -300,46 +303,18 @@ impl Daemon {
         {
             return Ok(c.host.clone());
         }
-        let host = match cached.as_ref().map(|c| c.host.clone()) {
-            // The same project: a rebuild that panics keeps its previous host serving.
-            Some(previous) if previous.policy().project_dir == project => {
-                let mut failed = None;
-                let host = previous.rebuild(|previous| {
-                    match self.args.sources.host_reloading(
-                        project,
-                        self.wasm.clone(),
-                        Some(previous),
-                    ) {
-                        Ok(host) => host,
-                        Err(e) => {
-                            failed = Some(e);
-                            previous.clone()
-                        }
-                    }
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                host
-            }
-            // Another project's host cannot serve this one, but it carries the last good
-            // versions of the files both share (the user's, managed policy) and of this
-            // project's files from before the switch. A first build that panics is not
-            // cached: the request's panic is its answer, and the next request builds
-            // again.
-            previous => {
-                self.args
-                    .sources
-                    .host_reloading(project, self.wasm.clone(), previous.as_ref())?
-            }
-        };
-        let built_from = host.fingerprint();
+        let previous = cached.as_ref().map(|c| c.host.clone());
+        let reloaded = hookhost::gate::reload(project, previous.as_ref(), &self.wasm, |gate| {
+            self.args
+                .sources
+                .host_built(project, self.wasm.clone(), |builder| gate.apply(builder))
+        })?;
         *cached = Some(Cached {
-            host: host.clone(),
-            settled: built_from.is_settled(),
-            built_from,
+            host: reloaded.host.clone(),
+            settled: !reloaded.dirty,
+            built_from: reloaded.fingerprint,
         });
-        Ok(host)
+        Ok(reloaded.host)
     }
 }
 
