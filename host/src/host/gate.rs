@@ -21,8 +21,8 @@ use std::time::{Duration, SystemTime};
 
 use super::{Host, HostBuilder, SourcesFingerprint};
 use crate::config::ConfigError;
-use crate::config::file::{FileError, read_regular};
-use crate::handlers::wasm::{PluginError, WasmRuntime};
+use crate::config::file::{FileError, read_regular, sha256_regular};
+use crate::handlers::wasm::{DEFAULT_MAX_PLUGIN_BYTES, PluginError, WasmRuntime};
 use crate::policy::{HandlerSpec, Policy};
 
 /// Each check a changed config file passes before it replaces its last good version, in
@@ -165,7 +165,9 @@ pub fn reload(
     };
     let fingerprint = host.fingerprint();
     let dirty = built && !fingerprint.settled_since(started);
-    let before = previous.map(|p| p.policy().notices.as_slice()).unwrap_or(&[]);
+    let before = previous
+        .map(|p| p.policy().notices.as_slice())
+        .unwrap_or(&[]);
     for notice in &host.policy().notices {
         if !before.contains(notice) {
             tracing::warn!("config of {}: {notice}", project.display());
@@ -183,10 +185,10 @@ pub fn reload(
 /// systems), so a rewrite within it can leave the stamp as it was.
 pub(super) const STAMP_GRANULARITY: Duration = Duration::from_secs(1);
 
-/// The plugin checks of every wasm hook of `policy` that runs: its plugin loaded by
-/// `wasm` (present, readable, a component that compiles or is in the compile cache, with
-/// `describe` answering), its digest the hook's `sha256` pin, and admitted by managed
-/// policy's allowlist. Each failure is an error of the hook's file, naming the hook and
+/// The plugin checks of every wasm hook of `policy` that runs: its plugin file's digest
+/// the hook's `sha256` pin and admitted by managed policy's allowlist (when either
+/// applies), then the plugin loaded by `wasm` (present, readable, a component that
+/// compiles or is in the compile cache, with `describe` answering). Each failure is an error of the hook's file, naming the hook and
 /// the field. A loaded plugin is kept by `wasm`, so the first dispatch does not load it
 /// again. Without a wasm engine nothing is judged here (every wasm hook then fails at
 /// dispatch, named).
@@ -203,9 +205,49 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
                 message: format!("hook `{}`: {}: {message}", hook.id, check.words()),
             });
         };
-        let info = match wasm.inspect(&spec.plugin) {
-            Ok((info, _)) => info,
-            Err(PluginError::Engine(_)) => continue,
+        // Pin and allowlist first, on the file's digest: a plugin that is not admitted is
+        // never compiled (as at dispatch).
+        let list = &policy.settings.plugin_allowlist;
+        if spec.sha256.is_some() || list.required() {
+            let digest = match sha256_regular(&spec.plugin, DEFAULT_MAX_PLUGIN_BYTES) {
+                Ok(digest) => digest,
+                Err(e) => {
+                    let shown = spec.plugin.display();
+                    refuse(
+                        Check::PluginFile,
+                        "plugin",
+                        format!("cannot read plugin `{shown}`: {e}"),
+                    );
+                    continue;
+                }
+            };
+            if let Some(pin) = &spec.sha256
+                && !pin.eq_ignore_ascii_case(&digest)
+            {
+                refuse(
+                    Check::PluginDigest,
+                    "sha256",
+                    format!("`{pin}`, but the file's is {digest}"),
+                );
+                continue;
+            }
+            if list.required() {
+                let signature = list.needs_signature(&digest).then(|| {
+                    let sig = crate::policy::allowlist::signature_path(&spec.plugin);
+                    match read_regular(&sig, 4096) {
+                        Err(FileError::NotFound) => None,
+                        Err(e) => Some(Err(e.to_string())),
+                        Ok((bytes, _)) => Some(Ok(bytes)),
+                    }
+                });
+                if let Err(message) = list.admit(&spec.plugin, &digest, signature.flatten()) {
+                    refuse(Check::PluginAllowlist, "plugin", message);
+                    continue;
+                }
+            }
+        }
+        match wasm.inspect(&spec.plugin) {
+            Ok(_) | Err(PluginError::Engine(_)) => {}
             Err(PluginError::Load { message, .. }) => {
                 let check = if message.starts_with("cannot read plugin") {
                     Check::PluginFile
@@ -213,31 +255,6 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
                     Check::PluginLoad
                 };
                 refuse(check, "plugin", message);
-                continue;
-            }
-        };
-        if let Some(pin) = &spec.sha256
-            && !pin.eq_ignore_ascii_case(&info.sha256)
-        {
-            refuse(
-                Check::PluginDigest,
-                "sha256",
-                format!("`{pin}`, but the file's is {}", info.sha256),
-            );
-            continue;
-        }
-        let list = &policy.settings.plugin_allowlist;
-        if list.required() {
-            let signature = list.needs_signature(&info.sha256).then(|| {
-                let sig = crate::policy::allowlist::signature_path(&spec.plugin);
-                match read_regular(&sig, 4096) {
-                    Err(FileError::NotFound) => None,
-                    Err(e) => Some(Err(e.to_string())),
-                    Ok((bytes, _)) => Some(Ok(bytes)),
-                }
-            });
-            if let Err(message) = list.admit(&spec.plugin, &info.sha256, signature.flatten()) {
-                refuse(Check::PluginAllowlist, "plugin", message);
             }
         }
     }

@@ -110,9 +110,8 @@ impl Default for Limits {
 /// Builds the host of a project, with the daemon's session store, through the reload gate
 /// it is given ([`crate::gate::Gate::apply`]: it keeps the last good version of a file
 /// that fails a check in force).
-pub type HostFactory = Arc<
-    dyn Fn(&Path, Arc<dyn SessionStore>, crate::gate::Gate<'_>) -> Host + Send + Sync,
->;
+pub type HostFactory =
+    Arc<dyn Fn(&Path, Arc<dyn SessionStore>, crate::gate::Gate<'_>) -> Host + Send + Sync>;
 
 /// The daemon.
 pub struct Server {

@@ -20,6 +20,7 @@ mod http;
 mod merge;
 mod pipes;
 mod plugin;
+mod reload_gate;
 mod schema;
 mod serve;
 mod signing;
