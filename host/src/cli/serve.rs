@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use hookhost::serve::{BoundSocket, HostFactory, Server};
+use hookhost::serve::{BoundSocket, HostFactory, Limits, Server};
 use hookhost::trust::TrustStore;
 use hookhost::{AsyncLauncher, HostBuilder, WorkspaceTrust};
 
@@ -98,7 +98,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             .async_launcher(AsyncLauncher::InProcess)
             .build()
     });
-    let server = Server::new(default_project, factory);
+    let (idle, notice) = hookhost::serve::slots::idle_timeout();
+    if let Some(notice) = notice {
+        say(&notice);
+    }
+    let limits = Limits {
+        idle,
+        ..Limits::default()
+    };
+    let server = Server::with_limits(default_project, factory, limits);
     let socket = match (&args.socket, args.stdio) {
         (_, true) => None,
         (Some(Some(path)), false) => Some(path.clone()),

@@ -12,6 +12,7 @@ mod audit;
 mod claude_format;
 mod command;
 mod config;
+mod connections;
 mod dispatch_daemon;
 mod drop_in;
 mod faults;
