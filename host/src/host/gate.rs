@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime};
 use super::{Host, HostBuilder, SourcesFingerprint};
 use crate::config::ConfigError;
 use crate::config::file::{FileError, read_regular, sha256_regular};
+use crate::handlers::FailureKind;
 use crate::handlers::wasm::{DEFAULT_MAX_PLUGIN_BYTES, PluginError, WasmRuntime};
 use crate::policy::{HandlerSpec, Policy};
 
@@ -247,7 +248,13 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
             }
         }
         match wasm.inspect(&spec.plugin) {
+            // No engine, or a load that ran out of time: nothing to judge the file on
+            // (the hook's own load, under its own timeout, says what happens).
             Ok(_) | Err(PluginError::Engine(_)) => {}
+            Err(PluginError::Load {
+                kind: FailureKind::Timeout,
+                ..
+            }) => {}
             Err(PluginError::Load { message, .. }) => {
                 let check = if message.starts_with("cannot read plugin") {
                     Check::PluginFile
