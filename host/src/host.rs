@@ -277,8 +277,8 @@ impl HostBuilder {
             };
             policy::resolve(loaded, catalogue.clone(), &options)
         };
-        let (policy, last_good) = match &self.last_good {
-            None => (resolve(loaded), config::LastGood::new()),
+        let (policy, last_good, refused_plugins) = match &self.last_good {
+            None => (resolve(loaded), config::LastGood::new(), Vec::new()),
             Some(previous) => resolve_keeping_last_good(loaded, previous, resolve, |policy| {
                 self.plugin_check
                     .as_ref()
@@ -324,6 +324,9 @@ impl HostBuilder {
                     _ => None,
                 }),
         );
+        // The plugins of versions the reload gate refused: one that appears (or is fixed)
+        // later lets its version in.
+        watched.extend(refused_plugins);
         watched.sort();
         watched.dedup();
         places.sort();

@@ -10,17 +10,26 @@ use crate::policy::Policy;
 /// Resolves `loaded`; then every file source with an error (of the policy, or of `check`,
 /// the reload gate's plugin checks, [`super::gate`]) whose bytes differ from its last good
 /// version gets that version back and the policy is resolved again (this only happens
-/// while a file is broken). Returns the policy and the good versions to keep for the next
-/// rebuild: each file source without an error now, and each kept one.
+/// while a file is broken). Returns the policy, the good versions to keep for the next
+/// rebuild (each file source without an error now, and each kept one), and the plugin
+/// files the refused versions name (to watch: a plugin that appears later lets them in).
 pub(super) fn resolve_keeping_last_good(
     loaded: LoadedConfig,
     previous: &config::LastGood,
     resolve: impl Fn(LoadedConfig) -> Policy,
     check: impl Fn(&Policy) -> Vec<ConfigError>,
-) -> (Policy, config::LastGood) {
+) -> (Policy, config::LastGood, Vec<PathBuf>) {
     let kept = loaded.clone();
     let policy = resolve(loaded);
     let refused = check(&policy);
+    let named: Vec<PathBuf> = policy
+        .hooks
+        .iter()
+        .filter_map(|hook| match &hook.handler {
+            crate::policy::HandlerSpec::Wasm(wasm) => Some(wasm.plugin.clone()),
+            _ => None,
+        })
+        .collect();
     let erring = |layer: &config::ConfigLayer, policy: &Policy, refused: &[ConfigError]| {
         policy
             .errors
@@ -86,7 +95,7 @@ pub(super) fn resolve_keeping_last_good(
     for (key, source) in others.into_iter().take(room) {
         good.insert(key.clone(), source.clone());
     }
-    (policy, good)
+    (policy, good, if replaced { named } else { Vec::new() })
 }
 
 /// How many files' last good versions a daemon's host remembers.

@@ -15,7 +15,7 @@ use hookhost::gate::Check;
 use serde_json::{Value, json};
 
 use crate::dispatch_daemon::{logs, sockets};
-use crate::support::{TestEnv, bash_input, cap_memory, deny_dangerous_bash, hooks, wait_until};
+use crate::support::{TestEnv, bash_input, deny_dangerous_bash, hooks, wait_until};
 
 /// The guard of `version`: denies `rm -rf`, says its version otherwise.
 fn guard(version: &str) -> Value {
@@ -222,7 +222,9 @@ struct Serve {
 impl Serve {
     fn start(env: &TestEnv) -> Serve {
         let log = env.data.join("serve.log");
-        let mut child = cap_memory(&mut env.command())
+        // No cap on the address space: the wasm engine reserves its instance pool.
+        let mut child = env
+            .command()
             .args(["serve", "--stdio"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -259,7 +261,7 @@ fn daemon_dispatch(env: &TestEnv, command: &str) -> Value {
     cmd.env_remove("HOOKHOST_DISPATCH_DAEMON")
         .env("HOOKHOST_DISPATCH_DAEMON_IDLE_SECS", "120");
     let run = env.run_with(
-        cap_memory(&mut cmd).args(["dispatch", "PreToolUse"]),
+        cmd.args(["dispatch", "PreToolUse"]),
         &bash_input(command).to_string(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -386,5 +388,67 @@ fn the_dispatch_daemon_enforces_a_file_replaced_just_after_it_was_read() {
         assert_eq!(daemon_dispatch(&env, "rm -rf /")["decision"], "deny");
         fix(&file, "v00000");
     }
+    stop_daemons(&env);
+}
+
+/// A version refused because its plugin is missing is let in once the plugin appears: the
+/// daemon watches the plugins of the versions it refused, not only those in force.
+fn a_plugin_that_appears_later_lets_its_version_in(
+    env: &TestEnv,
+    file: &Path,
+    call: &mut dyn FnMut(&str) -> Value,
+) {
+    assert_eq!(call("rm -rf /")["decision"], "deny", "the guard is armed");
+    let plugin = env.home.join("later.wasm");
+    let later = json!({"type": "wasm", "id": "later", "plugin": plugin});
+    std::fs::write(
+        file,
+        hooks("PreToolUse", "Bash", json!([allow_all(), later])).to_string(),
+    )
+    .unwrap();
+    let mut out = Value::Null;
+    wait_until(
+        "the daemon to refuse the version without its plugin",
+        || {
+            out = call("rm -rf /");
+            previous_in_force(&out)
+        },
+    );
+    assert_eq!(out["decision"], "deny", "{out}");
+    // Past the stamps' granularity, so that no rebuild for a fresh file (the gate's
+    // `dirty`) happens to see the plugin: only watching it can.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    call("ls");
+    std::fs::copy(deny_dangerous_bash(), &plugin).unwrap();
+    wait_until("the daemon to let the version in", || {
+        out = call("rm -rf /");
+        !previous_in_force(&out)
+    });
+    let ids = crate::support::hook_fields(&out, "id", "status");
+    assert!(ids.iter().any(|id| id.starts_with("later:")), "{out}");
+    assert_eq!(out["decision"], "deny", "the plugin denies it: {out}");
+}
+
+#[test]
+fn serve_lets_a_refused_version_in_once_its_plugin_appears() {
+    let env = TestEnv::new();
+    managed(&env);
+    let file = env.home.join("hooks.json");
+    fix(&file, "v-start");
+    let mut serve = Serve::start(&env);
+    a_plugin_that_appears_later_lets_its_version_in(&env, &file, &mut |c| serve.call(c));
+}
+
+#[test]
+fn the_dispatch_daemon_lets_a_refused_version_in_once_its_plugin_appears() {
+    let env = TestEnv::new();
+    managed(&env);
+    let file = env.home.join("hooks.json");
+    fix(&file, "v-start");
+    daemon_dispatch(&env, "ls");
+    wait_until("the dispatch daemon to listen", || {
+        !sockets(&env).is_empty()
+    });
+    a_plugin_that_appears_later_lets_its_version_in(&env, &file, &mut |c| daemon_dispatch(&env, c));
     stop_daemons(&env);
 }
