@@ -7,7 +7,7 @@
 //! ceilings applied, and each wasm hook's plugin present, matching its `sha256` pin,
 //! admitted by managed policy's allowlist and loadable (compiled, or in the compile
 //! cache, and links). A file that fails one keeps its last good version
-//! in force ([`super::reload::resolve_keeping_last_good`]), with a notice on every outcome
+//! in force (`resolve_keeping_last_good` in `host/reload.rs`), with a notice on every outcome
 //! and in the log naming the file, the hook and the field.
 //!
 //! A file replaced while (or just after) the build read it is never missed: the gate
@@ -29,7 +29,7 @@ use crate::policy::{HandlerSpec, Policy};
 /// Each check a changed config file passes before it replaces its last good version, in
 /// the order they are made. The first five are made by every build (in
 /// [`crate::config::load`] and [`crate::policy::resolve`]); the plugin checks are the
-/// gate's own ([`plugin_checks`]), made on daemons' builds only.
+/// gate's own (`plugin_checks`), made on daemons' builds only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
     /// The file is read: a regular file under the cap, UTF-8, believed (managed policy).

@@ -127,7 +127,7 @@ impl SourcesFingerprint {
     }
 
     /// Whether no file changed since `since`, or within a timestamp's granularity before
-    /// it ([`super::gate::STAMP_GRANULARITY`]): a build begun at `since` read each file as
+    /// it (a second): a build begun at `since` read each file as
     /// it still stands.
     pub fn settled_since(&self, since: std::time::SystemTime) -> bool {
         let Some(recent) = since.checked_sub(super::gate::STAMP_GRANULARITY) else {

@@ -12,13 +12,15 @@
 //! the session's next outcome.
 //!
 //! Session state (the Stop cap, queued async results) lives in the daemon. When a config
-//! source changes, the host of that project is rebuilt and its next outcome carries a
-//! notice. On SIGTERM the daemon stops accepting, finishes in-flight requests, answers
+//! source changes, the host of that project is rebuilt through the reload gate
+//! ([`crate::gate::reload`], shared with the dispatch daemon: a file that fails a check
+//! keeps its last good version) and its next outcome carries a notice. On SIGTERM the daemon stops accepting, finishes in-flight requests, answers
 //! them and exits. A socket client that disconnects cancels its in-flight requests (their
 //! processes are killed); on stdio, the end of input means "finish and exit".
 //!
 //! The daemon protects itself from its clients ([`Limits`]): a bounded number of
-//! connections, of requests in flight and of bytes held per connection (request lines
+//! connections (following `RLIMIT_NOFILE`, a share per client process, idle ones closed:
+//! [`slots`]), of requests in flight and of bytes held per connection (request lines
 //! being served and answers the client has not read yet); a client that stops reading
 //! stops being read. A line that is not a request (not JSON, not UTF-8, over the line
 //! cap) is answered with an error and the connection goes on with the next line. A
