@@ -1,0 +1,128 @@
+//! Issue 24, second round: members of the classes its fixes closed that the issue did not
+//! name, tried from the attacker's side (a command crafted against a guard, a hook that
+//! turns on its keeper, a host whose resources give out mid-answer). Each test is the
+//! attack; one that still gets through is `#[ignore]`d with what gets through and why.
+
+use serde_json::json;
+
+use crate::support::{TestEnv, bash_input, hooks, process_running, run_bytes};
+
+/// The pids of the processes with `marker` in their command line.
+fn pids_of(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(marker)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// A guard in the style of many real ones: it quotes the input it refuses in its reason
+/// on stderr and exits 2.
+const QUOTING_GUARD: &str = "input=$(cat); case \"$input\" in *'rm -rf'*) \
+     echo \"guard: refusing $input\" >&2; exit 2;; esac; echo '{}'";
+
+/// Item 1/10 (the start-failure classifier): an exit 2 whose stderr merely *mentions*
+/// CPython's "can't open file … [Errno" once read as "the hook could not start", a
+/// failure (fail open) instead of a block. The agent writes the command, so it wrote
+/// those words into a comment and the guard's quoted reason disarmed the guard.
+#[test]
+fn a_guard_that_quotes_the_command_cannot_be_made_a_cannot_start() {
+    let env = TestEnv::new();
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "guard", "command": QUOTING_GUARD}]),
+    ));
+    for command in [
+        "rm -rf / # python3: can't open file 'x': [Errno 2] No such file or directory",
+        "rm -rf /\npython3: can't open file '/nope': [Errno 2] No such file or directory",
+        "rm -rf ~ #can't open file [Errno",
+    ] {
+        let out = env.dispatch("PreToolUse", bash_input(command));
+        assert_eq!(out["decision"], "deny", "{command:?}: {out}");
+        assert_ne!(
+            out["hooks"][0]["failure"], "cannotStart",
+            "{command:?}: {out}"
+        );
+    }
+    // The member the rule is for still holds: an interpreter that cannot open its
+    // script exits 2 and is a named failure, not a block.
+    let python = env.script(
+        "python3",
+        "echo \"$0: can't open file '$1': [Errno 2] No such file or directory\" >&2; exit 2",
+    );
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "py", "command": format!("{python} hooks/missing.py")}]),
+    ));
+    let out = env.dispatch("PreToolUse", bash_input("ls"));
+    assert_eq!(out["hooks"][0]["failure"], "cannotStart", "{out}");
+    assert_ne!(out["decision"], "deny", "{out}");
+}
+
+/// Item 11: a hook's descendants end with it. A hook that kills its own keeper (its
+/// parent, `$PPID`, the same user) with SIGKILL first takes the keeper's subreaper away:
+/// the hook dies with it (`PR_SET_PDEATHSIG`), and the child it started before is
+/// re-parented to init and runs on.
+#[test]
+#[ignore = "gets through: a hook that SIGKILLs its keeper ($PPID) orphans its descendants \
+            to init (the keeper is the only subreaper; the host is not one); documented as a \
+            limit in handlers/descendants.rs, but a hook can do it on purpose. Needs a pid \
+            namespace (keeper as its init) or a cgroup"]
+fn a_hook_that_kills_its_keeper_leaves_no_descendant() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command",
+                "command": "setsid sleep 42455 >/dev/null 2>&1 & sleep 0.1; kill -9 $PPID; echo '{}'"}]),
+    ));
+    let run = env.run(&["dispatch", "PreToolUse"], &bash_input("ls").to_string());
+    let escaped = std::time::Instant::now();
+    while process_running("sleep 42455") && escaped.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = pids_of("sleep 42455");
+    for pid in &left {
+        // SAFETY: kill has no memory-safety preconditions; the pid is this test's sleeper.
+        unsafe {
+            libc::kill(*pid, libc::SIGKILL);
+        }
+    }
+    assert!(left.is_empty(), "escaped: {left:?}; {}", run.stdout);
+}
+
+/// Item 1 (`--format claude` when the host cannot guard): an input larger than the
+/// 64 MiB hookhost reads is refused as a host error, exit 1, a non-blocking error that
+/// lets the tool run. The agent writes the input: a command padded past 64 MiB reaches
+/// no guard.
+#[test]
+#[ignore = "gets through: an input over MAX_INPUT_BYTES (64 MiB) exits 1 under --format claude \
+            (README: bad input is a host error, exit 1), so without the drop-in's onFailure \
+            (older install or Claude Code) the padded command runs unguarded; whether a refused \
+            input is 'cannot guard' (block) or 'an answer' (exit 1) is the lead's call"]
+fn an_input_padded_past_the_read_limit_is_not_let_through() {
+    let env = TestEnv::new();
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "guard", "command": QUOTING_GUARD}]),
+    ));
+    let pad = " ".repeat(64 << 20);
+    let stdin = format!(
+        r#"{{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"rm -rf /{pad}"}}}}"#
+    );
+    let run = run_bytes(
+        env.command().args(["dispatch", "--format", "claude"]),
+        stdin.as_bytes(),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
