@@ -3,6 +3,8 @@
 //! turns on its keeper, a host whose resources give out mid-answer). Each test is the
 //! attack; one that still gets through is `#[ignore]`d with what gets through and why.
 
+use std::os::unix::process::CommandExt;
+
 use serde_json::json;
 
 use crate::support::{TestEnv, bash_input, hooks, process_running, run_bytes};
@@ -125,4 +127,76 @@ fn an_input_padded_past_the_read_limit_is_not_let_through() {
         stdin.as_bytes(),
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+/// Item 5 (crash-only audit) and item 1: an audit append past `RLIMIT_FSIZE` raised
+/// SIGXFSZ, whose default action killed the one-shot dispatch before it answered: a deny
+/// lost as a crash (no decision), not "a line or a notice".
+#[test]
+fn an_audit_log_at_the_file_size_limit_costs_a_notice_not_the_answer() {
+    let env = TestEnv::new();
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "guard", "command": QUOTING_GUARD}]),
+    ));
+    // The log exists and is at the limit: the next line cannot fit.
+    let limit: u64 = 4096;
+    let log = env.data.join("audit.jsonl");
+    std::fs::write(&log, format!("{}\n", "x".repeat(limit as usize - 1))).unwrap();
+    let run = run_bytes(
+        fsize_limited(&env, limit).args(["dispatch", "--format", "claude", "PreToolUse"]),
+        bash_input("rm -rf /").to_string().as_bytes(),
+    );
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(run.stderr.contains("refusing"), "{}", run.stderr);
+    // The Outcome: the deny, and the lost line as a notice naming the log.
+    let run = run_bytes(
+        fsize_limited(&env, limit).args(["dispatch", "PreToolUse"]),
+        bash_input("rm -rf /").to_string().as_bytes(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["decision"], "deny", "{out}");
+    let notices = out["notices"].to_string();
+    assert!(notices.contains("audit"), "{out}");
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), limit);
+    // Just under the limit: the part of the line that fits is written, then taken back,
+    // so the log still ends with a whole line.
+    std::fs::write(&log, format!("{}\n", "x".repeat(limit as usize - 41))).unwrap();
+    let run = run_bytes(
+        fsize_limited(&env, limit).args(["dispatch", "--format", "claude", "PreToolUse"]),
+        bash_input("rm -rf /").to_string().as_bytes(),
+    );
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let kept = std::fs::read(&log).unwrap();
+    assert_eq!(kept.len(), limit as usize - 40);
+    assert!(kept.ends_with(b"x\n"));
+}
+
+/// `hookhost` with `RLIMIT_FSIZE` at `limit` bytes.
+fn fsize_limited(env: &TestEnv, limit: u64) -> std::process::Command {
+    let mut cmd = env.command();
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            let cap = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
 }
