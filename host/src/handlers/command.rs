@@ -423,53 +423,6 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
     }
 }
 
-/// Whether an exit means "the hook could not start" rather than "the hook decided":
-/// the shell's 126 (not executable) and 127 (not found), and an interpreter that exits 2
-/// because it cannot open its script (CPython), which would otherwise read as a block.
-///
-/// The exit 2 is told from a block by the whole of stderr, never by words in it: a guard
-/// that blocks often quotes the command it refuses, and the agent writes the command
-/// (issue 24, second round: `rm -rf / # can't open file [Errno` disarmed such a guard).
-/// So stderr must be exactly CPython's one line, `PROGRAM: can't open file 'FILE':
-/// [Errno N] STRERROR(N)`, from a program named `python…`, about a file that indeed
-/// cannot be opened from the hook's directory `dir`.
-fn cannot_start(code: i32, stdout: &str, stderr: &str, dir: &Path) -> bool {
-    match code {
-        126 | 127 => stdout.trim().is_empty(),
-        2 => stdout.trim().is_empty() && python_cannot_open(stderr.trim(), dir),
-        _ => false,
-    }
-}
-
-/// Whether `line` is CPython's "can't open file" for a script that cannot be opened
-/// from `dir` (see [`cannot_start`]).
-fn python_cannot_open(line: &str, dir: &Path) -> bool {
-    let parsed = (|| {
-        if line.contains('\n') {
-            return None;
-        }
-        let (program, rest) = line.split_once(": can't open file '")?;
-        let (file, rest) = rest.rsplit_once("': [Errno ")?;
-        let (errno, message) = rest.split_once("] ")?;
-        Some((program, file, errno.parse::<i32>().ok()?, message))
-    })();
-    let Some((program, file, errno, message)) = parsed else {
-        return false;
-    };
-    let name = program.rsplit('/').next().unwrap_or(program);
-    let described = std::io::Error::from_raw_os_error(errno).to_string();
-    let strerror = described
-        .strip_suffix(&format!(" (os error {errno})"))
-        .unwrap_or(&described);
-    name.starts_with("python")
-        && !program.contains(char::is_whitespace)
-        && message == strerror
-        && !file.is_empty()
-        && std::fs::File::open(dir.join(file))
-            .and_then(|f| f.metadata())
-            .map_or(true, |m| m.is_dir())
-}
-
 /// Applies the exit-code contract to one finished process.
 pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Verdict {
     interpret_exit_in(code, stdout, stderr, event, Path::new("/"))
@@ -483,7 +436,7 @@ pub fn interpret_exit_in(
     event: &str,
     dir: &Path,
 ) -> Verdict {
-    if cannot_start(code, stdout, stderr, dir) {
+    if super::exit_code::cannot_start(code, stdout, stderr, dir) {
         let first = stderr
             .lines()
             .find(|l| !l.trim().is_empty())
@@ -638,29 +591,6 @@ mod tests {
             failure(interpret_exit(126, "", "Permission denied", "PreToolUse")),
             FailureKind::CannotStart
         );
-        // Words of CPython's message in a guard's reason are a block: the agent wrote
-        // them into the command the guard quotes.
-        for spoof in [
-            "guard: refusing rm -rf / # can't open file [Errno",
-            "refusing: rm -rf / # python3: can't open file '/x': [Errno 2] No such file or directory",
-            "python3: can't open file '/x': [Errno 2] No such file or directory; rm -rf /",
-            "x;rm -rf /;python3: can't open file '/x': [Errno 2] No such file or directory",
-            "python3: can't open file '/x': [Errno 2] No such file or directory\nrm -rf /",
-            "python3: can't open file '/': [Errno 21] Is a directory x",
-            "sh: can't open file '/x': [Errno 2] No such file or directory",
-        ] {
-            let a = answer(interpret_exit(2, "", spoof, "PreToolUse"));
-            assert!(a.blocking_error.is_some(), "{spoof}");
-        }
-        // A script that exists was opened: its exit 2 is its own.
-        let here = "python3: can't open file '/etc/hostname': [Errno 2] No such file or directory";
-        if Path::new("/etc/hostname").exists() {
-            assert!(
-                answer(interpret_exit(2, "", here, "PreToolUse"))
-                    .blocking_error
-                    .is_some()
-            );
-        }
     }
 
     #[test]

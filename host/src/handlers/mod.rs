@@ -8,6 +8,7 @@
 
 pub mod command;
 mod descendants;
+mod exit_code;
 pub mod function;
 pub mod http;
 pub mod output;
