@@ -31,6 +31,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use super::capture::Capture;
 use super::output::{Stdout, cap_text, classify_stdout};
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
 use crate::policy::{CommandSpec, Hook, Settings, Shell};
@@ -333,8 +334,12 @@ pub async fn run(
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let work = async {
-        let (_, out, err, status) =
-            tokio::join!(feed, read_capped(stdout), read_capped(stderr), child.wait());
+        let (_, out, err, status) = tokio::join!(
+            feed,
+            read_capped(stdout, Capture::new(CAPTURE_LIMIT)),
+            read_capped(stderr, Capture::text(CAPTURE_LIMIT)),
+            child.wait()
+        );
         (out, err, status)
     };
     let (stdout, stderr, status) = match tokio::time::timeout(hook.timeout, work).await {
@@ -359,8 +364,9 @@ pub async fn run(
     };
     guard.0 = None; // the keeper exited (and was reaped): the hook and its descendants are gone
     let duration = started.elapsed();
-    let stderr_text = String::from_utf8_lossy(&stderr).into_owned();
-    let stdout_text = String::from_utf8_lossy(&stdout).into_owned();
+    let stderr_text = String::from_utf8_lossy(stderr.bytes()).into_owned();
+    let cut = stdout.cut;
+    let stdout_text = String::from_utf8_lossy(stdout.bytes()).into_owned();
     let (verdict, exit_code) = match status {
         Ok(status) => match status.code() {
             Some(code) => (
@@ -370,6 +376,7 @@ pub async fn run(
                     &stderr_text,
                     &invocation.spec.name,
                     &invocation.project_dir,
+                    cut,
                 ),
                 Some(code),
             ),
@@ -408,24 +415,20 @@ fn format_secs(secs: f64) -> String {
     }
 }
 
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
-    let mut kept = Vec::new();
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, mut kept: Capture) -> Capture {
     let Some(mut pipe) = pipe else { return kept };
     let mut buf = [0u8; 8192];
     loop {
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => return kept,
-            Ok(n) => {
-                let room = CAPTURE_LIMIT.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
+            Ok(n) => kept.push(&buf[..n]),
         }
     }
 }
 
 /// Applies the exit-code contract to one finished process.
 pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Verdict {
-    interpret_exit_in(code, stdout, stderr, event, Path::new("/"))
+    interpret_exit_in(code, stdout, stderr, event, Path::new("/"), false)
 }
 
 /// [`interpret_exit`] for a hook run in `dir` (where a script it names is looked for).
@@ -435,6 +438,7 @@ pub fn interpret_exit_in(
     stderr: &str,
     event: &str,
     dir: &Path,
+    cut: bool,
 ) -> Verdict {
     if super::exit_code::cannot_start(code, stdout, stderr, dir) {
         let first = stderr
@@ -448,6 +452,12 @@ pub fn interpret_exit_in(
         );
     }
     let parsed = classify_stdout(stdout, event);
+    // Strings of the answer were cut (`handlers::capture`): it counts only if it restricts.
+    let parsed = if cut {
+        super::capture::restrictive_or_invalid(parsed, "the hook's stdout")
+    } else {
+        parsed
+    };
     match code {
         0 => match parsed {
             Stdout::Empty => Verdict::Answer(Answer::default()),

@@ -200,3 +200,68 @@ fn fsize_limited(env: &TestEnv, limit: u64) -> std::process::Command {
     }
     cmd
 }
+
+/// Item 6 (caps in bytes): a hook's stdout is kept up to 1 MiB; a guard that denies in
+/// JSON and quotes the command in its reason printed more than that for a command padded
+/// past it, and the cut JSON read as invalid output, a failure (fail open) instead of its
+/// deny. NUL bytes, six bytes each once the guard's JSON escapes them, get there with a
+/// sixth of the padding.
+#[test]
+fn a_guard_denying_in_json_cannot_be_disarmed_by_a_long_command() {
+    let env = TestEnv::new();
+    let guard = "jq -c 'if (.tool_input.command | test(\"rm -rf\")) then \
+                 {hookSpecificOutput: {hookEventName: \"PreToolUse\", permissionDecision: \"deny\", \
+                 permissionDecisionReason: (\"refusing \" + .tool_input.command)}} else {} end'";
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "guard", "command": guard}]),
+    ));
+    for pad in ["x".repeat(1 << 20), "\0".repeat(200_000)] {
+        let out = env.dispatch("PreToolUse", bash_input(&format!("rm -rf / #{pad}")));
+        let shown = out.to_string();
+        assert_eq!(
+            out["decision"],
+            "deny",
+            "{}",
+            &shown[..shown.len().min(2000)]
+        );
+        assert!(shown.len() < 200_000, "{} bytes", shown.len());
+    }
+}
+
+/// The same through an HTTP guard: its body is kept up to 1 MiB too, and a longer deny
+/// was "answered more than 1048576 bytes; ignored".
+#[test]
+fn an_http_guard_denying_in_json_cannot_be_disarmed_by_a_long_command() {
+    let env = TestEnv::new();
+    let server = crate::support::TestServer::start(|req| {
+        let input: serde_json::Value = serde_json::from_str(&req.body).unwrap();
+        let answer = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": format!("refusing {}", input["tool_input"]["command"]),
+            "updatedInput": {"command": input["tool_input"]["command"]}}});
+        (200, answer.to_string(), std::time::Duration::ZERO)
+    });
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "http", "id": "guard", "url": format!("{}/guard", server.url)}]),
+    ));
+    let out = env.dispatch(
+        "PreToolUse",
+        bash_input(&format!("rm -rf / #{}", "\0".repeat(200_000))),
+    );
+    let shown = out.to_string();
+    assert_eq!(
+        out["decision"],
+        "deny",
+        "{}",
+        &shown[..shown.len().min(2000)]
+    );
+    assert!(shown.len() < 200_000, "{} bytes", shown.len());
+    assert!(
+        out["updatedInput"].is_null(),
+        "a cut value is never applied"
+    );
+}
