@@ -320,3 +320,126 @@ fn the_smallest_distinct_rules_at_the_config_cap_have_a_sane_cost() {
     );
     assert!(at_cap <= 2 << 30, "{} MB at the 16 MiB cap", at_cap >> 20);
 }
+
+/// Item 1/10: guards that cannot start for reasons the issue did not name — a script
+/// without execute permission, one without a `#!` line (`ENOEXEC`), a `#!` naming a
+/// missing interpreter or a directory, a directory as the program, a plugin file replaced
+/// by a directory — each through the exec form and the shell form: every one is a named
+/// `cannotStart`, and `onFailure: "block"` denies.
+#[test]
+fn a_guard_that_cannot_start_for_any_reason_is_named_and_blocks() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let file = |name: &str, text: &str, mode: u32| {
+        let path = env.write(format!("guards/{name}"), text);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path.display().to_string()
+    };
+    let programs = [
+        (
+            "not executable",
+            file("plain", "#!/bin/sh\nexit 0\n", 0o644),
+        ),
+        (
+            "no #! line",
+            file("noshebang", "\u{7f}ELF not really\n", 0o755),
+        ),
+        (
+            "missing interpreter",
+            file("nointerp", "#!/nonexistent/python3\n", 0o755),
+        ),
+        (
+            "interpreter is a directory",
+            file("dirinterp", "#!/tmp\n", 0o755),
+        ),
+        (
+            "a directory",
+            env.project.join("guards").display().to_string(),
+        ),
+    ];
+    let wasm_dir = env.project.join("plugin.wasm");
+    std::fs::create_dir_all(&wasm_dir).unwrap();
+    for (why, program) in &programs {
+        for (form, hook) in [
+            (
+                "exec",
+                json!({"type": "command", "command": program, "args": []}),
+            ),
+            (
+                "shell",
+                json!({"type": "command", "command": format!("'{program}'")}),
+            ),
+        ] {
+            let mut hook = hook;
+            hook["id"] = json!("guard");
+            hook["onFailure"] = json!("block");
+            env.managed(hooks("PreToolUse", "Bash", json!([hook])));
+            let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+            assert_eq!(out["decision"], "deny", "{why}, {form} form: {out}");
+            assert_eq!(
+                out["hooks"][0]["failure"], "cannotStart",
+                "{why}, {form}: {out}"
+            );
+        }
+    }
+    env.managed(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "wasm", "id": "guard", "plugin": wasm_dir, "onFailure": "block"}]),
+    ));
+    let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+    assert_eq!(
+        out["decision"], "deny",
+        "a plugin that is a directory: {out}"
+    );
+    // Named (as a refused plugin file, not `cannotStart`), with the file.
+    assert!(out["hooks"][0]["failure"].is_string(), "{out}");
+    let message = out["hooks"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("plugin.wasm") && message.contains("directory"),
+        "{out}"
+    );
+}
+
+/// Item 5: lines longer than `PIPE_BUF` (4 KiB, the most a pipe writes atomically)
+/// written by many processes at once: each is whole, none glued to another.
+#[test]
+fn long_lines_from_many_processes_at_once_stay_whole() {
+    let env = TestEnv::new();
+    // Each hook has its entry in the line: 40 hooks make it about 10 KB.
+    let many: Vec<_> = (0..40)
+        .map(|n| {
+            json!({"type": "command", "id": format!("guard-{n}-{}", "z".repeat(100)),
+                        "command": "cat >/dev/null; echo '{}'"})
+        })
+        .collect();
+    env.managed(hooks("PreToolUse", "Bash", json!(many)));
+    let callers: Vec<_> = (0..8)
+        .map(|n| {
+            let mut cmd = env.command();
+            cmd.args(["dispatch", "PreToolUse"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = cmd.spawn().unwrap();
+            let input = bash_input(&format!("echo {n} {}", "y".repeat(64 << 10))).to_string();
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
+            child
+        })
+        .collect();
+    for mut child in callers {
+        assert!(child.wait().unwrap().success());
+    }
+    let text = std::fs::read_to_string(env.data.join("audit.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 8, "{} lines", lines.len());
+    for line in lines {
+        assert!(
+            line.len() > 4096,
+            "a short line: {}",
+            &line[..line.len().min(200)]
+        );
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+}
