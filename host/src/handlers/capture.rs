@@ -74,10 +74,10 @@ impl Capture {
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.json.is_none() {
-            if let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-                self.json = Some(*first == b'{');
-            }
+        if self.json.is_none()
+            && let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace())
+        {
+            self.json = Some(*first == b'{');
         }
         if self.json != Some(true) {
             self.keep_raw(bytes);
