@@ -519,3 +519,51 @@ fn a_hook_that_kills_the_host_does_not_let_the_command_through() {
         run.stdout, run.stderr
     );
 }
+
+/// Item 7: `settings.json` bind-mounted over (a container's single-file mount, a
+/// dotfiles manager): the swap cannot replace a mount point. `install` must then say so,
+/// naming the file, and leave the file as it was — or write through; never leave it
+/// half-done or lose what it held.
+#[test]
+fn install_over_a_bind_mounted_settings_file_refuses_or_writes_whole() {
+    let usable = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !usable {
+        return;
+    }
+    let env = TestEnv::new();
+    let settings = env.home.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{}\n").unwrap();
+    let source = env.home.join("mounted-settings.json");
+    let original = "{\n  \"model\": \"opus\"\n}\n";
+    std::fs::write(&source, original).unwrap();
+    let script = format!(
+        "mount --bind '{}' '{}' && \"$@\"; echo \"status=$?\"; cat '{}'",
+        source.display(),
+        settings.display(),
+        settings.display()
+    );
+    let mut cmd = std::process::Command::new("unshare");
+    crate::support::copy_env(&env.command(), &mut cmd);
+    cmd.env("HOME", &env.home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .args(["-rm", "sh", "-c", &script, "sh"])
+        .arg(env!("CARGO_BIN_EXE_hookhost"))
+        .args(["install", "--claude"])
+        .current_dir(&env.project);
+    let run = env.run_with(&mut cmd, "");
+    let kept = std::fs::read_to_string(&source).unwrap();
+    if run.stdout.contains("status=0") {
+        // Written through the mount: the whole drop-in, the user's key kept.
+        let value: serde_json::Value = serde_json::from_str(&kept).unwrap();
+        assert_eq!(value["model"], "opus", "{kept}");
+        assert!(kept.contains("dispatch --format claude"), "{kept}");
+    } else {
+        assert_eq!(kept, original, "the file changed on a failed install");
+        assert!(run.stderr.contains("settings.json"), "{}", run.stderr);
+    }
+}
