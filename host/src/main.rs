@@ -15,11 +15,30 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 fn main() -> ExitCode {
     // SAFETY: first thing in `main`: no other thread exists yet.
     unsafe { hookhost::config::env::forget_process_tunables() };
+    survive_file_size_limit();
     // A panic anywhere is a host error: one line on stderr and exit 1, never Rust's 101
     // (not a hook-protocol answer) and never 2 (which blocks the agent under
     // `--format claude`).
     cli::install_panic_hook();
     std::panic::catch_unwind(run).unwrap_or_else(|_| ExitCode::from(cli::ERROR_EXIT))
+}
+
+/// A write past `RLIMIT_FSIZE` (an audit log at the limit) raises `SIGXFSZ`, whose
+/// default action kills the process before it answers: a deny lost as a crash. With a
+/// handler that does nothing, the write fails with `EFBIG` instead, and the audit log
+/// turns that into a notice of the outcome (`audit::AuditLog::append`). A handler, not
+/// `SIG_IGN`: `exec` resets it, so hooks start with the default action.
+fn survive_file_size_limit() {
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe (it does
+    // nothing) and lives as long as the process.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+    }
 }
 
 fn run() -> ExitCode {

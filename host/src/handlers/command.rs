@@ -31,6 +31,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use super::capture::Capture;
 use super::output::{Stdout, cap_text, classify_stdout};
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
 use crate::policy::{CommandSpec, Hook, Settings, Shell};
@@ -333,8 +334,12 @@ pub async fn run(
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let work = async {
-        let (_, out, err, status) =
-            tokio::join!(feed, read_capped(stdout), read_capped(stderr), child.wait());
+        let (_, out, err, status) = tokio::join!(
+            feed,
+            read_capped(stdout, Capture::new(CAPTURE_LIMIT)),
+            read_capped(stderr, Capture::text(CAPTURE_LIMIT)),
+            child.wait()
+        );
         (out, err, status)
     };
     let (stdout, stderr, status) = match tokio::time::timeout(hook.timeout, work).await {
@@ -359,12 +364,20 @@ pub async fn run(
     };
     guard.0 = None; // the keeper exited (and was reaped): the hook and its descendants are gone
     let duration = started.elapsed();
-    let stderr_text = String::from_utf8_lossy(&stderr).into_owned();
-    let stdout_text = String::from_utf8_lossy(&stdout).into_owned();
+    let stderr_text = String::from_utf8_lossy(stderr.bytes()).into_owned();
+    let cut = stdout.cut;
+    let stdout_text = String::from_utf8_lossy(stdout.bytes()).into_owned();
     let (verdict, exit_code) = match status {
         Ok(status) => match status.code() {
             Some(code) => (
-                interpret_exit(code, &stdout_text, &stderr_text, &invocation.spec.name),
+                interpret_exit_in(
+                    code,
+                    &stdout_text,
+                    &stderr_text,
+                    &invocation.spec.name,
+                    &invocation.project_dir,
+                    cut,
+                ),
                 Some(code),
             ),
             None => {
@@ -402,39 +415,32 @@ fn format_secs(secs: f64) -> String {
     }
 }
 
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
-    let mut kept = Vec::new();
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, mut kept: Capture) -> Capture {
     let Some(mut pipe) = pipe else { return kept };
     let mut buf = [0u8; 8192];
     loop {
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => return kept,
-            Ok(n) => {
-                let room = CAPTURE_LIMIT.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
+            Ok(n) => kept.push(&buf[..n]),
         }
-    }
-}
-
-/// Whether an exit means "the hook could not start" rather than "the hook decided":
-/// the shell's 126 (not executable) and 127 (not found), and an interpreter that exits 2
-/// because it cannot open its script (CPython), which would otherwise read as a block.
-fn cannot_start(code: i32, stdout: &str, stderr: &str) -> bool {
-    match code {
-        126 | 127 => stdout.trim().is_empty(),
-        2 => {
-            stdout.trim().is_empty()
-                && stderr.contains("can't open file")
-                && stderr.contains("[Errno")
-        }
-        _ => false,
     }
 }
 
 /// Applies the exit-code contract to one finished process.
 pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Verdict {
-    if cannot_start(code, stdout, stderr) {
+    interpret_exit_in(code, stdout, stderr, event, Path::new("/"), false)
+}
+
+/// [`interpret_exit`] for a hook run in `dir` (where a script it names is looked for).
+pub fn interpret_exit_in(
+    code: i32,
+    stdout: &str,
+    stderr: &str,
+    event: &str,
+    dir: &Path,
+    cut: bool,
+) -> Verdict {
+    if super::exit_code::cannot_start(code, stdout, stderr, dir) {
         let first = stderr
             .lines()
             .find(|l| !l.trim().is_empty())
@@ -446,6 +452,12 @@ pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Ver
         );
     }
     let parsed = classify_stdout(stdout, event);
+    // Strings of the answer were cut (`handlers::capture`): it counts only if it restricts.
+    let parsed = if cut {
+        super::capture::restrictive_or_invalid(parsed, "the hook's stdout")
+    } else {
+        parsed
+    };
     match code {
         0 => match parsed {
             Stdout::Empty => Verdict::Answer(Answer::default()),

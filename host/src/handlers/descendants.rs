@@ -17,6 +17,9 @@
 //! manager, `at`, a container daemon) is not its descendant and is not ended; and if
 //! the keeper itself is killed with `SIGKILL`, the hook dies with it (its
 //! `PR_SET_PDEATHSIG`) but what the hook had started is re-parented above the keeper.
+//! A hook can do that on purpose (`kill -9 $PPID`, the same user):
+//! `tests/cli/attacks/second_round.rs` keeps that attack, ignored until a pid namespace
+//! or a cgroup holds the hook.
 //! Without `/proc/thread-self/children` the keeper ends the hook's process group only.
 
 use std::io;

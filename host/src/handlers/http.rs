@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use super::capture::Capture;
 use super::output::{Stdout, classify_stdout};
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
 use crate::policy::{Hook, HttpSpec, Settings};
@@ -56,13 +57,14 @@ pub async fn run(
     let exchange = async {
         let mut response = request.send().await?;
         let status = response.status();
-        let mut body = Vec::new();
-        // One byte past the limit is enough to know the answer is too long: the rest is
-        // not waited for (a server that streams on, or stalls, is not read to its end).
+        // The JSON's strings past `capture::STRING_KEEP` are dropped (a deny quoting a
+        // long command still parses); one byte past the limit otherwise is enough to know
+        // the answer is too long: the rest is not waited for (a server that streams on,
+        // or stalls, is not read to its end).
+        let mut body = Capture::new(BODY_LIMIT);
         while let Some(chunk) = response.chunk().await? {
-            let room = (BODY_LIMIT + 1).saturating_sub(body.len());
-            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            if body.len() > BODY_LIMIT {
+            body.push(&chunk);
+            if body.overflow {
                 break;
             }
         }
@@ -91,8 +93,8 @@ pub async fn run(
         Ok(Ok(result)) => result,
     };
     let code = Some(i32::from(status.as_u16()));
-    let text = String::from_utf8_lossy(&body);
-    let verdict = if body.len() > BODY_LIMIT {
+    let text = String::from_utf8_lossy(body.bytes());
+    let verdict = if body.overflow {
         Verdict::failed(
             FailureKind::InvalidOutput,
             format!(
@@ -106,7 +108,13 @@ pub async fn run(
             format!("POST {} answered HTTP {status}", spec.url),
         )
     } else {
-        match classify_stdout(&text, &invocation.spec.name) {
+        let parsed = classify_stdout(&text, &invocation.spec.name);
+        let parsed = if body.cut {
+            super::capture::restrictive_or_invalid(parsed, &format!("POST {}'s answer", spec.url))
+        } else {
+            parsed
+        };
+        match parsed {
             Stdout::Empty => Verdict::Answer(Answer::default()),
             Stdout::Json(output) => Verdict::Answer(Answer {
                 output,

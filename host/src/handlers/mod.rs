@@ -6,8 +6,10 @@
 //! hit a limit). Runners never panic and never block the action themselves: what a
 //! verdict means for the event is decided by the next stage, the outcome (merge rules).
 
+mod capture;
 pub mod command;
 mod descendants;
+mod exit_code;
 pub mod function;
 pub mod http;
 pub mod output;

@@ -14,6 +14,7 @@ mod redaction;
 mod run_async;
 mod sandbox;
 mod second_pass;
+mod second_round;
 mod terminal;
 mod trust_store;
 mod urls;

@@ -1,0 +1,83 @@
+//! Whether a command hook's exit means "it could not start" (a named failure) rather
+//! than "it decided" (issue 24.1): the classifier of [`super::command`]'s exits.
+
+use std::path::Path;
+
+/// Whether an exit means "the hook could not start" rather than "the hook decided":
+/// the shell's 126 (not executable) and 127 (not found), and an interpreter that exits 2
+/// because it cannot open its script (CPython), which would otherwise read as a block.
+///
+/// The exit 2 is told from a block by the whole of stderr, never by words in it: a guard
+/// that blocks often quotes the command it refuses, and the agent writes the command
+/// (issue 24, second round: `rm -rf / # can't open file [Errno` disarmed such a guard).
+/// So stderr must be exactly CPython's one line, `PROGRAM: can't open file 'FILE':
+/// [Errno N] STRERROR(N)`, from a program named `python…`, about a file that indeed
+/// cannot be opened from the hook's directory `dir`.
+pub(super) fn cannot_start(code: i32, stdout: &str, stderr: &str, dir: &Path) -> bool {
+    match code {
+        126 | 127 => stdout.trim().is_empty(),
+        2 => stdout.trim().is_empty() && python_cannot_open(stderr.trim(), dir),
+        _ => false,
+    }
+}
+
+/// Whether `line` is CPython's "can't open file" for a script that cannot be opened
+/// from `dir` (see [`cannot_start`]).
+fn python_cannot_open(line: &str, dir: &Path) -> bool {
+    let parsed = (|| {
+        if line.contains('\n') {
+            return None;
+        }
+        let (program, rest) = line.split_once(": can't open file '")?;
+        let (file, rest) = rest.rsplit_once("': [Errno ")?;
+        let (errno, message) = rest.split_once("] ")?;
+        Some((program, file, errno.parse::<i32>().ok()?, message))
+    })();
+    let Some((program, file, errno, message)) = parsed else {
+        return false;
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let described = std::io::Error::from_raw_os_error(errno).to_string();
+    let strerror = described
+        .strip_suffix(&format!(" (os error {errno})"))
+        .unwrap_or(&described);
+    name.starts_with("python")
+        && !program.contains(char::is_whitespace)
+        && message == strerror
+        && !file.is_empty()
+        && std::fs::File::open(dir.join(file))
+            .and_then(|f| f.metadata())
+            .map_or(true, |m| m.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Words of CPython's message in a guard's reason are a block: the agent wrote them
+    /// into the command the guard quotes.
+    #[test]
+    fn words_of_the_message_in_a_reason_are_not_a_failed_start() {
+        let root = Path::new("/");
+        for spoof in [
+            "guard: refusing rm -rf / # can't open file [Errno",
+            "refusing: rm -rf / # python3: can't open file '/x': [Errno 2] No such file or directory",
+            "python3: can't open file '/x': [Errno 2] No such file or directory; rm -rf /",
+            "x;rm -rf /;python3: can't open file '/x': [Errno 2] No such file or directory",
+            "python3: can't open file '/x': [Errno 2] No such file or directory\nrm -rf /",
+            "python3: can't open file '/': [Errno 21] Is a directory x",
+            "sh: can't open file '/x': [Errno 2] No such file or directory",
+            // A script that can be opened was opened: its exit 2 is its own.
+            "python3: can't open file '/proc/self/status': [Errno 2] No such file or directory",
+        ] {
+            assert!(!cannot_start(2, "", spoof, root), "{spoof}");
+        }
+        let missing =
+            "/usr/bin/python3: can't open file '/x/hook.py': [Errno 2] No such file or directory";
+        assert!(cannot_start(2, "", missing, root));
+        assert!(cannot_start(2, "", &format!("\n{missing}\n"), root));
+        assert!(!cannot_start(2, "{}", missing, root));
+        let unreadable = "python3: can't open file '/': [Errno 21] Is a directory";
+        assert!(cannot_start(2, "", unreadable, root));
+    }
+}
