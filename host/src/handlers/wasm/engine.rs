@@ -189,6 +189,7 @@ impl Sandbox {
         dirs: &[OpenedDir],
         memory_bytes: u64,
         env: &[(String, String)],
+        guard: super::grants::StoreGuard,
     ) -> Result<Store<State>, String> {
         let stdout = CappedPipe::new(OUTPUT_CAP);
         let stderr = CappedPipe::new(OUTPUT_CAP);
@@ -222,7 +223,7 @@ impl Sandbox {
                 })?;
         }
         let wasi = builder.build();
-        let descriptors = DescriptorShare::new(Descriptors::shared(), plugin.clone(), dirs.len())
+        let descriptors = DescriptorShare::new(Descriptors::shared(), guard.hook, dirs.len())
             .map_err(|e| format!("cannot open the granted directories: {e}"))?;
         let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
         let state = State::new(
@@ -234,6 +235,7 @@ impl Sandbox {
             stdout,
             stderr,
             descriptors,
+            guard.places,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

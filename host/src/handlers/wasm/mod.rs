@@ -33,6 +33,7 @@ mod compiles;
 mod convert;
 mod engine;
 mod grants;
+mod guest_fs;
 mod held;
 mod hostcalls;
 mod http_policy;
@@ -627,6 +628,10 @@ impl Sandbox {
                 &dirs,
                 limits.memory_bytes,
                 &grants::env_values(live),
+                grants::StoreGuard {
+                    hook: loaded.file_name.clone(),
+                    places: grants.places.clone(),
+                },
             )
             .map_err(|e| (FailureKind::CannotStart, e))?;
         limits

@@ -15,6 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings;
+use super::grants::PlaceGuard;
 use super::held::{DescriptorShare, NoDescriptor, RESOURCE_ENTRY_BYTES};
 use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
@@ -415,6 +416,13 @@ pub struct State {
     pub host_calls: u64,
     /// The descriptors this store holds, from the host's budget.
     pub descriptors: DescriptorShare,
+    /// The host-owned places the guest's filesystem calls are checked against
+    /// ([`super::guest_fs`]).
+    pub places: Arc<PlaceGuard>,
+    /// Filesystem calls refused during the current call, for the diagnostics.
+    pub fs_refused: Vec<String>,
+    /// Refusals beyond those kept.
+    pub fs_refused_more: usize,
 }
 
 impl State {
@@ -429,6 +437,7 @@ impl State {
         stdout: CappedPipe,
         stderr: CappedPipe,
         descriptors: DescriptorShare,
+        places: Arc<PlaceGuard>,
     ) -> State {
         let mut table = ResourceTable::new();
         table.set_max_capacity(resource_table_cap(memory_bytes));
@@ -441,6 +450,9 @@ impl State {
             host_fuel: 0,
             host_calls: 0,
             descriptors,
+            places,
+            fs_refused: Vec::new(),
+            fs_refused_more: 0,
             http_policy: HttpPolicy::new(live),
             limiter: Limiter::new(memory_bytes),
             stdout,
