@@ -199,11 +199,11 @@ impl PlaceGuards {
     }
 }
 
-/// What a store's guest is held to besides its limits: whose descriptor share it draws
-/// on ([`super::held`]), and the host-owned places its filesystem calls are
+/// What a store's guest is held to besides its limits: the hook whose descriptor share
+/// it draws on ([`super::held`]), and the host-owned places its filesystem calls are
 /// checked against ([`super::guest_fs`]).
 pub(super) struct StoreGuard {
-    /// Whose share (the plugin file).
+    /// The hook (its label).
     pub(super) hook: Arc<str>,
     /// The host-owned places.
     pub(super) places: Arc<PlaceGuard>,
@@ -211,6 +211,8 @@ pub(super) struct StoreGuard {
 
 /// What the directory grants of one call are checked against.
 pub(super) struct GrantCheck<'a> {
+    /// The hook whose grants these are (its label).
+    pub(super) hook: &'a str,
     /// Managed ceilings, for hooks outside managed policy.
     pub(super) ceilings: Option<&'a Ceilings>,
     /// The project directory (`${workspace}`).
@@ -361,6 +363,7 @@ mod tests {
 
     fn check(places: &Arc<PlaceGuard>) -> GrantCheck<'_> {
         GrantCheck {
+            hook: "h",
             ceilings: None,
             workspace: Path::new("/nonexistent"),
             home: None,
