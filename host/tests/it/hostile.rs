@@ -1146,6 +1146,43 @@ async fn hoarded_directory_listings_are_charged_to_the_memory_limit() {
     raw_still_serves(project.path()).await;
 }
 
+/// wasi-http `fields` are charged by their bytes to the memory limit they share with
+/// linear memory: a plugin holding 24 MiB of its 32 MiB in linear memory parks at most the
+/// rest in header maps on the host (under the count cap alone it parked ~30 MiB more),
+/// and the report's peak memory, which counts both, stays within the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_share_the_memory_limit_with_linear_memory() {
+    const LIMIT: usize = 32 << 20;
+    let project = tempfile::tempdir().unwrap();
+    let outcome = raw(
+        project.path(),
+        "hold-fields",
+        "",
+        24,
+        json!({"capabilities": {"http": ["api.example.com"]},
+               "limits": {"memoryMb": 32}}),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let said = outcome.additional_context.join("");
+    let bytes: usize = said
+        .rsplit_once(" of ")
+        .and_then(|(_, rest)| rest.strip_suffix(" bytes"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(bytes > 0, "{said}");
+    assert!(
+        bytes + (24 << 20) <= LIMIT,
+        "{said}: over the {LIMIT}-byte limit"
+    );
+    let peak = report.memory_bytes.unwrap_or(0) as usize;
+    assert!(
+        peak <= LIMIT && peak >= (24 << 20) + bytes,
+        "peak {peak}, {said}"
+    );
+}
+
 /// Held by the tests that hoard descriptors, one at a time: each counts the process's
 /// open descriptors, which another's hoard would change.
 static HOARDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

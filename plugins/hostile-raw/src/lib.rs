@@ -543,6 +543,29 @@ impl Guest for Raw {
             "http-many" => http_many(arg, n),
             "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
             "pollables" => leak_pollables(n),
+            // Holds `n` MiB of linear memory, then parks 4 KiB header values in `fields`
+            // (never dropped) until the host refuses one.
+            "hold-fields" => {
+                use wasip2::http::types::Fields;
+                let held = vec![1u8; n << 20];
+                std::mem::forget(std::hint::black_box(held));
+                let value = vec![b'v'; 4 * 1024];
+                let (mut maps, mut bytes) = (0usize, 0usize);
+                'maps: for _ in 0..100_000 {
+                    let fields = Fields::new();
+                    maps += 1;
+                    for j in 0..15 {
+                        let name = format!("h{j}");
+                        if fields.append(&name, &value).is_err() {
+                            std::mem::forget(fields);
+                            break 'maps;
+                        }
+                        bytes += name.len() + value.len();
+                    }
+                    std::mem::forget(fields);
+                }
+                Ok(context(format!("leaked {maps} fields of {bytes} bytes")))
+            }
             // Strings and JSON of `n` bytes in each response field.
             "huge-reason" => Ok(Response {
                 reason: Some(huge(n)),

@@ -139,6 +139,11 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
         if http {
             wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
                 .map_err(|e| format!("cannot link wasi-http: {e}"))?;
+            // `fields` charged by their bytes to the memory limit.
+            linker.allow_shadowing(true);
+            super::held_fields::add(&mut linker)
+                .map_err(|e| format!("cannot link wasi-http's fields: {e:#}"))?;
+            linker.allow_shadowing(false);
         }
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;

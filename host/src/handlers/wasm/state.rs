@@ -423,6 +423,8 @@ pub struct State {
     pub fs_refused: Vec<String>,
     /// Refusals beyond those kept.
     pub fs_refused_more: usize,
+    /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
+    pub field_bytes: super::held_fields::FieldBytes,
 }
 
 impl State {
@@ -453,6 +455,7 @@ impl State {
             places,
             fs_refused: Vec::new(),
             fs_refused_more: 0,
+            field_bytes: Default::default(),
             http_policy: HttpPolicy::new(live),
             limiter: Limiter::new(memory_bytes),
             stdout,
@@ -470,7 +473,13 @@ impl State {
     /// for every other entry of its resource table the most one entry may hold
     /// ([`RESOURCE_ENTRY_BYTES`]).
     pub fn footprint(&mut self) -> usize {
-        let entries = self.table.iter_mut().count();
+        // `fields` are charged by their bytes (in `held`), every other entry at the most
+        // one entry may hold.
+        let entries = self
+            .table
+            .iter_mut()
+            .count()
+            .saturating_sub(self.field_bytes.count());
         self.limiter
             .memory()
             .saturating_add(self.limiter.held())
