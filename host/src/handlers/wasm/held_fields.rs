@@ -7,7 +7,7 @@
 //! `forbidden`, and the memory limit named in the report, when it does not fit), then the
 //! charge is settled to the map's real size (names and values); `delete` and dropping
 //! the map give it back. A map that leaves the table another way (moved into an outgoing
-//! request or response) is given back at the next `fields` call. Maps the host makes
+//! request or response) is given back when the next map is made. Maps the host makes
 //! (response headers) are bounded by the HTTP client's own header limits.
 
 use std::collections::HashMap;
@@ -61,7 +61,7 @@ impl State {
     }
 
     /// Settles the charge of map `rep` to its real size, `precharged` having been held
-    /// for the call; gives back what maps that left the table held.
+    /// for the call.
     fn settle_fields(&mut self, rep: Option<u32>, precharged: usize) {
         let mut charged = precharged;
         if let Some(rep) = rep {
@@ -79,12 +79,19 @@ impl State {
             }
         }
         self.limiter.release(charged);
+    }
+
+    /// Gives back what maps that left the table another way held (moved into a request
+    /// or response): swept when a map is made, by presence only (O(1) each), so the
+    /// sweeps of n maps cost n² lookups at most, never n² map walks.
+    fn sweep_fields(&mut self) {
+        let table = &self.table;
         let gone: Vec<u32> = self
             .field_bytes
             .charged
             .keys()
             .copied()
-            .filter(|rep| size_of(self, *rep).is_none())
+            .filter(|rep| table.get(&Resource::<FieldMap>::new_borrow(*rep)).is_err())
             .collect();
         for rep in gone {
             let bytes = self.field_bytes.charged.remove(&rep).unwrap_or(0);
@@ -146,6 +153,7 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             if store.data_mut().limiter.hold(MAP_BYTES).is_err() {
                 wasmtime::bail!("the memory limit is reached: no room for a new `fields`");
             }
+            store.data_mut().sweep_fields();
             let fields = HostFields::new(&mut store.data_mut().http())?;
             store
                 .data_mut()
@@ -164,6 +172,7 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             if let Err(e) = store.data_mut().precharge_fields(pre) {
                 return Ok((Err(e),));
             }
+            store.data_mut().sweep_fields();
             let result = HostFields::from_list(&mut store.data_mut().http(), entries);
             made(&mut store, result, pre)
         },
@@ -177,6 +186,7 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             if store.data_mut().limiter.hold(pre).is_err() {
                 wasmtime::bail!("the memory limit is reached: no room to clone a `fields`");
             }
+            store.data_mut().sweep_fields();
             let copy = HostFields::clone(&mut store.data_mut().http(), fields)?;
             store.data_mut().settle_fields(Some(copy.rep()), pre);
             Ok((copy,))
