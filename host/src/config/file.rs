@@ -279,11 +279,8 @@ impl<'a> Open<'a> {
 /// [`FileError::NotFound`], [`FileError::Symlink`], [`FileError::NotRegular`],
 /// [`FileError::Unsafe`], [`FileError::TooLarge`], or the I/O error of the open.
 pub fn open_checked(path: &Path, how: &Open<'_>) -> Result<(File, Metadata), FileError> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
-    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    use std::os::fd::AsRawFd;
+    let mut flags = 0;
     if !how.follow {
         flags |= libc::O_NOFOLLOW;
     }
@@ -299,21 +296,15 @@ pub fn open_checked(path: &Path, how: &Open<'_>) -> Result<(File, Metadata), Fil
         }
     };
     let dir = how.dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
-    // SAFETY: `name` is NUL-terminated and `dir` an open directory or AT_FDCWD; openat
-    // returns a new descriptor or -1.
-    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags, mode) };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
+    let file = raw_open(dir, path.as_os_str(), flags, mode, false).map_err(|e| {
+        match e.raw_os_error() {
             Some(libc::ENOENT) => FileError::NotFound,
             Some(libc::ELOOP) if !how.follow => FileError::Symlink,
             // A FIFO opened for writing with no reader, or a device without its peer.
             Some(libc::ENXIO) => FileError::NotRegular("a FIFO or a device"),
             _ => FileError::Io(e),
-        });
-    }
-    // SAFETY: `fd` was just returned by openat and is owned by nothing else.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+    })?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(FileError::NotRegular(kind_name(&meta)));
@@ -328,6 +319,115 @@ pub fn open_checked(path: &Path, how: &Open<'_>) -> Result<(File, Metadata), Fil
         });
     }
     Ok((file, meta))
+}
+
+/// The one open of the host (its own files through [`open_checked`], the wasm guest's
+/// through [`open_beneath`] and [`open_at_fd`]): `flags` plus `O_NONBLOCK` (a FIFO or a
+/// device is never waited on: the caller `fstat`s what it opened and decides),
+/// `O_NOCTTY` and `O_CLOEXEC`; relative to `dir`, and with `beneath` resolved as
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` (no absolute path, no `..` above
+/// `dir`, no symlink out of it, no `/proc` magic link).
+fn raw_open(
+    dir: libc::c_int,
+    path: &std::ffi::OsStr,
+    flags: libc::c_int,
+    mode: libc::c_uint,
+    beneath: bool,
+) -> std::io::Result<File> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // (`O_PATH` opens nothing, and openat2 takes no other access flag with it.)
+    let flags = if flags & libc::O_PATH != 0 {
+        flags | libc::O_CLOEXEC
+    } else {
+        flags | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC
+    };
+    let fd = if beneath {
+        // SAFETY: an all-zero `open_how` is valid; its fields are set below.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = flags as u64;
+        how.mode = if flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            u64::from(mode)
+        } else {
+            0
+        };
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: `name` is NUL-terminated, `how` a valid `open_how` of the size passed;
+        // openat2 returns a new descriptor or -1.
+        unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                name.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            ) as libc::c_int
+        }
+    } else {
+        // SAFETY: `name` is NUL-terminated and `dir` an open directory or AT_FDCWD;
+        // openat returns a new descriptor or -1.
+        unsafe { libc::openat(dir, name.as_ptr(), flags, mode) }
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the open and is owned by nothing else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// Opens `path` beneath the directory `dir` ([`raw_open`] with `beneath`): how the
+/// sandbox resolves a guest's path, without blocking.
+///
+/// # Errors
+///
+/// The open's: `EXDEV` for a path that leaves `dir`, `ENOSYS` on kernels before 5.6
+/// (the guest's filesystem calls then fail closed).
+pub fn open_beneath(
+    dir: &impl std::os::fd::AsRawFd,
+    path: &str,
+    flags: libc::c_int,
+    mode: libc::c_uint,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    raw_open(dir.as_raw_fd(), path.as_ref(), flags, mode, true).map(std::os::fd::OwnedFd::from)
+}
+
+/// Opens the single name `name` in the directory `dir` ([`raw_open`]; the caller adds
+/// `O_NOFOLLOW` where a symlink must not be followed).
+///
+/// # Errors
+///
+/// The open's.
+pub fn open_at_fd(
+    dir: &impl std::os::fd::AsRawFd,
+    name: &str,
+    flags: libc::c_int,
+    mode: libc::c_uint,
+) -> std::io::Result<File> {
+    if name.contains('/') {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    raw_open(dir.as_raw_fd(), name.as_ref(), flags, mode, true)
+}
+
+/// Clears `O_NONBLOCK` on a file opened by [`raw_open`], for callers that read or write
+/// it as an ordinary file once they have checked what it is.
+///
+/// # Errors
+///
+/// `fcntl`'s.
+pub fn set_blocking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor `file` owns.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0
+        || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Opens `path` for reading if it is a regular file of at most `cap` bytes

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{self, SourceOptions};
 use crate::handlers::wasm::CompileCache;
-use crate::policy::places::{Guard, HostPlace};
+use crate::policy::places::{Guard, HostPlace, OWNED_DIR_NAMES};
 
 /// What else a host writes or believes, beyond its sources: the trust store, the audit
 /// log and the session files of this host (each may be outside the data directory).
@@ -38,7 +38,14 @@ pub struct HostFiles<'a> {
 /// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
 /// - the project's `.hookhost/` (hook files, plugins), `.claude/` and `.codex/` (the
 ///   project settings `install --project` writes), and its `.git/` (hooks and config
-///   that git runs natively): write;
+///   that git runs natively): write. These names are host-owned wherever they are
+///   ([`crate::policy::places::OWNED_DIR_NAMES`], with `CLAUDE.md`/`AGENTS.md` by
+///   [`crate::policy::places::OWNED_FILE_NAMES`]): the sandbox refuses a guest's write
+///   to a path with one of them below any grant, by the real path of the target
+///   (`handlers/wasm/guest_fs.rs`);
+/// - private files inside those public places (`.claude/settings.local.json`,
+///   `.hookhost/hooks.local.json`: [`crate::policy::places::PRIVATE_FILES`]): hidden from
+///   the guest (not found, left out of listings) even under a read-only grant;
 /// - the hookhost binary that runs (what the agents' settings call): write;
 /// - the plugin files of the config and their `.sig` signatures: write (added by
 ///   [`crate::policy::resolve`], which reads the config).
@@ -142,18 +149,15 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         "managed policy",
         Guard::Write,
     );
-    for (dir, what) in [
-        (".hookhost", "the project's hook files"),
-        (".claude", "the project's Claude Code settings"),
-        (".codex", "the project's Codex settings"),
-        // git runs what its directory says (hooks/, config's core.fsmonitor, core.pager,
-        // aliases) at the next commit or status of a command hook or the agent.
-        (
-            ".git",
-            "the repository's git directory (hooks and config git runs)",
-        ),
-    ] {
-        add(Some(sources.project_dir.join(dir)), what, Guard::Write);
+    // The project's own, from the one list of names that are host-owned wherever they
+    // are (`policy::places::OWNED_DIR_NAMES`; the sandbox refuses a guest's writes below
+    // any of them by name, nested ones included).
+    for (dir, what) in OWNED_DIR_NAMES {
+        add(
+            Some(sources.project_dir.join(dir)),
+            &format!("the project's {what}"),
+            Guard::Write,
+        );
     }
     add(
         std::env::current_exe().ok(),

@@ -65,6 +65,82 @@ impl HostPlace {
     }
 }
 
+/// Names that make a directory host-owned wherever it is, below any grant as much as at
+/// the project's top: what they hold is run or believed natively by git, hookhost or an
+/// agent (a nested repository's `.git/config` sets `core.fsmonitor`, a nested
+/// `.claude/settings.json` adds hooks). No guest may create, write, rename, link or
+/// remove a path with a component of one of these names ([`owned_by_name`]), and no
+/// read-write grant may have one on its path. [`crate::host_owned_places`] lists the
+/// project's own from here.
+pub const OWNED_DIR_NAMES: &[(&str, &str)] = &[
+    (".hookhost", "hook files (hooks and plugins hookhost runs)"),
+    (".claude", "Claude Code settings (hooks Claude Code runs)"),
+    (".codex", "Codex settings (hooks Codex runs)"),
+    (
+        ".git",
+        "a git directory (hooks and config git runs natively)",
+    ),
+];
+
+/// File names the agents read as instructions wherever they are (a nested `CLAUDE.md` is
+/// read when the agent works in its directory): no guest may create, write, rename, link
+/// or remove one.
+pub const OWNED_FILE_NAMES: &[(&str, &str)] = &[
+    ("CLAUDE.md", "instructions Claude Code reads"),
+    ("CLAUDE.local.md", "private instructions Claude Code reads"),
+    ("AGENTS.md", "instructions Codex reads"),
+];
+
+/// Private files that live inside public places: the user's local settings, which may
+/// hold tokens and are not committed. A read-only grant may contain them (the
+/// `${workspace}` a plugin is routinely granted does), but the guest never sees them:
+/// opening, stat-ing, linking or renaming one answers "no such file", and directory
+/// listings leave them out ([`private_by_name`]). Each is (directory name, file name),
+/// wherever that directory is.
+pub const PRIVATE_FILES: &[(&str, &str, &str)] = &[
+    (
+        ".claude",
+        "settings.local.json",
+        "Claude Code's local settings",
+    ),
+    (
+        ".hookhost",
+        "hooks.local.json",
+        "hookhost's local hook file",
+    ),
+];
+
+/// What `path` (absolute, symlinks resolved) is by its names: a component named in
+/// [`OWNED_DIR_NAMES`], or a last component named in [`OWNED_FILE_NAMES`].
+pub fn owned_by_name(path: &Path) -> Option<&'static str> {
+    let names = || path.components().filter_map(|c| c.as_os_str().to_str());
+    for name in names() {
+        if let Some((_, what)) = OWNED_DIR_NAMES.iter().find(|(n, _)| *n == name) {
+            return Some(what);
+        }
+    }
+    let last = path.file_name()?.to_str()?;
+    OWNED_FILE_NAMES
+        .iter()
+        .find(|(n, _)| *n == last)
+        .map(|(_, what)| *what)
+}
+
+/// What `path` (absolute, symlinks resolved) is if it is a private file ([`PRIVATE_FILES`])
+/// or lies inside one.
+pub fn private_by_name(path: &Path) -> Option<&'static str> {
+    let names: Vec<&str> = path
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .collect();
+    names.windows(2).find_map(|pair| {
+        PRIVATE_FILES
+            .iter()
+            .find(|(dir, file, _)| pair[0] == *dir && pair[1] == *file)
+            .map(|(_, _, what)| *what)
+    })
+}
+
 /// The host-owned places a policy's grants are checked against.
 pub type HostPlaces = Arc<Vec<HostPlace>>;
 
@@ -120,6 +196,17 @@ pub fn refuse(
                 if let Some(how) = relation(g, p) {
                     return Some(message(grant, g, write, how, place));
                 }
+            }
+        }
+    }
+    if write {
+        for g in &grant_paths {
+            if let Some(what) = owned_by_name(g) {
+                return Some(format!(
+                    "`{grant}` (rw) reaches {what} at `{}`, host-owned by its name wherever \
+                     it is: no read-write grant may reach it",
+                    g.display()
+                ));
             }
         }
     }
@@ -224,6 +311,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn owned_and_private_names_are_found_wherever_they_are() {
+        for (path, owned) in [
+            ("/w/src/.git/config", true),
+            ("/w/src/.git", true),
+            ("/w/a/.claude/settings.json", true),
+            ("/w/a/.hookhost", true),
+            ("/w/a/.codex/x", true),
+            ("/w/a/CLAUDE.md", true),
+            ("/w/a/AGENTS.md", true),
+            ("/w/a/CLAUDE.md.bak", false),
+            ("/w/a/.gitignore", false),
+            ("/w/a/git/config", false),
+            ("/w/a/.github/workflows/ci.yml", false),
+        ] {
+            assert_eq!(owned_by_name(Path::new(path)).is_some(), owned, "{path}");
+        }
+        for (dir, file, _) in PRIVATE_FILES {
+            let path = PathBuf::from("/w/deep").join(dir).join(file);
+            assert!(private_by_name(&path).is_some(), "{}", path.display());
+            assert!(private_by_name(&path.join("x")).is_some());
+            assert!(private_by_name(&PathBuf::from("/w").join(file)).is_none());
+        }
+        assert!(private_by_name(Path::new("/w/.claude/settings.json")).is_none());
+        // A read-write grant with an owned name on its path is refused at build.
+        let none = RealPath::default();
+        let got = refuse(
+            "${workspace}/src/.git",
+            Path::new("/w/src/.git"),
+            true,
+            &[],
+            none,
+        );
+        assert!(got.unwrap().contains("a git directory"));
+        assert_eq!(
+            refuse("/w/src/.git", Path::new("/w/src/.git"), false, &[], none),
+            None
+        );
     }
 
     #[test]

@@ -1146,18 +1146,60 @@ async fn hoarded_directory_listings_are_charged_to_the_memory_limit() {
     raw_still_serves(project.path()).await;
 }
 
-/// Descriptors a plugin opens come from one budget of the host process: one plugin gets
+/// wasi-http `fields` are charged by their bytes to the memory limit they share with
+/// linear memory: a plugin holding 24 MiB of its 32 MiB in linear memory parks at most the
+/// rest in header maps on the host (under the count cap alone it parked ~30 MiB more),
+/// and the report's peak memory, which counts both, stays within the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_share_the_memory_limit_with_linear_memory() {
+    const LIMIT: usize = 32 << 20;
+    let project = tempfile::tempdir().unwrap();
+    let outcome = raw(
+        project.path(),
+        "hold-fields",
+        "",
+        24,
+        json!({"capabilities": {"http": ["api.example.com"]},
+               "limits": {"memoryMb": 32}}),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let said = outcome.additional_context.join("");
+    let bytes: usize = said
+        .rsplit_once(" of ")
+        .and_then(|(_, rest)| rest.strip_suffix(" bytes"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(bytes > 0, "{said}");
+    assert!(
+        bytes + (24 << 20) <= LIMIT,
+        "{said}: over the {LIMIT}-byte limit"
+    );
+    let peak = report.memory_bytes.unwrap_or(0) as usize;
+    assert!(
+        peak <= LIMIT && peak >= (24 << 20) + bytes,
+        "peak {peak}, {said}"
+    );
+}
+
+/// Held by the tests that hoard descriptors, one at a time: each counts the process's
+/// open descriptors, which another's hoard would change.
+static HOARDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Descriptors a plugin opens come from one budget of the host process: one hook gets
 /// a quarter of it (its preopened directory included), the open past that is refused
 /// with `quota` and named in the report, and every descriptor goes back when the
 /// instance goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hoarded_descriptors_come_from_one_budget_of_the_host() {
-    use hookhost::handlers::wasm::{host_descriptors, plugin_descriptors};
+    use hookhost::handlers::wasm::{hook_descriptors, host_descriptors};
+    let _alone = HOARDING.lock().await;
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("f"), "f").unwrap();
     let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
     let before = open_fds();
-    let share = plugin_descriptors(host_descriptors());
+    let share = hook_descriptors(host_descriptors());
     let outcome = raw(
         project.path(),
         "hoard-descriptors",
@@ -1175,13 +1217,51 @@ async fn hoarded_descriptors_come_from_one_budget_of_the_host() {
     assert!(held < share && held + 16 >= share, "{said} (share {share})");
     let diagnostics = report.diagnostics.clone().unwrap_or_default();
     assert!(
-        diagnostics.contains(&format!("descriptor limit of {share} per plugin reached")),
+        diagnostics.contains(&format!("descriptor limit of {share} per hook reached")),
         "{diagnostics}"
     );
     // The instance is gone, and its descriptors with it (other tests run alongside:
     // allow them a few).
     assert!(open_fds() < before + 64, "{} → {}", before, open_fds());
     raw_still_serves(project.path()).await;
+}
+
+/// The descriptor share is per hook, not per plugin file: two hooks running the same
+/// plugin in one event each hold up to their own quarter, so a hook that hoards cannot
+/// starve a sibling of the same plugin (under a per-file share the two together got one
+/// quarter).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_hook_of_one_plugin_has_its_own_descriptor_share() {
+    use hookhost::handlers::wasm::{hook_descriptors, host_descriptors};
+    let _alone = HOARDING.lock().await;
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("f"), "f").unwrap();
+    let share = hook_descriptors(host_descriptors());
+    let hooks = ["first", "second"]
+        .map(|id| {
+            raw_hook(
+                "hoard-descriptors",
+                "f",
+                1_000_000,
+                json!({"id": format!("hoarder-{id}"),
+                       "capabilities": {"dirs": [{"path": "${workspace}", "mode": "ro"}]},
+                       "limits": {"memoryMb": 1024}}),
+            )
+        })
+        .to_vec();
+    let config = settings("PreToolUse", "*", hooks);
+    let outcome = dispatch(project.path(), &config, "PreToolUse", bash("ls")).await;
+    assert_eq!(outcome.hooks.len(), 2, "{outcome:#?}");
+    for (report, said) in outcome.hooks.iter().zip(&outcome.additional_context) {
+        assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+        let held: usize = said
+            .strip_prefix("held ")
+            .and_then(|rest| rest.strip_suffix(", then quota"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{said}"));
+        // Each its own quarter, less its preopened directory.
+        assert_eq!(held + 1, share, "{}: {said} (share {share})", report.id);
+    }
 }
 
 /// Kept session instances of one hook hold at most 256 MiB together: with three

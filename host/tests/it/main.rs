@@ -2,6 +2,7 @@
 
 mod allowlist;
 mod demo;
+mod guest_fs;
 mod hostile;
 mod lang;
 mod load;

@@ -244,6 +244,238 @@ fn http_many(url: &str, n: usize) -> Result<Response, String> {
     )))
 }
 
+/// Methods of `descriptor` that change nothing (they act on their own open descriptor or
+/// only look): `fs-changes` reports them as `reads`. Any other method of the WIT that
+/// this plugin does not attempt is reported `unknown`, which fails the host's test.
+const READS: &[&str] = &[
+    "read-via-stream",
+    "advise",
+    "sync-data",
+    "get-flags",
+    "get-type",
+    "read",
+    "read-directory",
+    "sync",
+    "stat",
+    "stat-at",
+    "readlink-at",
+    "is-same-object",
+    "metadata-hash",
+    "metadata-hash-at",
+];
+
+type Fs<T> = Result<T, wasip2::filesystem::types::ErrorCode>;
+
+/// `ok` when any attempt succeeded (the attack got through), else the first refusal.
+fn verdict(attempts: Vec<Fs<()>>) -> String {
+    if attempts.is_empty() {
+        return "n/a".into();
+    }
+    if attempts.iter().any(Result::is_ok) {
+        return "ok".into();
+    }
+    match &attempts[0] {
+        Err(e) => format!("err:{}", e.name()),
+        Ok(()) => unreachable!(),
+    }
+}
+
+/// Attempts `method` against one case: `base` (a directory opened first, read-only, from
+/// the granted root; absent: the root), `existing` (an owned file that exists), `fresh`
+/// (an owned path that does not), `empty_dir` (an owned empty directory), `link` (a
+/// symlink to `existing`, from the root).
+fn change_one(
+    method: &str,
+    case: &Value,
+    root: &wasip2::filesystem::types::Descriptor,
+    tag: &str,
+) -> String {
+    use wasip2::filesystem::types::{DescriptorFlags, NewTimestamp, OpenFlags, PathFlags};
+    if READS.contains(&method) {
+        return "reads".into();
+    }
+    let s = |k: &str| case[k].as_str().map(str::to_owned);
+    let base = match s("base") {
+        Some(b) => match root.open_at(
+            PathFlags::SYMLINK_FOLLOW,
+            &b,
+            OpenFlags::DIRECTORY,
+            DescriptorFlags::READ,
+        ) {
+            Ok(d) => Some(d),
+            Err(e) => return format!("base:{}", e.name()),
+        },
+        None => None,
+    };
+    let d = base.as_ref().unwrap_or(root);
+    let existing = s("existing").unwrap_or_default();
+    let fresh = s("fresh").unwrap_or_default();
+    let plain = format!("g-plain-{tag}");
+    let read_only = || {
+        d.open_at(
+            PathFlags::empty(),
+            &existing,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+    };
+    let none = PathFlags::empty();
+    let attempts: Vec<Fs<()>> = match method {
+        "open-at" => {
+            let mut a = vec![
+                d.open_at(none, &existing, OpenFlags::empty(), DescriptorFlags::WRITE)
+                    .map(drop),
+                d.open_at(none, &existing, OpenFlags::TRUNCATE, DescriptorFlags::READ)
+                    .map(drop),
+                d.open_at(none, &fresh, OpenFlags::CREATE, DescriptorFlags::WRITE)
+                    .map(drop),
+            ];
+            if let Some(link) = s("link") {
+                a.push(
+                    root.open_at(
+                        PathFlags::SYMLINK_FOLLOW,
+                        &link,
+                        OpenFlags::empty(),
+                        DescriptorFlags::WRITE,
+                    )
+                    .map(drop),
+                );
+            }
+            a
+        }
+        "create-directory-at" => vec![d.create_directory_at(&fresh)],
+        "set-times-at" => {
+            vec![d.set_times_at(none, &existing, NewTimestamp::NoChange, NewTimestamp::Now)]
+        }
+        "link-at" => vec![
+            d.link_at(none, &existing, root, &format!("g-stolen-{tag}")),
+            root.open_at(none, &plain, OpenFlags::CREATE, DescriptorFlags::WRITE)
+                .and_then(|_| root.link_at(none, &plain, d, &fresh)),
+        ],
+        "remove-directory-at" => match s("empty_dir") {
+            Some(dir) => vec![d.remove_directory_at(&dir)],
+            None => vec![],
+        },
+        "rename-at" => vec![
+            d.rename_at(&existing, root, &format!("g-moved-{tag}")),
+            root.open_at(none, &plain, OpenFlags::CREATE, DescriptorFlags::WRITE)
+                .and_then(|_| root.rename_at(&plain, d, &fresh)),
+        ],
+        "symlink-at" => vec![d.symlink_at(&plain, &fresh)],
+        "unlink-file-at" => vec![d.unlink_file_at(&existing)],
+        "set-size" => vec![read_only().and_then(|f| f.set_size(0))],
+        "set-times" => {
+            let mut a = vec![
+                read_only().and_then(|f| f.set_times(NewTimestamp::NoChange, NewTimestamp::Now)),
+            ];
+            if let Some(base) = &base {
+                a.push(base.set_times(NewTimestamp::NoChange, NewTimestamp::Now));
+            }
+            a
+        }
+        "write" => vec![read_only().and_then(|f| f.write(b"pwned", 0).map(drop))],
+        "write-via-stream" => {
+            vec![
+                read_only()
+                    .and_then(|f| f.write_via_stream(0))
+                    .and_then(|out| {
+                        out.blocking_write_and_flush(b"pwned")
+                            .map_err(|_| wasip2::filesystem::types::ErrorCode::Io)
+                    }),
+            ]
+        }
+        "append-via-stream" => {
+            vec![
+                read_only()
+                    .and_then(|f| f.append_via_stream())
+                    .and_then(|out| {
+                        out.blocking_write_and_flush(b"pwned")
+                            .map_err(|_| wasip2::filesystem::types::ErrorCode::Io)
+                    }),
+            ]
+        }
+        _ => return "unknown".into(),
+    };
+    verdict(attempts)
+}
+
+/// Every method of `methods` against every case of `cases`: `{"case/method": verdict}`.
+fn fs_changes(config: &Value) -> Result<Response, String> {
+    let root = first_dir().ok_or("no granted directory")?;
+    let mut out = serde_json::Map::new();
+    let cases = config["cases"].as_object().ok_or("no cases")?;
+    for (name, case) in cases {
+        for method in config["methods"].as_array().ok_or("no methods")? {
+            let method = method.as_str().unwrap_or("");
+            // A case for one method only (the control cases, each in its own directory).
+            if case["only"].as_str().is_some_and(|only| only != method) {
+                continue;
+            }
+            let tag = format!("{name}-{method}");
+            out.insert(
+                format!("{name}/{method}"),
+                change_one(method, case, &root, &tag).into(),
+            );
+        }
+    }
+    Ok(context(Value::Object(out).to_string()))
+}
+
+/// Reads each path of `paths` every way a guest can (open, stat, metadata hash, readlink,
+/// and listing its directory): `{"path/how": what it got}`; `found` means it was there.
+fn fs_reads(config: &Value) -> Result<Response, String> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let root = first_dir().ok_or("no granted directory")?;
+    let mut out = serde_json::Map::new();
+    let follow = PathFlags::SYMLINK_FOLLOW;
+    for path in config["paths"].as_array().ok_or("no paths")? {
+        let path = path.as_str().unwrap_or("");
+        let got = |r: Fs<String>| match r {
+            Ok(text) => Value::from(format!("found:{text}")),
+            Err(e) => Value::from(format!("err:{}", e.name())),
+        };
+        let opened = root
+            .open_at(follow, path, OpenFlags::empty(), DescriptorFlags::READ)
+            .and_then(|f| f.read(4096, 0))
+            .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned());
+        out.insert(format!("{path}/open"), got(opened));
+        out.insert(
+            format!("{path}/stat"),
+            got(root.stat_at(follow, path).map(|s| s.size.to_string())),
+        );
+        out.insert(
+            format!("{path}/hash"),
+            got(root
+                .metadata_hash_at(follow, path)
+                .map(|h| h.lower.to_string())),
+        );
+        let (dir, name) = path.rsplit_once('/').unwrap_or((".", path));
+        let listed = root
+            .open_at(follow, dir, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+            .and_then(|d| {
+                let entries = d.read_directory()?;
+                let mut seen = false;
+                while let Some(entry) = entries.read_directory_entry()? {
+                    seen |= entry.name == name;
+                }
+                Ok(if seen {
+                    "listed".to_string()
+                } else {
+                    "unlisted".to_string()
+                })
+            });
+        out.insert(format!("{path}/list"), got(listed));
+        // Through its directory, opened first.
+        let via_dir = root
+            .open_at(follow, dir, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+            .and_then(|d| d.open_at(follow, name, OpenFlags::empty(), DescriptorFlags::READ))
+            .and_then(|f| f.read(4096, 0))
+            .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned());
+        out.insert(format!("{path}/via-dir"), got(via_dir));
+    }
+    Ok(context(Value::Object(out).to_string()))
+}
+
 impl Guest for Raw {
     fn describe() -> PluginInfo {
         PluginInfo {
@@ -287,10 +519,53 @@ impl Guest for Raw {
                 }
                 Err(e) => Ok(context(format!("open denied: {e}"))),
             },
+            // Every mutating filesystem method against host-owned cases (see
+            // `fs_changes`), and every read of private files (`fs_reads`).
+            "fs-changes" => fs_changes(&config),
+            "fs-reads" => fs_reads(&config),
+            // Opens (and reads) `arg` `n` times: with a file and a FIFO swapped at that
+            // path meanwhile, an open checked by path and then made could block.
+            "open-many" => {
+                let (mut opened, mut refused) = (0, 0);
+                for _ in 0..n {
+                    match std::fs::File::open(arg) {
+                        Ok(mut file) => {
+                            let mut buf = Vec::new();
+                            let _ = (&mut file).take(4096).read_to_end(&mut buf);
+                            opened += 1;
+                        }
+                        Err(_) => refused += 1,
+                    }
+                }
+                Ok(context(format!("opened {opened}, refused {refused}")))
+            }
             "http-read" => http_read_all(arg),
             "http-many" => http_many(arg, n),
             "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
             "pollables" => leak_pollables(n),
+            // Holds `n` MiB of linear memory, then parks 4 KiB header values in `fields`
+            // (never dropped) until the host refuses one.
+            "hold-fields" => {
+                use wasip2::http::types::Fields;
+                let held = vec![1u8; n << 20];
+                std::mem::forget(std::hint::black_box(held));
+                let value = vec![b'v'; 4 * 1024];
+                let (mut maps, mut bytes) = (0usize, 0usize);
+                'maps: for _ in 0..100_000 {
+                    let fields = Fields::new();
+                    maps += 1;
+                    for j in 0..15 {
+                        let name = format!("h{j}");
+                        if fields.append(&name, &value).is_err() {
+                            std::mem::forget(fields);
+                            break 'maps;
+                        }
+                        bytes += name.len() + value.len();
+                    }
+                    std::mem::forget(fields);
+                }
+                Ok(context(format!("leaked {maps} fields of {bytes} bytes")))
+            }
             // Strings and JSON of `n` bytes in each response field.
             "huge-reason" => Ok(Response {
                 reason: Some(huge(n)),

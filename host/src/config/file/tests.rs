@@ -147,6 +147,7 @@ const OPENS: &[&str] = &[
     "fs::read_to_string(",
     "libc::open(",
     "libc::openat(",
+    "SYS_openat2",
     "deserialize_file(",
 ];
 

@@ -139,6 +139,11 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
         if http {
             wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
                 .map_err(|e| format!("cannot link wasi-http: {e}"))?;
+            // `fields` charged by their bytes to the memory limit.
+            linker.allow_shadowing(true);
+            super::held_fields::add(&mut linker)
+                .map_err(|e| format!("cannot link wasi-http's fields: {e:#}"))?;
+            linker.allow_shadowing(false);
         }
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;
@@ -189,6 +194,7 @@ impl Sandbox {
         dirs: &[OpenedDir],
         memory_bytes: u64,
         env: &[(String, String)],
+        guard: super::grants::StoreGuard,
     ) -> Result<Store<State>, String> {
         let stdout = CappedPipe::new(OUTPUT_CAP);
         let stderr = CappedPipe::new(OUTPUT_CAP);
@@ -222,7 +228,7 @@ impl Sandbox {
                 })?;
         }
         let wasi = builder.build();
-        let descriptors = DescriptorShare::new(Descriptors::shared(), plugin.clone(), dirs.len())
+        let descriptors = DescriptorShare::new(Descriptors::shared(), guard.hook, dirs.len())
             .map_err(|e| format!("cannot open the granted directories: {e}"))?;
         let memory = usize::try_from(memory_bytes).unwrap_or(usize::MAX);
         let state = State::new(
@@ -234,6 +240,7 @@ impl Sandbox {
             stdout,
             stderr,
             descriptors,
+            guard.places,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

@@ -121,7 +121,36 @@ impl PlaceGuard {
                 return Some(message(grant, real, write, how, &guarded.place));
             }
         }
+        if write && let Some(what) = crate::policy::places::owned_by_name(real) {
+            return Some(format!(
+                "`{grant}` (`{}`) (rw) reaches {what}, host-owned by its name wherever it \
+                 is: no read-write grant may reach it",
+                real.display()
+            ));
+        }
         None
+    }
+}
+
+impl PlaceGuard {
+    /// Why a guest may not reach `real` (a path it names, resolved: [`super::guest_fs`]),
+    /// changing it when `write`: it is or lies inside a place that a grant of that mode
+    /// may not reach. (A place inside `real` is no matter here: the call reaches `real`,
+    /// not below it, and the grant was already refused if it contained one.)
+    pub(super) fn owns(&self, real: &Path, write: bool) -> Option<String> {
+        self.places
+            .iter()
+            .filter(|g| g.place.guards(write))
+            .find(|g| real.starts_with(&g.real))
+            .map(|g| {
+                let how = if real == g.real { "is" } else { "lies inside" };
+                format!(
+                    "`{}` {how} {} `{}`, a place hookhost owns",
+                    real.display(),
+                    g.place.what,
+                    g.place.path.display()
+                )
+            })
     }
 }
 
@@ -170,8 +199,20 @@ impl PlaceGuards {
     }
 }
 
+/// What a store's guest is held to besides its limits: the hook whose descriptor share
+/// it draws on ([`super::held`]), and the host-owned places its filesystem calls are
+/// checked against ([`super::guest_fs`]).
+pub(super) struct StoreGuard {
+    /// The hook (its label).
+    pub(super) hook: Arc<str>,
+    /// The host-owned places.
+    pub(super) places: Arc<PlaceGuard>,
+}
+
 /// What the directory grants of one call are checked against.
 pub(super) struct GrantCheck<'a> {
+    /// The hook whose grants these are (its label).
+    pub(super) hook: &'a str,
     /// Managed ceilings, for hooks outside managed policy.
     pub(super) ceilings: Option<&'a Ceilings>,
     /// The project directory (`${workspace}`).
@@ -179,7 +220,7 @@ pub(super) struct GrantCheck<'a> {
     /// The home directory (`${home}`).
     pub(super) home: Option<&'a Path>,
     /// The host-owned places, the compile cache among them.
-    pub(super) places: &'a PlaceGuard,
+    pub(super) places: &'a Arc<PlaceGuard>,
 }
 
 /// The real path of an open descriptor.
@@ -320,8 +361,9 @@ mod tests {
         }
     }
 
-    fn check(places: &PlaceGuard) -> GrantCheck<'_> {
+    fn check(places: &Arc<PlaceGuard>) -> GrantCheck<'_> {
         GrantCheck {
+            hook: "h",
             ceilings: None,
             workspace: Path::new("/nonexistent"),
             home: None,
@@ -329,9 +371,13 @@ mod tests {
         }
     }
 
-    fn cache_guard(dir: &Path) -> PlaceGuard {
+    fn cache_guard(dir: &Path) -> Arc<PlaceGuard> {
         std::fs::create_dir_all(dir).unwrap();
-        PlaceGuard::new(&[HostPlace::new(dir, "the compile cache", Guard::Any)])
+        Arc::new(PlaceGuard::new(&[HostPlace::new(
+            dir,
+            "the compile cache",
+            Guard::Any,
+        )]))
     }
 
     #[test]
@@ -368,7 +414,7 @@ mod tests {
     #[test]
     fn a_grant_that_does_not_resolve_is_refused_naming_it() {
         let root = tempfile::tempdir().unwrap();
-        let none = PlaceGuard::new(&[]);
+        let none = Arc::new(PlaceGuard::new(&[]));
         let e = open_dirs(&[live(&root.path().join("absent"), false)], &check(&none))
             .err()
             .unwrap();

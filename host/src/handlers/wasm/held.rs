@@ -2,9 +2,10 @@
 //!
 //! - **Descriptors** (files a plugin opens, and its preopened directories) come from one
 //!   budget of the process ([`host_descriptors`], a quarter of the soft `RLIMIT_NOFILE`),
-//!   shared by every hook; one plugin holds at most a quarter of it
-//!   ([`DescriptorShare`]), so a plugin that hoards descriptors cannot starve its
-//!   siblings, nor the command hooks and the host itself.
+//!   shared by every hook; one hook (all its instances together, whatever plugin file it
+//!   runs) holds at most a quarter of it ([`DescriptorShare`]), so a hook that hoards
+//!   descriptors cannot starve its siblings (other hooks of the same plugin included),
+//!   nor the command hooks and the host itself.
 //! - **Bytes** the host keeps for a resource (a directory listing, read in full when the
 //!   stream is opened) are charged to the store's memory limit with its linear memory
 //!   ([`super::state::Limiter::hold`]).
@@ -36,16 +37,16 @@ pub fn host_descriptors() -> usize {
     })
 }
 
-/// Descriptors one plugin (all its instances together) may hold: a quarter of the
-/// host's budget.
-pub fn plugin_descriptors(host: usize) -> usize {
+/// Descriptors one hook (all its instances together) may hold: a quarter of the host's
+/// budget.
+pub fn hook_descriptors(host: usize) -> usize {
     (host / 4).max(1)
 }
 
 #[derive(Debug, Default)]
 struct Ledger {
     total: usize,
-    per_plugin: HashMap<Arc<str>, usize>,
+    per_hook: HashMap<Arc<str>, usize>,
 }
 
 /// The descriptor budget of the process, shared by every sandbox and store.
@@ -60,8 +61,8 @@ pub struct Descriptors {
 pub enum NoDescriptor {
     /// All plugins together hold the host's budget.
     Host(usize),
-    /// This plugin holds its share.
-    Plugin(usize),
+    /// This hook holds its share.
+    Hook(usize),
 }
 
 impl std::fmt::Display for NoDescriptor {
@@ -71,9 +72,9 @@ impl std::fmt::Display for NoDescriptor {
                 f,
                 "descriptor budget of {max} for all plugins of this process reached"
             ),
-            NoDescriptor::Plugin(max) => write!(
+            NoDescriptor::Hook(max) => write!(
                 f,
-                "descriptor limit of {max} per plugin reached (a quarter of the host's budget \
+                "descriptor limit of {max} per hook reached (a quarter of the host's budget \
                  of {} descriptors)",
                 max * 4
             ),
@@ -106,34 +107,34 @@ impl Descriptors {
         self.ledger.lock().unwrap_or_else(|e| e.into_inner()).total
     }
 
-    fn take(&self, plugin: &Arc<str>, n: usize) -> Result<(), NoDescriptor> {
+    fn take(&self, hook: &Arc<str>, n: usize) -> Result<(), NoDescriptor> {
         if n == 0 {
             return Ok(());
         }
         let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-        let share = plugin_descriptors(self.max);
-        let of_plugin = ledger.per_plugin.get(plugin).copied().unwrap_or(0);
-        if of_plugin + n > share {
-            return Err(NoDescriptor::Plugin(share));
+        let share = hook_descriptors(self.max);
+        let of_hook = ledger.per_hook.get(hook).copied().unwrap_or(0);
+        if of_hook + n > share {
+            return Err(NoDescriptor::Hook(share));
         }
         if ledger.total + n > self.max {
             return Err(NoDescriptor::Host(self.max));
         }
         ledger.total += n;
-        *ledger.per_plugin.entry(plugin.clone()).or_default() += n;
+        *ledger.per_hook.entry(hook.clone()).or_default() += n;
         Ok(())
     }
 
-    fn give(&self, plugin: &Arc<str>, n: usize) {
+    fn give(&self, hook: &Arc<str>, n: usize) {
         if n == 0 {
             return;
         }
         let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         ledger.total = ledger.total.saturating_sub(n);
-        if let Some(held) = ledger.per_plugin.get_mut(plugin) {
+        if let Some(held) = ledger.per_hook.get_mut(hook) {
             *held = held.saturating_sub(n);
             if *held == 0 {
-                ledger.per_plugin.remove(plugin);
+                ledger.per_hook.remove(hook);
             }
         }
     }
@@ -144,7 +145,8 @@ impl Descriptors {
 #[derive(Debug)]
 pub struct DescriptorShare {
     budget: Descriptors,
-    plugin: Arc<str>,
+    /// The hook whose share it is (its label).
+    hook: Arc<str>,
     /// Preopened directories, held for the store's life.
     preopens: usize,
     /// Resource handles (table reps) of the descriptors the plugin opened.
@@ -152,16 +154,17 @@ pub struct DescriptorShare {
 }
 
 impl DescriptorShare {
-    /// A store's share of `budget`, holding its `preopens` directories.
+    /// A store's share of `budget` for the hook `hook`, holding its `preopens`
+    /// directories.
     pub fn new(
         budget: Descriptors,
-        plugin: Arc<str>,
+        hook: Arc<str>,
         preopens: usize,
     ) -> Result<DescriptorShare, NoDescriptor> {
-        budget.take(&plugin, preopens)?;
+        budget.take(&hook, preopens)?;
         Ok(DescriptorShare {
             budget,
-            plugin,
+            hook,
             preopens,
             opened: HashSet::new(),
         })
@@ -169,7 +172,7 @@ impl DescriptorShare {
 
     /// Takes one descriptor for an open about to happen.
     pub fn take(&mut self) -> Result<(), NoDescriptor> {
-        self.budget.take(&self.plugin, 1)
+        self.budget.take(&self.hook, 1)
     }
 
     /// Records that the descriptor taken is the resource `rep`.
@@ -179,13 +182,13 @@ impl DescriptorShare {
 
     /// Gives back a descriptor taken for an open that failed.
     pub fn untake(&mut self) {
-        self.budget.give(&self.plugin, 1);
+        self.budget.give(&self.hook, 1);
     }
 
     /// The resource `rep` was dropped: gives back its descriptor if the plugin opened it.
     pub fn closed(&mut self, rep: u32) {
         if self.opened.remove(&rep) {
-            self.budget.give(&self.plugin, 1);
+            self.budget.give(&self.hook, 1);
         }
     }
 
@@ -197,7 +200,7 @@ impl DescriptorShare {
 
 impl Drop for DescriptorShare {
     fn drop(&mut self) {
-        self.budget.give(&self.plugin, self.held());
+        self.budget.give(&self.hook, self.held());
     }
 }
 
@@ -206,14 +209,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_plugin_holds_a_quarter_and_all_plugins_the_budget() {
+    fn one_hook_holds_a_quarter_and_all_hooks_the_budget() {
         let budget = Descriptors::with_max(8);
         let [a, b, c, d, e]: [Arc<str>; 5] = ["a", "b", "c", "d", "e"].map(Arc::from);
         let mut share = DescriptorShare::new(budget.clone(), a.clone(), 1).unwrap();
         share.take().unwrap();
         share.opened(7);
-        assert_eq!(share.take(), Err(NoDescriptor::Plugin(2)));
-        // A second store of the same plugin shares its quarter.
+        assert_eq!(share.take(), Err(NoDescriptor::Hook(2)));
+        // A second store of the same hook shares its quarter.
         assert!(DescriptorShare::new(budget.clone(), a, 1).is_err());
         let _others: Vec<_> = [b, c, d]
             .into_iter()

@@ -2,10 +2,11 @@
 //! makes the host do on its behalf is bounded like the plugin's own:
 //!
 //! - **Sleeps** (`monotonic-clock.subscribe-*`) end at the call's deadline.
-//! - **Opening a file** (`descriptor.open-at`) that is a FIFO, a device or a socket is
-//!   refused with `access`: opening a FIFO with no writer blocks the opener forever.
-//!   Every descriptor opened comes from the host's budget ([`super::held`]) and goes
-//!   back when the plugin drops it.
+//! - **Paths** (`descriptor.open-at` and every other call that reaches a path, changes a
+//!   file or lists a directory) pass [`super::guest_fs`]: host-owned places (nested ones
+//!   by name) are not changed, private files are not seen, a FIFO or a device is never
+//!   opened. Every descriptor opened comes from the host's budget ([`super::held`]) and
+//!   goes back when the plugin drops it.
 //! - **Directory listings**, which wasmtime-wasi reads whole, are charged to the store's
 //!   memory limit while the plugin holds their stream ([`Listing`]).
 //! - **Every host call** is charged [`FUEL_PER_HOST_CALL`] by [`meter`], the store's call
@@ -28,8 +29,7 @@ use wasmtime::component::{Linker, Resource, ResourceType};
 use wasmtime::{CallHook, Store, StoreContextMut, Trap};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    self as fs, DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
-    HostDescriptor, OpenFlags, PathFlags,
+    self as fs, DirectoryEntry, ErrorCode, Filesize, HostDescriptor,
 };
 use wasmtime_wasi::p2::{DynPollable, FsResult};
 use wasmtime_wasi_io::bindings::wasi::io::streams::{
@@ -38,7 +38,7 @@ use wasmtime_wasi_io::bindings::wasi::io::streams::{
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
 use super::bindings::Level;
-use super::state::{Refused, State};
+use super::state::State;
 
 /// Fuel charged per byte a host call moves between the plugin and the host.
 pub const FUEL_PER_BYTE: u64 = 1;
@@ -51,7 +51,7 @@ pub const FUEL_PER_LOG_RECORD: u64 = 1_000;
 
 /// The WASI 0.2 version whose interfaces the linker defines (guests built for any 0.2.x
 /// match them).
-const WASI: &str = "0.2.12";
+pub(super) const WASI: &str = "0.2.12";
 
 /// A wasi-http function called by a plugin whose hook has no HTTP grant: wasi-http is
 /// not linked for it.
@@ -88,7 +88,7 @@ pub fn charge(store: &mut StoreContextMut<'_, State>, units: u64) -> wasmtime::R
 }
 
 /// Fuel for the bytes a call moved (the call itself is charged by [`meter`]).
-fn cost(bytes: usize) -> u64 {
+pub(super) fn cost(bytes: usize) -> u64 {
     (bytes as u64).saturating_mul(FUEL_PER_BYTE)
 }
 
@@ -113,7 +113,7 @@ pub fn meter(store: &mut Store<State>) {
 pub fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     clamp_sleeps(linker)?;
-    guard_open(linker)?;
+    super::guest_fs::add(linker)?;
     hold_descriptors(linker)?;
     hold_listings(linker)?;
     meter_streams(linker)?;
@@ -147,73 +147,6 @@ fn clamp_sleeps(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          -> wasmtime::Result<(Resource<DynPollable>,)> {
             let until = store.data().clock.instant(when);
             Ok((store.data_mut().sleep_until(until)?,))
-        },
-    )?;
-    Ok(())
-}
-
-/// Whether a file of this type may be opened: FIFOs block the opener until a peer
-/// shows up, devices do anything (`/dev/zero` never ends, a terminal waits for input),
-/// and sockets cannot be opened at all.
-fn openable(kind: DescriptorType) -> bool {
-    matches!(
-        kind,
-        DescriptorType::RegularFile | DescriptorType::Directory | DescriptorType::SymbolicLink
-    )
-}
-
-/// `descriptor.open-at`, refusing what [`openable`] refuses before the open: the path is
-/// looked up first (`stat-at`, within the same sandboxed directory, following symlinks
-/// as the open would), and a FIFO, device or socket is `access` denied. Each descriptor
-/// opened is taken from the host's descriptor budget ([`super::held`]), and refused
-/// with `quota` when the plugin's share or the host's budget is held; it is given back
-/// when the plugin drops it ([`hold_descriptors`]) or its store goes.
-fn guard_open(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    let mut types = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
-    types.func_wrap_async(
-        "[method]descriptor.open-at",
-        |mut store: StoreContextMut<'_, State>,
-         (fd, path_flags, path, oflags, flags): (
-            Resource<Descriptor>,
-            PathFlags,
-            String,
-            OpenFlags,
-            DescriptorFlags,
-        )| {
-            Box::new(async move {
-                charge(&mut store, cost(path.len()))?;
-                let mut view = store.data_mut().filesystem();
-                let looked_up = HostDescriptor::stat_at(
-                    &mut view,
-                    Resource::new_borrow(fd.rep()),
-                    path_flags,
-                    path.clone(),
-                )
-                .await;
-                if let Ok(stat) = looked_up
-                    && !openable(stat.type_)
-                {
-                    return Ok((Err(ErrorCode::Access),));
-                }
-                let data = store.data_mut();
-                if let Err(refused) = data.descriptors.take() {
-                    data.limiter.refused = Some(Refused::Descriptor(refused));
-                    return Ok((Err(ErrorCode::Quota),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let opened =
-                    HostDescriptor::open_at(&mut view, fd, path_flags, path, oflags, flags).await;
-                let answer = match opened {
-                    Ok(descriptor) => Ok(descriptor),
-                    Err(e) => Err(fs::Host::convert_error_code(&mut view, e)?),
-                };
-                let descriptors = &mut store.data_mut().descriptors;
-                match &answer {
-                    Ok(descriptor) => descriptors.opened(descriptor.rep()),
-                    Err(_) => descriptors.untake(),
-                }
-                Ok((answer,))
-            })
         },
     )?;
     Ok(())
@@ -267,12 +200,19 @@ fn hold_listings(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.read-directory",
         |mut store: StoreContextMut<'_, State>, (fd,): (Resource<Descriptor>,)| {
             Box::new(async move {
+                let dir = fd.rep();
                 let mut view = store.data_mut().filesystem();
                 let stream = match HostDescriptor::read_directory(&mut view, fd).await {
                     Ok(stream) => stream,
                     Err(e) => return Ok((Err(fs::Host::convert_error_code(&mut view, e)?),)),
                 };
-                let entries: Vec<_> = store.data_mut().table.delete(stream)?.into_iter().collect();
+                let mut entries: Vec<_> =
+                    store.data_mut().table.delete(stream)?.into_iter().collect();
+                // Private files are not listed ([`super::guest_fs`]).
+                if let Some(real) = store.data().dir_real_path(dir)? {
+                    let data = store.data();
+                    entries.retain(|e| e.as_ref().map_or(true, |e| data.listed(&real, &e.name)));
+                }
                 let bytes = entries
                     .iter()
                     .map(|e| LISTED_ENTRY_BYTES + e.as_ref().map_or(0, |e| e.name.len()))
@@ -500,6 +440,9 @@ fn meter_files(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          (fd, bytes, offset): (Resource<Descriptor>, Vec<u8>, Filesize)| {
             Box::new(async move {
                 charge(&mut store, cost(bytes.len()))?;
+                if let Some(code) = store.data_mut().self_change_refused("write", fd.rep())? {
+                    return Ok((Err(code),));
+                }
                 let mut view = store.data_mut().filesystem();
                 let written = HostDescriptor::write(&mut view, fd, bytes, offset).await;
                 Ok((match written {

@@ -345,6 +345,13 @@ fn collect_diagnostics(store: &mut Store<State>, notes: Vec<String>) -> Option<S
     if denied.more > 0 {
         parts.push(format!("http: {} more requests refused", denied.more));
     }
+    for refused in std::mem::take(&mut data.fs_refused) {
+        parts.push(format!("filesystem: {refused}"));
+    }
+    let more = std::mem::take(&mut data.fs_refused_more);
+    if more > 0 {
+        parts.push(format!("filesystem: {more} more calls refused"));
+    }
     for record in data.log.take() {
         parts.push(format!("log: {record}"));
     }

@@ -385,7 +385,17 @@ impl Sandbox {
         limits: &Limits,
     ) -> Result<bindings::PluginInfo, LoadError> {
         let mut store = self
-            .store(file_name, &Live::default(), &[], limits.memory_bytes, &[])
+            .store(
+                file_name,
+                &Live::default(),
+                &[],
+                limits.memory_bytes,
+                &[],
+                super::grants::StoreGuard {
+                    hook: file_name.clone(),
+                    places: self.guards.of(&Default::default()),
+                },
+            )
             .map_err(|e| (FailureKind::CannotStart, e))?;
         limits
             .arm(&mut store)

@@ -340,7 +340,17 @@ async fn instance(
 ) -> (Store<State>, wasmtime::component::Instance) {
     let plugin: Arc<str> = Arc::from("kitchen-sink");
     let mut store = sandbox
-        .store(&plugin, &Live::default(), &[], MEMORY, &[])
+        .store(
+            &plugin,
+            &Live::default(),
+            &[],
+            MEMORY,
+            &[],
+            super::grants::StoreGuard {
+                hook: plugin.clone(),
+                places: Arc::new(super::grants::PlaceGuard::new(&[])),
+            },
+        )
         .expect("a store");
     let limits = Limits {
         fuel,
@@ -500,7 +510,17 @@ async fn a_store_footprint_counts_what_its_resources_hold() {
     let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
     let plugin: Arc<str> = Arc::from("footprint");
     let mut store = sandbox
-        .store(&plugin, &Live::default(), &[], MEMORY, &[])
+        .store(
+            &plugin,
+            &Live::default(),
+            &[],
+            MEMORY,
+            &[],
+            super::grants::StoreGuard {
+                hook: plugin.clone(),
+                places: Arc::new(super::grants::PlaceGuard::new(&[])),
+            },
+        )
         .expect("a store");
     let data = store.data_mut();
     let empty = data.footprint();

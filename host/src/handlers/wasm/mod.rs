@@ -33,7 +33,9 @@ mod compiles;
 mod convert;
 mod engine;
 mod grants;
+mod guest_fs;
 mod held;
+mod held_fields;
 mod hostcalls;
 mod http_policy;
 mod instances;
@@ -60,7 +62,7 @@ use compiles::CompileObserver;
 pub use convert::{Converted, MAX_CONVERTED_BYTES, PluginResponse, convert_response};
 pub use engine::{engine_config, instance_pool_available};
 pub use held::RESOURCE_ENTRY_BYTES;
-pub use held::{host_descriptors, plugin_descriptors};
+pub use held::{hook_descriptors, host_descriptors};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
@@ -537,6 +539,7 @@ impl Sandbox {
         warnings.extend(grants::unpassable_env(&live));
         let guard = self.guards.of(places);
         let grants = GrantCheck {
+            hook: &call.label,
             ceilings,
             workspace: &invocation.project_dir,
             home: home_dir(),
@@ -627,6 +630,10 @@ impl Sandbox {
                 &dirs,
                 limits.memory_bytes,
                 &grants::env_values(live),
+                grants::StoreGuard {
+                    hook: Arc::from(grants.hook),
+                    places: grants.places.clone(),
+                },
             )
             .map_err(|e| (FailureKind::CannotStart, e))?;
         limits

@@ -15,6 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings;
+use super::grants::PlaceGuard;
 use super::held::{DescriptorShare, NoDescriptor, RESOURCE_ENTRY_BYTES};
 use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
@@ -415,6 +416,15 @@ pub struct State {
     pub host_calls: u64,
     /// The descriptors this store holds, from the host's budget.
     pub descriptors: DescriptorShare,
+    /// The host-owned places the guest's filesystem calls are checked against
+    /// ([`super::guest_fs`]).
+    pub places: Arc<PlaceGuard>,
+    /// Filesystem calls refused during the current call, for the diagnostics.
+    pub fs_refused: Vec<String>,
+    /// Refusals beyond those kept.
+    pub fs_refused_more: usize,
+    /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
+    pub field_bytes: super::held_fields::FieldBytes,
 }
 
 impl State {
@@ -429,6 +439,7 @@ impl State {
         stdout: CappedPipe,
         stderr: CappedPipe,
         descriptors: DescriptorShare,
+        places: Arc<PlaceGuard>,
     ) -> State {
         let mut table = ResourceTable::new();
         table.set_max_capacity(resource_table_cap(memory_bytes));
@@ -441,6 +452,10 @@ impl State {
             host_fuel: 0,
             host_calls: 0,
             descriptors,
+            places,
+            fs_refused: Vec::new(),
+            fs_refused_more: 0,
+            field_bytes: Default::default(),
             http_policy: HttpPolicy::new(live),
             limiter: Limiter::new(memory_bytes),
             stdout,
@@ -458,7 +473,13 @@ impl State {
     /// for every other entry of its resource table the most one entry may hold
     /// ([`RESOURCE_ENTRY_BYTES`]).
     pub fn footprint(&mut self) -> usize {
-        let entries = self.table.iter_mut().count();
+        // `fields` are charged by their bytes (in `held`), every other entry at the most
+        // one entry may hold.
+        let entries = self
+            .table
+            .iter_mut()
+            .count()
+            .saturating_sub(self.field_bytes.count());
         self.limiter
             .memory()
             .saturating_add(self.limiter.held())

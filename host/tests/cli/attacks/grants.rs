@@ -349,18 +349,13 @@ fn a_grant_of_the_default_data_directory_is_refused_while_the_variable_points_el
     }
 }
 
-/// LEFT OPEN (red team, issue 23): the repository's own `.git` is guarded, but a nested
-/// repository inside a read-write grant is not (a vendored checkout, `git init` in a
-/// subdirectory, or one the plugin makes, since WASI can create directories): a plugin
-/// granted `${workspace}/src` writes `src/.git/config` (`core.fsmonitor`, aliases, hooks),
-/// which git runs natively when the agent or a command hook runs git inside `src/`. The
-/// same holds for a nested `CLAUDE.md` the agent reads as instructions. A guard at the
-/// guest's filesystem calls (`hostcalls.rs`) would close the class, but by the opened
-/// file's real path, not the path's names: a committed symlink `x -> .git` or a
-/// directory descriptor opened on `.git` reaches `config` without naming `.git`; the
-/// guard also needs create-directory-at, rename-at, symlink-at and link-at. Not done.
+/// A nested repository inside a read-write grant (a vendored checkout, `git init` in a
+/// subdirectory, or one the plugin makes) is host-owned by its name: a plugin granted
+/// `${workspace}/src` may not write `src/.git/config` (`core.fsmonitor`, aliases,
+/// hooks), which git would run natively. The guard is the guest's filesystem
+/// chokepoint (`handlers/wasm/guest_fs.rs`), by the real path of the target; every
+/// method and route is generated in `tests/it/guest_fs.rs`.
 #[test]
-#[ignore = "open: nested .git inside a read-write grant (see the doc comment)"]
 fn a_nested_git_directory_inside_a_read_write_grant_is_not_writable() {
     let env = TestEnv::new();
     let nested = env.project.join("src");

@@ -9,6 +9,7 @@ mod files;
 mod grants;
 mod if_rule;
 mod managed;
+mod memory;
 mod path;
 mod redaction;
 mod run_async;
