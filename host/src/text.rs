@@ -85,9 +85,52 @@ pub fn escape_json(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The most bytes `c` takes once hookhost shows it: JSON-escaped (serde, then
+/// [`escape_json`]: `\u0000` is six bytes) or escaped for a terminal ([`escape`]:
+/// `\u{202e}` is eight). A text's [`shown_len`] bounds the bytes it adds to any answer.
+pub fn shown_width(c: char) -> usize {
+    match c {
+        '\n' | '\r' | '\t' | '"' | '\\' => 2,
+        c if is_unsafe(c, false) && (c as u32) < 0x100 => 6,
+        c if is_unsafe(c, false) => 8,
+        c => c.len_utf8(),
+    }
+}
+
+/// The most bytes `text` takes once shown, escaped for JSON or a terminal (the sum of
+/// [`shown_width`]): at most six times its length in bytes.
+pub fn shown_len(text: &str) -> usize {
+    if text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+        return text.len() + text.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
+    }
+    text.chars().map(shown_width).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every character's width is at least what serde's JSON, [`escape_json`] and
+    /// [`escape`] make of it, and no more than six bytes per byte of UTF-8.
+    #[test]
+    fn shown_width_bounds_every_escape() {
+        let every = (0..=0x10ffffu32)
+            .step_by(1)
+            .filter_map(char::from_u32)
+            .filter(|c| (*c as u32) < 0x3000 || (*c as u32).is_multiple_of(97));
+        for c in every {
+            let s = c.to_string();
+            let json = escape_json(&serde_json::to_string(&s).unwrap()).len() - 2;
+            let terminal = escape(&s).len().max(escape_multiline(&s).len());
+            let width = shown_width(c);
+            assert!(
+                width >= json && width >= terminal,
+                "{c:?}: {width} < {json}/{terminal}"
+            );
+            assert!(width <= 6 * c.len_utf8(), "{c:?}");
+            assert_eq!(shown_len(&s), width, "{c:?}");
+        }
+    }
 
     #[test]
     fn plain_text_is_borrowed() {

@@ -18,7 +18,14 @@
 //! interleave or lose lines: each line is written with one `write` to the file opened in
 //! append mode, while holding an exclusive lock on it. A full disk never leaves half a
 //! line for the next one to be glued to: a short write is truncated back to where the
-//! line started (and should that fail, the next line starts on a new line).
+//! line started.
+//!
+//! Crash-only: a writer killed mid-line (`kill -9`, in any process, while a daemon holds
+//! the log open) leaves half a line; the next writer, under the lock, reads the byte
+//! before the end and starts its line on a new line, so no line is glued to half
+//! another. A log deleted or swapped (for a symlink, a FIFO, a directory, another file)
+//! while a line was written gets the line again at its path, or the dispatch a notice
+//! ([`AuditLog::append`], the one place every line passes).
 
 mod entry;
 mod redact;
@@ -62,11 +69,21 @@ pub struct AuditLog {
 struct OpenLog {
     file: File,
     id: (u64, u64),
-    /// The next line must start with a newline: the file does not end with one (half a
-    /// line that could not be removed, here or by another process before the open).
-    needs_newline: bool,
-    /// Whether the file's last byte is yet to be checked (once per open, under the lock).
-    check_tail: bool,
+}
+
+/// Writes of one line before [`AuditLog::append`] gives up on a log that keeps being
+/// deleted or replaced under it.
+const APPEND_ATTEMPTS: usize = 3;
+
+/// Whether the file is empty or ends with a newline (read under the lock, before each
+/// line). A file whose last byte cannot be read counts as not ending with one: a blank
+/// line costs nothing (readers skip it), a glued one costs a line.
+fn ends_with_newline(file: &File) -> bool {
+    let Ok(size) = file.metadata().map(|m| m.len()) else {
+        return false;
+    };
+    let mut last = [0u8];
+    size == 0 || (file.read_exact_at(&mut last, size - 1).is_ok() && last[0] == b'\n')
 }
 
 impl Clone for AuditLog {
@@ -174,6 +191,16 @@ impl AuditLog {
 
     /// Appends one JSON value as one line.
     ///
+    /// The one place every line passes (dispatches, async runs, every process and thread):
+    /// under the file's lock, the byte before the end is read, and a line that would
+    /// follow half a line (a writer killed mid-write, here or in another process, even
+    /// while this handle was open) starts with a newline of its own. After the write, a
+    /// file that lost its last name meanwhile (deleted, or replaced by a rename over the
+    /// path, by a symlink, a FIFO, a directory or another file) held the line where no
+    /// reader finds it: the line is written again at the path as it stands, which may be
+    /// refused, and then the caller has an error for a notice: each line is in the log or
+    /// reported, never lost silently.
+    ///
     /// # Errors
     ///
     /// The log cannot be opened, locked or written, or is refused (see the module docs);
@@ -185,8 +212,34 @@ impl AuditLog {
         serde_json::to_writer(&mut line, entry).map_err(|e| e.to_string())?;
         line.push(b'\n');
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        // The path's own inode, not a symlink's target: a log replaced by a symlink is
-        // reopened, and then refused.
+        for _ in 0..APPEND_ATTEMPTS {
+            let log = self.current(&mut open)?;
+            let lock = Flock::exclusive(&log.file)
+                .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
+            let bytes = if ends_with_newline(&log.file) {
+                &line[1..]
+            } else {
+                &line[..]
+            };
+            write_line(&log.file, bytes)
+                .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))?;
+            let named = log.file.metadata().map_or(true, |m| m.nlink() > 0);
+            drop(lock);
+            if named {
+                return Ok(());
+            }
+            *open = None; // written to a file without a name: again, at the path
+        }
+        Err(format!(
+            "cannot write the audit log `{shown}`: it was deleted or replaced while each of \
+             {APPEND_ATTEMPTS} attempts wrote the line"
+        ))
+    }
+
+    /// The open log, reopened when the path no longer names it (rotated, deleted,
+    /// replaced). The path's own inode is compared, not a symlink's target: a log
+    /// replaced by a symlink is reopened, and then refused.
+    fn current<'a>(&self, open: &'a mut Option<OpenLog>) -> Result<&'a OpenLog, String> {
         let current = std::fs::symlink_metadata(&self.path)
             .ok()
             .map(|m| (m.dev(), m.ino()));
@@ -195,32 +248,13 @@ impl AuditLog {
             let file = self.open_file()?;
             let meta = file
                 .metadata()
-                .map_err(|e| format!("cannot open the audit log `{shown}`: {e}"))?;
+                .map_err(|e| format!("cannot open the audit log `{}`: {e}", self.path.display()))?;
             *open = Some(OpenLog {
                 file,
                 id: (meta.dev(), meta.ino()),
-                needs_newline: false,
-                check_tail: meta.len() > 0,
             });
         }
-        let log = open.as_mut().expect("opened above");
-        let _lock = Flock::exclusive(&log.file)
-            .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
-        if log.check_tail {
-            log.check_tail = false;
-            let size = log.file.metadata().map(|m| m.len()).unwrap_or(0);
-            let mut last = [b'\n'];
-            if size > 0 && log.file.read_exact_at(&mut last, size - 1).is_ok() {
-                log.needs_newline = last[0] != b'\n';
-            }
-        }
-        let bytes = if log.needs_newline {
-            &line[..]
-        } else {
-            &line[1..]
-        };
-        write_line(&log.file, bytes, &mut log.needs_newline)
-            .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))
+        Ok(open.as_ref().expect("opened above"))
     }
 
     /// Opens (creating it 0600) the log file without following a symlink, in a directory
@@ -259,7 +293,8 @@ impl AuditLog {
         }
         let name = CString::new(name.as_bytes())
             .map_err(|_| format!("cannot open the audit log `{shown}`: a NUL in its name"))?;
-        let flags = libc::O_WRONLY
+        // Read as well as write: the byte before the end is read before each line.
+        let flags = libc::O_RDWR
             | libc::O_APPEND
             | libc::O_CREAT
             | libc::O_NOFOLLOW
@@ -343,9 +378,9 @@ impl AuditLog {
 
 /// Writes one whole line with one `write` (the file is in append mode and locked). On a
 /// short write (a full disk, a file size limit) the part that was written is truncated
-/// away, so the file still ends with a whole line; if even that fails, `needs_newline`
-/// makes the next line start on a line of its own. A failed `write` wrote nothing.
-fn write_line(file: &File, line: &[u8], needs_newline: &mut bool) -> std::io::Result<()> {
+/// away, so the file still ends with a whole line; should that fail, the next append
+/// finds the half line and starts on a new line. A failed `write` wrote nothing.
+fn write_line(file: &File, line: &[u8]) -> std::io::Result<()> {
     let written = loop {
         match (&*file).write(line) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -353,7 +388,6 @@ fn write_line(file: &File, line: &[u8], needs_newline: &mut bool) -> std::io::Re
         }
     };
     if written == line.len() {
-        *needs_newline = false;
         return Ok(());
     }
     let partial = std::io::Error::other(format!(
@@ -363,13 +397,9 @@ fn write_line(file: &File, line: &[u8], needs_newline: &mut bool) -> std::io::Re
     let end = file.metadata()?.len();
     match file.set_len(end.saturating_sub(written as u64)) {
         Ok(()) => Err(partial),
-        Err(truncate) => {
-            // The half line stays; end it, or have the next line start with a newline.
-            *needs_newline = !matches!((&*file).write(b"\n"), Ok(1));
-            Err(std::io::Error::other(format!(
-                "{partial}; the partial line could not be removed ({truncate})"
-            )))
-        }
+        Err(truncate) => Err(std::io::Error::other(format!(
+            "{partial}; the partial line could not be removed ({truncate})"
+        ))),
     }
 }
 
@@ -408,6 +438,100 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "a reopened log is private too");
+    }
+
+    /// Until a writer waits for the lock on inode `ino` (so it checked the path before):
+    /// `/proc/locks` lists a waiter as `-> FLOCK … :INODE`.
+    fn wait_for_a_lock_waiter(ino: u64) {
+        let waiting = || {
+            std::fs::read_to_string("/proc/locks")
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains("->") && l.contains(&format!(":{ino} ")))
+        };
+        while !waiting() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// A log this handle holds open gets half a line from someone else (a process killed
+    /// mid-write): the next line starts on a line of its own, every time.
+    #[test]
+    fn a_torn_line_under_an_open_log_is_never_glued_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(&path);
+        log.append(&json!({"n": 1})).unwrap(); // opened (and its tail checked) here
+        for (n, torn) in [(2, "{\"killed\": \"mid"), (3, "{\"again"), (4, "x")] {
+            let mut other = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            other.write_all(torn.as_bytes()).unwrap();
+            log.append(&json!({"n": n})).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "{\"n\":1}",
+                "{\"killed\": \"mid",
+                "{\"n\":2}",
+                "{\"again",
+                "{\"n\":3}",
+                "x",
+                "{\"n\":4}"
+            ],
+            "{text}"
+        );
+    }
+
+    /// The log is replaced by a symlink while a writer already checked its path and waits
+    /// for the lock: the line it then writes lands in a file without a name, so it is
+    /// written again at the path, which is refused: an error (a notice), not silence.
+    #[test]
+    fn a_log_replaced_while_a_line_waits_is_written_again_or_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(&path);
+        log.append(&json!({"n": 1})).unwrap();
+        let ino = std::fs::metadata(&path).unwrap().ino();
+        let holder = File::open(&path).unwrap();
+        let held = Flock::exclusive(&holder).unwrap();
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(|| log.append(&json!({"n": 2})));
+            wait_for_a_lock_waiter(ino);
+            let victim = dir.path().join("victim");
+            std::fs::write(&victim, "").unwrap();
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&victim, &link).unwrap();
+            std::fs::rename(&link, &path).unwrap();
+            drop(held);
+            let error = writer.join().unwrap().unwrap_err();
+            assert!(error.contains("symlink"), "{error}");
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "", "followed");
+        });
+        // And a regular file renamed over it the same way gets the line.
+        std::fs::remove_file(&path).unwrap();
+        log.append(&json!({"n": 3})).unwrap();
+        let ino = std::fs::metadata(&path).unwrap().ino();
+        let holder = File::open(&path).unwrap();
+        let held = Flock::exclusive(&holder).unwrap();
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(|| log.append(&json!({"n": 4})));
+            wait_for_a_lock_waiter(ino);
+            let fresh = dir.path().join("fresh");
+            std::fs::write(&fresh, "").unwrap();
+            std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            std::fs::rename(&fresh, &path).unwrap();
+            drop(held);
+            writer.join().unwrap().unwrap();
+        });
+        let entries = log.read().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].as_ref().unwrap()["n"], 4);
     }
 
     #[test]

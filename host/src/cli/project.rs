@@ -14,8 +14,9 @@
 //! 4. the working directory;
 //!
 //! and from 2–4 hookhost walks up to the nearest directory with a `.hookhost/`. The walk
-//! stops below the user's home directory and the filesystem root, and at a mount point
-//! (like git's discovery), and it only takes a `.hookhost/` above the starting directory
+//! stops below the user's home directory and the filesystem root, and at any mount point,
+//! a bind mount of the same file system included (mount ids, `statx`'s `STX_MNT_ID`, not
+//! devices: `mount_of`), and it only takes a `.hookhost/` above the starting directory
 //! that belongs to the user or to root, so a directory another user planted higher up
 //! (`/tmp/.hookhost`) never becomes the project. With no `.hookhost/` on the way, the
 //! project is the starting directory itself.
@@ -93,17 +94,27 @@ fn is_marker(dir: &Path) -> bool {
 /// module docs; `None` when there is none. `start` itself is returned as given (so its
 /// hooks see the path the agent used); an ancestor is returned canonical.
 pub fn nearest_project(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    nearest_project_on(start, home, &mount_of)
+}
+
+/// [`nearest_project`] with the mount of a directory told by `mount`: the walk stops where
+/// the mount changes (the one place the walk decides it).
+fn nearest_project_on(
+    start: &Path,
+    home: Option<&Path>,
+    mount: &dyn Fn(&Path) -> Option<Mount>,
+) -> Option<PathBuf> {
     if is_marker(start) {
         return Some(start.to_path_buf());
     }
     let canonical = start.canonicalize().ok()?;
-    let device = std::fs::metadata(&canonical).ok()?.dev();
+    let here = mount(&canonical)?;
     let me = hookhost::config::file::effective_uid();
     let mut dir = canonical.as_path();
     while let Some(parent) = dir.parent() {
         let at_boundary = parent.parent().is_none() // the root
             || Some(parent) == home
-            || std::fs::metadata(parent).map_or(true, |m| m.dev() != device);
+            || mount(parent) != Some(here);
         if at_boundary {
             return None;
         }
@@ -116,6 +127,37 @@ pub fn nearest_project(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
         dir = parent;
     }
     None
+}
+
+/// Which mount a directory is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mount {
+    /// `statx`'s mount id (Linux 5.8+): a bind mount of the same file system has its own.
+    Id(u64),
+    /// The device (`st_dev`), where the kernel gives no mount id: misses bind mounts.
+    Device(u64),
+}
+
+/// The mount `dir` is on: its mount id, else its device; `None` when it cannot be told.
+fn mount_of(dir: &Path) -> Option<Mount> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: an all-zero `statx` is a valid value of the plain C struct.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a buffer the kernel fills.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            0,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    if rc == 0 && stx.stx_mask & libc::STATX_MNT_ID != 0 {
+        return Some(Mount::Id(stx.stx_mnt_id));
+    }
+    std::fs::metadata(dir).ok().map(|m| Mount::Device(m.dev()))
 }
 
 #[cfg(test)]
@@ -135,6 +177,41 @@ mod tests {
         // A nested project wins over the outer one.
         std::fs::create_dir_all(project.join("src/.hookhost")).unwrap();
         assert_eq!(nearest_project(&deep, None), Some(project.join("src")));
+    }
+
+    /// The walk stops wherever the mount changes, whatever the device says: told by an
+    /// oracle here (a real bind mount: `tests/cli/config.rs`, under `unshare -rm`).
+    #[test]
+    fn the_walk_stops_at_a_mount_point() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let project = base.join("repo");
+        let mounted = project.join("vendor/bound");
+        let deep = mounted.join("src");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(project.join(".hookhost")).unwrap();
+        let one_mount = |_: &Path| Some(Mount::Id(1));
+        assert_eq!(
+            nearest_project_on(&deep, None, &one_mount),
+            Some(project.clone())
+        );
+        let bound = mounted.clone();
+        let bind_mount =
+            move |dir: &Path| Some(Mount::Id(if dir.starts_with(&bound) { 2 } else { 1 }));
+        assert_eq!(nearest_project_on(&deep, None, &bind_mount), None);
+        assert_eq!(nearest_project_on(&mounted, None, &bind_mount), None);
+        let unknown = |dir: &Path| (dir != project.join("vendor")).then_some(Mount::Id(1));
+        assert_eq!(
+            nearest_project_on(&deep, None, &unknown),
+            None,
+            "unknown stops"
+        );
+        // The real oracle sees one mount across a plain directory tree.
+        assert_eq!(nearest_project(&deep, None), Some(project.clone()));
+        assert!(
+            matches!(mount_of(&deep), Some(Mount::Id(_))),
+            "statx gives mount ids here"
+        );
     }
 
     #[test]

@@ -129,39 +129,70 @@ pub fn classify_stdout(stdout: &str, event: &str) -> Stdout {
     }
 }
 
-/// Caps a text in place at [`OUTPUT_TEXT_CAP`] characters, saying how much was cut (see
-/// [`cap_text`]). A text of at most that many bytes is left without scanning it.
+/// Bytes a text may take once shown (JSON-escaped, or escaped for a terminal:
+/// [`crate::text::shown_len`]) per character of its cap: a text capped at
+/// [`OUTPUT_TEXT_CAP`] characters takes at most [`OUTPUT_TEXT_BYTES`] bytes in any answer,
+/// however it is made (1 GiB of NUL bytes, each shown as the six bytes `\u0000`, keeps
+/// 3,328 of them).
+pub const SHOWN_BYTES_PER_CHARACTER: usize = 2;
+
+/// Bytes a capped text takes at most once shown.
+pub const OUTPUT_TEXT_BYTES: usize = OUTPUT_TEXT_CAP * SHOWN_BYTES_PER_CHARACTER;
+
+/// Caps a text in place at [`OUTPUT_TEXT_CAP`] characters and [`OUTPUT_TEXT_BYTES`] shown
+/// bytes, saying how much was cut (see [`cap_text`]). A short text is left without
+/// scanning it.
 pub fn cap_in_place(text: &mut String) {
-    if text.len() > OUTPUT_TEXT_CAP {
+    // Shown, a byte is at most six.
+    if text.len() > OUTPUT_TEXT_BYTES / 6 {
         *text = cap_text(text);
     }
 }
 
-/// Caps a text at [`OUTPUT_TEXT_CAP`] characters, the marker saying how much was cut
-/// (`… [N characters truncated]`) included: a capped text is within the cap, so capping
-/// it again changes nothing.
+/// Caps a text at [`OUTPUT_TEXT_CAP`] characters and [`OUTPUT_TEXT_BYTES`] bytes once shown
+/// (escaped for JSON or a terminal), the marker saying how much was cut (`… [N characters
+/// truncated]`) included: a capped text is within both caps, so capping it again changes
+/// nothing.
 pub fn cap_text(text: &str) -> String {
     cap_text_at(text, OUTPUT_TEXT_CAP)
 }
 
-/// [`cap_text`] at `cap` characters (at least the marker's length, about 40).
+/// [`cap_text`] at `cap` characters and `cap` × [`SHOWN_BYTES_PER_CHARACTER`] shown bytes
+/// (`cap` at least the marker's length, about 40). Every text of an outcome passes here
+/// (the handlers', the merge's and `Outcome::enforce_caps`'s caps).
 pub fn cap_text_at(text: &str, cap: usize) -> String {
+    use crate::text::{shown_len, shown_width};
     let marker = |dropped: usize| format!("… [{dropped} characters truncated]");
-    if text.len() <= cap || text.chars().count() <= cap {
+    let byte_cap = cap.saturating_mul(SHOWN_BYTES_PER_CHARACTER);
+    // Shown, a byte is at most six.
+    if text.len() <= cap && text.len().saturating_mul(6) <= byte_cap {
         return text.to_string();
     }
     let total = text.chars().count();
+    if total <= cap && shown_len(text) <= byte_cap {
+        return text.to_string();
+    }
     let cap = cap.max(marker(total).chars().count());
+    let byte_cap = byte_cap.max(shown_len(&marker(total)));
     // The marker's length depends on the count it names; two rounds settle it.
-    let mut kept = cap - marker(total - cap).chars().count();
+    let mut by_characters = cap - marker(total.saturating_sub(cap)).chars().count();
     loop {
-        let again = cap - marker(total - kept).chars().count();
-        if again >= kept {
+        let again = cap - marker(total.saturating_sub(by_characters)).chars().count();
+        if again >= by_characters {
             break;
         }
-        kept = again;
+        by_characters = again;
     }
-    let cut = text.char_indices().nth(kept).map_or(text.len(), |(i, _)| i);
+    // Then as many of those as fit the shown bytes, with room for the longest marker.
+    let room = byte_cap - shown_len(&marker(total));
+    let (mut shown, mut cut, mut kept) = (0usize, text.len(), total);
+    for (n, (i, c)) in text.char_indices().enumerate() {
+        shown += shown_width(c);
+        if n == by_characters || shown > room {
+            (cut, kept) = (i, n);
+            break;
+        }
+    }
     format!("{}{}", &text[..cut], marker(total - kept))
 }
 
@@ -210,6 +241,41 @@ mod tests {
             let e = HookOutput::from_json(value.clone(), "PreToolUse").unwrap_err();
             assert!(e.contains(field), "{value}: {e}");
         }
+    }
+
+    /// Every byte value, and invalid UTF-8 (as a hook's output is read: lossily), in any
+    /// amount: the capped text stays within the characters and the shown bytes, capping
+    /// again changes nothing, and what is kept is the text's beginning.
+    #[test]
+    fn text_is_capped_in_shown_bytes_for_every_byte() {
+        use crate::text::shown_len;
+        let mut inputs: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b; 50_000]).collect();
+        inputs.push(b"\xc3".repeat(30_000)); // a lead byte without its continuation
+        inputs.push(b"\xe2\x80\xae".repeat(20_000)); // U+202E, bidi override
+        inputs.push(b"\xf0\x9f\x98\x80\x00\"".repeat(20_000));
+        for bytes in inputs {
+            let text = String::from_utf8_lossy(&bytes);
+            for cap in [OUTPUT_TEXT_CAP, 200, 80] {
+                let capped = cap_text_at(&text, cap);
+                assert!(capped.chars().count() <= cap, "{:?}", &bytes[..4]);
+                assert!(
+                    shown_len(&capped) <= cap * SHOWN_BYTES_PER_CHARACTER,
+                    "{:?} at {cap}: {} shown bytes",
+                    &bytes[..4],
+                    shown_len(&capped)
+                );
+                assert_eq!(cap_text_at(&capped, cap), capped, "{:?}", &bytes[..4]);
+                let marker = capped.rfind("… [").unwrap();
+                assert!(text.starts_with(&capped[..marker]));
+                let json = crate::text::escape_json(&serde_json::to_string(&capped).unwrap()).len();
+                assert!(json <= cap * SHOWN_BYTES_PER_CHARACTER + 2, "{json}");
+            }
+        }
+        let nul = cap_text(&"\0".repeat(1 << 20));
+        assert!(
+            nul.starts_with(&"\0".repeat(3_000)),
+            "NULs are cut, not dropped"
+        );
     }
 
     #[test]

@@ -5,14 +5,27 @@
 use serde_json::Value;
 
 use super::{Notice, Outcome};
-use crate::handlers::output::{cap_in_place, cap_text_at};
+use crate::handlers::output::{SHOWN_BYTES_PER_CHARACTER, cap_in_place, cap_text_at};
+use crate::text::shown_len;
+
+/// The size of a text against a cap of characters: its characters, or half its shown
+/// bytes ([`SHOWN_BYTES_PER_CHARACTER`]) when more, so that a total of characters bounds
+/// the bytes of the answer too (a NUL counts three: `\u0000`).
+fn size(text: &str) -> usize {
+    text.chars()
+        .count()
+        .max(shown_len(text).div_ceil(SHOWN_BYTES_PER_CHARACTER))
+}
 
 impl Outcome {
     /// Cuts every text of the outcome at
     /// [`OUTPUT_TEXT_CAP`](crate::handlers::output::OUTPUT_TEXT_CAP) characters, with a marker
-    /// saying how much was cut: the last line of defence, so that no handler (present or
-    /// future) and no host notice can make an outcome carry a hook's megabytes. Texts
-    /// within the cap are not scanned (a length check each).
+    /// saying how much was cut, and at twice as many bytes once shown (escaped for JSON or
+    /// a terminal: [`crate::text::shown_len`]): the last line of defence, so that no
+    /// handler (present or future) and no host notice can make an outcome carry a hook's
+    /// megabytes, however its bytes escape. Short texts are not scanned (a length check
+    /// each). Every cap below counts a text's characters, or half its shown bytes when
+    /// more.
     ///
     /// The whole outcome is bounded too, however many hooks (or queued async results)
     /// each stay under the cap: `additionalContext`, `systemMessages` and `notices` keep
@@ -80,12 +93,12 @@ impl Outcome {
                     + h.diagnostics.as_ref().map_or(0, String::len)
             })
             .sum();
-        if total <= HOOK_TEXTS_CAP {
-            return; // bytes ≥ characters: within the cap for sure
+        if total.saturating_mul(6) <= HOOK_TEXTS_CAP * SHOWN_BYTES_PER_CHARACTER {
+            return; // shown, a byte is at most six: within the cap for sure
         }
         let mut used = 0usize;
         for hook in &mut self.hooks {
-            let chars = |t: &Option<String>| t.as_ref().map_or(0, |t| t.chars().count());
+            let chars = |t: &Option<String>| t.as_deref().map_or(0, size);
             let own = chars(&hook.message) + chars(&hook.diagnostics);
             if used + own <= HOOK_TEXTS_CAP {
                 used += own;
@@ -94,7 +107,7 @@ impl Outcome {
             hook.diagnostics = None;
             if let Some(message) = &mut hook.message {
                 *message = cap_text_at(message, SHORT_TEXT_CAP);
-                used += message.chars().count();
+                used += size(message);
             }
         }
     }
@@ -102,11 +115,11 @@ impl Outcome {
 
 /// Characters that `additionalContext`, `systemMessages` and `notices` of one outcome
 /// each keep at most (ten hooks' worth at the per-text cap), the note on what was left
-/// out included.
+/// out included; and twice as many bytes once shown (escaped for JSON or a terminal).
 pub const LIST_TEXT_CAP: usize = 100_000;
 
 /// Characters that the `message` and `diagnostics` of all the hooks of one outcome keep
-/// together, before later hooks' texts are cut short.
+/// together, before later hooks' texts are cut short (and twice as many shown bytes).
 pub const HOOK_TEXTS_CAP: usize = 200_000;
 
 /// Characters a hook's `message` keeps once [`HOOK_TEXTS_CAP`] is spent.
@@ -134,14 +147,15 @@ impl LeftOut {
 /// it less the room for a note, and returns what it left out (so a bounded list with its
 /// note is left alone by the next call). A list within the cap in bytes is not scanned.
 fn bound_list<T>(list: &mut Vec<T>, text: impl Fn(&T) -> &str) -> Option<LeftOut> {
-    if list.iter().map(|t| text(t).len()).sum::<usize>() <= LIST_TEXT_CAP
-        || list.iter().map(|t| text(t).chars().count()).sum::<usize>() <= LIST_TEXT_CAP
+    if list.iter().map(|t| text(t).len()).sum::<usize>() * 6
+        <= LIST_TEXT_CAP * SHOWN_BYTES_PER_CHARACTER
+        || list.iter().map(|t| size(text(t))).sum::<usize>() <= LIST_TEXT_CAP
     {
         return None;
     }
     let mut used = 0usize;
     let keep = list.iter().position(|t| {
-        used += text(t).chars().count();
+        used += size(text(t));
         used > LIST_TEXT_CAP - NOTE_ROOM
     })?;
     let left: Vec<T> = list.split_off(keep);

@@ -390,3 +390,97 @@ fn the_audit_command_reads_the_log_dispatch_writes() {
         run.stdout
     );
 }
+
+/// Half a line left by a process killed mid-write, while `serve` holds the log open and
+/// for a one-shot dispatch: each next line starts on a line of its own, and every line but
+/// the torn ones parses.
+#[test]
+fn a_torn_line_is_never_glued_to_by_a_daemon_or_a_one_shot() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    let log = env.data.join("audit.jsonl");
+    let daemon = crate::serve::Daemon::start(&env);
+    let mut client = daemon.client();
+    client.call("Stop", json!({"session_id": "before"})); // the daemon opens the log
+    let torn = ["{\"session\":\"killed mid-wr", "{\"half"];
+    let tear = |text: &str| {
+        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    };
+    tear(torn[0]);
+    client.call("Stop", json!({"session_id": "daemon"}));
+    tear(torn[1]);
+    env.dispatch("Stop", json!({"session_id": "one-shot"}));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut sessions = Vec::new();
+    for line in text.lines() {
+        if torn.contains(&line) {
+            continue;
+        }
+        let entry: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("a line glued to a torn one ({e}): {line}"));
+        sessions.push(entry["session"].as_str().unwrap().to_string());
+    }
+    assert_eq!(sessions, ["before", "daemon", "one-shot"], "{text}");
+    assert_eq!(text.lines().count(), 5, "{text}");
+}
+
+/// The log of a running `serve` swapped between dispatches for a symlink, a FIFO, a
+/// directory and another file: each dispatch has its line or an `audit:` notice, and
+/// nothing is written through the symlink.
+#[test]
+fn a_log_swapped_under_a_running_daemon_never_loses_a_line_silently() {
+    let env = TestEnv::new();
+    let log = env.data.join("audit.jsonl");
+    let daemon = crate::serve::Daemon::start(&env);
+    let mut client = daemon.client();
+    let victim = env.home.join("victim");
+    std::fs::write(&victim, "").unwrap();
+    let swap = |make: &dyn Fn(&std::path::Path)| {
+        let staged = env.data.join("staged");
+        make(&staged);
+        std::fs::rename(&staged, &log).unwrap_or_else(|_| {
+            // A directory cannot replace a file by rename: remove the log first.
+            std::fs::remove_file(&log).unwrap();
+            std::fs::rename(&staged, &log).unwrap();
+        });
+    };
+    let fifo = |p: &std::path::Path| {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    };
+    let symlink = |p: &std::path::Path| std::os::unix::fs::symlink(&victim, p).unwrap();
+    let directory = |p: &std::path::Path| std::fs::create_dir(p).unwrap();
+    type Make<'a> = &'a dyn Fn(&std::path::Path);
+    let cases: [(&str, Make); 3] = [
+        ("symlink", &symlink),
+        ("fifo", &fifo),
+        ("directory", &directory),
+    ];
+    for (n, (what, make)) in cases.iter().enumerate() {
+        // A regular log first, with this dispatch's line in it.
+        let _ = std::fs::remove_dir(&log);
+        let _ = std::fs::remove_file(&log);
+        let session = format!("regular-{n}");
+        let out = client.call("Stop", json!({"session_id": session}));
+        assert!(!out.to_string().contains("audit:"), "{out}");
+        assert!(std::fs::read_to_string(&log).unwrap().contains(&session));
+        swap(*make);
+        let out = client.call("Stop", json!({"session_id": format!("after-{what}")}));
+        let notice = audit_notice(&out);
+        assert!(notice.contains("audit log"), "{what}: {notice}");
+    }
+    // Another (regular, private) file swapped in gets the next line.
+    let _ = std::fs::remove_dir(&log);
+    swap(&|p: &std::path::Path| {
+        std::fs::write(p, "").unwrap();
+        set_mode(p, 0o600);
+    });
+    let out = client.call("Stop", json!({"session_id": "after-file"}));
+    assert!(!out.to_string().contains("audit:"), "{out}");
+    let entries = lines(&log);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["session"], "after-file");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "", "followed");
+}

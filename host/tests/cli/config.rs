@@ -326,3 +326,59 @@ fn bad_input_is_an_error_that_never_blocks() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("must be a JSON object"));
 }
+
+/// Project discovery stops at a bind mount of the same file system (same `st_dev`, its
+/// own mount id): run from inside a directory bind-mounted below a project, in a private
+/// user and mount namespace (`unshare -rm`), the project is where the walk started, not
+/// the `.hookhost/` above the mount. Without the mount, the same walk finds it.
+#[test]
+fn project_discovery_stops_at_a_bind_mount() {
+    let test = "config::project_discovery_stops_at_a_bind_mount";
+    let usable = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !usable {
+        crate::skip::skipped(
+            test,
+            "`unshare -rm` (a user and mount namespace) is not available",
+        );
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join(".hookhost")).unwrap();
+    let source = env.home.join("elsewhere");
+    let mount_point = env.project.join("vendor/bound");
+    let plain = env.project.join("vendor/plain/src");
+    for dir in [source.join("src"), mount_point.clone(), plain.clone()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let project_of = |wrap: &[&str], cwd: &std::path::Path| -> String {
+        let mut cmd = std::process::Command::new(wrap[0]);
+        crate::support::copy_env(&env.command(), &mut cmd);
+        cmd.args(&wrap[1..])
+            .arg(env!("CARGO_BIN_EXE_hookhost"))
+            .args(["dispatch", "Stop"])
+            .current_dir(cwd);
+        let run = env.run_with(&mut cmd, "{}");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let line = std::fs::read_to_string(env.data.join("audit.jsonl")).unwrap();
+        let last: Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
+        last["project"].as_str().unwrap().to_string()
+    };
+    // A plain subdirectory walks up to the project.
+    assert_eq!(
+        project_of(&["env"], &plain),
+        env.project.display().to_string()
+    );
+    // Bind-mounted (the same file system): the walk stops at the mount point.
+    let script = format!(
+        "mount --bind '{}' '{}' && cd '{}' && exec \"$@\"",
+        source.display(),
+        mount_point.display(),
+        mount_point.join("src").display()
+    );
+    let inside = project_of(&["unshare", "-rm", "sh", "-c", &script, "sh"], &env.project);
+    assert_eq!(inside, mount_point.join("src").display().to_string());
+}

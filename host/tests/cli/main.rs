@@ -6,12 +6,14 @@ mod support;
 #[path = "../common/skip.rs"]
 mod skip;
 
+mod answer_bytes;
 mod async_hooks;
 mod attacks;
 mod audit;
 mod claude_format;
 mod command;
 mod config;
+mod config_size;
 mod descendants;
 mod dispatch_daemon;
 mod drop_in;
@@ -19,6 +21,7 @@ mod fail_closed;
 mod faults;
 mod governance;
 mod http;
+mod install_race;
 mod merge;
 mod pipes;
 mod plugin;

@@ -178,8 +178,21 @@ pub(super) fn render(value: &Map<String, Value>, trailing_newline: bool) -> Resu
 }
 
 /// Writes `text` to the settings file: a backup of the old file first, then a temporary
-/// file in the same directory renamed over it, with the old file's mode (0600 for a new
-/// one: settings can hold tokens). Refuses when the file changed since it was read.
+/// file in the same directory, complete and synced, with the old file's mode (0600 for a
+/// new one: settings can hold tokens), swapped in by compare-and-swap, so that no other
+/// writer's edit (an editor, Claude Code, another `hookhost install`) is ever lost:
+///
+/// 1. right before the swap, the file is read again and must still be the one read
+///    (same device, inode, size, mtime) with the same bytes;
+/// 2. the swap is `renameat2(RENAME_EXCHANGE)` (`RENAME_NOREPLACE` for a new file):
+///    atomic, and it hands back the file it displaced;
+/// 3. the displaced file must be the one read, with the same bytes; if another writer
+///    replaced or rewrote it in between, the exchange is undone (their file back in
+///    place) and nothing of hookhost's stays.
+///
+/// Each refusal names the file. Where the file system cannot exchange (`EINVAL`), step 1
+/// is followed by a plain rename, and a writer in the microseconds between them can still
+/// be overwritten.
 pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<PathBuf>, String> {
     use std::io::Write;
     let path = &settings.path;
@@ -193,7 +206,7 @@ pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<P
             escape(&dir.display().to_string())
         )
     })?;
-    let write_file = |target: &Path, bytes: &[u8], mode: u32| -> std::io::Result<()> {
+    let staged = |bytes: &[u8], mode: u32| -> std::io::Result<tempfile::NamedTempFile> {
         let mut tmp = tempfile::Builder::new()
             .prefix(".hookhost-")
             .tempfile_in(dir)?;
@@ -201,8 +214,7 @@ pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<P
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
         tmp.as_file().sync_all()?;
-        tmp.persist(target).map_err(|e| e.error)?;
-        Ok(())
+        Ok(tmp)
     };
     let mode = settings.original.as_ref().map_or(0o600, |o| o.mode);
     let mut backup = None;
@@ -210,25 +222,130 @@ pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<P
         let mut name = path.file_name().unwrap_or_default().to_owned();
         name.push(".hookhost-backup");
         let backup_path = dir.join(name);
-        write_file(&backup_path, original.text.as_bytes(), original.mode)
+        staged(original.text.as_bytes(), original.mode)
+            .and_then(|tmp| tmp.persist(&backup_path).map_err(|e| e.error))
             .map_err(|e| format!("cannot write the backup of `{shown}`: {e}"))?;
         backup = Some(backup_path);
     }
-    let now = std::fs::symlink_metadata(path).ok();
-    let unchanged = match (&settings.original, &now) {
-        (None, None) => true,
-        (Some(original), Some(meta)) => identity(meta) == original.identity,
-        _ => false,
+    let tmp = staged(text.as_bytes(), mode).map_err(|e| format!("cannot write `{shown}`: {e}"))?;
+    let ours = tmp.as_file().metadata().map(|m| (m.dev(), m.ino())).ok();
+    let tmp = tmp.into_temp_path();
+    let changed = || {
+        format!(
+            "`{shown}` changed while hookhost was editing it (another program wrote it); \
+             nothing was written, run the command again"
+        )
     };
-    if !unchanged {
-        return Err(format!(
-            "`{shown}` changed while hookhost was editing it; nothing was written, run the \
-             command again"
-        ));
+    if !is_unchanged(path, settings.original.as_ref()) {
+        return Err(changed());
     }
-    write_file(path, text.as_bytes(), mode).map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-    Ok(backup)
+    let swap = |flags| rename2(&tmp, path, flags);
+    match &settings.original {
+        None => match swap(libc::RENAME_NOREPLACE) {
+            Ok(()) => {
+                tmp.keep().ok(); // the path is ours now; nothing is left to remove
+                Ok(backup)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Err(changed()),
+            Err(e) if unsupported(&e) => {
+                tmp.persist(path)
+                    .map_err(|e| format!("cannot write `{shown}`: {}", e.error))?;
+                Ok(backup)
+            }
+            Err(e) => Err(format!("cannot write `{shown}`: {e}")),
+        },
+        Some(original) => match swap(libc::RENAME_EXCHANGE) {
+            Ok(()) => {
+                // `tmp` now names the displaced file.
+                if is_unchanged(&tmp, Some(original)) {
+                    return Ok(backup); // dropping `tmp` removes the old file
+                }
+                match swap(libc::RENAME_EXCHANGE) {
+                    // Theirs is back; `tmp` is ours, and removed.
+                    Ok(())
+                        if std::fs::symlink_metadata(&tmp)
+                            .ok()
+                            .map(|m| (m.dev(), m.ino()))
+                            == ours =>
+                    {
+                        Err(changed())
+                    }
+                    // A third writer replaced ours meanwhile: theirs is kept too.
+                    Ok(()) => {
+                        let kept = tmp.keep().unwrap_or_default();
+                        Err(format!(
+                            "`{shown}` changed twice while hookhost was writing it; nothing of \
+                             hookhost's was written, the other version is in `{}`",
+                            escape(&kept.display().to_string())
+                        ))
+                    }
+                    Err(e) => {
+                        let kept = tmp.keep().unwrap_or_default();
+                        Err(format!(
+                            "`{shown}` changed while hookhost was writing it, and putting the \
+                             other program's version back failed ({e}): it is in `{}`",
+                            escape(&kept.display().to_string())
+                        ))
+                    }
+                }
+            }
+            Err(e) if unsupported(&e) => {
+                tmp.persist(path)
+                    .map_err(|e| format!("cannot write `{shown}`: {}", e.error))?;
+                Ok(backup)
+            }
+            Err(e) => Err(format!("cannot write `{shown}`: {e}")),
+        },
+    }
 }
+
+/// Whether `path` is still the file read (`None`: still absent): same identity and the
+/// same bytes.
+fn is_unchanged(path: &Path, original: Option<&Original>) -> bool {
+    let Some(original) = original else {
+        return std::fs::symlink_metadata(path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && identity(&meta) == original.identity => {}
+        _ => return false,
+    }
+    matches!(read_regular(path, MAX_SETTINGS_BYTES),
+        Ok((bytes, meta)) if bytes == original.text.as_bytes()
+            && identity(&meta) == original.identity)
+}
+
+/// `renameat2(from, to, flags)`.
+fn rename2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: two NUL-terminated paths, relative to the working directory (both are
+    // absolute here).
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            flags,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A file system (or kernel) that cannot exchange or refuse to replace.
+fn unsupported(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

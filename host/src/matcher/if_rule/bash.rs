@@ -10,17 +10,106 @@ use super::REGEX_SIZE_LIMIT;
 use crate::matcher::shell::{self, Analysis};
 
 /// A `Bash(...)` pattern, compiled for the candidates of [`shell::analyze`].
-#[derive(Debug, Clone)]
+///
+/// What it costs: a compiled regex holds about 10 KB however short its pattern, which
+/// made 5,000 rules cost hundreds of megabytes. So a rule keeps its patterns as text
+/// (each compiled once when the rule is read, to report a bad one, then let go) and
+/// compiles a regex the first time a candidate gets past the plain-text test of its
+/// program (the program's name, ASCII case aside, at the start of the candidate or in
+/// the quoted text); in ASCII mode for ASCII text (no Unicode classes or case folding:
+/// a third smaller, the same answers on ASCII text).
+#[derive(Debug)]
 pub(super) struct BashPattern {
     /// The whole pattern, against a candidate's words as written.
-    full: Regex,
+    full: Twin,
     /// The pattern with its program replaced by the program's file name, against a
-    /// candidate whose program is also its file name.
-    base: Regex,
+    /// candidate whose program is also its file name (`None`: `full`, the pattern's
+    /// program being a bare name).
+    base: Option<Twin>,
     /// The pattern's program alone (file name), against a candidate's program.
-    program: Regex,
+    program: Twin,
     /// The pattern anywhere in a quoted text, between word boundaries.
-    literal: Regex,
+    literal: Twin,
+}
+
+/// One pattern, compiled when first needed: for ASCII text in ASCII mode (when the
+/// pattern is ASCII), and in Unicode mode for any other text. One that fails to compile
+/// then counts as a match (the filter never hides a command from a hook); every pattern
+/// compiled when the rule was read, so that cannot happen short of memory.
+#[derive(Debug)]
+struct Twin {
+    pattern: String,
+    /// Plain text every ASCII match holds, ASCII case aside: at the start (`true`) or
+    /// anywhere.
+    needle: Option<(String, bool)>,
+    ascii: std::sync::OnceLock<Option<regex::bytes::Regex>>,
+    unicode: std::sync::OnceLock<Option<Regex>>,
+}
+
+impl Twin {
+    /// The pattern, compiled once to report a bad one (and let go); `needle` is the
+    /// program's name when it is plain ASCII (no wildcard).
+    fn checked(pattern: String, program: &str, at_start: bool) -> Result<Twin, String> {
+        if pattern.is_ascii() {
+            compile_ascii(&pattern)?;
+        } else {
+            compile_regex(&pattern)?;
+        }
+        let plain = !program.is_empty() && program.is_ascii() && !program.contains('*');
+        Ok(Twin {
+            pattern,
+            needle: plain.then(|| (program.to_string(), at_start)),
+            ascii: std::sync::OnceLock::new(),
+            unicode: std::sync::OnceLock::new(),
+        })
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        if text.is_ascii()
+            && let Some((needle, at_start)) = &self.needle
+        {
+            let needle = needle.as_bytes();
+            let found = if *at_start {
+                text.as_bytes()
+                    .get(..needle.len())
+                    .is_some_and(|start| start.eq_ignore_ascii_case(needle))
+            } else {
+                text.as_bytes()
+                    .windows(needle.len())
+                    .any(|w| w.eq_ignore_ascii_case(needle))
+            };
+            if !found {
+                return false;
+            }
+        }
+        if text.is_ascii() && self.pattern.is_ascii() {
+            return self
+                .ascii
+                .get_or_init(|| compile_ascii(&self.pattern).ok())
+                .as_ref()
+                .is_none_or(|regex| regex.is_match(text.as_bytes()));
+        }
+        self.unicode
+            .get_or_init(|| compile_regex(&self.pattern).ok())
+            .as_ref()
+            .is_none_or(|regex| regex.is_match(text))
+    }
+}
+
+/// An ASCII pattern compiled without Unicode: `\s`, `.` and case folding of ASCII, which
+/// on ASCII text match exactly what the Unicode regex matches.
+fn compile_ascii(pattern: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .unicode(false)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::CompiledTooBig(limit) => {
+                format!("the pattern compiles to more than {limit} bytes")
+            }
+            other => other.to_string(),
+        })
 }
 
 impl BashPattern {
@@ -39,16 +128,24 @@ impl BashPattern {
         let tail = if open_end { r"(?:\s.*)?" } else { "" };
         let anchored = |program: &str| format!(r"(?s)^(?i:{}){rest}{tail}$", wildcard(program));
         // Quoted text: the pattern between non-word characters (a `/` may precede the
-        // program: `/usr/bin/git`).
+        // program: `/usr/bin/git`). Word characters are ASCII's: Unicode's `\w` made each
+        // rule's automaton a hundred times larger (120 KB), and a non-ASCII letter taken
+        // as a boundary only makes the hook run more often.
         let literal = format!(
-            r"(?s)(?:^|[^\w.-])(?i:{}){rest}(?:[^\w.-]|$)",
+            r"(?s)(?:^|[^0-9A-Za-z_.-])(?i:{}){rest}(?:[^0-9A-Za-z_.-]|$)",
             wildcard(program_base)
         );
         Ok(BashPattern {
-            full: compile_regex(&anchored(program))?,
-            base: compile_regex(&anchored(program_base))?,
-            program: compile_regex(&format!(r"(?s)^(?i:{})$", wildcard(program_base)))?,
-            literal: compile_regex(&literal)?,
+            full: Twin::checked(anchored(program), program, true)?,
+            base: (program_base != program)
+                .then(|| Twin::checked(anchored(program_base), program_base, true))
+                .transpose()?,
+            program: Twin::checked(
+                format!(r"(?s)^(?i:{})$", wildcard(program_base)),
+                program_base,
+                true,
+            )?,
+            literal: Twin::checked(literal, program_base, false)?,
         })
     }
 
@@ -56,9 +153,10 @@ impl BashPattern {
         if analysis.unknown.is_some() {
             return true;
         }
+        let base = self.base.as_ref().unwrap_or(&self.full);
         analysis.commands.iter().any(|c| {
             self.full.is_match(&c.text)
-                || self.base.is_match(&c.base_text)
+                || base.is_match(&c.base_text)
                 || (c.dynamic && self.program.is_match(&c.program))
         }) || analysis.literals.iter().any(|l| self.literal.is_match(l))
     }
@@ -119,4 +217,55 @@ pub(super) fn analysis(command: &str) -> Rc<Analysis> {
         *cell.borrow_mut() = Some((command.to_string(), analysis.clone()));
         analysis
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On ASCII text, the ASCII-mode regex answers as the Unicode one, for every shape
+    /// of pattern a rule builds (anchored, open-ended, program alone, quoted text) and
+    /// texts around each ASCII byte.
+    #[test]
+    fn ascii_mode_answers_as_unicode_on_ascii_text() {
+        let patterns = ["git push *", "rm -rf", "/usr/bin/KILL -9:*", "s*d x", "ls"];
+        let mut texts: Vec<String> = Vec::new();
+        for b in 0..0x80u8 {
+            let c = b as char;
+            for text in ["git push x", "rm -rf /", "kill -9 1", "sed x", "ls"] {
+                texts.push(format!("{text}{c}"));
+                texts.push(format!("{c}{text}"));
+                texts.push(text.replacen(' ', &c.to_string(), 1));
+            }
+        }
+        for pattern in patterns {
+            let p = BashPattern::parse(pattern).unwrap();
+            let base = p.base.as_ref().unwrap_or(&p.full);
+            for twin in [&p.full, base, &p.program, &p.literal] {
+                let unicode = compile_regex(&twin.pattern).unwrap();
+                for text in &texts {
+                    assert_eq!(
+                        twin.is_match(text),
+                        unicode.is_match(text),
+                        "{:?} on {text:?}",
+                        twin.pattern
+                    );
+                }
+            }
+        }
+    }
+
+    /// A rule keeps no compiled regex until a candidate gets past its program's name.
+    #[test]
+    fn regexes_are_compiled_only_when_the_program_is_there() {
+        let p = BashPattern::parse("git push origin *").unwrap();
+        assert!(!p.full.is_match("ls -la"));
+        assert!(p.full.ascii.get().is_none(), "compiled for another program");
+        assert!(p.full.is_match("GIT push origin main"));
+        assert!(p.full.ascii.get().is_some());
+        assert!(p.full.unicode.get().is_none());
+        // Text beyond ASCII takes the Unicode regex (`\u{212a}` folds to `k`).
+        let k = BashPattern::parse("kill *").unwrap();
+        assert!(k.full.is_match("\u{212a}ill -9 1"));
+    }
 }

@@ -36,7 +36,9 @@ mod runner_tests;
 #[cfg(test)]
 mod tests;
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde_json::Value;
@@ -55,16 +57,23 @@ pub const MAX_WILDCARDS: usize = 32;
 /// Compiled size allowed for one regex built from config.
 pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
-/// A compiled `if` rule.
+/// A compiled `if` rule. Identical rules share one compilation ([`IfRule::parse`]), so
+/// that a config's memory grows with its distinct rules, not with its hooks.
 #[derive(Debug, Clone)]
-pub struct IfRule {
+pub struct IfRule(Arc<Compiled>);
+
+/// What a rule compiles to (shared by every [`IfRule`] of the same source and home).
+#[derive(Debug)]
+struct Compiled {
     source: String,
-    tool: GlobMatcher,
+    /// The tool name's glob, when it has a `*` (a glob holds a compiled regex, about
+    /// 10 KB: a plain name is compared instead).
+    tool: Option<GlobMatcher>,
     tool_name: String,
     argument: Option<Argument>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Argument {
     Bash(Box<BashPattern>),
     Path(PathPattern),
@@ -78,7 +87,64 @@ const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
 /// file-editing tool.
 const PATH_RULE_FAMILIES: &[(&str, &[&str])] = &[("Edit", EDIT_TOOLS)];
 
+/// Rules compiled and still in use, by source and home: the one place every rule passes,
+/// so 5,000 hooks with the same `if` hold one compiled rule. Entries whose rule is gone
+/// (a reloaded config dropped it) are swept when the table doubles.
+static COMPILED: Mutex<Option<Interned>> = Mutex::new(None);
+
+#[derive(Default)]
+struct Interned {
+    rules: HashMap<(String, Option<PathBuf>), Weak<Compiled>>,
+    sweep_at: usize,
+}
+
 impl IfRule {
+    /// Compiles a rule as written in config, or shares the compilation of an identical
+    /// rule still in use.
+    ///
+    /// # Errors
+    ///
+    /// A rule that is not `Tool` or `Tool(pattern)`, or whose glob does not compile.
+    pub fn parse(rule: &str, home: Option<&Path>) -> Result<IfRule, String> {
+        let key = (rule.trim().to_string(), home.map(Path::to_path_buf));
+        let mut table = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        let table = table.get_or_insert_with(Interned::default);
+        if let Some(compiled) = table.rules.get(&key).and_then(Weak::upgrade) {
+            return Ok(IfRule(compiled));
+        }
+        let compiled = Arc::new(Compiled::parse(rule, home)?);
+        table.rules.insert(key, Arc::downgrade(&compiled));
+        if table.rules.len() > table.sweep_at {
+            table.rules.retain(|_, rule| rule.strong_count() > 0);
+            table.sweep_at = (table.rules.len() * 2).max(64);
+        }
+        Ok(IfRule(compiled))
+    }
+
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.0.source
+    }
+
+    /// Whether the hook should run for this tool call.
+    pub fn matches(
+        &self,
+        tool_name: &str,
+        tool_input: &Value,
+        cwd: &Path,
+        project_dir: &Path,
+    ) -> bool {
+        self.0.matches(tool_name, tool_input, cwd, project_dir)
+    }
+
+    /// Whether two rules share one compilation.
+    #[cfg(test)]
+    fn shares(&self, other: &IfRule) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Compiled {
     /// Compiles a rule as written in config. `home` is the user's home directory, the
     /// anchor of `~/` path patterns ([`crate::policy::ResolveOptions::home_dir`]); with
     /// `None`, a `~/` pattern matches nothing.
@@ -86,7 +152,7 @@ impl IfRule {
     /// # Errors
     ///
     /// A rule that is not `Tool` or `Tool(pattern)`, or whose glob does not compile.
-    pub fn parse(rule: &str, home: Option<&Path>) -> Result<IfRule, String> {
+    fn parse(rule: &str, home: Option<&Path>) -> Result<Compiled, String> {
         let rule = rule.trim();
         let wildcards = rule
             .bytes()
@@ -124,9 +190,14 @@ impl IfRule {
                 "invalid `if` rule `{rule}`: `{tool}` is not a tool name"
             ));
         }
-        let tool_glob = Glob::new(tool)
-            .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
-            .compile_matcher();
+        let tool_glob = match tool.contains('*') {
+            true => Some(
+                Glob::new(tool)
+                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
+                    .compile_matcher(),
+            ),
+            false => None,
+        };
         let argument = match argument {
             None => None,
             Some("") if tool == "Bash" => None,
@@ -142,7 +213,7 @@ impl IfRule {
                     .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
             }),
         };
-        Ok(IfRule {
+        Ok(Compiled {
             source: rule.to_string(),
             tool: tool_glob,
             tool_name: tool.to_string(),
@@ -150,19 +221,7 @@ impl IfRule {
         })
     }
 
-    /// The rule as written.
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
-    /// Whether the hook should run for this tool call.
-    pub fn matches(
-        &self,
-        tool_name: &str,
-        tool_input: &Value,
-        cwd: &Path,
-        project_dir: &Path,
-    ) -> bool {
+    fn matches(&self, tool_name: &str, tool_input: &Value, cwd: &Path, project_dir: &Path) -> bool {
         if !self.tool_matches(tool_name) {
             return false;
         }
@@ -201,7 +260,9 @@ impl IfRule {
         {
             return family.contains(&tool_name);
         }
-        self.tool.is_match(tool_name)
+        self.tool
+            .as_ref()
+            .map_or(tool_name == self.tool_name, |glob| glob.is_match(tool_name))
             || (self.tool_name.starts_with("mcp__")
                 && tool_name
                     .strip_prefix(self.tool_name.as_str())

@@ -248,6 +248,22 @@ const GIT_PUSH_UNKNOWN: &[&str] = &[
     "exec \"$@\"",
 ];
 
+/// Identical rules share one compilation (5,000 hooks with one `if` hold one rule); a
+/// different rule or home does not, and a rule is compiled again once none holds it.
+#[test]
+fn identical_rules_share_one_compilation() {
+    let home = Path::new("/home/u");
+    let a = IfRule::parse("Bash(git push *)", Some(home)).unwrap();
+    let b = IfRule::parse("  Bash(git push *) ", Some(home)).unwrap();
+    assert!(a.shares(&b));
+    let other_home = IfRule::parse("Bash(git push *)", Some(Path::new("/home/v"))).unwrap();
+    assert!(!a.shares(&other_home));
+    assert!(!a.shares(&IfRule::parse("Bash(git pull *)", Some(home)).unwrap()));
+    let weak = Arc::downgrade(&a.0);
+    drop((a, b));
+    assert!(weak.upgrade().is_none(), "the table holds no rule alive");
+}
+
 #[test]
 fn git_push_guard_table() {
     let rule = "Bash(git push *)";
