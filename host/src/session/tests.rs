@@ -277,3 +277,21 @@ fn a_store_of_its_own_is_private_and_removed_with_it() {
     drop(store);
     assert!(!dir.exists());
 }
+
+/// A count is rewritten in place, never truncated (a truncated and rewritten file is
+/// flushed on close by ext4), and a shorter count covers a longer one whole.
+#[test]
+fn counts_are_rewritten_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DiskStore::new(dir.path());
+    store.set_stop_blocks("s", 1);
+    let file = store.session_dir("s").join("stop-blocks");
+    // A count written by an older version, shorter than 20 digits.
+    std::fs::write(&file, "123456").unwrap();
+    assert_eq!(store.stop_blocks("s"), 123_456);
+    store.update_stop_blocks("s", &mut |n| n + 1).unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "00000000000000123457");
+    store.set_stop_blocks("s", 0);
+    assert_eq!(store.stop_blocks("s"), 0);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 20);
+}
