@@ -495,7 +495,8 @@ impl Dispatcher {
 /// randomness.
 fn new_job_id() -> Result<String, String> {
     let mut id = [0u8; crate::session::JOB_ID_LEN / 2];
-    getrandom::getrandom(&mut id).map_err(|e| format!("not started: no randomness for a job id: {e}"))?;
+    getrandom::getrandom(&mut id)
+        .map_err(|e| format!("not started: no randomness for a job id: {e}"))?;
     Ok(hex::encode(id))
 }
 

@@ -108,7 +108,8 @@ impl DiskStore {
     fn lock(&self, session: &str) -> Result<SessionLock, StoreError> {
         let path = self.create_session_dir(session)?.join("seq");
         let file = open_private_file(&path, true)?.expect("created");
-        file.lock().map_err(StoreError::io(StoreAction::Lock, &path))?;
+        file.lock()
+            .map_err(StoreError::io(StoreAction::Lock, &path))?;
         Ok(SessionLock { file, path })
     }
 

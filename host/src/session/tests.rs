@@ -199,7 +199,11 @@ fn the_queue_keeps_creation_order_whatever_the_clock_says() {
         let when = base - back;
         let opened = std::fs::File::options().write(true).open(file).unwrap();
         opened
-            .set_times(std::fs::FileTimes::new().set_modified(when).set_accessed(when))
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_modified(when)
+                    .set_accessed(when),
+            )
             .unwrap();
     }
     let taken: Vec<String> = b.take_async("s").into_iter().map(|r| r.hook).collect();
@@ -222,7 +226,10 @@ fn a_job_is_consumed_once() {
     let store = DiskStore::new(dir.path());
     store.issue_job("s", JOB, "digest").unwrap();
     let changed = store.consume_job("s", JOB, "other").unwrap_err();
-    assert!(changed.contains("not the one its dispatch issued"), "{changed}");
+    assert!(
+        changed.contains("not the one its dispatch issued"),
+        "{changed}"
+    );
     let other_session = store.consume_job("t", JOB, "digest").unwrap_err();
     assert!(other_session.contains("already ran"), "{other_session}");
     store.consume_job("s", JOB, "digest").unwrap();
@@ -290,7 +297,10 @@ fn counts_are_rewritten_in_place() {
     std::fs::write(&file, "123456").unwrap();
     assert_eq!(store.stop_blocks("s"), 123_456);
     store.update_stop_blocks("s", &mut |n| n + 1).unwrap();
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "00000000000000123457");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "00000000000000123457"
+    );
     store.set_stop_blocks("s", 0);
     assert_eq!(store.stop_blocks("s"), 0);
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 20);

@@ -29,7 +29,10 @@ fn env_with_marking_hook() -> (TestEnv, PathBuf) {
 
 /// The runs of the hook so far.
 fn runs(marks: &Path) -> usize {
-    std::fs::read_to_string(marks).unwrap_or_default().lines().count()
+    std::fs::read_to_string(marks)
+        .unwrap_or_default()
+        .lines()
+        .count()
 }
 
 /// Dispatches PostToolUse of `session` through a library host on the test's files whose

@@ -304,7 +304,10 @@ fn the_cap_fails_closed_when_the_store_cannot_be_written() {
     for n in 0..hosts.order.len() * (CAP + 1) {
         let host = hosts.order[n % hosts.order.len()];
         let (outcome, _) = hosts.dispatch(host, "Stop", &json!({"session_id": "closed"}));
-        assert_eq!(outcome["decision"], "block", "Stop {n} on {host:?}: {outcome}");
+        assert_eq!(
+            outcome["decision"], "block",
+            "Stop {n} on {host:?}: {outcome}"
+        );
         let notices = outcome["notices"].to_string();
         assert!(
             notices.contains("the Stop loop cap could not be applied")
