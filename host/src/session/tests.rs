@@ -193,6 +193,13 @@ fn the_queue_keeps_creation_order_whatever_the_clock_says() {
         .collect();
     files.sort();
     assert_eq!(files.len(), hooks.len());
+    // Named by the sequence number the session's lock hands out, nothing else.
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let numbered: Vec<String> = (1..=hooks.len()).map(|n| format!("{n:020}.json")).collect();
+    assert_eq!(names, numbered);
     let base = std::time::SystemTime::now();
     for (n, file) in files.iter().enumerate() {
         let back = std::time::Duration::from_secs(3600 * (n as u64 + 1));
