@@ -18,6 +18,7 @@ use crate::policy::{self, Policy, ResolveOptions};
 use crate::session::{DiskStore, SessionStore};
 use crate::trust::{self, WorkspaceTrust};
 
+pub mod gate;
 mod places;
 mod reload;
 
@@ -92,6 +93,9 @@ pub struct HostBuilder {
     /// `Some` in a daemon: the last good version of each file (from the host built
     /// before), kept in force while a newer version is broken.
     last_good: Option<Arc<config::LastGood>>,
+    /// `Some` through the reload gate ([`gate::Gate::apply`]): the runtime that makes the
+    /// plugin checks ([`gate::plugin_checks`]).
+    plugin_check: Option<Arc<handlers::wasm::WasmRuntime>>,
 }
 
 impl HostBuilder {
@@ -115,6 +119,7 @@ impl HostBuilder {
             audit: None,
             env_notices: Vec::new(),
             last_good: None,
+            plugin_check: None,
         }
     }
 
@@ -290,7 +295,12 @@ impl HostBuilder {
         };
         let (policy, last_good) = match &self.last_good {
             None => (resolve(loaded), config::LastGood::new()),
-            Some(previous) => resolve_keeping_last_good(loaded, previous, resolve),
+            Some(previous) => resolve_keeping_last_good(loaded, previous, resolve, |policy| {
+                self.plugin_check
+                    .as_ref()
+                    .map(|wasm| gate::plugin_checks(policy, wasm))
+                    .unwrap_or_default()
+            }),
         };
         let policy = Arc::new(policy);
         let sessions = self.sessions.unwrap_or_else(|| {

@@ -67,8 +67,8 @@ pub mod trust; // the workspace trust store
 pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
 pub use event::{EventCatalogue, EventSpec};
 pub use host::{
-    Host, HostBuilder, HostFiles, SourcesFingerprint, data_dir, host_owned_places, resolve_options,
-    shared_session_store,
+    Host, HostBuilder, HostFiles, SourcesFingerprint, data_dir, gate, host_owned_places,
+    resolve_options, shared_session_store,
 };
 pub use outcome::Outcome;
 pub use trust::WorkspaceTrust;

@@ -150,17 +150,8 @@ impl SourceArgs {
         self.host_built(project, wasm, |builder| builder)
     }
 
-    /// [`SourceArgs::host_with`] for a daemon's rebuild: the last good version of each
-    /// broken file of `previous` stays in force ([`HostBuilder::reload_of`]).
-    fn host_reloading(
-        &self,
-        project: &std::path::Path,
-        wasm: std::sync::Arc<dyn WasmRunner>,
-        previous: Option<&Host>,
-    ) -> Result<Host, String> {
-        self.host_built(project, wasm, |builder| builder.reload_of(previous))
-    }
-
+    /// [`SourceArgs::host_with`], with `adjust` applied to the builder (the dispatch
+    /// daemon passes it through the reload gate, `hookhost::gate`).
     fn host_built(
         &self,
         project: &std::path::Path,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use hookhost::serve::{BoundSocket, HostFactory, Server};
+use hookhost::serve::{BoundSocket, HostFactory, Limits, Server};
 use hookhost::trust::TrustStore;
 use hookhost::{AsyncLauncher, HostBuilder, WorkspaceTrust};
 
@@ -85,21 +85,28 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let session_files = data_dir().join("sessions");
     let trust_store = TrustStore::in_data_dir(&data_dir()).path().to_path_buf();
     let trusted_project = default_project.clone();
-    let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
+    let factory: HostFactory = Arc::new(move |dir, sessions, gate| {
         let mut builder: HostBuilder = sources.builder(dir);
         // `--trust-workspace` (and `HOOKHOST_TRUST_WORKSPACE=1`) trust the daemon's
         // project; any other project a client names is judged by the trust store.
         if dir != trusted_project {
             builder = builder.workspace_trust(WorkspaceTrust::Store(trust_store.clone()));
         }
-        builder
-            .reload_of(previous)
+        gate.apply(builder)
             .session_store(sessions)
             .session_files(session_files.clone())
             .async_launcher(AsyncLauncher::InProcess)
             .build()
     });
-    let server = Server::new(default_project, factory);
+    let (idle, notice) = hookhost::serve::slots::idle_timeout();
+    if let Some(notice) = notice {
+        say(&notice);
+    }
+    let limits = Limits {
+        idle,
+        ..Limits::default()
+    };
+    let server = Server::with_limits(default_project, factory, limits);
     let socket = match (&args.socket, args.stdio) {
         (_, true) => None,
         (Some(Some(path)), false) => Some(path.clone()),

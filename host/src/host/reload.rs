@@ -4,24 +4,28 @@
 
 use std::path::PathBuf;
 
-use crate::config::{self, LoadedConfig};
+use crate::config::{self, ConfigError, LoadedConfig};
 use crate::policy::Policy;
 
-/// Resolves `loaded`; then every file source with an error whose bytes differ from its
-/// last good version gets that version back and the policy is resolved again (this only
-/// happens while a file is broken). Returns the policy and the good versions to keep for
-/// the next rebuild: each file source without an error now, and each kept one.
+/// Resolves `loaded`; then every file source with an error (of the policy, or of `check`,
+/// the reload gate's plugin checks, [`super::gate`]) whose bytes differ from its last good
+/// version gets that version back and the policy is resolved again (this only happens
+/// while a file is broken). Returns the policy and the good versions to keep for the next
+/// rebuild: each file source without an error now, and each kept one.
 pub(super) fn resolve_keeping_last_good(
     loaded: LoadedConfig,
     previous: &config::LastGood,
     resolve: impl Fn(LoadedConfig) -> Policy,
+    check: impl Fn(&Policy) -> Vec<ConfigError>,
 ) -> (Policy, config::LastGood) {
     let kept = loaded.clone();
     let policy = resolve(loaded);
-    let erring = |layer: &config::ConfigLayer, policy: &Policy| {
+    let refused = check(&policy);
+    let erring = |layer: &config::ConfigLayer, policy: &Policy, refused: &[ConfigError]| {
         policy
             .errors
             .iter()
+            .chain(refused)
             .find(|e| e.location == layer.origin.location)
             .cloned()
     };
@@ -29,7 +33,7 @@ pub(super) fn resolve_keeping_last_good(
     let mut replaced = false;
     for layer in &kept.layers {
         let Some(file) = &layer.file else { continue };
-        let Some(error) = erring(layer, &policy) else {
+        let Some(error) = erring(layer, &policy, &refused) else {
             continue;
         };
         if let Some(good) = previous.get(&(layer.origin.kind, file.clone()))
@@ -39,17 +43,19 @@ pub(super) fn resolve_keeping_last_good(
             replaced = true;
         }
     }
-    let (policy, in_force) = if replaced {
-        (resolve(again.clone()), again)
+    let (policy, in_force, refused) = if replaced {
+        let policy = resolve(again.clone());
+        let refused = check(&policy);
+        (policy, again, refused)
     } else {
-        (policy, kept)
+        (policy, kept, refused)
     };
     let now = std::time::SystemTime::now();
     let mut good = config::LastGood::new();
     for layer in &in_force.layers {
         let Some(file) = &layer.file else { continue };
         let key = (layer.origin.kind, file.clone());
-        if erring(layer, &policy).is_some() {
+        if erring(layer, &policy, &refused).is_some() {
             // Not good now; an earlier good version stays the one to fall back to.
             if let Some(earlier) = previous.get(&key) {
                 good.insert(key, earlier.clone());
@@ -108,9 +114,14 @@ impl SourcesFingerprint {
     /// read and then again within its timestamp's granularity could look unchanged, so a
     /// host whose files are not settled should not be reused on its fingerprint alone.
     pub fn is_settled(&self) -> bool {
-        let Some(recent) =
-            std::time::SystemTime::now().checked_sub(std::time::Duration::from_secs(1))
-        else {
+        self.settled_since(std::time::SystemTime::now())
+    }
+
+    /// Whether no file changed since `since`, or within a timestamp's granularity before
+    /// it ([`super::gate::STAMP_GRANULARITY`]): a build begun at `since` read each file as
+    /// it still stands.
+    pub fn settled_since(&self, since: std::time::SystemTime) -> bool {
+        let Some(recent) = since.checked_sub(super::gate::STAMP_GRANULARITY) else {
             return false;
         };
         self.0

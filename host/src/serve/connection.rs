@@ -139,6 +139,10 @@ impl Server {
             _slot: Some(slot),
             _bytes: None,
         };
+        // Socket connections are closed when idle ([`super::Limits::idle`]); stdio is one
+        // client, whose end of input ends the daemon.
+        let idle = !finish_on_eof;
+        let mut closed_idle = false;
         let eof = loop {
             // A slot for whatever the next line is answered with. When the client
             // leaves its answers unread and every slot is taken, reading stops here.
@@ -150,6 +154,21 @@ impl Server {
             let next = tokio::select! {
                 _ = self.shutdown.cancelled() => break false,
                 next = lines.next() => next,
+                () = tokio::time::sleep(limits.idle), if idle => {
+                    // Idle only with nothing in flight and no subscription.
+                    while requests.try_join_next().is_some() {}
+                    if !requests.is_empty() || !subscriptions.is_empty() {
+                        continue;
+                    }
+                    let message = format!(
+                        "connection closed: idle for {} s (HOOKHOST_CONNECTION_IDLE_SECS); \
+                         connect again to send more",
+                        limits.idle.as_secs_f64()
+                    );
+                    let _ = out.send(small(json!({"id": null, "error": message}).to_string(), slot));
+                    closed_idle = true;
+                    break true;
+                }
             };
             let line = match next {
                 None | Some(Err(_)) => break true,
@@ -238,7 +257,19 @@ impl Server {
         }
         subscriptions.shutdown().await;
         drop(out);
-        let _ = writer_task.await;
+        if closed_idle {
+            // A client that neither writes nor reads does not keep its slot through an
+            // answer it never takes.
+            let mut writer_task = writer_task;
+            if tokio::time::timeout(limits.idle, &mut writer_task)
+                .await
+                .is_err()
+            {
+                writer_task.abort();
+            }
+        } else {
+            let _ = writer_task.await;
+        }
     }
 }
 
@@ -297,7 +328,7 @@ mod tests {
     /// one on PostToolUse that panics while it is called; the factory itself panics for
     /// the project `/boom`.
     fn server(limits: Limits) -> Arc<Server> {
-        let factory: HostFactory = Arc::new(|dir, sessions, _previous| {
+        let factory: HostFactory = Arc::new(|dir, sessions, _gate| {
             assert!(dir != Path::new("/boom"), "the factory panics for /boom");
             HostBuilder::new(dir)
                 .function_hook(FunctionHook::new("PreToolUse", "slow", |_| async {

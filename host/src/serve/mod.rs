@@ -31,6 +31,7 @@ mod projects;
 mod protocol;
 mod reload;
 mod sessions;
+pub mod slots;
 mod socket;
 
 use std::collections::HashMap;
@@ -45,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::Host;
+use crate::handlers::wasm::WasmRuntime;
 use crate::session::SessionStore;
 
 pub use protocol::{BadRequest, Frame, Request, RequestLines, parse_request};
@@ -78,8 +80,14 @@ pub const DEBUG_PANIC_EVENT: &str = "hookhost-debug-panic";
 /// `pending_bytes` plus the answers of `in_flight` finished requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Connections served at once; one more is answered with an error and closed.
+    /// Connections served at once; one more is answered with an error and closed. Lowered
+    /// to a quarter of `RLIMIT_NOFILE` ([`slots::connection_cap`]), and one client process
+    /// may hold a quarter of it ([`slots::Slots`]).
     pub connections: usize,
+    /// How long a socket connection may be idle (no line read, no request in flight, no
+    /// subscription) before it is closed with an error line ([`slots::DEFAULT_IDLE`],
+    /// `HOOKHOST_CONNECTION_IDLE_SECS`). Not applied on stdio.
+    pub idle: Duration,
     /// Lines of one connection being served or answered but not yet written to it;
     /// when all are taken, the daemon stops reading from that connection.
     pub in_flight: usize,
@@ -99,6 +107,7 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             connections: 256,
+            idle: slots::DEFAULT_IDLE,
             in_flight: 64,
             pending_bytes: 32 << 20,
             line: MAX_LINE,
@@ -108,11 +117,11 @@ impl Default for Limits {
     }
 }
 
-/// Builds the host of a project, with the daemon's session store; on a reload, given the
-/// host built before (for [`crate::HostBuilder::reload_of`], which keeps the last good
-/// version of a broken file in force).
+/// Builds the host of a project, with the daemon's session store, through the reload gate
+/// it is given ([`crate::gate::Gate::apply`]: it keeps the last good version of a file
+/// that fails a check in force).
 pub type HostFactory =
-    Arc<dyn Fn(&Path, Arc<dyn SessionStore>, Option<&Host>) -> Host + Send + Sync>;
+    Arc<dyn Fn(&Path, Arc<dyn SessionStore>, crate::gate::Gate<'_>) -> Host + Send + Sync>;
 
 /// The daemon.
 pub struct Server {
@@ -124,6 +133,8 @@ pub struct Server {
     /// one of its files is broken still has that file's previous version in force.
     forgotten: Mutex<Option<Host>>,
     sessions: Arc<SubscribingStore>,
+    /// Runs the hosts' wasm hooks and the reload gate's plugin checks.
+    wasm: Arc<WasmRuntime>,
     shutdown: CancellationToken,
     connections: TaskTracker,
     limits: Limits,
@@ -161,6 +172,7 @@ impl Server {
     ) -> Arc<Server> {
         let limits = Limits {
             connections: limits.connections.max(1),
+            idle: limits.idle.max(Duration::from_millis(1)),
             in_flight: limits.in_flight.clamp(1, Semaphore::MAX_PERMITS),
             pending_bytes: limits.pending_bytes.clamp(1, u32::MAX as usize),
             line: limits.line.max(1),
@@ -173,6 +185,7 @@ impl Server {
             projects: Mutex::new(HashMap::new()),
             forgotten: Mutex::new(None),
             sessions: Arc::new(SubscribingStore::new(crate::host::shared_session_store())),
+            wasm: Arc::new(WasmRuntime::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
             limits,
@@ -210,8 +223,10 @@ impl Server {
 
     /// Accepts connections until shutdown, then waits for every connection to finish its
     /// in-flight requests and removes the socket file. Connections from another user
-    /// (but root) are refused, as are connections beyond [`Limits::connections`]; when
-    /// `accept` fails (out of descriptors), the loop pauses [`ACCEPT_BACKOFF`].
+    /// (but root) are refused, as are connections beyond [`Limits::connections`] (as
+    /// lowered by `RLIMIT_NOFILE`) or beyond their process's share of it
+    /// ([`slots::Slots`]), each with an error line; when `accept` fails (out of
+    /// descriptors), the loop pauses [`ACCEPT_BACKOFF`] and serves on.
     ///
     /// # Errors
     ///
@@ -220,7 +235,14 @@ impl Server {
         socket.listener.set_nonblocking(true)?;
         let listener = tokio::net::UnixListener::from_std(socket.listener.try_clone()?)?;
         let reloader = self.clone().spawn_reloader();
-        let slots = Arc::new(Semaphore::new(self.limits.connections));
+        let slots = slots::Slots::new(slots::connection_cap(self.limits.connections));
+        if slots.cap() < self.limits.connections {
+            tracing::warn!(
+                "hookhost serve: at most {} connections (a quarter of the descriptor limit, \
+                 RLIMIT_NOFILE)",
+                slots.cap()
+            );
+        }
         let me = effective_uid();
         let mut failing = false;
         loop {
@@ -246,8 +268,8 @@ impl Server {
                     }
                 }
             };
-            match stream.peer_cred() {
-                Ok(peer) if peer.uid() == me || peer.uid() == 0 => {}
+            let pid = match stream.peer_cred() {
+                Ok(peer) if peer.uid() == me || peer.uid() == 0 => peer.pid(),
                 Ok(peer) => {
                     tracing::warn!(
                         "hookhost serve: refused a connection from uid {}",
@@ -260,13 +282,13 @@ impl Server {
                     tracing::warn!("hookhost serve: cannot tell who connected ({e}); refused");
                     continue;
                 }
-            }
-            let Ok(slot) = slots.clone().try_acquire_owned() else {
-                refuse_connection(
-                    &stream,
-                    &format!("too many connections (at most {})", self.limits.connections),
-                );
-                continue;
+            };
+            let slot = match slots.take(pid) {
+                Ok(slot) => slot,
+                Err(refusal) => {
+                    refuse_connection(&stream, &refusal.to_string());
+                    continue;
+                }
             };
             let (reader, writer) = stream.into_split();
             let server = self.clone();

@@ -12,6 +12,9 @@ use crate::{Host, SourcesFingerprint};
 pub(super) struct Project {
     pub(super) host: Host,
     pub(super) fingerprint: SourcesFingerprint,
+    /// A file changed while the host was built ([`crate::gate::Reloaded::dirty`]): the
+    /// next poll builds again whatever the fingerprint says.
+    pub(super) dirty: bool,
     /// A reload notice for the next outcome.
     pub(super) notice: Option<String>,
 }
@@ -68,11 +71,15 @@ impl Server {
             (Some(default), Some(forgotten)) => Some(default.remembering(&forgotten)),
             (default, forgotten) => default.or(forgotten),
         };
-        let host = (self.factory)(dir, self.sessions.clone(), previous.as_ref());
-        let fingerprint = host.fingerprint();
+        let sessions: Arc<dyn crate::session::SessionStore> = self.sessions.clone();
+        let reloaded = crate::gate::reload(dir, previous.as_ref(), &self.wasm, |gate| {
+            Ok((self.factory)(dir, sessions, gate))
+        })
+        .expect("the factory always builds");
         let project = Arc::new(Mutex::new(Project {
-            host,
-            fingerprint,
+            host: reloaded.host,
+            fingerprint: reloaded.fingerprint,
+            dirty: reloaded.dirty,
             notice: None,
         }));
         projects.insert(dir.to_path_buf(), project.clone());
@@ -105,13 +112,14 @@ mod tests {
         std::fs::create_dir_all(project_a.join(".hookhost")).unwrap();
         std::fs::write(project_a.join(".hookhost/hooks.json"), guard("a-guard")).unwrap();
         let u = user.clone();
-        let factory: HostFactory = Arc::new(move |dir, sessions, previous| {
-            crate::HostBuilder::new(dir)
-                .user_dir(&u)
-                .workspace_trust(crate::WorkspaceTrust::Explicit)
-                .session_store(sessions)
-                .reload_of(previous)
-                .build()
+        let factory: HostFactory = Arc::new(move |dir, sessions, gate| {
+            gate.apply(
+                crate::HostBuilder::new(dir)
+                    .user_dir(&u)
+                    .workspace_trust(crate::WorkspaceTrust::Explicit)
+                    .session_store(sessions),
+            )
+            .build()
         });
         let default = root.path().join("default");
         let server = Server::with_limits(

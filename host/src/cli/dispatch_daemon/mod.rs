@@ -65,8 +65,11 @@ const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
 /// answers in-process with the same error (the daemon must not hold what any process of
 /// the user claims to send).
 const MAX_INPUT: usize = hookhost::dispatch::input::MAX_INPUT_BYTES;
-/// Requests a daemon serves at once; beyond, it stops accepting until one is answered
-/// (the callers wait in the socket's backlog).
+/// Requests a daemon serves at once, lowered to a quarter of `RLIMIT_NOFILE`
+/// (`hookhost::serve::slots::connection_cap`); beyond, it stops accepting until one is
+/// answered (the callers wait in the socket's backlog). One client process holds at most a
+/// quarter of them (more are answered with an error), and a connection that sends no
+/// request within `HOOKHOST_CONNECTION_IDLE_SECS` (60) is closed.
 const MAX_CONNECTIONS: usize = 256;
 /// How long `accept` pauses after it failed (out of descriptors: `EMFILE`), instead of
 /// retrying in a busy loop.

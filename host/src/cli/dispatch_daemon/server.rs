@@ -14,6 +14,7 @@ use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use hookhost::handlers::wasm::WasmRuntime;
+use hookhost::serve::slots::{self, Slot, Slots};
 use hookhost::{Host, SourcesFingerprint};
 
 use super::super::dispatch::{DispatchArgs, Printed, dispatch_stdin};
@@ -146,11 +147,16 @@ fn serve(
         socket.display(),
         idle.as_secs()
     );
+    let (read_idle, notice) = slots::idle_timeout();
+    if let Some(notice) = notice {
+        eprintln!("hookhost dispatch daemon: {notice}");
+    }
     let runtime = super::super::serve::daemon_runtime()?;
     let daemon = Arc::new(Daemon {
         args,
         wasm: Arc::new(WasmRuntime::default()),
         host: Mutex::new(None),
+        read_idle,
     });
     let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle));
     // Not joined: a blocking thread stuck on a FIFO must not keep the daemon alive.
@@ -181,21 +187,37 @@ async fn accept_until_idle(
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let listener = tokio::net::UnixListener::from_std(listener).map_err(|e| e.to_string())?;
     let mut requests = tokio::task::JoinSet::new();
+    // The cap follows the descriptor limit, and one client process holds a share of it.
+    let slots = Slots::new(slots::connection_cap(MAX_CONNECTIONS));
+    let admit = |stream, requests: &mut tokio::task::JoinSet<()>| {
+        let Some((stream, pid)) = from_this_user(stream) else {
+            return;
+        };
+        match slots.take(pid) {
+            Ok(slot) => {
+                requests.spawn(answer(stream, daemon.clone(), slot));
+            }
+            Err(refusal) => {
+                tracing::warn!("dispatch daemon: refused a connection: {refusal}");
+                let printed = Printed::error(&format!("hookhost dispatch daemon: {refusal}"));
+                let _ = stream.try_write(&encode(&printed));
+            }
+        }
+    };
     const CHECK_EVERY: Duration = Duration::from_secs(1);
     let mut last_active = Instant::now();
     let mut last_check = Instant::now();
     let mut failing = false;
     let reason = loop {
-        if requests.len() >= MAX_CONNECTIONS {
-            // Full: callers wait in the backlog until a request is answered.
+        if slots.held() >= slots.cap() {
+            // Full: callers wait in the backlog until a request is answered (an idle
+            // connection gives its slot back after the idle timeout).
             let _ = tokio::time::timeout(CHECK_EVERY, requests.join_next()).await;
         } else {
             match tokio::time::timeout(CHECK_EVERY, listener.accept()).await {
                 Ok(Ok((stream, _))) => {
                     failing = false;
-                    if let Some(stream) = from_this_user(stream) {
-                        requests.spawn(answer(stream, daemon.clone()));
-                    }
+                    admit(stream, &mut requests);
                 }
                 Ok(Err(e)) => {
                     if !failing {
@@ -233,22 +255,21 @@ async fn accept_until_idle(
     while let Ok(Ok((stream, _))) =
         tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
     {
-        if let Some(stream) = from_this_user(stream) {
-            requests.spawn(answer(stream, daemon.clone()));
-        }
+        admit(stream, &mut requests);
     }
     while requests.join_next().await.is_some() {}
     Ok(reason)
 }
 
-/// `stream` when its peer runs as this daemon's effective uid (`SO_PEERCRED`); else
+/// `stream` and its peer's pid when its peer runs as this daemon's effective uid
+/// (`SO_PEERCRED`); else
 /// `None`, the connection closed unanswered and the refusal logged. Checked on every
 /// connection, whatever the socket's or its directory's mode: hook input and the answer
 /// that decides a tool call are this user's alone.
-fn from_this_user(stream: tokio::net::UnixStream) -> Option<tokio::net::UnixStream> {
+fn from_this_user(stream: tokio::net::UnixStream) -> Option<(tokio::net::UnixStream, Option<i32>)> {
     let me = hookhost::config::file::effective_uid();
     match stream.peer_cred() {
-        Ok(peer) if peer.uid() == me => Some(stream),
+        Ok(peer) if peer.uid() == me => Some((stream, peer.pid())),
         Ok(peer) => {
             tracing::warn!(
                 "dispatch daemon: refused a connection from uid {} (pid {}): it serves only \
@@ -271,25 +292,32 @@ struct Daemon {
     args: DispatchArgs,
     wasm: Arc<WasmRuntime>,
     host: Mutex<Option<Cached>>,
+    /// How long a connection may take to send its request
+    /// ([`hookhost::serve::slots::idle_timeout`]): one that sends nothing gives its slot
+    /// back then.
+    read_idle: Duration,
 }
 
 /// The host built last, and the state of its files then.
 struct Cached {
     host: Host,
     built_from: SourcesFingerprint,
-    /// Whether its files had settled: a file written within the last second could change
-    /// again without its stamp showing it, so such a host is rebuilt next time (and is
-    /// still the previous host of that rebuild).
+    /// Whether its files had settled ([`hookhost::gate::Reloaded::dirty`]): a file changed
+    /// while it was built, or written so recently that it could change again without its
+    /// stamp showing it, makes the host rebuilt next time (it is still the previous host
+    /// of that rebuild).
     settled: bool,
 }
 
 impl Daemon {
     /// The host for a request about `project`: the cached one while it is of that project
-    /// and its files are unchanged, else one built again with the cached one as its
-    /// previous version, so that a file that stopped loading keeps its last good version
+    /// and its files are unchanged (and were not changing while it was built), else one
+    /// built through the reload gate ([`hookhost::gate::reload`]) with the cached one as
+    /// its previous version, so that a file that fails a check keeps its last good version
     /// in force (also across requests about other projects) and a rebuild of the same
-    /// project that panics keeps the previous host serving, with a notice (see
-    /// [`Host::rebuild`]).
+    /// project that panics keeps the previous host serving, with a notice. A first build
+    /// that panics is not cached: the request's panic is its answer, and the next request
+    /// builds again.
     fn host(&self, project: &Path) -> Result<Host, String> {
         let mut cached = self.host.lock().unwrap_or_else(|e| e.into_inner());
         // The project can differ between requests (it may come from the input's `cwd`).
@@ -300,51 +328,25 @@ impl Daemon {
         {
             return Ok(c.host.clone());
         }
-        let host = match cached.as_ref().map(|c| c.host.clone()) {
-            // The same project: a rebuild that panics keeps its previous host serving.
-            Some(previous) if previous.policy().project_dir == project => {
-                let mut failed = None;
-                let host = previous.rebuild(|previous| {
-                    match self.args.sources.host_reloading(
-                        project,
-                        self.wasm.clone(),
-                        Some(previous),
-                    ) {
-                        Ok(host) => host,
-                        Err(e) => {
-                            failed = Some(e);
-                            previous.clone()
-                        }
-                    }
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                host
-            }
-            // Another project's host cannot serve this one, but it carries the last good
-            // versions of the files both share (the user's, managed policy) and of this
-            // project's files from before the switch. A first build that panics is not
-            // cached: the request's panic is its answer, and the next request builds
-            // again.
-            previous => {
-                self.args
-                    .sources
-                    .host_reloading(project, self.wasm.clone(), previous.as_ref())?
-            }
-        };
-        let built_from = host.fingerprint();
+        let previous = cached.as_ref().map(|c| c.host.clone());
+        let reloaded = hookhost::gate::reload(project, previous.as_ref(), &self.wasm, |gate| {
+            self.args
+                .sources
+                .host_built(project, self.wasm.clone(), |builder| gate.apply(builder))
+        })?;
         *cached = Some(Cached {
-            host: host.clone(),
-            settled: built_from.is_settled(),
-            built_from,
+            host: reloaded.host.clone(),
+            settled: !reloaded.dirty,
+            built_from: reloaded.fingerprint,
         });
-        Ok(host)
+        Ok(reloaded.host)
     }
 }
 
-/// One request: stdin in, what `hookhost dispatch` would print out.
-async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
+/// One request: stdin in, what `hookhost dispatch` would print out. `slot` is held until
+/// the answer is written; a request not received within the idle timeout is dropped.
+async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>, slot: Slot) {
+    let _slot = slot;
     let mut len = [0; 4];
     let mut input = Vec::new();
     let read = async {
@@ -367,9 +369,19 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>) {
             Err(io::Error::from(io::ErrorKind::UnexpectedEof))
         }
     };
-    if let Err(e) = read.await {
-        tracing::warn!("dispatch daemon: reading a request: {e}");
-        return;
+    match tokio::time::timeout(daemon.read_idle, read).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!("dispatch daemon: reading a request: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(
+                "dispatch daemon: a connection sent no request within {} s; closed",
+                daemon.read_idle.as_secs_f64()
+            );
+            return;
+        }
     }
     let (mut reader, mut writer) = stream.split();
     // A panic answers this request with an error (exit 1), as a host error would be;

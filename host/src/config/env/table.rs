@@ -145,6 +145,11 @@ pub const VARIABLES: &[Variable] = &[
         "digits, 1 to 86400",
     ),
     v(
+        "HOOKHOST_CONNECTION_IDLE_SECS",
+        Kind::Number,
+        "digits, 1 to 86400: a daemon's idle connections are closed after it",
+    ),
+    v(
         "HOOKHOST_DISPATCH_DAEMON_SOCKET",
         Kind::Internal,
         "never read: a daemon gets its socket as its stdin",
