@@ -81,6 +81,11 @@ pub struct Policy {
     /// ([`ResolveOptions::host_places`] and every plugin file with its signature): the
     /// sandbox checks each opened grant against them again ([`places`]).
     pub host_places: places::HostPlaces,
+    /// Config sources the host could not read for want of its own descriptors or memory
+    /// ([`LoadedConfig::host_failures`]): while there is one, no event is dispatched on
+    /// this policy (`Dispatcher::invocation` refuses with
+    /// `DispatchError::CannotGuard`).
+    pub host_failures: Vec<String>,
 }
 
 impl Policy {
@@ -149,6 +154,7 @@ pub fn resolve(
         mut warnings,
         failed,
         notices: loaded_notices,
+        host_failures,
         ..
     } = loaded;
     // Precedence order (a stable sort keeps the order within a kind): managed layers come
@@ -275,6 +281,7 @@ pub fn resolve(
         workspace_trust,
         notices,
         host_places,
+        host_failures,
     }
 }
 
