@@ -339,7 +339,8 @@ fn a_hook_that_cannot_start_for_want_of_processes_is_a_named_failure_that_blocks
 /// descriptor limits, a config it cannot read for want of descriptors) blocks a guarded
 /// event instead of exiting 1 ("go ahead" without `onFailure` in the agent's settings);
 /// an event that cannot block keeps the host error. At every limit, `rm -rf /` under a
-/// guard that refuses it is blocked: by the guard, its failed start, or the host.
+/// guard that refuses it is blocked: by the guard, its failed start, or the host (a
+/// trust store it cannot read included: the workspace is not untrusted for that).
 #[test]
 fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
     let env = TestEnv::new();
@@ -349,9 +350,15 @@ fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
         "Bash",
         json!([{"type": "command", "command": guard, "onFailure": "block"}]),
     ));
+    // Trusted explicitly, and trusted by the record in the trust store (which a limit
+    // may keep the host from reading: that is no untrusted workspace either).
+    let project = env.project.display().to_string();
+    let trusted = env.run(&["trust", &project], "");
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let mut blocked = 0;
     let mut config_unread = 0;
-    for limit in LOWEST_NOFILE..=24 {
+    let mut store_unread = 0;
+    for (limit, recorded) in (LOWEST_NOFILE..=24).flat_map(|l| [(l, false), (l, true)]) {
         for (event, input) in [
             ("PreToolUse", bash_input("rm -rf /")),
             (
@@ -359,7 +366,11 @@ fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
                 json!({"session_id": "s", "hook_event_name": "Stop"}),
             ),
         ] {
-            let mut cmd = env.command();
+            let mut cmd = if recorded {
+                env.untrusted_command()
+            } else {
+                env.command()
+            };
             limited(
                 cmd.args(["dispatch", "--format", "claude"]),
                 libc::RLIMIT_NOFILE,
@@ -390,10 +401,17 @@ fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
             if run.stderr.contains("could not read its config") {
                 config_unread += 1;
             }
+            if run.stderr.contains("trust store") {
+                store_unread += 1;
+            }
             blocked += 1;
         }
     }
     assert!(blocked > 0, "no limit kept the dispatch from running");
+    assert!(
+        store_unread > 0,
+        "no limit kept the trust store from being read (trust's member of the class)"
+    );
     assert!(
         config_unread > 0,
         "no limit kept the config from being read (the config stage's member of the class)"
