@@ -15,7 +15,7 @@ use crate::event::{EventCatalogue, EventSpec};
 use crate::handlers::{self, Handlers, WasmRunner};
 use crate::outcome::Outcome;
 use crate::policy::{self, Policy, ResolveOptions};
-use crate::session::{MemoryStore, SessionStore};
+use crate::session::{DiskStore, SessionStore};
 use crate::trust::{self, WorkspaceTrust};
 
 pub mod gate;
@@ -48,6 +48,14 @@ pub fn resolve_options(sources: &SourceOptions) -> ResolveOptions {
 /// value or one inside the working directory is ignored ([`config::env`]).
 pub fn data_dir() -> PathBuf {
     data_dir_judged(&config::env::workspaces_of(None)).0
+}
+
+/// The session store every host of the hookhost commands shares: `sessions/` in the
+/// [`data_dir`] (the Stop cap's counts, queued async results, issued async jobs; see
+/// [`crate::session`]). `serve` keeps its state there; the one-shot CLI, the dispatch
+/// daemon and the async runner get it from [`HostBuilder::standard_sources`].
+pub fn shared_session_store() -> DiskStore {
+    DiskStore::new(data_dir().join("sessions"))
 }
 
 /// [`data_dir`] judged against `workspaces`, with the notices when a variable was refused.
@@ -124,12 +132,17 @@ impl HostBuilder {
     /// log (managed `auditLog`, else `HOOKHOST_AUDIT_LOG`, else `audit.jsonl` in
     /// [`data_dir`]). Environment values are judged by [`config::env`]: empty is unset, a
     /// relative path or one inside the workspace is ignored with a notice on every
-    /// outcome. An `audit_log` or a trust other than `Untrusted` set before is kept;
-    /// setters called after override these.
+    /// outcome. Keeps session state in the shared store of the data directory
+    /// (`sessions/`, see [`crate::session`]), where every other host of that directory
+    /// keeps it. An `audit_log`, a session store or a trust other than `Untrusted` set
+    /// before is kept; setters called after override these.
     pub fn standard_sources(mut self) -> HostBuilder {
         let workspaces = config::env::workspaces_of(Some(&self.sources.project_dir));
         let (data, notice) = data_dir_judged(&workspaces);
         self.env_notices.extend(notice);
+        if self.sessions.is_none() {
+            self.sessions = Some(Arc::new(DiskStore::new(data.join("sessions"))));
+        }
         if self.trust == WorkspaceTrust::Untrusted {
             let store = trust::TrustStore::in_data_dir(&data).path().to_path_buf();
             self.trust = if config::env::trust_switch() {
@@ -196,7 +209,10 @@ impl HostBuilder {
         self
     }
 
-    /// Keeps session state in `store` (default: in memory).
+    /// Keeps session state in `store` (a [`DiskStore`], or a layer over one). Default:
+    /// the data directory's shared store with [`HostBuilder::standard_sources`], else a
+    /// store of this host's own in a private temporary directory
+    /// ([`DiskStore::of_its_own`]).
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> HostBuilder {
         self.sessions = Some(store);
         self
@@ -287,9 +303,13 @@ impl HostBuilder {
             }),
         };
         let policy = Arc::new(policy);
-        let sessions = self
-            .sessions
-            .unwrap_or_else(|| Arc::new(MemoryStore::default()));
+        let sessions = self.sessions.unwrap_or_else(|| {
+            // No temporary directory: the shared store rather than none.
+            Arc::new(DiskStore::of_its_own().unwrap_or_else(|e| {
+                tracing::warn!("session state in the data directory: {e}");
+                shared_session_store()
+            }))
+        });
         // The default sandbox is shared by the hosts of the process and cheap until the
         // first wasm hook runs: the engine starts then, with the compile cache in
         // `HOOKHOST_CACHE_DIR` or the user's cache dir.

@@ -153,10 +153,14 @@ async fn dispatch(
         }),
         Format::Outcome => None,
     };
-    let mut outcome = host
-        .dispatch(&event, input)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut outcome = match host.dispatch(&event, input).await {
+        Ok(outcome) => outcome,
+        // The host could not read its config: no answer, never "go ahead".
+        Err(e @ hookhost::dispatch::DispatchError::CannotGuard(_)) => {
+            return Ok(unanswered(args, stdin, &e.to_string()));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     for repair in repairs {
         outcome.host_notice(repair);
     }
@@ -209,7 +213,8 @@ async fn dispatch(
 }
 
 /// What `hookhost dispatch` prints when it could not dispatch at all (`why`: no runtime,
-/// a panic, its daemon lost and no dispatch in-process either; a host error that is an
+/// a panic, its daemon lost and no dispatch in-process either, a config the host could
+/// not read for want of descriptors or memory; a host error that is an
 /// answer, such as input that is not JSON, stays exit 1, issue 15.9): under
 /// `--format claude`, on an event that honours `onFailure` (`EventSpec::honours_on_failure`:
 /// PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse, …), Claude Code's block

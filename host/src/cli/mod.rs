@@ -24,7 +24,6 @@ use clap::{Args, Parser, Subcommand};
 
 use hookhost::handlers::WasmRunner;
 use hookhost::handlers::wasm::WasmRuntime;
-use hookhost::session::DiskStore;
 use hookhost::{AsyncLauncher, Host, HostBuilder, WorkspaceTrust};
 
 /// Runs the hooks of coding agents: sandboxed WebAssembly components beside command and
@@ -183,9 +182,9 @@ impl SourceArgs {
             },
             Err(_) => AsyncLauncher::InProcess,
         };
+        // Session state: the data directory's shared store (`standard_sources`).
         Ok(builder
             .wasm_runner(wasm)
-            .session_store(std::sync::Arc::new(DiskStore::new(&sessions)))
             .session_files(sessions)
             .async_launcher(launcher)
             .build())

@@ -60,6 +60,23 @@ impl FileError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, FileError::NotFound)
     }
+
+    /// Whether the open or the read failed for want of the host's own resources
+    /// ([`is_host_failure`]), which says nothing about the file.
+    pub fn is_host_failure(&self) -> bool {
+        matches!(self, FileError::Io(e) if is_host_failure(e))
+    }
+}
+
+/// Whether an I/O error is the host failing, not the file: out of descriptors (EMFILE,
+/// ENFILE) or of memory (ENOMEM, ENOBUFS, an allocation that failed). The config loader
+/// makes such a source a host error, never a broken file whose hooks are skipped
+/// (`config::load`, [`crate::config::LoadedConfig::host_failures`]).
+pub fn is_host_failure(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+    ) || e.kind() == std::io::ErrorKind::OutOfMemory
 }
 
 /// What kind of file the metadata describes, for messages.

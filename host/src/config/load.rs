@@ -100,19 +100,24 @@ fn load_managed(
         };
         loaded.fail(SourceKind::Managed, Some(path.to_path_buf()), error);
     };
+    // A directory the host could not read for want of descriptors or memory: a host
+    // error (see `load_file`), not broken policy.
+    let unreadable = |loaded: &mut LoadedConfig, path: &Path, e: std::io::Error| {
+        let message = format!("cannot read the managed policy directory: {e}");
+        if super::file::is_host_failure(&e) {
+            loaded
+                .host_failures
+                .push(format!("`{}`: {message}", path.display()));
+        }
+        broken(loaded, path, message);
+    };
     // Nothing there at all: no managed policy. Anything else that is not a directory we
     // may read is broken policy, which fails closed.
     if std::fs::symlink_metadata(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return;
     }
     match std::fs::metadata(dir) {
-        Err(e) => {
-            return broken(
-                loaded,
-                dir,
-                format!("cannot read the managed policy directory: {e}"),
-            );
-        }
+        Err(e) => return unreadable(loaded, dir, e),
         Ok(meta) if !meta.is_dir() => {
             return broken(
                 loaded,
@@ -158,17 +163,17 @@ fn load_managed(
                 return broken(loaded, &drop_ins, format!("`managed.d` refused: {why}"));
             }
         }
-        Err(e) => return broken(loaded, &drop_ins, format!("cannot read `managed.d`: {e}")),
+        Err(e) => return unreadable(loaded, &drop_ins, e),
     }
     let entries = match std::fs::read_dir(&drop_ins) {
         Ok(entries) => entries,
-        Err(e) => return broken(loaded, &drop_ins, format!("cannot read `managed.d`: {e}")),
+        Err(e) => return unreadable(loaded, &drop_ins, e),
     };
     let mut files = Vec::new();
     for entry in entries {
         match entry {
             Ok(entry) => files.push(entry.path()),
-            Err(e) => return broken(loaded, &drop_ins, format!("cannot read `managed.d`: {e}")),
+            Err(e) => return unreadable(loaded, &drop_ins, e),
         }
     }
     files.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
@@ -197,6 +202,10 @@ fn load_file(
     use super::file::{CONFIG_CAP, FileError, read_regular};
     let location = path.display().to_string();
     let failed_before = loaded.failed.len();
+    // The host could not read the file (out of descriptors or memory): not the file's
+    // fault, and no reason to skip its hooks; a host error unless a last good version of
+    // it is in force.
+    let mut host_failure = false;
     let read = read_regular(path, CONFIG_CAP).and_then(|(bytes, meta)| {
         if kind == SourceKind::Managed
             && let Some(why) = unsafe_managed(path, &meta)
@@ -230,6 +239,7 @@ fn load_file(
             None
         }
         Err(e) => {
+            host_failure = e.is_host_failure();
             let error = ConfigError {
                 location: location.clone(),
                 path: "$".into(),
@@ -273,6 +283,12 @@ fn load_file(
     {
         let why = loaded.failed[failed_before].error.clone();
         loaded.keep_in_force(good, &why);
+    }
+    if host_failure && loaded.failed.len() > failed_before {
+        let error = &loaded.failed[failed_before].error;
+        loaded
+            .host_failures
+            .push(format!("`{}`: {}", error.location, error.message));
     }
 }
 

@@ -59,6 +59,11 @@ pub struct LoadedConfig {
     /// trust fingerprints what was loaded, not a second read of it. For a file whose
     /// last good version is kept in force, the digest of that version.
     pub file_digests: Vec<(PathBuf, String)>,
+    /// Sources the host could not read for want of its own resources (descriptors,
+    /// memory), with no last good version in force: what they say is unknown, so no
+    /// event may be dispatched on this config (each a message naming the file and the
+    /// error; also in [`LoadedConfig::failed`]).
+    pub host_failures: Vec<String>,
     /// The sources that failed to load (also in [`LoadedConfig::errors`]), except those
     /// whose last good version is kept in force.
     pub failed: Vec<FailedSource>,

@@ -3,6 +3,16 @@
 //! re-admitted by that runner, and their results queued for the session
 //! ([`async_result`]), audited on their own line, and delivered with the session's next
 //! outcome.
+//!
+//! A job runs once: the dispatch gives it a random id and records the id, with the
+//! sha256 of the job's bytes, in the session store before it starts the runner
+//! ([`crate::session::SessionStore::issue_job`]); the runner consumes that record under
+//! the session's lock before it runs anything
+//! ([`crate::session::SessionStore::consume_job`]). The same job again (replayed, copied,
+//! a second runner racing the first), a job no dispatch issued or one whose bytes
+//! changed runs nothing: the refusal is on the runner's stderr, in the tracing log, in
+//! the audit log (each known hook `skipped` with the reason) and with the session's
+//! next outcome.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -11,6 +21,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::{Dispatcher, hook_concurrency, hook_slots, prepare_env_file, run_in_slot};
 use crate::config::SourceKind;
@@ -43,6 +54,10 @@ pub enum AsyncLauncher {
 pub struct AsyncJob {
     /// The format's version.
     pub version: u32,
+    /// The job's identity: [`crate::session::JOB_ID_LEN`] random hex digits, recorded in
+    /// the session store when the job is issued and consumed when it runs.
+    #[serde(default)]
+    pub id: String,
     /// The event.
     pub event: String,
     /// The event's input.
@@ -191,12 +206,13 @@ impl Dispatcher {
         hooks: &[Arc<Hook>],
         invocation: &Invocation,
     ) -> Result<(), String> {
-        use tokio::io::AsyncWriteExt;
         let AsyncLauncher::Detached { program, args } = &self.launcher else {
             unreachable!("only detached launchers launch runners");
         };
+        let id = new_job_id()?;
         let job = AsyncJob {
             version: ASYNC_JOB_VERSION,
+            id: id.clone(),
             event: invocation.spec.name.to_string(),
             input: invocation.input.clone(),
             hooks: hooks
@@ -208,6 +224,27 @@ impl Dispatcher {
                 .collect(),
         };
         let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
+        let session = &invocation.session_id;
+        // Recorded before the runner exists: the runner runs it only by consuming this.
+        self.sessions
+            .issue_job(session, &id, &job_digest(&bytes))
+            .map_err(|e| format!("not started: {e}"))?;
+        let launched = self.spawn_runner(program, args, hooks, &bytes).await;
+        if launched.is_err() {
+            self.sessions.withdraw_job(session, &id);
+        }
+        launched
+    }
+
+    /// Starts the detached runner `program args` and writes `bytes` (its job) to its stdin.
+    async fn spawn_runner(
+        &self,
+        program: &std::path::Path,
+        args: &[OsString],
+        hooks: &[Arc<Hook>],
+        bytes: &[u8],
+    ) -> Result<(), String> {
+        use tokio::io::AsyncWriteExt;
         let shown = program.display();
         // A slot for the spawn's descriptors, waited for no longer than these hooks'
         // timeouts (they are reported as not started otherwise).
@@ -232,7 +269,7 @@ impl Dispatcher {
             .spawn()
             .map_err(|e| format!("cannot start async runner `{shown}`: {e}"))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
-        let written = stdin.write_all(&bytes).await;
+        let written = stdin.write_all(bytes).await;
         drop(stdin);
         written.map_err(|e| format!("cannot hand the async runner `{shown}` its hooks: {e}"))?;
         // The runner detaches itself (its own session). Waiting for it reaps it in a
@@ -318,9 +355,11 @@ impl Dispatcher {
     ///
     /// # Errors
     ///
-    /// A job that is not valid JSON of this version, or a bad input.
-    pub async fn run_async_job(&self, job: &[u8]) -> Result<(), String> {
-        let job: AsyncJob = serde_json::from_slice(job)
+    /// A job that is not valid JSON of this version, or a bad input; a job that must not
+    /// run (already ran, never issued, changed): nothing ran, and the refusal is also in
+    /// the tracing log, the audit log and the session's next outcome.
+    pub async fn run_async_job(&self, bytes: &[u8]) -> Result<(), String> {
+        let job: AsyncJob = serde_json::from_slice(bytes)
             .map_err(|e| format!("the async job on stdin is not valid: {e}"))?;
         if job.version != ASYNC_JOB_VERSION {
             return Err(format!(
@@ -331,6 +370,14 @@ impl Dispatcher {
         let mut invocation = self
             .invocation(&job.event, job.input)
             .map_err(|e| e.to_string())?;
+        // Once: the record its dispatch made is consumed before anything runs.
+        if let Err(why) =
+            self.sessions
+                .consume_job(&invocation.session_id, &job.id, &job_digest(bytes))
+        {
+            let ids: Vec<&str> = job.hooks.iter().map(|h| h.id.as_str()).collect();
+            return Err(self.refuse_job(&invocation, &ids, &why));
+        }
         let mut admitted = Vec::new();
         for AdmittedHook {
             id,
@@ -372,6 +419,50 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// Reports a job that must not run (`why`) everywhere a detached runner can: the
+    /// tracing log, an audit line with each hook of `ids` this policy knows as skipped,
+    /// and a result per hook for the session's next outcome. Returns the message.
+    fn refuse_job(&self, invocation: &Invocation, ids: &[&str], why: &str) -> String {
+        let message = format!(
+            "refused to run the async job of `{}`; nothing ran: {why}",
+            invocation.spec.name
+        );
+        tracing::warn!("{message}");
+        for id in ids {
+            self.sessions.push_async(
+                &invocation.session_id,
+                AsyncResult {
+                    hook: (*id).to_string(),
+                    event: invocation.spec.name.to_string(),
+                    additional_context: Vec::new(),
+                    system_messages: Vec::new(),
+                    wake: None,
+                    error: Some(format!("refused to run the async hook `{id}`: {why}")),
+                },
+            );
+        }
+        let executed: Vec<Executed> = self
+            .policy
+            .hooks
+            .iter()
+            .filter(|h| h.event == invocation.spec.name.as_ref() && ids.contains(&h.id.as_str()))
+            .map(|hook| Executed {
+                hook: hook.clone(),
+                result: HookResult::Skipped(message.clone()),
+            })
+            .collect();
+        if let Some(log) = self.audit.as_deref()
+            && !executed.is_empty()
+        {
+            let outcome = merge(&invocation.spec, &executed);
+            let entry = crate::audit::entry(invocation, &outcome, std::time::SystemTime::now());
+            if let Err(e) = log.append(&entry.of_async_run()) {
+                tracing::error!("audit: {e}");
+            }
+        }
+        message
+    }
+
     /// The hook of this policy that may run as the hook `id` that a dispatch admitted
     /// under `record`.
     fn readmit(&self, event: &str, id: &str, record: &Value) -> Result<Arc<Hook>, String> {
@@ -398,6 +489,20 @@ impl Dispatcher {
         }
         Ok(hook.clone())
     }
+}
+
+/// A fresh job id: [`crate::session::JOB_ID_LEN`] hex digits from the system's
+/// randomness.
+fn new_job_id() -> Result<String, String> {
+    let mut id = [0u8; crate::session::JOB_ID_LEN / 2];
+    getrandom::getrandom(&mut id)
+        .map_err(|e| format!("not started: no randomness for a job id: {e}"))?;
+    Ok(hex::encode(id))
+}
+
+/// The sha256 of a job's bytes, in hex: what its record holds.
+fn job_digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Appends the line of an async hook's run, which finishes after its event's line was

@@ -54,6 +54,11 @@ pub enum DispatchError {
     /// The input is not a JSON object.
     #[error("the input of `{0}` must be a JSON object")]
     InputNotObject(String),
+    /// The host could not read its config (out of descriptors or memory): what the
+    /// hooks would say is unknown. Not an answer: the CLI blocks a guarding event on it
+    /// under `--format claude` (`dispatch::unanswered` of the CLI).
+    #[error("hookhost could not read its config: {0}")]
+    CannotGuard(String),
 }
 
 /// File descriptors a command hook may hold while it starts: three pipes (both ends
@@ -155,6 +160,11 @@ impl Dispatcher {
     ///
     /// An unknown event or an input that is not an object.
     pub fn invocation(&self, event: &str, input: Value) -> Result<Arc<Invocation>, DispatchError> {
+        if !self.policy.host_failures.is_empty() {
+            return Err(DispatchError::CannotGuard(
+                self.policy.host_failures.join("; "),
+            ));
+        }
         let spec = self
             .policy
             .catalogue

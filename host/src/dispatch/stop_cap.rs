@@ -1,5 +1,11 @@
 //! The Stop loop cap: after `stopBlockCap` consecutive blocks of a capped event (Stop)
 //! in a session, the next block is overridden so that the agent may stop.
+//!
+//! The count lives in the session store every host of the data directory shares
+//! ([`crate::session::DiskStore`]): blocks in the one-shot CLI, the dispatch daemon and
+//! any number of `serve` daemons count together. This is the only place that reads or
+//! writes it, and only on capped events. When the count cannot be recorded (the data
+//! directory is not writable), the cap fails closed: the block stands, with a notice.
 
 use super::Dispatcher;
 use crate::handlers::Invocation;
@@ -24,8 +30,9 @@ impl Dispatcher {
                 next
             });
         if let Err(e) = updated {
+            // Fail closed: a hook's block is never lifted on a count nobody could keep.
             outcome.host_notice(format!(
-                "the Stop loop cap could not be applied to this Stop: {e}"
+                "the Stop loop cap could not be applied to this Stop (a block stands): {e}"
             ));
             return;
         }

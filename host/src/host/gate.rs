@@ -94,7 +94,9 @@ pub struct Reloaded {
     /// The state of the host's files after the build: the next check compares with it.
     pub fingerprint: SourcesFingerprint,
     /// A file changed since the build began (or too recently for its stamp to show a
-    /// second change): build again at the next check even if the fingerprint is the same.
+    /// second change), or a file could not be read for want of descriptors or memory
+    /// ([`crate::policy::Policy::host_failures`]): build again at the next check even if
+    /// the fingerprint is the same.
     pub dirty: bool,
 }
 
@@ -166,7 +168,11 @@ pub fn reload(
         }
     };
     let fingerprint = host.fingerprint();
-    let dirty = built && !fingerprint.settled_since(started);
+    // A config the host could not read for want of descriptors or memory says nothing
+    // about the files: build again at the next check, or the daemon would refuse every
+    // event until a file changes.
+    let dirty =
+        built && (!fingerprint.settled_since(started) || !host.policy().host_failures.is_empty());
     let before = previous
         .map(|p| p.policy().notices.as_slice())
         .unwrap_or(&[]);

@@ -81,6 +81,11 @@ pub struct Policy {
     /// ([`ResolveOptions::host_places`] and every plugin file with its signature): the
     /// sandbox checks each opened grant against them again ([`places`]).
     pub host_places: places::HostPlaces,
+    /// Config sources the host could not read for want of its own descriptors or memory
+    /// ([`LoadedConfig::host_failures`]): while there is one, no event is dispatched on
+    /// this policy (`Dispatcher::invocation` refuses with
+    /// `DispatchError::CannotGuard`).
+    pub host_failures: Vec<String>,
 }
 
 impl Policy {
@@ -134,6 +139,9 @@ pub struct TrustRequest {
     pub plugins: std::collections::BTreeMap<PathBuf, String>,
     /// Recorded trust, or explicit trust for this run.
     pub input: TrustInput,
+    /// The trust store could not be read for want of the host's own descriptors or
+    /// memory: a host failure ([`Policy::host_failures`]), not an untrusted workspace.
+    pub host_failure: Option<String>,
 }
 
 /// Merges loaded layers into a [`Policy`]. Invalid hooks are dropped and reported in
@@ -149,8 +157,12 @@ pub fn resolve(
         mut warnings,
         failed,
         notices: loaded_notices,
+        mut host_failures,
         ..
     } = loaded;
+    if let Some(store) = options.trust.as_ref().and_then(|t| t.host_failure.as_ref()) {
+        host_failures.push(store.clone());
+    }
     // Precedence order (a stable sort keeps the order within a kind): managed layers come
     // first, so a broken managed hook is known before any other hook is judged.
     layers.sort_by_key(|l| l.origin.kind);
@@ -275,6 +287,7 @@ pub fn resolve(
         workspace_trust,
         notices,
         host_places,
+        host_failures,
     }
 }
 

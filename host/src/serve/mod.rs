@@ -11,10 +11,13 @@
 //! `{"session": "...", "async": {...}}` the moment they finish, instead of waiting for
 //! the session's next outcome.
 //!
-//! Session state (the Stop cap, queued async results) lives in the daemon. When a config
+//! Session state (the Stop cap, queued async results) lives in the data directory's
+//! shared session store ([`crate::session::DiskStore`], `<data dir>/sessions`), shared
+//! with the one-shot CLI, the dispatch daemon and every other `serve`. When a config
 //! source changes, the host of that project is rebuilt through the reload gate
 //! ([`crate::gate::reload`], shared with the dispatch daemon: a file that fails a check
-//! keeps its last good version) and its next outcome carries a notice. On SIGTERM the daemon stops accepting, finishes in-flight requests, answers
+//! keeps its last good version) and its next outcome carries a notice. On SIGTERM the
+//! daemon stops accepting, finishes in-flight requests, answers
 //! them and exits. A socket client that disconnects cancels its in-flight requests (their
 //! processes are killed); on stdio, the end of input means "finish and exit".
 //!
@@ -184,7 +187,7 @@ impl Server {
             default_project,
             projects: Mutex::new(HashMap::new()),
             forgotten: Mutex::new(None),
-            sessions: Arc::new(SubscribingStore::default()),
+            sessions: Arc::new(SubscribingStore::new(crate::host::shared_session_store())),
             wasm: Arc::new(WasmRuntime::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),

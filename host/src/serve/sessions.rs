@@ -1,5 +1,8 @@
-//! The daemon's session store: session state shared by every connection, which pushes
-//! each async result to the connections subscribed to its session.
+//! The daemon's session store: the shared [`DiskStore`] of the data directory (the
+//! one-shot CLI, the dispatch daemon and every other `serve` on it count the same Stop
+//! blocks and queue the same results), with subscriptions on top: an async result that
+//! finishes in this daemon is pushed to the connections subscribed to its session, and
+//! queued in the store only when none can take it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,12 +10,13 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::SUBSCRIBER_QUEUE;
-use crate::session::{AsyncResult, MemoryStore, SessionStore};
+use crate::session::{AsyncResult, DiskStore, SessionStore};
 
-/// Session state shared by every connection, which pushes async results to subscribers.
-#[derive(Debug, Default)]
+/// Session state shared by every connection (and every host of the data directory),
+/// which pushes async results to subscribers.
+#[derive(Debug)]
 pub struct SubscribingStore {
-    inner: MemoryStore,
+    inner: DiskStore,
     subscribers: Mutex<Subscribers>,
 }
 
@@ -51,7 +55,22 @@ impl Drop for Subscription {
     }
 }
 
+impl crate::session::sealed::Sealed for SubscribingStore {}
+
 impl SubscribingStore {
+    /// Subscriptions over `store`.
+    pub fn new(store: DiskStore) -> SubscribingStore {
+        SubscribingStore {
+            inner: store,
+            subscribers: Mutex::default(),
+        }
+    }
+
+    /// The store under the subscriptions.
+    pub fn store(&self) -> &DiskStore {
+        &self.inner
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Subscribers> {
         self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -62,7 +81,8 @@ impl SubscribingStore {
         let mut subscribers = self.lock();
         let id = subscribers.next_id;
         subscribers.next_id += 1;
-        for result in self.inner.take_async(session) {
+        // No more than the channel holds: the rest stay queued, in their order.
+        for result in self.inner.take_at_most(session, SUBSCRIBER_QUEUE) {
             if let Err(full) = sender.try_send(result) {
                 self.inner.push_async(session, full.into_inner());
             }
@@ -115,5 +135,14 @@ impl SessionStore for SubscribingStore {
     }
     fn take_async(&self, session: &str) -> Vec<AsyncResult> {
         self.inner.take_async(session)
+    }
+    fn issue_job(&self, session: &str, id: &str, digest: &str) -> Result<(), String> {
+        self.inner.issue_job(session, id, digest)
+    }
+    fn withdraw_job(&self, session: &str, id: &str) {
+        self.inner.withdraw_job(session, id)
+    }
+    fn consume_job(&self, session: &str, id: &str, digest: &str) -> Result<(), String> {
+        self.inner.consume_job(session, id, digest)
     }
 }

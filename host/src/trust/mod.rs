@@ -126,7 +126,8 @@ pub fn request(
 ) -> TrustRequest {
     let workspace = canonical_workspace(&sources.project_dir);
     let (fingerprint, plugins) = fingerprint(loaded, sources);
-    let recorded = |path: &Path| -> Result<Option<Fingerprint>, String> {
+    let mut host_failure = None;
+    let mut recorded = |path: &Path| -> Result<Option<Fingerprint>, String> {
         let store = TrustStore::new(path);
         // A store inside the workspace would let the repository vouch for itself.
         let real = crate::config::env::workspaces(&[&workspace]);
@@ -142,7 +143,12 @@ pub fn request(
         store
             .get(&workspace)
             .map(|r| r.map(|r| r.files))
-            .map_err(|e| e.to_string())
+            .map_err(|e| {
+                if e.is_host_failure() {
+                    host_failure = Some(format!("the trust store cannot be read: {e}"));
+                }
+                e.to_string()
+            })
     };
     let input = match trust {
         WorkspaceTrust::Untrusted => TrustInput::Untrusted,
@@ -155,5 +161,6 @@ pub fn request(
         fingerprint,
         plugins,
         input,
+        host_failure,
     }
 }

@@ -41,6 +41,16 @@ pub enum TrustStoreError {
     },
 }
 
+impl TrustStoreError {
+    /// Whether the store could not be read for want of the host's own descriptors or
+    /// memory ([`crate::config::file::is_host_failure`]): the store says nothing then,
+    /// and a trusted workspace must not read as untrusted (its guards skipped).
+    pub fn is_host_failure(&self) -> bool {
+        matches!(self, TrustStoreError::Io(StoreError::Io { source, .. })
+            if crate::config::file::is_host_failure(source))
+    }
+}
+
 impl From<TrustStoreError> for String {
     fn from(error: TrustStoreError) -> String {
         error.to_string()

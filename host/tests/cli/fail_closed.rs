@@ -144,13 +144,13 @@ enum Seen {
 fn judge(run: &Run, id: &str) -> Option<Seen> {
     let out: Value = serde_json::from_str(&run.stdout).ok()?;
     let hooks = out["hooks"].as_array().unwrap();
-    if hooks.is_empty() {
-        // The config files could not be read at this limit: every source is "config
-        // error, hooks skipped" and nothing is reported. That is the config stage's
-        // class (a source unreadable for want of descriptors reads as a broken file),
-        // not a hook's start; NOT fixed here (issue 24.1, left for the config loader).
-        return None;
-    }
+    // A config the host could not read for want of descriptors is a host error (no
+    // outcome, exit 1), never an outcome of a config whose hooks were skipped.
+    let notices = out["notices"].to_string();
+    assert!(
+        !notices.contains("hooks skipped") && !notices.contains("managed policy is broken"),
+        "a source unreadable for want of descriptors was taken for a broken file: {out}"
+    );
     let report = hooks
         .iter()
         .find(|h| h["id"] == id)
@@ -192,6 +192,7 @@ fn a_hook_that_cannot_start_for_want_of_descriptors_fails_at_once_named_and_bloc
     assert_eq!(warm.code, 0, "{}", warm.stderr);
 
     let mut reached: Vec<(String, Seen)> = Vec::new();
+    let mut config_unread = 0;
     for limit in LOWEST_NOFILE..=48 {
         let mut cmd = env.command();
         limited(
@@ -203,12 +204,21 @@ fn a_hook_that_cannot_start_for_want_of_descriptors_fails_at_once_named_and_bloc
             .unwrap_or_else(|| panic!("at {limit} descriptors the dispatch hung"));
         assert_ne!(run.code, 101, "{limit}: panicked: {}", run.stderr);
         if run.code != 0 {
-            // No outcome at all: the dispatch could not run (no runtime); a host error.
+            // No outcome at all: the dispatch could not run (no runtime, or its config
+            // could not be read); a host error.
             assert!(
                 run.stderr.starts_with("hookhost: error: "),
                 "{}",
                 run.stderr
             );
+            if run.stderr.contains("could not read its config") {
+                assert!(
+                    run.stderr.contains(".json`") && run.stderr.contains("os error 24"),
+                    "{limit}: the error names the file and the OS error: {}",
+                    run.stderr
+                );
+                config_unread += 1;
+            }
             continue;
         }
         for (id, _) in &kinds {
@@ -217,6 +227,10 @@ fn a_hook_that_cannot_start_for_want_of_descriptors_fails_at_once_named_and_bloc
             }
         }
     }
+    assert!(
+        config_unread > 0,
+        "no limit kept the config from being read (the config stage's member of the class)"
+    );
     let has = |id: &str, seen: Seen| reached.iter().any(|(i, s)| i == id && *s == seen);
     // The HTTP hook's socket is never the one that runs out here: a process spawn needs
     // more descriptors at once than it keeps (the processes test covers HTTP).
@@ -322,13 +336,29 @@ fn a_hook_that_cannot_start_for_want_of_processes_is_a_named_failure_that_blocks
 }
 
 /// Under `--format claude`, a dispatch that cannot run at all (no runtime at the lowest
-/// descriptor limits) blocks a guarded event instead of exiting 1 ("go ahead" without
-/// `onFailure` in the agent's settings); an event that cannot block keeps the host error.
+/// descriptor limits, a config it cannot read for want of descriptors) blocks a guarded
+/// event instead of exiting 1 ("go ahead" without `onFailure` in the agent's settings);
+/// an event that cannot block keeps the host error. At every limit, `rm -rf /` under a
+/// guard that refuses it is blocked: by the guard, its failed start, or the host (a
+/// trust store it cannot read included: the workspace is not untrusted for that).
 #[test]
 fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
     let env = TestEnv::new();
+    let guard = r#"case "$(cat)" in *'rm -rf'*) echo refused >&2; exit 2;; esac"#;
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": guard, "onFailure": "block"}]),
+    ));
+    // Trusted explicitly, and trusted by the record in the trust store (which a limit
+    // may keep the host from reading: that is no untrusted workspace either).
+    let project = env.project.display().to_string();
+    let trusted = env.run(&["trust", &project], "");
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let mut blocked = 0;
-    for limit in LOWEST_NOFILE..=8 {
+    let mut config_unread = 0;
+    let mut store_unread = 0;
+    for (limit, recorded) in (LOWEST_NOFILE..=24).flat_map(|l| [(l, false), (l, true)]) {
         for (event, input) in [
             ("PreToolUse", bash_input("rm -rf /")),
             (
@@ -336,7 +366,11 @@ fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
                 json!({"session_id": "s", "hook_event_name": "Stop"}),
             ),
         ] {
-            let mut cmd = env.command();
+            let mut cmd = if recorded {
+                env.untrusted_command()
+            } else {
+                env.command()
+            };
             limited(
                 cmd.args(["dispatch", "--format", "claude"]),
                 libc::RLIMIT_NOFILE,
@@ -348,26 +382,40 @@ fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
                 "{limit} {event}: {}",
                 run.stderr
             );
-            if run.code == 0 {
-                continue; // it dispatched (nothing configured): an answer
-            }
             if event == "Stop" {
+                if run.code == 0 {
+                    continue; // it dispatched (no Stop hook): an answer
+                }
                 assert_eq!(run.code, 1, "Stop is never blocked by a failure");
                 continue;
             }
-            assert_eq!(run.code, 2, "{limit}: {}", run.stderr);
+            assert_eq!(run.code, 2, "{limit}: rm -rf / went ahead: {}", run.stderr);
+            if !run
+                .stderr
+                .contains("hookhost could not check this action: ")
+            {
+                continue; // the guard (or its failed start) blocked it
+            }
             let out: Value = serde_json::from_str(&run.stdout).unwrap();
             assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
-            assert!(
-                run.stderr
-                    .contains("hookhost could not check this action: "),
-                "{}",
-                run.stderr
-            );
+            if run.stderr.contains("could not read its config") {
+                config_unread += 1;
+            }
+            if run.stderr.contains("trust store") {
+                store_unread += 1;
+            }
             blocked += 1;
         }
     }
     assert!(blocked > 0, "no limit kept the dispatch from running");
+    assert!(
+        store_unread > 0,
+        "no limit kept the trust store from being read (trust's member of the class)"
+    );
+    assert!(
+        config_unread > 0,
+        "no limit kept the config from being read (the config stage's member of the class)"
+    );
 }
 
 #[test]

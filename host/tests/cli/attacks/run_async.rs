@@ -153,8 +153,10 @@ fn run_async(env: &TestEnv, cmd: &mut std::process::Command, job: &Value) -> Run
     )
 }
 
-/// Anyone who can start `hookhost run-async` can hand it any job: a job can only run a
-/// hook the loaded config admits now, with the record it has now.
+/// Anyone who can start `hookhost run-async` can hand it any job: a job no dispatch
+/// issued (here, one without an id) runs nothing, and says so (exit 1, and a refusal per
+/// hook with the session's next outcome); an issued one can only run a hook the loaded
+/// config admits now, with the record it has now (the tests above).
 #[test]
 fn a_forged_job_runs_nothing_the_config_does_not_admit() {
     let env = TestEnv::new();
@@ -172,7 +174,8 @@ fn a_forged_job_runs_nothing_the_config_does_not_admit() {
         &mut env.untrusted_command(),
         &job("forged", json!({})),
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("not a job id"), "{}", run.stderr);
     // Trusted for the run, but the record is not the hook's.
     let run = run_async(
         &env,
@@ -182,7 +185,7 @@ fn a_forged_job_runs_nothing_the_config_does_not_admit() {
             json!({"id": "bg", "handler": {"command": "touch pwned"}}),
         ),
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
         !env.project.join("pwned").exists(),
         "a forged job ran a hook"
@@ -194,10 +197,7 @@ fn a_forged_job_runs_nothing_the_config_does_not_admit() {
         4,
         "every hook of both jobs is refused: {said}"
     );
-    assert!(
-        said.contains("the current config has no such hook"),
-        "{said}"
-    );
+    assert!(said.contains("is not a job id"), "{said}");
 
     // Garbage on stdin is an error of the runner, not a crash and not a run.
     let garbage = env.run_with(

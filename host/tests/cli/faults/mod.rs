@@ -3,6 +3,7 @@
 //! environment, concurrent session updates, clients that misbehave, full disks, few
 //! file descriptors. No input may crash, wedge or silently disarm the host.
 
+mod crash_points;
 mod daemon;
 mod dispatch;
 mod input;
