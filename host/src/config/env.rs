@@ -363,6 +363,17 @@ pub fn path_var(name: &str, workspaces: &[PathBuf]) -> Result<Option<PathBuf>, S
     })
 }
 
+/// Where a private temporary directory of the host's own is made (the session store of a
+/// library host built without a data directory): `TMPDIR` when [`check_path`] accepts it,
+/// else `/tmp`. What is made there has a random name and mode 0700, so the variable
+/// chooses only where.
+pub fn private_temp_base() -> PathBuf {
+    path_var("TMPDIR", &[])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
 /// Where managed policy is read from: the system directory when it exists (whatever
 /// `HOOKHOST_MANAGED_DIR` says), else an accepted `HOOKHOST_MANAGED_DIR`, else the
 /// system directory (absent: no managed policy). The second value is a notice when the

@@ -71,10 +71,10 @@ impl DiskStore {
     ///
     /// The temporary directory cannot be created.
     pub fn of_its_own() -> Result<DiskStore, StoreError> {
-        let temp = std::env::temp_dir();
+        let temp = crate::config::env::private_temp_base();
         let own = tempfile::Builder::new()
             .prefix("hookhost-sessions-")
-            .tempdir()
+            .tempdir_in(&temp)
             .map_err(StoreError::io(StoreAction::Create, &temp))?;
         Ok(DiskStore {
             dir: own.path().to_path_buf(),

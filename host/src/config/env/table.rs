@@ -89,6 +89,11 @@ pub const VARIABLES: &[Variable] = &[
         "the cache base; else ~/.cache",
     ),
     v(
+        "TMPDIR",
+        Kind::Path,
+        "where a library host without a data directory makes its private session store; else /tmp",
+    ),
+    v(
         "XDG_RUNTIME_DIR",
         Kind::Path,
         "`hookhost serve`'s default socket directory",
