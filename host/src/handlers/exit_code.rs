@@ -45,9 +45,10 @@ fn python_cannot_open(line: &str, dir: &Path) -> bool {
         && !program.contains(char::is_whitespace)
         && message == strerror
         && !file.is_empty()
-        && std::fs::File::open(dir.join(file))
-            .and_then(|f| f.metadata())
-            .map_or(true, |m| m.is_dir())
+        // `stat`, never an open: the name comes from the hook's stderr, and opening a
+        // FIFO it names would block the host. A file that exists (and is not a
+        // directory) could have been opened, so the exit 2 is the guard's own: a block.
+        && std::fs::metadata(dir.join(file)).map_or(true, |m| m.is_dir())
 }
 
 #[cfg(test)]
@@ -79,5 +80,28 @@ mod tests {
         assert!(!cannot_start(2, "{}", missing, root));
         let unreadable = "python3: can't open file '/': [Errno 21] Is a directory";
         assert!(cannot_start(2, "", unreadable, root));
+    }
+
+    /// A FIFO named in the message is looked at, never opened: an open would block the
+    /// host until a writer came. It exists, so the exit 2 is the guard's own.
+    #[test]
+    fn a_fifo_named_in_the_message_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("hook.py");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let line = format!(
+            "python3: can't open file '{}': [Errno 2] No such file or directory",
+            fifo.display()
+        );
+        let (done, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(cannot_start(2, "", &line, Path::new("/")));
+        });
+        let started = answer
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the check blocked on the FIFO");
+        assert!(!started);
     }
 }
