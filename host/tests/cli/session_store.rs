@@ -159,7 +159,7 @@ impl<'a> Hosts<'a> {
     }
 
     /// Dispatches `event` with `input` on the host `(kind, n)`; returns the outcome and
-    /// the pid of the process that dispatched it (where its hooks' `$PPID` points).
+    /// the pid of the process that dispatched it (the parent of its hooks' keeper, `$PPID`).
     fn dispatch(&self, (kind, n): (Kind, usize), event: &str, input: &Value) -> (Value, u32) {
         match kind {
             Kind::OneShot => {
@@ -237,7 +237,7 @@ fn start_dispatch_daemon(env: &TestEnv, event: &str) -> u32 {
 /// A Stop hook that always blocks and names the process that ran it.
 fn blocking_stop_hook(env: &TestEnv) {
     env.project_hooks(json!({"hooks": {"Stop": [{"hooks": [
-        {"type": "command", "id": "never-done", "command": "echo \"stop $PPID\" >&2; exit 2"}
+        {"type": "command", "id": "never-done", "command": "echo \"stop $(awk '{print $4}' /proc/$PPID/stat)\" >&2; exit 2"}
     ]}]}}));
 }
 
