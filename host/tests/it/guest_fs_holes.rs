@@ -22,6 +22,93 @@ fn git_init(args: &[&str], at: &Path) {
     assert!(ok.success());
 }
 
+/// The window between the check of a path and the call that uses it: the check resolves
+/// `x/config` (its parent `x` a symlink to a plain directory), another writer of the same
+/// read-write grant (another plugin's hook, the agent, a command hook; here a thread)
+/// swaps `x` to point at a nested `.git`, and the call re-resolves the path by its text.
+/// A rename made after such a check replaces `.git/config` (git runs `core.fsmonitor`
+/// from it). The call must be made on what was checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_swapped_after_the_check_does_not_carry_a_change_into_dot_git() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let project = tempfile::tempdir().unwrap();
+    let src = project.path().join("src");
+    std::fs::create_dir_all(src.join("plaind")).unwrap();
+    git_init(&[], &src.join("repo"));
+    let config = src.join("repo/.git/config");
+    let before = std::fs::read(&config).unwrap();
+    std::os::unix::fs::symlink("plaind", src.join("x")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, src) = (stop.clone(), src.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for to in ["plaind", "repo/.git"] {
+                    let tmp = src.join("x.tmp");
+                    let _ = std::fs::remove_file(&tmp);
+                    std::os::unix::fs::symlink(to, &tmp).unwrap();
+                    std::fs::rename(&tmp, src.join("x")).unwrap();
+                }
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let hooks = (0..8)
+        .map(|h| {
+            let cases: serde_json::Map<String, Value> = (0..250)
+                .map(|i| {
+                    (
+                        format!("c{h}-{i}"),
+                        json!({"existing": format!("missing-{h}-{i}"), "fresh": "x/config"}),
+                    )
+                })
+                .collect();
+            wasm_hook(
+                plugins::HOSTILE_RAW,
+                json!({"id": format!("race-{h}"), "timeout": 60,
+                       "capabilities": {"dirs": [{"path": "${workspace}/src", "mode": "rw"}]},
+                       "config": {"attack": "fs-changes", "methods": ["rename-at"],
+                                  "cases": cases}}),
+            )
+        })
+        .collect();
+    let outcome = dispatch(
+        project.path(),
+        &settings("PreToolUse", "*", hooks),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    let mut verdicts = std::collections::BTreeMap::<String, usize>::new();
+    for (report, text) in outcome.hooks.iter().zip(&outcome.additional_context) {
+        assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+        let said: Value = serde_json::from_str(text).unwrap();
+        for v in said.as_object().unwrap().values() {
+            *verdicts.entry(v.as_str().unwrap().to_owned()).or_default() += 1;
+        }
+    }
+    assert!(swaps > 100, "{swaps}");
+    // Both sides of the swap were seen: some renames got into the plain directory.
+    assert!(verdicts.get("ok").copied().unwrap_or(0) > 0, "{verdicts:?}");
+    let after = std::fs::read(&config).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&after),
+        String::from_utf8_lossy(&before),
+        "`.git/config` replaced through a swapped symlink ({verdicts:?}, {swaps} swaps); \
+         .git now holds {:?}",
+        std::fs::read_dir(src.join("repo/.git"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<_>>()
+    );
+}
+
 /// Case variants of owned names: on a case-insensitive filesystem (a casefolded ext4
 /// directory, a vfat or NTFS mount, a shared folder) `.GIT/config` is `.git/config`, and
 /// git itself refuses `.GIT` in a tree for that reason. The names are compared without
@@ -43,7 +130,11 @@ fn case_variants_of_owned_and_private_names_are_owned() {
     }
     assert!(private_by_name(Path::new("/w/.Claude/Settings.Local.JSON")).is_some());
     // Look-alikes that are other names on every filesystem stay plain.
-    for path in ["/w/src/.git2/config", "/w/src/.gіt/config", "/w/a/CLAUDE.md.txt"] {
+    for path in [
+        "/w/src/.git2/config",
+        "/w/src/.gіt/config",
+        "/w/a/CLAUDE.md.txt",
+    ] {
         assert!(owned_by_name(Path::new(path)).is_none(), "{path}");
     }
 }

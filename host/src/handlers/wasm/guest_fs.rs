@@ -18,7 +18,10 @@
 //!   [`crate::policy::places::OWNED_FILE_NAMES`] (a nested `.git`, `.hookhost`,
 //!   `.claude`, `.codex`, a `CLAUDE.md`): these are host-owned by their name wherever
 //!   they are. Both ends of a link or a rename count (a hard link out of `.git` is a
-//!   writable alias of what git runs).
+//!   writable alias of what git runs). The change is then made by the host ([`at`]) on
+//!   the checked parent's descriptor and the checked last name, not by re-resolving the
+//!   path's text: a symlink swapped on the way after the check (by another writer of the
+//!   same grant) carries nothing into an owned place.
 //! - **Reads** of a private file ([`crate::policy::places::PRIVATE_FILES`]: the user's local settings) answer
 //!   `no-entry`, and directory listings leave it out, whatever the grant.
 //! - **Opens** (`open-at`) are made here, not by wasmtime-wasi: relative to the checked
@@ -43,7 +46,10 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi_io::streams::DynOutputStream;
 
+mod at;
 mod open;
+
+use at::Change;
 
 use super::hostcalls::{WASI, charge, cost};
 use super::state::State;
@@ -278,6 +284,16 @@ impl State {
         )
     }
 
+    /// Whether two descriptors have the same permissions (wasmtime-wasi's rule for a
+    /// link or rename between them); `true` when either is not a directory (the call
+    /// then answers `not-directory`).
+    fn same_perms(&self, a: u32, b: u32) -> wasmtime::Result<bool> {
+        Ok(match (self.dir_of(a)?, self.dir_of(b)?) {
+            (Some((_, a)), Some((_, b))) => a == b,
+            _ => true,
+        })
+    }
+
     /// The refusal of a change to the descriptor's own file or directory.
     pub(super) fn self_change_refused(
         &mut self,
@@ -387,19 +403,13 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.create-directory-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "create-directory-at",
-                    fd.rep(),
-                    &path,
-                    false,
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::create_directory_at(&mut view, fd, path).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target =
+                    match data.change_target("create-directory-at", fd.rep(), &path, false)? {
+                        Ok(t) => t,
+                        Err(code) => return Ok((Err(code),)),
+                    };
+                Ok((at::make(target, Change::CreateDir).await,))
             })
         },
     )?;
@@ -407,19 +417,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.unlink-file-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "unlink-file-at",
-                    fd.rep(),
-                    &path,
-                    false,
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::unlink_file_at(&mut view, fd, path).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target = match data.change_target("unlink-file-at", fd.rep(), &path, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(target, Change::Unlink).await,))
             })
         },
     )?;
@@ -427,19 +430,13 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.remove-directory-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "remove-directory-at",
-                    fd.rep(),
-                    &path,
-                    false,
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::remove_directory_at(&mut view, fd, path).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target =
+                    match data.change_target("remove-directory-at", fd.rep(), &path, false)? {
+                        Ok(t) => t,
+                        Err(code) => return Ok((Err(code),)),
+                    };
+                Ok((at::make(target, Change::RemoveDir).await,))
             })
         },
     )?;
@@ -513,20 +510,13 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             NewTimestamp,
         )| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "set-times-at",
-                    fd.rep(),
-                    &path,
-                    follows(flags),
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done =
-                    HostDescriptor::set_times_at(&mut view, fd, flags, path, atime, mtime).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target =
+                    match data.change_target("set-times-at", fd.rep(), &path, follows(flags))? {
+                        Ok(t) => t,
+                        Err(code) => return Ok((Err(code),)),
+                    };
+                Ok((at::make(target, Change::Times(atime, mtime)).await,))
             })
         },
     )?;
@@ -541,20 +531,24 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             String,
         )| {
             Box::new(async move {
+                // wasmtime-wasi's refusal: a link of what a symlink points at.
+                if follows(old_flags) {
+                    return Ok((Err(ErrorCode::Invalid),));
+                }
                 let data = store.data_mut();
+                if !data.same_perms(fd.rep(), new_fd.rep())? {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
                 // The old name too: a hard link out of an owned place is a writable alias.
-                let mut checked =
-                    data.path_refused("link-at", fd.rep(), &old, follows(old_flags), true)?;
-                if checked.is_none() {
-                    checked = data.path_refused("link-at", new_fd.rep(), &new, false, true)?;
-                }
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done =
-                    HostDescriptor::link_at(&mut view, fd, old_flags, old, new_fd, new).await;
-                answer(&mut store, done)
+                let old = match data.change_target("link-at", fd.rep(), &old, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                let new = match data.change_target("link-at", new_fd.rep(), &new, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(old, Change::Link(new)).await,))
             })
         },
     )?;
@@ -564,16 +558,18 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
             Box::new(async move {
                 let data = store.data_mut();
-                let mut checked = data.path_refused("rename-at", fd.rep(), &old, false, true)?;
-                if checked.is_none() {
-                    checked = data.path_refused("rename-at", new_fd.rep(), &new, false, true)?;
+                if !data.same_perms(fd.rep(), new_fd.rep())? {
+                    return Ok((Err(ErrorCode::NotPermitted),));
                 }
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::rename_at(&mut view, fd, old, new_fd, new).await;
-                answer(&mut store, done)
+                let old = match data.change_target("rename-at", fd.rep(), &old, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                let new = match data.change_target("rename-at", new_fd.rep(), &new, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(old, Change::Rename(new)).await,))
             })
         },
     )?;
@@ -582,16 +578,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (fd, text, new): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
-                let checked =
-                    store
-                        .data_mut()
-                        .path_refused("symlink-at", fd.rep(), &new, false, true)?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::symlink_at(&mut view, fd, text, new).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target = match data.change_target("symlink-at", fd.rep(), &new, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(target, Change::Symlink(text)).await,))
             })
         },
     )?;
