@@ -138,3 +138,55 @@ fn case_variants_of_owned_and_private_names_are_owned() {
         assert!(owned_by_name(Path::new(path)).is_none(), "{path}");
     }
 }
+
+/// Descriptor starvation by several hooks of one plugin: each hook holds at most a
+/// quarter of the host's budget, so four hooks (one plugin file under four ids) with
+/// `"instance": "session"` keep the whole budget between events, and the next event's
+/// other hook could not get the descriptor of its preopened directory. The last quarter
+/// of the budget is kept for every hook's first few descriptors (`held.rs`,
+/// `Descriptors::take`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_session_hooks_of_one_plugin_do_not_starve_a_sibling_of_descriptors() {
+    use hookhost::handlers::wasm::WasmRuntime;
+    let _alone = crate::hostile::HOARDING.lock().await;
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("f"), "f").unwrap();
+    // Its own runtime: the kept instances go with it at the end.
+    let runtime = std::sync::Arc::new(WasmRuntime::new(Some(cache_dir())));
+    let hoarders = (0..4)
+        .map(|i| {
+            wasm_hook(
+                plugins::HOSTILE_RAW,
+                json!({"id": format!("hoarder-{i}"), "instance": "session",
+                       "capabilities": {"dirs": [{"path": "${workspace}", "mode": "ro"}]},
+                       "limits": {"memoryMb": 1024},
+                       "config": {"attack": "hoard-descriptors", "arg": "f", "n": 1_000_000}}),
+            )
+        })
+        .collect();
+    let first = dispatch_on(
+        &runtime,
+        project.path(),
+        &settings("PreToolUse", "*", hoarders),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    assert_eq!(first.hooks.len(), 4, "{first:#?}");
+    let sibling = wasm_hook(
+        plugins::HOSTILE_RAW,
+        json!({"id": "sibling",
+               "capabilities": {"dirs": [{"path": "${workspace}", "mode": "ro"}]},
+               "config": {"attack": "echo"}}),
+    );
+    let second = dispatch_on(
+        &runtime,
+        project.path(),
+        &settings("PreToolUse", "*", vec![sibling]),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    let report = only_report(&second);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+}
