@@ -83,12 +83,18 @@ pub const OWNED_DIR_NAMES: &[(&str, &str)] = &[
 ];
 
 /// File names the agents read as instructions wherever they are (a nested `CLAUDE.md` is
-/// read when the agent works in its directory): no guest may create, write, rename, link
-/// or remove one.
+/// read when the agent works in its directory), and git's `HEAD`, the one file without
+/// which no directory is a git directory: no guest may create, write, rename, link or
+/// remove one.
 pub const OWNED_FILE_NAMES: &[(&str, &str)] = &[
     ("CLAUDE.md", "instructions Claude Code reads"),
     ("CLAUDE.local.md", "private instructions Claude Code reads"),
     ("AGENTS.md", "instructions Codex reads"),
+    (
+        "HEAD",
+        "a git HEAD (beside `objects/` and `refs/` it makes its directory a git directory, \
+         whatever its name, and git runs that directory's config)",
+    ),
 ];
 
 /// Private files that live inside public places: the user's local settings, which may

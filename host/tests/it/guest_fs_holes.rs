@@ -190,3 +190,75 @@ async fn four_session_hooks_of_one_plugin_do_not_starve_a_sibling_of_descriptors
     let report = only_report(&second);
     assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
 }
+
+/// A git directory needs no name `.git`: a directory holding `HEAD`, `objects/` and
+/// `refs/` is one (a bare repository), and git looking for a repository from any
+/// directory below finds it first and runs its config. A guest with a read-write grant
+/// over `${workspace}/src` made `src` itself one (`HEAD`, `objects/`, `refs/` and a
+/// `config` with `core.fsmonitor`, all plain names) and `git status` run anywhere under
+/// `src/` ran its command. `HEAD` is now host-owned by its name (no guest makes the
+/// marker), and a change inside a directory that already is a git directory (a bare
+/// repository in the repository's content) is refused whatever the directory's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_directory_not_named_dot_git_is_not_made_or_changed() {
+    let project = tempfile::tempdir().unwrap();
+    let src = project.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::create_dir_all(src.join("objects")).unwrap();
+    std::fs::create_dir_all(src.join("refs")).unwrap();
+    git_init(&["--bare"], &src.join("evil"));
+    std::fs::create_dir(src.join("evil/empty")).unwrap();
+    let methods = [
+        "open-at",
+        "create-directory-at",
+        "rename-at",
+        "unlink-file-at",
+        "remove-directory-at",
+        "link-at",
+        "symlink-at",
+        "set-times-at",
+    ];
+    let cases = json!({
+        // The marker itself, beside objects/ and refs/ made earlier.
+        "make-head": {"existing": "HEAD", "fresh": "HEAD"},
+        // A bare repository already there.
+        "bare-config": {"existing": "evil/config", "fresh": "evil/hooks/pre-commit",
+                        "empty_dir": "evil/empty"},
+        "bare-via-dir": {"base": "evil", "existing": "config", "fresh": "info/x",
+                         "empty_dir": "empty"},
+    });
+    let hook = wasm_hook(
+        plugins::HOSTILE_RAW,
+        json!({"id": "bare", "timeout": 60,
+               "capabilities": {"dirs": [{"path": "${workspace}/src", "mode": "rw"}]},
+               "config": {"attack": "fs-changes", "methods": methods, "cases": cases}}),
+    );
+    let config_before = std::fs::read(src.join("evil/config")).unwrap();
+    let outcome = dispatch(
+        project.path(),
+        &settings("PreToolUse", "*", vec![hook]),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let said: Value = serde_json::from_str(&outcome.additional_context.join("")).unwrap();
+    let mut through = Vec::new();
+    for (key, verdict) in said.as_object().unwrap() {
+        let verdict = verdict.as_str().unwrap();
+        if verdict == "n/a" {
+            continue;
+        }
+        if verdict != "err:not-permitted" {
+            through.push(format!("{key}: {verdict}"));
+        }
+    }
+    assert!(through.is_empty(), "got through:\n{}", through.join("\n"));
+    assert!(!src.join("HEAD").exists(), "the guest made src/HEAD");
+    assert_eq!(
+        std::fs::read(src.join("evil/config")).unwrap(),
+        config_before
+    );
+    assert!(!src.join("evil/hooks/pre-commit").exists());
+}

@@ -230,6 +230,26 @@ fn link_text(dir: &OwnedFd, name: &str) -> std::io::Result<Option<String>> {
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EILSEQ))
 }
 
+/// Why `real` lies in a git directory that is not named `.git` (a bare repository: `HEAD`,
+/// `objects/` and `refs/`, as git recognises one when it looks for a repository from a
+/// directory below): git runs that directory's config (`core.fsmonitor`) for any command
+/// run beneath it.
+fn in_git_directory(real: &Path) -> Option<String> {
+    let is = |dir: &Path, name: &str, dir_wanted: bool| {
+        std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_dir() == dir_wanted)
+    };
+    real.ancestors()
+        .skip(1)
+        .find(|dir| is(dir, "HEAD", false) && is(dir, "objects", true) && is(dir, "refs", true))
+        .map(|dir| {
+            format!(
+                "`{}` lies in `{}`, a git directory (HEAD, objects/, refs/) whatever its name",
+                real.display(),
+                dir.display()
+            )
+        })
+}
+
 /// The error a guest gets for a path that cannot be resolved: escapes are
 /// `not-permitted`, as the sandbox answers them.
 fn resolve_error(e: std::io::Error) -> ErrorCode {
@@ -245,6 +265,7 @@ impl State {
         let why = self.places.owns(real, true).or_else(|| {
             owned_by_name(real)
                 .map(|what| format!("`{}` is {what}, host-owned by its name", real.display()))
+                .or_else(|| in_git_directory(real))
         })?;
         self.keep_refusal(format!("`{call}` refused: {why}; no plugin may change it"));
         Some(ErrorCode::NotPermitted)
