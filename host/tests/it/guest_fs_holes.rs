@@ -262,3 +262,91 @@ async fn a_git_directory_not_named_dot_git_is_not_made_or_changed() {
     );
     assert!(!src.join("evil/hooks/pre-commit").exists());
 }
+
+/// The read side of the window: `stat-at` and `metadata-hash-at` check that the target is
+/// not a private file, then looked the path up again by its text. A symlink swapped on the
+/// way between a plain directory and a `.claude` one gave the private file's size (and
+/// times, and hash) to a read-only plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_swapped_after_the_check_does_not_reveal_a_private_file() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path().join("d");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    std::fs::create_dir_all(dir.join("plain")).unwrap();
+    // 77 bytes private, 3 bytes plain: a `found:77` is the private file's size.
+    std::fs::write(dir.join(".claude/settings.local.json"), "x".repeat(77)).unwrap();
+    std::fs::write(dir.join("plain/settings.local.json"), "abc").unwrap();
+    std::os::unix::fs::symlink("plain", dir.join("x")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, dir) = (stop.clone(), dir.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for to in ["plain", ".claude"] {
+                    let tmp = dir.join("x.tmp");
+                    let _ = std::fs::remove_file(&tmp);
+                    std::os::unix::fs::symlink(to, &tmp).unwrap();
+                    std::fs::rename(&tmp, dir.join("x")).unwrap();
+                }
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    // What one hook may say is capped: many hooks, a few short paths each.
+    let hooks = (0..20)
+        .map(|h| {
+            let paths: Vec<String> = (0..8)
+                .map(|k| format!("{}x{}/settings.local.json", "./".repeat(h), "/.".repeat(k)))
+                .collect();
+            wasm_hook(
+                plugins::HOSTILE_RAW,
+                json!({"id": format!("peek-{h}"), "timeout": 60,
+                       "capabilities": {"dirs": [{"path": "${workspace}/d", "mode": "ro"}]},
+                       "config": {"attack": "fs-reads", "paths": paths}}),
+            )
+        })
+        .collect();
+    let outcome = dispatch(
+        project.path(),
+        &settings("PreToolUse", "*", hooks),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let mut leaked = Vec::new();
+    let mut hashes = std::collections::BTreeSet::new();
+    for (report, text) in outcome.hooks.iter().zip(&outcome.additional_context) {
+        assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+        let said: Value =
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text} {report:#?}"));
+        for (key, v) in said.as_object().unwrap() {
+            let v = v.as_str().unwrap();
+            let how = key.rsplit('/').next().unwrap();
+            *seen.entry(format!("{how} {v}")).or_default() += 1;
+            if (how == "stat" && v == "found:77") || (how == "open" && v.contains("xxx")) {
+                leaked.push(format!("{key}: {v}"));
+            }
+            if how == "hash" && v.starts_with("found:") {
+                hashes.insert(v.to_owned());
+            }
+        }
+    }
+    assert!(swaps > 10, "{swaps}");
+    // The plain side was seen (the race ran).
+    assert!(seen.contains_key("stat found:3"), "{seen:?}");
+    // Only the plain file's metadata hash: another one is the private file's.
+    assert!(hashes.len() <= 1, "{hashes:?} ({swaps} swaps)");
+    assert!(
+        leaked.is_empty(),
+        "{} reads of the private file ({swaps} swaps): {:?}",
+        leaked.len(),
+        &leaked[..leaked.len().min(5)]
+    );
+}

@@ -49,7 +49,7 @@ use wasmtime_wasi_io::streams::DynOutputStream;
 mod at;
 mod open;
 
-use at::Change;
+use at::{Change, Read, ReadAnswer};
 
 use super::hostcalls::{WASI, charge, cost};
 use super::state::State;
@@ -331,34 +331,6 @@ impl State {
         })
     }
 
-    /// The check of a call that reaches `path` from the directory descriptor `fd`
-    /// (`None`: go on; a descriptor that is not a directory is left to the call).
-    fn path_refused(
-        &mut self,
-        call: &str,
-        fd: u32,
-        path: &str,
-        follow: bool,
-        change: bool,
-    ) -> wasmtime::Result<Option<ErrorCode>> {
-        let Some((dir, _)) = self.dir_of(fd)? else {
-            return Ok(None);
-        };
-        let target = match target(&dir, path, follow) {
-            Ok(t) => t,
-            Err(e) => return Ok(Some(resolve_error(e))),
-        };
-        let real = target.real();
-        if self.hidden(call, &real) {
-            return Ok(Some(ErrorCode::NoEntry));
-        }
-        Ok(if change {
-            self.change_refused(call, &real)
-        } else {
-            None
-        })
-    }
-
     /// Whether the entry `name` of the directory whose real path is `dir` may be listed.
     pub(super) fn listed(&self, dir: &Path, name: &str) -> bool {
         let real = dir.join(name);
@@ -464,18 +436,7 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     types.func_wrap_async(
         "[method]descriptor.readlink-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let checked =
-                    store
-                        .data_mut()
-                        .path_refused("readlink-at", fd.rep(), &path, false, false)?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::readlink_at(&mut view, fd, path).await;
-                answer(&mut store, done)
-            })
+            Box::new(async move { at::readlink_at(&mut store, fd.rep(), &path).await })
         },
     )?;
     types.func_wrap_async(
@@ -483,19 +444,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (fd, flags, path): (Resource<Descriptor>, PathFlags, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "stat-at",
-                    fd.rep(),
-                    &path,
-                    follows(flags),
-                    false,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::stat_at(&mut view, fd, flags, path).await;
-                answer(&mut store, done)
+                let got =
+                    at::read_at(&mut store, "stat-at", fd.rep(), flags, &path, Read::Stat).await?;
+                Ok((got.0.map(|got| match got {
+                    ReadAnswer::Stat(v) => v,
+                    _ => unreachable!("asked for stat"),
+                }),))
             })
         },
     )?;
@@ -504,19 +458,19 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (fd, flags, path): (Resource<Descriptor>, PathFlags, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
+                let got = at::read_at(
+                    &mut store,
                     "metadata-hash-at",
                     fd.rep(),
+                    flags,
                     &path,
-                    follows(flags),
-                    false,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::metadata_hash_at(&mut view, fd, flags, path).await;
-                answer(&mut store, done)
+                    Read::Hash,
+                )
+                .await?;
+                Ok((got.0.map(|got| match got {
+                    ReadAnswer::Hash(v) => v,
+                    _ => unreachable!("asked for hash"),
+                }),))
             })
         },
     )?;

@@ -1,14 +1,21 @@
-//! Changes at a path, made by the host on what [`super::target`] checked: the syscall
-//! runs relative to the checked parent directory's descriptor with the checked last
-//! name, so a symlink swapped on the way after the check (by another writer of the same
-//! grant) cannot carry the change somewhere else, as re-resolving the path's text would.
+//! Calls at a path, made by the host on what [`super::target`] checked: the syscall runs
+//! relative to the checked parent directory's descriptor with the checked last name, so
+//! a symlink swapped on the way after the check (by another writer of the same grant)
+//! cannot carry a change into an owned place, nor a read to a private file, as
+//! re-resolving the path's text would.
 
 use std::ffi::CString;
 use std::os::fd::AsRawFd;
 
-use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, NewTimestamp};
+use wasmtime::StoreContextMut;
+use wasmtime::component::Resource;
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    DescriptorStat, ErrorCode, HostDescriptor, MetadataHashValue, NewTimestamp, PathFlags,
+};
+use wasmtime_wasi::{FsPerms, OpenMode};
 
-use super::{Target, resolve_error, target};
+use super::{Answer, Target, answer, follows, resolve_error, target};
 use crate::handlers::wasm::state::State;
 
 /// What to make at a checked target.
@@ -27,8 +34,8 @@ pub(super) enum Change {
 }
 
 impl State {
-    /// The target of a change at `path` from the directory descriptor `fd`, checked as
-    /// [`State::path_refused`] checks a change, after wasmtime-wasi's own refusals (a
+    /// The target of a change at `path` from the directory descriptor `fd`, checked (not hidden,
+    /// not owned), after wasmtime-wasi's own refusals (a
     /// file descriptor, a read-only directory).
     pub(super) fn change_target(
         &mut self,
@@ -56,6 +63,135 @@ impl State {
         }
         Ok(Ok(target))
     }
+}
+
+impl State {
+    /// The target of a read at `path`, checked: not hidden.
+    fn read_target(
+        &mut self,
+        call: &str,
+        fd: u32,
+        path: &str,
+        follow: bool,
+    ) -> wasmtime::Result<Result<(Target, FsPerms), ErrorCode>> {
+        let Some((dir, perms)) = self.dir_of(fd)? else {
+            return Ok(Err(ErrorCode::NotDirectory));
+        };
+        let target = match target(&dir, path, follow) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(resolve_error(e))),
+        };
+        if self.hidden(call, &target.real()) {
+            return Ok(Err(ErrorCode::NoEntry));
+        }
+        Ok(Ok((target, perms)))
+    }
+}
+
+/// What a path-reading call asks of its checked target.
+#[derive(Clone, Copy)]
+pub(super) enum Read {
+    Stat,
+    Hash,
+}
+
+/// The answer of `stat-at` or `metadata-hash-at`.
+pub(super) enum ReadAnswer {
+    Stat(DescriptorStat),
+    Hash(MetadataHashValue),
+}
+
+/// `stat-at` and `metadata-hash-at` on what was checked: the target opened `O_PATH`
+/// (never followed, never read) relative to its checked parent, and wasmtime-wasi's own
+/// `stat` or `metadata-hash` of that descriptor (the same answers as of an opened file),
+/// made on a table entry the guest never sees.
+pub(super) async fn read_at(
+    store: &mut StoreContextMut<'_, State>,
+    call: &str,
+    fd: u32,
+    flags: PathFlags,
+    path: &str,
+    read: Read,
+) -> Answer<ReadAnswer> {
+    let (target, perms) = match store
+        .data_mut()
+        .read_target(call, fd, path, follows(flags))?
+    {
+        Ok(t) => t,
+        Err(code) => return Ok((Err(code),)),
+    };
+    let opened = tokio::task::spawn_blocking(move || {
+        let name = name_of(&target)?;
+        let name = name.to_str().unwrap_or(".");
+        crate::config::file::open_at_fd(&target.parent, name, libc::O_PATH | libc::O_NOFOLLOW, 0)
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) => return Ok((Err(resolve_error(e)),)),
+    };
+    let pinned = Descriptor::File(wasmtime_wasi::filesystem::File::new(
+        file,
+        perms,
+        OpenMode::READ,
+        false,
+    ));
+    let Ok(pinned) = store.data_mut().table.push(pinned) else {
+        return Ok((Err(ErrorCode::InsufficientMemory),));
+    };
+    let borrow = Resource::<Descriptor>::new_borrow(pinned.rep());
+    let mut view = store.data_mut().filesystem();
+    let done = match read {
+        Read::Stat => HostDescriptor::stat(&mut view, borrow)
+            .await
+            .map(ReadAnswer::Stat),
+        Read::Hash => HostDescriptor::metadata_hash(&mut view, borrow)
+            .await
+            .map(ReadAnswer::Hash),
+    };
+    store.data_mut().table.delete(pinned)?;
+    answer(store, done)
+}
+
+/// `readlink-at` on what was checked.
+pub(super) async fn readlink_at(
+    store: &mut StoreContextMut<'_, State>,
+    fd: u32,
+    path: &str,
+) -> Answer<String> {
+    let (target, _) = match store
+        .data_mut()
+        .read_target("readlink-at", fd, path, false)?
+    {
+        Ok(t) => t,
+        Err(code) => return Ok((Err(code),)),
+    };
+    let text = tokio::task::spawn_blocking(move || {
+        let name = name_of(&target)?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        // SAFETY: `name` is NUL-terminated, `buf` holds `buf.len()` bytes; readlinkat
+        // writes at most that many and returns the count or -1.
+        let n = unsafe {
+            libc::readlinkat(
+                target.parent.as_raw_fd(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        Ok(buf)
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    Ok((match text {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| ErrorCode::IllegalByteSequence),
+        Err(e) => Err(ErrorCode::from(e)),
+    },))
 }
 
 fn name_of(target: &Target) -> std::io::Result<CString> {

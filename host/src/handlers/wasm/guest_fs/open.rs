@@ -15,8 +15,8 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use super::{Answer, Target, follows, resolve_error, target};
 use crate::handlers::wasm::state::{Refused, State};
 
-/// `open-at`, made here ([the module](self)): the target checked ([`State::path_refused`]
-/// semantics), a descriptor taken from the host's budget, the file opened relative to the
+/// `open-at`, made here ([the module](self)): the target checked (as [`State::change_target`]
+/// checks), a descriptor taken from the host's budget, the file opened relative to the
 /// checked parent without following a last symlink and without blocking, and the opened
 /// descriptor's type decided by `fstat` before the guest gets it.
 pub(super) async fn open_at(
