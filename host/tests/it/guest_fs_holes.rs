@@ -350,3 +350,49 @@ async fn a_symlink_swapped_after_the_check_does_not_reveal_a_private_file() {
         &leaked[..leaked.len().min(5)]
     );
 }
+
+/// A hard link to an owned file made from outside the sandbox (by a command hook, the
+/// agent, a tool that links files): its other name is plain, and the check sees only the
+/// name the guest uses. A regular file with more than one name is not written, truncated
+/// or resized by a guest, whether opened after the link was made or before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_link_to_an_owned_file_made_from_outside_is_not_written() {
+    let project = tempfile::tempdir().unwrap();
+    let src = project.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    git_init(&[], &src.join("repo"));
+    let config = src.join("repo/.git/config");
+    let before = std::fs::read(&config).unwrap();
+    std::fs::hard_link(&config, src.join("alias")).unwrap();
+    let methods = [
+        "open-at",
+        "set-size",
+        "write",
+        "write-via-stream",
+        "append-via-stream",
+    ];
+    let cases = json!({"alias": {"existing": "alias", "fresh": "g-new"}});
+    let hook = wasm_hook(
+        plugins::HOSTILE_RAW,
+        json!({"id": "alias", "timeout": 60,
+               "capabilities": {"dirs": [{"path": "${workspace}/src", "mode": "rw"}]},
+               "config": {"attack": "fs-changes", "methods": methods, "cases": cases}}),
+    );
+    let outcome = dispatch(
+        project.path(),
+        &settings("PreToolUse", "*", vec![hook]),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let said: Value = serde_json::from_str(&outcome.additional_context.join("")).unwrap();
+    // `open-at` also creates `g-new`, a plain new file: it alone gets through.
+    assert_eq!(said["alias/open-at"], "ok", "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(&config).unwrap()),
+        String::from_utf8_lossy(&before),
+        "written through the hard link: {said}"
+    );
+}

@@ -34,6 +34,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -325,10 +326,16 @@ impl State {
             Descriptor::Dir(d) => d.dir.clone(),
             Descriptor::File(f) => f.file.clone(),
         };
-        Ok(match real_path_of(&*file) {
-            Ok(real) => self.change_refused(call, &real),
-            Err(e) => Some(ErrorCode::from(e)),
-        })
+        let real = match real_path_of(&*file) {
+            Ok(real) => real,
+            Err(e) => return Ok(Some(ErrorCode::from(e))),
+        };
+        // A regular file with other names (hard links made from outside): one may be owned.
+        if file.metadata().is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+            self.keep_refusal(open::linked_refusal(call, &real));
+            return Ok(Some(ErrorCode::NotPermitted));
+        }
+        Ok(self.change_refused(call, &real))
     }
 
     /// Whether the entry `name` of the directory whose real path is `dir` may be listed.
