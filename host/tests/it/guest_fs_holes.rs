@@ -396,3 +396,36 @@ async fn a_hard_link_to_an_owned_file_made_from_outside_is_not_written() {
         "written through the hard link: {said}"
     );
 }
+
+/// Renaming a directory that holds an owned name moves the owned place with it: the
+/// check sees `repo` and `g-moved-…`, plain names, not the `.git` inside. Nothing in the
+/// moved `.git` becomes writable (its new path still has the component `.git`), but a
+/// guest can move a nested repository, or a directory with a `CLAUDE.md` or `.claude/`,
+/// to where the agent will work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "got through: rename-at of a directory holding .git (or .claude, CLAUDE.md) is \
+            allowed; only its own names are checked, not what it holds (a walk of the tree \
+            at every directory rename was not added)"]
+async fn a_directory_holding_an_owned_name_is_not_renamed() {
+    let project = tempfile::tempdir().unwrap();
+    let src = project.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    git_init(&[], &src.join("repo"));
+    let cases = json!({"parent": {"existing": "repo", "fresh": "other"}});
+    let hook = wasm_hook(
+        plugins::HOSTILE_RAW,
+        json!({"id": "mover",
+               "capabilities": {"dirs": [{"path": "${workspace}/src", "mode": "rw"}]},
+               "config": {"attack": "fs-changes", "methods": ["rename-at"], "cases": cases}}),
+    );
+    let outcome = dispatch(
+        project.path(),
+        &settings("PreToolUse", "*", vec![hook]),
+        "PreToolUse",
+        bash("ls"),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    assert!(src.join("repo/.git").is_dir(), "{:?}", outcome.additional_context);
+}
