@@ -208,6 +208,12 @@ async fn a_git_directory_not_named_dot_git_is_not_made_or_changed() {
     std::fs::create_dir_all(src.join("refs")).unwrap();
     git_init(&["--bare"], &src.join("evil"));
     std::fs::create_dir(src.join("evil/empty")).unwrap();
+    // One whose `objects` and `refs` are symlinks (git follows them).
+    std::fs::create_dir(src.join("linked")).unwrap();
+    std::fs::write(src.join("linked/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(src.join("linked/config"), "[core]\n").unwrap();
+    std::os::unix::fs::symlink("../evil/objects", src.join("linked/objects")).unwrap();
+    std::os::unix::fs::symlink("../evil/refs", src.join("linked/refs")).unwrap();
     let methods = [
         "open-at",
         "create-directory-at",
@@ -224,6 +230,7 @@ async fn a_git_directory_not_named_dot_git_is_not_made_or_changed() {
         // A bare repository already there.
         "bare-config": {"existing": "evil/config", "fresh": "evil/hooks/pre-commit",
                         "empty_dir": "evil/empty"},
+        "linked-config": {"existing": "linked/config", "fresh": "linked/hooks"},
         "bare-via-dir": {"base": "evil", "existing": "config", "fresh": "info/x",
                          "empty_dir": "empty"},
     });
@@ -427,5 +434,9 @@ async fn a_directory_holding_an_owned_name_is_not_renamed() {
     .await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
-    assert!(src.join("repo/.git").is_dir(), "{:?}", outcome.additional_context);
+    assert!(
+        src.join("repo/.git").is_dir(),
+        "{:?}",
+        outcome.additional_context
+    );
 }

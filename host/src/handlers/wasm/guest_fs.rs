@@ -236,12 +236,12 @@ fn link_text(dir: &OwnedFd, name: &str) -> std::io::Result<Option<String>> {
 /// directory below): git runs that directory's config (`core.fsmonitor`) for any command
 /// run beneath it.
 fn in_git_directory(real: &Path) -> Option<String> {
-    let is = |dir: &Path, name: &str, dir_wanted: bool| {
-        std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_dir() == dir_wanted)
-    };
+    // As git looks: `HEAD` a file or a symlink, `objects` and `refs` followed.
+    let head = |dir: &Path| std::fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| !m.is_dir());
+    let sub = |dir: &Path, name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
     real.ancestors()
         .skip(1)
-        .find(|dir| is(dir, "HEAD", false) && is(dir, "objects", true) && is(dir, "refs", true))
+        .find(|dir| head(dir) && sub(dir, "objects") && sub(dir, "refs"))
         .map(|dir| {
             format!(
                 "`{}` lies in `{}`, a git directory (HEAD, objects/, refs/) whatever its name",
