@@ -83,12 +83,18 @@ pub const OWNED_DIR_NAMES: &[(&str, &str)] = &[
 ];
 
 /// File names the agents read as instructions wherever they are (a nested `CLAUDE.md` is
-/// read when the agent works in its directory): no guest may create, write, rename, link
-/// or remove one.
+/// read when the agent works in its directory), and git's `HEAD`, the one file without
+/// which no directory is a git directory: no guest may create, write, rename, link or
+/// remove one.
 pub const OWNED_FILE_NAMES: &[(&str, &str)] = &[
     ("CLAUDE.md", "instructions Claude Code reads"),
     ("CLAUDE.local.md", "private instructions Claude Code reads"),
     ("AGENTS.md", "instructions Codex reads"),
+    (
+        "HEAD",
+        "a git HEAD (beside `objects/` and `refs/` it makes its directory a git directory, \
+         whatever its name, and git runs that directory's config)",
+    ),
 ];
 
 /// Private files that live inside public places: the user's local settings, which may
@@ -111,23 +117,28 @@ pub const PRIVATE_FILES: &[(&str, &str, &str)] = &[
 ];
 
 /// What `path` (absolute, symlinks resolved) is by its names: a component named in
-/// [`OWNED_DIR_NAMES`], or a last component named in [`OWNED_FILE_NAMES`].
+/// [`OWNED_DIR_NAMES`], or a last component named in [`OWNED_FILE_NAMES`]. Names are
+/// compared without ASCII case: on a case-insensitive filesystem (casefolded ext4, vfat,
+/// NTFS, a shared folder) `.GIT/config` is `.git/config`.
 pub fn owned_by_name(path: &Path) -> Option<&'static str> {
     let names = || path.components().filter_map(|c| c.as_os_str().to_str());
     for name in names() {
-        if let Some((_, what)) = OWNED_DIR_NAMES.iter().find(|(n, _)| *n == name) {
+        if let Some((_, what)) = OWNED_DIR_NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
             return Some(what);
         }
     }
     let last = path.file_name()?.to_str()?;
     OWNED_FILE_NAMES
         .iter()
-        .find(|(n, _)| *n == last)
+        .find(|(n, _)| n.eq_ignore_ascii_case(last))
         .map(|(_, what)| *what)
 }
 
 /// What `path` (absolute, symlinks resolved) is if it is a private file ([`PRIVATE_FILES`])
-/// or lies inside one.
+/// or lies inside one; names compared without ASCII case, as [`owned_by_name`].
 pub fn private_by_name(path: &Path) -> Option<&'static str> {
     let names: Vec<&str> = path
         .components()
@@ -136,7 +147,9 @@ pub fn private_by_name(path: &Path) -> Option<&'static str> {
     names.windows(2).find_map(|pair| {
         PRIVATE_FILES
             .iter()
-            .find(|(dir, file, _)| pair[0] == *dir && pair[1] == *file)
+            .find(|(dir, file, _)| {
+                pair[0].eq_ignore_ascii_case(dir) && pair[1].eq_ignore_ascii_case(file)
+            })
             .map(|(_, _, what)| *what)
     })
 }

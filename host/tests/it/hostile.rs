@@ -1185,7 +1185,7 @@ async fn fields_share_the_memory_limit_with_linear_memory() {
 
 /// Held by the tests that hoard descriptors, one at a time: each counts the process's
 /// open descriptors, which another's hoard would change.
-static HOARDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static HOARDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Descriptors a plugin opens come from one budget of the host process: one hook gets
 /// a quarter of it (its preopened directory included), the open past that is refused

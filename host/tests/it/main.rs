@@ -3,6 +3,7 @@
 mod allowlist;
 mod demo;
 mod guest_fs;
+mod guest_fs_holes;
 mod hostile;
 mod lang;
 mod load;

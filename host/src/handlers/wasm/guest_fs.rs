@@ -18,7 +18,10 @@
 //!   [`crate::policy::places::OWNED_FILE_NAMES`] (a nested `.git`, `.hookhost`,
 //!   `.claude`, `.codex`, a `CLAUDE.md`): these are host-owned by their name wherever
 //!   they are. Both ends of a link or a rename count (a hard link out of `.git` is a
-//!   writable alias of what git runs).
+//!   writable alias of what git runs). The change is then made by the host ([`at`]) on
+//!   the checked parent's descriptor and the checked last name, not by re-resolving the
+//!   path's text: a symlink swapped on the way after the check (by another writer of the
+//!   same grant) carries nothing into an owned place.
 //! - **Reads** of a private file ([`crate::policy::places::PRIVATE_FILES`]: the user's local settings) answer
 //!   `no-entry`, and directory listings leave it out, whatever the grant.
 //! - **Opens** (`open-at`) are made here, not by wasmtime-wasi: relative to the checked
@@ -31,6 +34,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -43,7 +47,10 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi_io::streams::DynOutputStream;
 
+mod at;
 mod open;
+
+use at::{Change, Read, ReadAnswer};
 
 use super::hostcalls::{WASI, charge, cost};
 use super::state::State;
@@ -224,6 +231,26 @@ fn link_text(dir: &OwnedFd, name: &str) -> std::io::Result<Option<String>> {
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EILSEQ))
 }
 
+/// Why `real` lies in a git directory that is not named `.git` (a bare repository: `HEAD`,
+/// `objects/` and `refs/`, as git recognises one when it looks for a repository from a
+/// directory below): git runs that directory's config (`core.fsmonitor`) for any command
+/// run beneath it.
+fn in_git_directory(real: &Path) -> Option<String> {
+    // As git looks: `HEAD` a file or a symlink, `objects` and `refs` followed.
+    let head = |dir: &Path| std::fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| !m.is_dir());
+    let sub = |dir: &Path, name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
+    real.ancestors()
+        .skip(1)
+        .find(|dir| head(dir) && sub(dir, "objects") && sub(dir, "refs"))
+        .map(|dir| {
+            format!(
+                "`{}` lies in `{}`, a git directory (HEAD, objects/, refs/) whatever its name",
+                real.display(),
+                dir.display()
+            )
+        })
+}
+
 /// The error a guest gets for a path that cannot be resolved: escapes are
 /// `not-permitted`, as the sandbox answers them.
 fn resolve_error(e: std::io::Error) -> ErrorCode {
@@ -239,6 +266,7 @@ impl State {
         let why = self.places.owns(real, true).or_else(|| {
             owned_by_name(real)
                 .map(|what| format!("`{}` is {what}, host-owned by its name", real.display()))
+                .or_else(|| in_git_directory(real))
         })?;
         self.keep_refusal(format!("`{call}` refused: {why}; no plugin may change it"));
         Some(ErrorCode::NotPermitted)
@@ -278,6 +306,16 @@ impl State {
         )
     }
 
+    /// Whether two descriptors have the same permissions (wasmtime-wasi's rule for a
+    /// link or rename between them); `true` when either is not a directory (the call
+    /// then answers `not-directory`).
+    fn same_perms(&self, a: u32, b: u32) -> wasmtime::Result<bool> {
+        Ok(match (self.dir_of(a)?, self.dir_of(b)?) {
+            (Some((_, a)), Some((_, b))) => a == b,
+            _ => true,
+        })
+    }
+
     /// The refusal of a change to the descriptor's own file or directory.
     pub(super) fn self_change_refused(
         &mut self,
@@ -288,38 +326,16 @@ impl State {
             Descriptor::Dir(d) => d.dir.clone(),
             Descriptor::File(f) => f.file.clone(),
         };
-        Ok(match real_path_of(&*file) {
-            Ok(real) => self.change_refused(call, &real),
-            Err(e) => Some(ErrorCode::from(e)),
-        })
-    }
-
-    /// The check of a call that reaches `path` from the directory descriptor `fd`
-    /// (`None`: go on; a descriptor that is not a directory is left to the call).
-    fn path_refused(
-        &mut self,
-        call: &str,
-        fd: u32,
-        path: &str,
-        follow: bool,
-        change: bool,
-    ) -> wasmtime::Result<Option<ErrorCode>> {
-        let Some((dir, _)) = self.dir_of(fd)? else {
-            return Ok(None);
+        let real = match real_path_of(&*file) {
+            Ok(real) => real,
+            Err(e) => return Ok(Some(ErrorCode::from(e))),
         };
-        let target = match target(&dir, path, follow) {
-            Ok(t) => t,
-            Err(e) => return Ok(Some(resolve_error(e))),
-        };
-        let real = target.real();
-        if self.hidden(call, &real) {
-            return Ok(Some(ErrorCode::NoEntry));
+        // A regular file with other names (hard links made from outside): one may be owned.
+        if file.metadata().is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+            self.keep_refusal(open::linked_refusal(call, &real));
+            return Ok(Some(ErrorCode::NotPermitted));
         }
-        Ok(if change {
-            self.change_refused(call, &real)
-        } else {
-            None
-        })
+        Ok(self.change_refused(call, &real))
     }
 
     /// Whether the entry `name` of the directory whose real path is `dir` may be listed.
@@ -387,19 +403,13 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.create-directory-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "create-directory-at",
-                    fd.rep(),
-                    &path,
-                    false,
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::create_directory_at(&mut view, fd, path).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target =
+                    match data.change_target("create-directory-at", fd.rep(), &path, false)? {
+                        Ok(t) => t,
+                        Err(code) => return Ok((Err(code),)),
+                    };
+                Ok((at::make(target, Change::CreateDir).await,))
             })
         },
     )?;
@@ -407,19 +417,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.unlink-file-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "unlink-file-at",
-                    fd.rep(),
-                    &path,
-                    false,
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::unlink_file_at(&mut view, fd, path).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target = match data.change_target("unlink-file-at", fd.rep(), &path, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(target, Change::Unlink).await,))
             })
         },
     )?;
@@ -427,37 +430,20 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         "[method]descriptor.remove-directory-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "remove-directory-at",
-                    fd.rep(),
-                    &path,
-                    false,
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::remove_directory_at(&mut view, fd, path).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target =
+                    match data.change_target("remove-directory-at", fd.rep(), &path, false)? {
+                        Ok(t) => t,
+                        Err(code) => return Ok((Err(code),)),
+                    };
+                Ok((at::make(target, Change::RemoveDir).await,))
             })
         },
     )?;
     types.func_wrap_async(
         "[method]descriptor.readlink-at",
         |mut store: StoreContextMut<'_, State>, (fd, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let checked =
-                    store
-                        .data_mut()
-                        .path_refused("readlink-at", fd.rep(), &path, false, false)?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::readlink_at(&mut view, fd, path).await;
-                answer(&mut store, done)
-            })
+            Box::new(async move { at::readlink_at(&mut store, fd.rep(), &path).await })
         },
     )?;
     types.func_wrap_async(
@@ -465,19 +451,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (fd, flags, path): (Resource<Descriptor>, PathFlags, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "stat-at",
-                    fd.rep(),
-                    &path,
-                    follows(flags),
-                    false,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::stat_at(&mut view, fd, flags, path).await;
-                answer(&mut store, done)
+                let got =
+                    at::read_at(&mut store, "stat-at", fd.rep(), flags, &path, Read::Stat).await?;
+                Ok((got.0.map(|got| match got {
+                    ReadAnswer::Stat(v) => v,
+                    _ => unreachable!("asked for stat"),
+                }),))
             })
         },
     )?;
@@ -486,19 +465,19 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (fd, flags, path): (Resource<Descriptor>, PathFlags, String)| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
+                let got = at::read_at(
+                    &mut store,
                     "metadata-hash-at",
                     fd.rep(),
+                    flags,
                     &path,
-                    follows(flags),
-                    false,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::metadata_hash_at(&mut view, fd, flags, path).await;
-                answer(&mut store, done)
+                    Read::Hash,
+                )
+                .await?;
+                Ok((got.0.map(|got| match got {
+                    ReadAnswer::Hash(v) => v,
+                    _ => unreachable!("asked for hash"),
+                }),))
             })
         },
     )?;
@@ -513,20 +492,13 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             NewTimestamp,
         )| {
             Box::new(async move {
-                let checked = store.data_mut().path_refused(
-                    "set-times-at",
-                    fd.rep(),
-                    &path,
-                    follows(flags),
-                    true,
-                )?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done =
-                    HostDescriptor::set_times_at(&mut view, fd, flags, path, atime, mtime).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target =
+                    match data.change_target("set-times-at", fd.rep(), &path, follows(flags))? {
+                        Ok(t) => t,
+                        Err(code) => return Ok((Err(code),)),
+                    };
+                Ok((at::make(target, Change::Times(atime, mtime)).await,))
             })
         },
     )?;
@@ -541,20 +513,24 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             String,
         )| {
             Box::new(async move {
+                // wasmtime-wasi's refusal: a link of what a symlink points at.
+                if follows(old_flags) {
+                    return Ok((Err(ErrorCode::Invalid),));
+                }
                 let data = store.data_mut();
+                if !data.same_perms(fd.rep(), new_fd.rep())? {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
                 // The old name too: a hard link out of an owned place is a writable alias.
-                let mut checked =
-                    data.path_refused("link-at", fd.rep(), &old, follows(old_flags), true)?;
-                if checked.is_none() {
-                    checked = data.path_refused("link-at", new_fd.rep(), &new, false, true)?;
-                }
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done =
-                    HostDescriptor::link_at(&mut view, fd, old_flags, old, new_fd, new).await;
-                answer(&mut store, done)
+                let old = match data.change_target("link-at", fd.rep(), &old, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                let new = match data.change_target("link-at", new_fd.rep(), &new, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(old, Change::Link(new)).await,))
             })
         },
     )?;
@@ -564,16 +540,18 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
          (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
             Box::new(async move {
                 let data = store.data_mut();
-                let mut checked = data.path_refused("rename-at", fd.rep(), &old, false, true)?;
-                if checked.is_none() {
-                    checked = data.path_refused("rename-at", new_fd.rep(), &new, false, true)?;
+                if !data.same_perms(fd.rep(), new_fd.rep())? {
+                    return Ok((Err(ErrorCode::NotPermitted),));
                 }
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::rename_at(&mut view, fd, old, new_fd, new).await;
-                answer(&mut store, done)
+                let old = match data.change_target("rename-at", fd.rep(), &old, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                let new = match data.change_target("rename-at", new_fd.rep(), &new, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(old, Change::Rename(new)).await,))
             })
         },
     )?;
@@ -582,16 +560,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
         |mut store: StoreContextMut<'_, State>,
          (fd, text, new): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
-                let checked =
-                    store
-                        .data_mut()
-                        .path_refused("symlink-at", fd.rep(), &new, false, true)?;
-                if let Some(code) = checked {
-                    return Ok((Err(code),));
-                }
-                let mut view = store.data_mut().filesystem();
-                let done = HostDescriptor::symlink_at(&mut view, fd, text, new).await;
-                answer(&mut store, done)
+                let data = store.data_mut();
+                let target = match data.change_target("symlink-at", fd.rep(), &new, false)? {
+                    Ok(t) => t,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                Ok((at::make(target, Change::Symlink(text)).await,))
             })
         },
     )?;

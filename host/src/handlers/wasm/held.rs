@@ -5,7 +5,9 @@
 //!   shared by every hook; one hook (all its instances together, whatever plugin file it
 //!   runs) holds at most a quarter of it ([`DescriptorShare`]), so a hook that hoards
 //!   descriptors cannot starve its siblings (other hooks of the same plugin included),
-//!   nor the command hooks and the host itself.
+//!   nor the command hooks and the host itself. The last quarter of the budget is kept
+//!   for every hook's first [`HOOK_FLOOR`] descriptors (its preopened directories), so
+//!   several hooks that each hoard their share cannot starve a sibling either.
 //! - **Bytes** the host keeps for a resource (a directory listing, read in full when the
 //!   stream is opened) are charged to the store's memory limit with its linear memory
 //!   ([`super::state::Limiter::hold`]).
@@ -36,6 +38,10 @@ pub fn host_descriptors() -> usize {
             .clamp(MIN_HOST_DESCRIPTORS, MAX_HOST_DESCRIPTORS)
     })
 }
+
+/// Descriptors a hook may hold from the last quarter of the host's budget, which is kept
+/// for them: its preopened directories and a few files ([`Descriptors`]).
+const HOOK_FLOOR: usize = 16;
 
 /// Descriptors one hook (all its instances together) may hold: a quarter of the host's
 /// budget.
@@ -117,7 +123,16 @@ impl Descriptors {
         if of_hook + n > share {
             return Err(NoDescriptor::Hook(share));
         }
-        if ledger.total + n > self.max {
+        // Past its first few, a hook may fill the budget only up to its last quarter:
+        // that quarter is kept for the first few of every other hook, so hooks that each
+        // hoard their share (four kept session instances of one plugin) cannot leave a
+        // sibling without the descriptor of its preopened directory.
+        let limit = if of_hook + n > HOOK_FLOOR.min(share) {
+            self.max - self.max / 4
+        } else {
+            self.max
+        };
+        if ledger.total + n > limit {
             return Err(NoDescriptor::Host(self.max));
         }
         ledger.total += n;

@@ -15,8 +15,8 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use super::{Answer, Target, follows, resolve_error, target};
 use crate::handlers::wasm::state::{Refused, State};
 
-/// `open-at`, made here ([the module](self)): the target checked ([`State::path_refused`]
-/// semantics), a descriptor taken from the host's budget, the file opened relative to the
+/// `open-at`, made here ([the module](self)): the target checked (as [`State::change_target`]
+/// checks), a descriptor taken from the host's budget, the file opened relative to the
 /// checked parent without following a last symlink and without blocking, and the opened
 /// descriptor's type decided by `fstat` before the guest gets it.
 pub(super) async fn open_at(
@@ -94,7 +94,7 @@ pub(super) async fn open_at(
         data.limiter.refused = Some(Refused::Descriptor(refused));
         return Ok((Err(ErrorCode::Quota),));
     }
-    let opened = tokio::task::spawn_blocking(move || open_target(&target, os))
+    let opened = tokio::task::spawn_blocking(move || open_target(&target, os, change))
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));
     let descriptor = match opened {
@@ -102,10 +102,15 @@ pub(super) async fn open_at(
         Ok(Opened::File(file)) => Descriptor::File(wasmtime_wasi::filesystem::File::new(
             file, perms, mode, false,
         )),
-        Ok(Opened::Refused) | Err(_) => {
-            store.data_mut().descriptors.untake();
+        Ok(Opened::Refused | Opened::Linked) | Err(_) => {
+            let data = store.data_mut();
+            data.descriptors.untake();
             let code = match opened {
                 Err(e) => resolve_error(e),
+                Ok(Opened::Linked) => {
+                    data.keep_refusal(linked_refusal("open-at", &real));
+                    ErrorCode::NotPermitted
+                }
                 _ => ErrorCode::Access,
             };
             return Ok((Err(code),));
@@ -130,22 +135,44 @@ enum Opened {
     Dir(File),
     /// Neither a regular file nor a directory: closed.
     Refused,
+    /// A regular file with other names, opened to change it: closed.
+    Linked,
+}
+
+/// The refusal of a change to a regular file with more than one name: the check sees
+/// only the name the guest uses, and another (a hard link made from outside the
+/// sandbox) may be host-owned (`.git/config`).
+pub(super) fn linked_refusal(call: &str, real: &std::path::Path) -> String {
+    format!(
+        "`{call}` refused: `{}` has other names (hard links), which may be host-owned; \
+         no plugin may change a file with more than one name",
+        real.display()
+    )
 }
 
 /// Opens `target` with `flags` (relative to its checked parent; non-blocking, no
 /// controlling terminal, close-on-exec: [`crate::config::file::open_at_fd`]) and keeps it
 /// only if `fstat` says it is a regular file or a directory: a FIFO, a device or a socket
 /// swapped in at any moment is closed, never waited on.
-fn open_target(target: &Target, flags: libc::c_int) -> std::io::Result<Opened> {
+fn open_target(target: &Target, flags: libc::c_int, change: bool) -> std::io::Result<Opened> {
+    use std::os::unix::fs::MetadataExt;
     let name = if target.name.is_empty() {
         "."
     } else {
         &target.name
     };
-    let file = crate::config::file::open_at_fd(&target.parent, name, flags, 0o666)?;
+    // A change truncates only once the file is known to have no other name.
+    let file =
+        crate::config::file::open_at_fd(&target.parent, name, flags & !libc::O_TRUNC, 0o666)?;
     let meta = file.metadata()?;
     if !(meta.is_file() || meta.is_dir()) {
         return Ok(Opened::Refused);
+    }
+    if change && meta.is_file() && meta.nlink() > 1 {
+        return Ok(Opened::Linked);
+    }
+    if flags & libc::O_TRUNC != 0 {
+        file.set_len(0)?;
     }
     // The guest's reads and writes of a regular file may wait, as wasmtime-wasi's do.
     crate::config::file::set_blocking(&file)?;
