@@ -7,17 +7,18 @@ use std::rc::Rc;
 use regex::{Regex, RegexBuilder};
 
 use super::REGEX_SIZE_LIMIT;
+use super::words::{Builder, Frame, WordGlob};
 use crate::matcher::shell::{self, Analysis};
 
 /// A `Bash(...)` pattern, compiled for the candidates of [`shell::analyze`].
 ///
-/// What it costs: a compiled regex holds about 10 KB however short its pattern, which
-/// made 5,000 rules cost hundreds of megabytes. So a rule keeps its patterns as text
-/// (each compiled once when the rule is read, to report a bad one, then let go) and
-/// compiles a regex the first time a candidate gets past the plain-text test of its
-/// program (the program's name, ASCII case aside, at the start of the candidate or in
-/// the quoted text); in ASCII mode for ASCII text (no Unicode classes or case folding:
-/// a third smaller, the same answers on ASCII text).
+/// What it costs: a compiled regex holds 10–20 KB however short its pattern, which made
+/// 5,000 rules cost hundreds of megabytes. So a rule keeps each pattern as text and as a
+/// [`WordGlob`] (a byte or two per byte of the rule) that answers on ASCII text without
+/// a regex; a regex is compiled only for text beyond ASCII (or longer than the glob's
+/// budget), the first time such a candidate gets past the plain-text test of its program
+/// (the program's name, ASCII case aside, at the start of the candidate or in the quoted
+/// text).
 #[derive(Debug)]
 pub(super) struct BashPattern {
     /// The whole pattern, against a candidate's words as written.
@@ -32,13 +33,15 @@ pub(super) struct BashPattern {
     literal: Twin,
 }
 
-/// One pattern, compiled when first needed: for ASCII text in ASCII mode (when the
-/// pattern is ASCII), and in Unicode mode for any other text. One that fails to compile
-/// then counts as a match (the filter never hides a command from a hook); every pattern
-/// compiled when the rule was read, so that cannot happen short of memory.
+/// One pattern: a [`WordGlob`] for ASCII text (when the pattern is ASCII), else a regex
+/// compiled when first needed, in ASCII mode for ASCII text and in Unicode mode for any
+/// other text. A regex that fails to compile then counts as a match (the filter never
+/// hides a command from a hook); a pattern beyond ASCII is compiled when the rule is
+/// read, to report a bad one.
 #[derive(Debug)]
-struct Twin {
+pub(super) struct Twin {
     pattern: String,
+    glob: Option<WordGlob>,
     /// Plain text every ASCII match holds, ASCII case aside: at the start (`true`) or
     /// anywhere.
     needle: Option<(String, bool)>,
@@ -47,24 +50,29 @@ struct Twin {
 }
 
 impl Twin {
-    /// The pattern, compiled once to report a bad one (and let go); `needle` is the
-    /// program's name when it is plain ASCII (no wildcard).
-    fn checked(pattern: String, program: &str, at_start: bool) -> Result<Twin, String> {
-        if pattern.is_ascii() {
-            compile_ascii(&pattern)?;
-        } else {
+    /// The pattern and its glob (`None` beyond ASCII: the pattern is then compiled once
+    /// to report a bad one, and let go); `needle` is the program's name when it is plain
+    /// ASCII (no wildcard).
+    fn checked(
+        pattern: String,
+        glob: Option<WordGlob>,
+        program: &str,
+        at_start: bool,
+    ) -> Result<Twin, String> {
+        if glob.is_none() {
             compile_regex(&pattern)?;
         }
         let plain = !program.is_empty() && program.is_ascii() && !program.contains('*');
         Ok(Twin {
             pattern,
+            glob,
             needle: plain.then(|| (program.to_string(), at_start)),
             ascii: std::sync::OnceLock::new(),
             unicode: std::sync::OnceLock::new(),
         })
     }
 
-    fn is_match(&self, text: &str) -> bool {
+    pub(super) fn is_match(&self, text: &str) -> bool {
         if text.is_ascii()
             && let Some((needle, at_start)) = &self.needle
         {
@@ -82,6 +90,11 @@ impl Twin {
                 return false;
             }
         }
+        if text.is_ascii()
+            && let Some(answer) = self.glob.as_ref().and_then(|g| g.is_match(text.as_bytes()))
+        {
+            return answer;
+        }
         if text.is_ascii() && self.pattern.is_ascii() {
             return self
                 .ascii
@@ -94,6 +107,25 @@ impl Twin {
             .as_ref()
             .is_none_or(|regex| regex.is_match(text))
     }
+}
+
+#[cfg(test)]
+impl Twin {
+    pub(super) fn glob(&self) -> Option<&WordGlob> {
+        self.glob.as_ref()
+    }
+
+    pub(super) fn pattern(&self) -> &str {
+        &self.pattern
+    }
+}
+
+/// Every pattern of a rule, for tests.
+#[cfg(test)]
+pub(super) fn twins(p: &BashPattern) -> Vec<&Twin> {
+    let mut twins = vec![&p.full, &p.program, &p.literal];
+    twins.extend(p.base.as_ref());
+    twins
 }
 
 /// An ASCII pattern compiled without Unicode: `\s`, `.` and case folding of ASCII, which
@@ -121,12 +153,23 @@ impl BashPattern {
         } else {
             (pattern, false)
         };
-        let mut words = body.split_whitespace();
-        let program = words.next().unwrap_or("");
+        let words: Vec<&str> = body.split_whitespace().collect();
+        let program = words.first().copied().unwrap_or("");
+        let words = words.get(1..).unwrap_or_default();
         let program_base = program.rsplit('/').next().unwrap_or(program);
-        let rest: String = words.map(|w| format!(r"\s+{}", wildcard(w))).collect();
+        let rest: String = words.iter().map(|w| format!(r"\s+{}", wildcard(w))).collect();
         let tail = if open_end { r"(?:\s.*)?" } else { "" };
         let anchored = |program: &str| format!(r"(?s)^(?i:{}){rest}{tail}$", wildcard(program));
+        // The same pieces as a glob, for ASCII text.
+        let glob = |program: &str, rest: bool, frame: Frame| {
+            let mut glob = Builder::default().wildcard(program, true)?;
+            for word in words.iter().filter(|_| rest) {
+                glob.space();
+                glob = glob.wildcard(word, false)?;
+            }
+            Some(glob.build(frame))
+        };
+        let whole = Frame::Whole { tail: open_end };
         // Quoted text: the pattern between non-word characters (a `/` may precede the
         // program: `/usr/bin/git`). Word characters are ASCII's: Unicode's `\w` made each
         // rule's automaton a hundred times larger (120 KB), and a non-ASCII letter taken
@@ -136,16 +179,34 @@ impl BashPattern {
             wildcard(program_base)
         );
         Ok(BashPattern {
-            full: Twin::checked(anchored(program), program, true)?,
+            full: Twin::checked(
+                anchored(program),
+                glob(program, true, whole),
+                program,
+                true,
+            )?,
             base: (program_base != program)
-                .then(|| Twin::checked(anchored(program_base), program_base, true))
+                .then(|| {
+                    Twin::checked(
+                        anchored(program_base),
+                        glob(program_base, true, whole),
+                        program_base,
+                        true,
+                    )
+                })
                 .transpose()?,
             program: Twin::checked(
                 format!(r"(?s)^(?i:{})$", wildcard(program_base)),
+                glob(program_base, false, Frame::Whole { tail: false }),
                 program_base,
                 true,
             )?,
-            literal: Twin::checked(literal, program_base, false)?,
+            literal: Twin::checked(
+                literal,
+                glob(program_base, true, Frame::Quoted),
+                program_base,
+                false,
+            )?,
         })
     }
 
@@ -255,15 +316,18 @@ mod tests {
         }
     }
 
-    /// A rule keeps no compiled regex until a candidate gets past its program's name.
+    /// A rule keeps no compiled regex for ASCII text (its glob answers), and compiles
+    /// its Unicode regex only when text beyond ASCII gets past the program's name.
     #[test]
-    fn regexes_are_compiled_only_when_the_program_is_there() {
+    fn regexes_are_compiled_only_for_text_beyond_ascii() {
         let p = BashPattern::parse("git push origin *").unwrap();
         assert!(!p.full.is_match("ls -la"));
-        assert!(p.full.ascii.get().is_none(), "compiled for another program");
         assert!(p.full.is_match("GIT push origin main"));
-        assert!(p.full.ascii.get().is_some());
+        assert!(!p.full.is_match("git push"));
+        assert!(p.full.ascii.get().is_none(), "compiled for ASCII text");
         assert!(p.full.unicode.get().is_none());
+        assert!(p.full.is_match("git push origin m\u{e4}in"));
+        assert!(p.full.unicode.get().is_some());
         // Text beyond ASCII takes the Unicode regex (`\u{212a}` folds to `k`).
         let k = BashPattern::parse("kill *").unwrap();
         assert!(k.full.is_match("\u{212a}ill -9 1"));

@@ -35,6 +35,9 @@ mod paths;
 mod runner_tests;
 #[cfg(test)]
 mod tests;
+mod words;
+#[cfg(test)]
+mod words_tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
