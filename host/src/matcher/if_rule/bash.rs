@@ -157,7 +157,10 @@ impl BashPattern {
         let program = words.first().copied().unwrap_or("");
         let words = words.get(1..).unwrap_or_default();
         let program_base = program.rsplit('/').next().unwrap_or(program);
-        let rest: String = words.iter().map(|w| format!(r"\s+{}", wildcard(w))).collect();
+        let rest: String = words
+            .iter()
+            .map(|w| format!(r"\s+{}", wildcard(w)))
+            .collect();
         let tail = if open_end { r"(?:\s.*)?" } else { "" };
         let anchored = |program: &str| format!(r"(?s)^(?i:{}){rest}{tail}$", wildcard(program));
         // The same pieces as a glob, for ASCII text.
@@ -179,12 +182,7 @@ impl BashPattern {
             wildcard(program_base)
         );
         Ok(BashPattern {
-            full: Twin::checked(
-                anchored(program),
-                glob(program, true, whole),
-                program,
-                true,
-            )?,
+            full: Twin::checked(anchored(program), glob(program, true, whole), program, true)?,
             base: (program_base != program)
                 .then(|| {
                     Twin::checked(

@@ -88,7 +88,10 @@ impl Builder {
                     many: true,
                 });
             } else if (b as char).is_whitespace() {
-                while bytes.get(i + 1).is_some_and(|c| (*c as char).is_whitespace()) {
+                while bytes
+                    .get(i + 1)
+                    .is_some_and(|c| (*c as char).is_whitespace())
+                {
                     i += 1;
                 }
                 self.space();
