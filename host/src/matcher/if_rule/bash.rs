@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::OnceLock;
 
 use regex::{Regex, RegexBuilder};
 
@@ -34,85 +35,95 @@ pub(super) struct BashPattern {
 }
 
 /// One pattern: a [`WordGlob`] for ASCII text (when the pattern is ASCII), else a regex
-/// compiled when first needed, in ASCII mode for ASCII text and in Unicode mode for any
-/// other text. A regex that fails to compile then counts as a match (the filter never
-/// hides a command from a hook); a pattern beyond ASCII is compiled when the rule is
-/// read, to report a bad one.
+/// compiled when first needed, in ASCII mode for ASCII text (beyond the glob's budget)
+/// and in Unicode mode for any other text; an ASCII pattern keeps no regex text, made
+/// again from the glob ([`WordGlob::regex`]) when needed. A regex that fails to compile
+/// then counts as a match (the filter never hides a command from a hook); a pattern
+/// beyond ASCII is compiled when the rule is read, to report a bad one.
 #[derive(Debug)]
 pub(super) struct Twin {
+    form: Form,
+    lazy: OnceLock<Box<Lazy>>,
+    /// The regex text as the rule built it, for the tests comparing glob and regex.
+    #[cfg(test)]
     pattern: String,
-    glob: Option<WordGlob>,
-    /// Plain text every ASCII match holds, ASCII case aside: at the start (`true`) or
-    /// anywhere.
-    needle: Option<(String, bool)>,
-    ascii: std::sync::OnceLock<Option<regex::bytes::Regex>>,
-    unicode: std::sync::OnceLock<Option<Regex>>,
+}
+
+#[derive(Debug)]
+enum Form {
+    Glob(WordGlob),
+    Regex(Box<str>),
+}
+
+/// The regexes of a twin, compiled when first needed.
+#[derive(Debug, Default)]
+struct Lazy {
+    ascii: OnceLock<Option<regex::bytes::Regex>>,
+    unicode: OnceLock<Option<Regex>>,
 }
 
 impl Twin {
-    /// The pattern and its glob (`None` beyond ASCII: the pattern is then compiled once
-    /// to report a bad one, and let go); `needle` is the program's name when it is plain
-    /// ASCII (no wildcard).
-    fn checked(
-        pattern: String,
-        glob: Option<WordGlob>,
-        program: &str,
-        at_start: bool,
-    ) -> Result<Twin, String> {
-        if glob.is_none() {
-            compile_regex(&pattern)?;
-        }
-        let plain = !program.is_empty() && program.is_ascii() && !program.contains('*');
+    /// The pattern as its glob, or as regex text beyond ASCII (compiled once to report a
+    /// bad one, and let go).
+    fn checked(pattern: String, glob: Option<WordGlob>) -> Result<Twin, String> {
+        let form = match glob {
+            Some(glob) => Form::Glob(glob),
+            None => {
+                compile_regex(&pattern)?;
+                Form::Regex(pattern.clone().into_boxed_str())
+            }
+        };
+        #[cfg(not(test))]
+        drop(pattern);
         Ok(Twin {
+            form,
+            lazy: OnceLock::new(),
+            #[cfg(test)]
             pattern,
-            glob,
-            needle: plain.then(|| (program.to_string(), at_start)),
-            ascii: std::sync::OnceLock::new(),
-            unicode: std::sync::OnceLock::new(),
         })
     }
 
     pub(super) fn is_match(&self, text: &str) -> bool {
         if text.is_ascii()
-            && let Some((needle, at_start)) = &self.needle
+            && let Form::Glob(glob) = &self.form
         {
-            let needle = needle.as_bytes();
-            let found = if *at_start {
-                text.as_bytes()
-                    .get(..needle.len())
-                    .is_some_and(|start| start.eq_ignore_ascii_case(needle))
-            } else {
-                text.as_bytes()
-                    .windows(needle.len())
-                    .any(|w| w.eq_ignore_ascii_case(needle))
-            };
-            if !found {
+            // The program's name, ASCII case aside, first.
+            if !glob.may_match(text.as_bytes()) {
                 return false;
             }
+            if let Some(answer) = glob.is_match(text.as_bytes()) {
+                return answer;
+            }
         }
-        if text.is_ascii()
-            && let Some(answer) = self.glob.as_ref().and_then(|g| g.is_match(text.as_bytes()))
-        {
-            return answer;
-        }
-        if text.is_ascii() && self.pattern.is_ascii() {
-            return self
+        let lazy = self.lazy.get_or_init(Box::default);
+        match &self.form {
+            Form::Glob(glob) if text.is_ascii() => lazy
                 .ascii
-                .get_or_init(|| compile_ascii(&self.pattern).ok())
+                .get_or_init(|| compile_ascii(&glob.regex()).ok())
                 .as_ref()
-                .is_none_or(|regex| regex.is_match(text.as_bytes()));
+                .is_none_or(|regex| regex.is_match(text.as_bytes())),
+            form => lazy
+                .unicode
+                .get_or_init(|| {
+                    let pattern = match form {
+                        Form::Glob(glob) => glob.regex(),
+                        Form::Regex(pattern) => pattern.to_string(),
+                    };
+                    compile_regex(&pattern).ok()
+                })
+                .as_ref()
+                .is_none_or(|regex| regex.is_match(text)),
         }
-        self.unicode
-            .get_or_init(|| compile_regex(&self.pattern).ok())
-            .as_ref()
-            .is_none_or(|regex| regex.is_match(text))
     }
 }
 
 #[cfg(test)]
 impl Twin {
     pub(super) fn glob(&self) -> Option<&WordGlob> {
-        self.glob.as_ref()
+        match &self.form {
+            Form::Glob(glob) => Some(glob),
+            Form::Regex(_) => None,
+        }
     }
 
     pub(super) fn pattern(&self) -> &str {
@@ -182,29 +193,15 @@ impl BashPattern {
             wildcard(program_base)
         );
         Ok(BashPattern {
-            full: Twin::checked(anchored(program), glob(program, true, whole), program, true)?,
+            full: Twin::checked(anchored(program), glob(program, true, whole))?,
             base: (program_base != program)
-                .then(|| {
-                    Twin::checked(
-                        anchored(program_base),
-                        glob(program_base, true, whole),
-                        program_base,
-                        true,
-                    )
-                })
+                .then(|| Twin::checked(anchored(program_base), glob(program_base, true, whole)))
                 .transpose()?,
             program: Twin::checked(
                 format!(r"(?s)^(?i:{})$", wildcard(program_base)),
                 glob(program_base, false, Frame::Whole { tail: false }),
-                program_base,
-                true,
             )?,
-            literal: Twin::checked(
-                literal,
-                glob(program_base, true, Frame::Quoted),
-                program_base,
-                false,
-            )?,
+            literal: Twin::checked(literal, glob(program_base, true, Frame::Quoted))?,
         })
     }
 
@@ -322,10 +319,10 @@ mod tests {
         assert!(!p.full.is_match("ls -la"));
         assert!(p.full.is_match("GIT push origin main"));
         assert!(!p.full.is_match("git push"));
-        assert!(p.full.ascii.get().is_none(), "compiled for ASCII text");
-        assert!(p.full.unicode.get().is_none());
+        assert!(p.full.lazy.get().is_none(), "compiled for ASCII text");
         assert!(p.full.is_match("git push origin m\u{e4}in"));
-        assert!(p.full.unicode.get().is_some());
+        let lazy = p.full.lazy.get().unwrap();
+        assert!(lazy.unicode.get().is_some() && lazy.ascii.get().is_none());
         // Text beyond ASCII takes the Unicode regex (`\u{212a}` folds to `k`).
         let k = BashPattern::parse("kill *").unwrap();
         assert!(k.full.is_match("\u{212a}ill -9 1"));

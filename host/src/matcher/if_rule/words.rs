@@ -183,6 +183,55 @@ impl WordGlob {
         Some(false)
     }
 
+    /// Whether `text` holds the glob's leading bytes (the program's name, ASCII case
+    /// aside): at its start for a whole-text glob, anywhere for quoted text. A quick
+    /// test before [`WordGlob::is_match`].
+    pub(super) fn may_match(&self, text: &[u8]) -> bool {
+        let lead = self
+            .steps
+            .iter()
+            .take_while(|s| matches!(s.class, Class::Fold(_)) && !s.many)
+            .count();
+        if lead == 0 {
+            return true;
+        }
+        let fits = |w: &[u8]| {
+            w.iter()
+                .zip(&self.steps[..lead])
+                .all(|(b, s)| s.class.accepts(*b))
+        };
+        match self.frame {
+            Frame::Whole { .. } => text.get(..lead).is_some_and(fits),
+            Frame::Quoted => text.windows(lead).any(fits),
+        }
+    }
+
+    /// The regex this glob stands for (for text beyond ASCII, or beyond the budget).
+    pub(super) fn regex(&self) -> String {
+        let mut out = String::from(match self.frame {
+            Frame::Whole { .. } => "(?s)^",
+            Frame::Quoted => "(?s)(?:^|[^0-9A-Za-z_.-])",
+        });
+        for step in self.steps.iter() {
+            let one = match step.class {
+                Class::Any => ".".to_string(),
+                Class::Space => r"\s".to_string(),
+                Class::Byte(b) => regex::escape(&(b as char).to_string()),
+                Class::Fold(b) => format!("(?i:{})", regex::escape(&(b as char).to_string())),
+            };
+            out.push_str(&one);
+            if step.many {
+                out.push('*');
+            }
+        }
+        out.push_str(match self.frame {
+            Frame::Whole { tail: true } => r"(?:\s.*)?$",
+            Frame::Whole { tail: false } => "$",
+            Frame::Quoted => "(?:[^0-9A-Za-z_.-]|$)",
+        });
+        out
+    }
+
     /// Adds the steps reached without a byte: past each `many` step.
     fn close(&self, set: &mut [bool]) {
         for j in 0..self.steps.len() {

@@ -1,7 +1,8 @@
 //! The glob of each `Bash(...)` pattern answers as its regex on ASCII text: every twin of
 //! generated patterns (programs with paths and wildcards, words, ` *` and `:*` ends)
 //! against generated text made of the bytes each piece of a glob tells apart (word and
-//! non-word bytes, every ASCII whitespace, case).
+//! non-word bytes, every ASCII whitespace, case), and beyond ASCII (the Kelvin sign
+//! folds to `k`, no-break space is whitespace) where the regex made from the glob answers.
 
 use super::bash::{BashPattern, twins};
 use super::compile_regex;
@@ -9,17 +10,7 @@ use super::compile_regex;
 /// Pieces of patterns: a program's and words' letters in both cases, `*`, separators.
 const PATTERN: &str = "(git|GiT|a|b|-|\\.|/|_|\\*|\\*\\*|x=1|\\?|\\[|\\\\|\\$|\\(){1,4}( (a|b|-|\\*|git|\\.|'|x){1,3}){0,3}( \\*|:\\*| |  )?";
 /// Pieces of text: the same, and every byte class the regexes tell apart.
-const TEXT: &str = "(git|GIT|gIt|a|A|b|-|\\.|/|_|\\*|x=1|\\?|\\[|\\\\|\\$|\\(| |  |\t|\n|\u{b}|\u{c}|\r|'|\"|;|:|,|~|\u{7f}|\u{1}){0,12}";
-
-fn regex_answers(pattern: &str, text: &str) -> (bool, bool) {
-    let unicode = compile_regex(pattern).unwrap().is_match(text);
-    let ascii = regex::bytes::RegexBuilder::new(pattern)
-        .unicode(false)
-        .build()
-        .unwrap()
-        .is_match(text.as_bytes());
-    (unicode, ascii)
-}
+const TEXT: &str = "(git|GIT|gIt|a|A|b|-|\\.|/|_|\\*|x=1|\\?|\\[|\\\\|\\$|\\(| |  |\t|\n|\u{b}|\u{c}|\r|'|\"|;|:|,|~|\u{7f}|\u{1}|\u{212a}|\u{e4}|\u{a0}|\u{2003}){0,12}";
 
 fn check(pattern: &str, text: &str) -> Result<(), String> {
     let Ok(p) = BashPattern::parse(pattern) else {
@@ -29,12 +20,26 @@ fn check(pattern: &str, text: &str) -> Result<(), String> {
         let Some(glob) = twin.glob() else {
             return Err(format!("no glob for ASCII pattern {pattern:?}"));
         };
-        let (unicode, ascii) = regex_answers(twin.pattern(), text);
-        let fast = glob.is_match(text.as_bytes());
-        if fast != Some(ascii) || ascii != unicode {
+        // The regex the rule built, in Unicode mode: the reference.
+        let unicode = compile_regex(twin.pattern()).unwrap().is_match(text);
+        let made = compile_regex(&glob.regex()).unwrap().is_match(text);
+        let whole = twin.is_match(text);
+        let (fast, ascii) = match text.is_ascii() {
+            true => (
+                glob.is_match(text.as_bytes()),
+                regex::bytes::RegexBuilder::new(twin.pattern())
+                    .unicode(false)
+                    .build()
+                    .unwrap()
+                    .is_match(text.as_bytes()),
+            ),
+            // Beyond ASCII only the regexes answer.
+            false => (Some(unicode), unicode),
+        };
+        if fast != Some(unicode) || ascii != unicode || made != unicode || whole != unicode {
             return Err(format!(
-                "`Bash({pattern})` twin {:?} on {text:?}: glob {fast:?}, ASCII regex {ascii}, \
-                 Unicode regex {unicode}",
+                "`Bash({pattern})` twin {:?} on {text:?}: Unicode regex {unicode}, glob \
+                 {fast:?}, ASCII regex {ascii}, regex made from the glob {made}, twin {whole}",
                 twin.pattern()
             ));
         }
