@@ -92,3 +92,83 @@ fn memory_for_if_rules_is_proportional_to_the_file() {
         }
     }
 }
+
+/// Bytes of peak memory `serve` may take per byte of the file over repeated reloads of
+/// distinct rules (README, "Limits on config size"): a reload holds the old config while
+/// the new one builds, and a rule dropped leaves the interning table (before, every
+/// reload left its rules' allocations there, and the peak grew with each reload). Measured:
+/// 90 for a 16 MB file, 100–150 for this test's 1.2 MB (it varies with how reloads and
+/// dispatches overlap), over a fixed part of about 30 MB (the allocator's heaps of the
+/// daemon's threads), [`SERVE_FIXED`]. A regex per rule (before the glob) would take
+/// another 240 bytes per byte of file here.
+const SERVE_FACTOR: u64 = 200;
+const SERVE_FIXED: u64 = 48 << 20;
+
+/// `VmHWM` of a process, in bytes.
+fn high_water_mark(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn serve_memory_over_reloads_is_proportional_to_the_file() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {}}));
+    let mut child = env
+        .command()
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut call = |command: &str| {
+        let request =
+            json!({"id": 1, "event": "PreToolUse", "input": crate::support::bash_input(command)});
+        writeln!(input, "{request}").unwrap();
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        line
+    };
+    call("git status");
+    let baseline = high_water_mark(child.id());
+    let mut size = 0;
+    for round in 0..3 {
+        size = write_rules(&env, 20_000, &|n| format!("Bash(git r{round}a{n}*)"));
+        crate::support::wait_until("the reload", || {
+            call("git status").contains("config reloaded")
+        });
+    }
+    let peak = high_water_mark(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    let bound = baseline + SERVE_FIXED + SERVE_FACTOR * size;
+    eprintln!(
+        "serve, 3 reloads of 20,000 distinct rules: file {size} B, peak {} KB (baseline {} KB, \
+         bound {} KB)",
+        peak / 1024,
+        baseline / 1024,
+        bound / 1024
+    );
+    assert!(
+        peak <= bound,
+        "serve after 3 reloads of {size} bytes: peak RSS {} KB, above {} KB (baseline {} KB + \
+         {} KB + {SERVE_FACTOR} x the file)",
+        peak / 1024,
+        bound / 1024,
+        baseline / 1024,
+        SERVE_FIXED / 1024
+    );
+}
