@@ -70,11 +70,37 @@ impl Server {
         }
     }
 
+    /// Polls for changed files and rebuilds, every reload on one thread of its own: a
+    /// rebuild's allocations and the frees of the host it replaces then stay in one
+    /// allocator heap (mimalloc keeps a heap per thread; with a pool thread per reload,
+    /// each thread kept the memory of the configs it had built, and the peak of `serve`
+    /// grew with reloads: `tests/cli/config_size.rs`). Where no thread can be started,
+    /// each reload takes a pool thread as before.
     pub(super) fn spawn_reloader(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let (ticks, rx) = std::sync::mpsc::sync_channel::<tokio::sync::oneshot::Sender<()>>(0);
+        let server = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("hookhost-reload".into())
+            .spawn(move || {
+                for done in rx {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        server.reload_changed()
+                    }));
+                    let _ = done.send(());
+                }
+            });
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(RELOAD_POLL);
             loop {
                 tick.tick().await;
+                if thread.is_ok() {
+                    // The thread waits for the tick: the last reload has been answered.
+                    let (done, answered) = tokio::sync::oneshot::channel();
+                    if ticks.send(done).is_ok() {
+                        let _ = answered.await;
+                        continue;
+                    }
+                }
                 let server = self.clone();
                 // Rebuilding reads files: keep it off the async workers.
                 let _ = tokio::task::spawn_blocking(move || server.reload_changed()).await;

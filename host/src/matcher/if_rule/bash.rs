@@ -3,21 +3,23 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::OnceLock;
 
 use regex::{Regex, RegexBuilder};
 
 use super::REGEX_SIZE_LIMIT;
+use super::words::{Builder, Frame, WordGlob};
 use crate::matcher::shell::{self, Analysis};
 
 /// A `Bash(...)` pattern, compiled for the candidates of [`shell::analyze`].
 ///
-/// What it costs: a compiled regex holds about 10 KB however short its pattern, which
-/// made 5,000 rules cost hundreds of megabytes. So a rule keeps its patterns as text
-/// (each compiled once when the rule is read, to report a bad one, then let go) and
-/// compiles a regex the first time a candidate gets past the plain-text test of its
-/// program (the program's name, ASCII case aside, at the start of the candidate or in
-/// the quoted text); in ASCII mode for ASCII text (no Unicode classes or case folding:
-/// a third smaller, the same answers on ASCII text).
+/// What it costs: a compiled regex holds 10–20 KB however short its pattern, which made
+/// 5,000 rules cost hundreds of megabytes. So a rule keeps each pattern as text and as a
+/// [`WordGlob`] (a byte or two per byte of the rule) that answers on ASCII text without
+/// a regex; a regex is compiled only for text beyond ASCII (or longer than the glob's
+/// budget), the first time such a candidate gets past the plain-text test of its program
+/// (the program's name, ASCII case aside, at the start of the candidate or in the quoted
+/// text).
 #[derive(Debug)]
 pub(super) struct BashPattern {
     /// The whole pattern, against a candidate's words as written.
@@ -32,68 +34,109 @@ pub(super) struct BashPattern {
     literal: Twin,
 }
 
-/// One pattern, compiled when first needed: for ASCII text in ASCII mode (when the
-/// pattern is ASCII), and in Unicode mode for any other text. One that fails to compile
-/// then counts as a match (the filter never hides a command from a hook); every pattern
-/// compiled when the rule was read, so that cannot happen short of memory.
+/// One pattern: a [`WordGlob`] for ASCII text (when the pattern is ASCII), else a regex
+/// compiled when first needed, in ASCII mode for ASCII text (beyond the glob's budget)
+/// and in Unicode mode for any other text; an ASCII pattern keeps no regex text, made
+/// again from the glob ([`WordGlob::regex`]) when needed. A regex that fails to compile
+/// then counts as a match (the filter never hides a command from a hook); a pattern
+/// beyond ASCII is compiled when the rule is read, to report a bad one.
 #[derive(Debug)]
-struct Twin {
+pub(super) struct Twin {
+    form: Form,
+    lazy: OnceLock<Box<Lazy>>,
+    /// The regex text as the rule built it, for the tests comparing glob and regex.
+    #[cfg(test)]
     pattern: String,
-    /// Plain text every ASCII match holds, ASCII case aside: at the start (`true`) or
-    /// anywhere.
-    needle: Option<(String, bool)>,
-    ascii: std::sync::OnceLock<Option<regex::bytes::Regex>>,
-    unicode: std::sync::OnceLock<Option<Regex>>,
+}
+
+#[derive(Debug)]
+enum Form {
+    Glob(WordGlob),
+    Regex(Box<str>),
+}
+
+/// The regexes of a twin, compiled when first needed.
+#[derive(Debug, Default)]
+struct Lazy {
+    ascii: OnceLock<Option<regex::bytes::Regex>>,
+    unicode: OnceLock<Option<Regex>>,
 }
 
 impl Twin {
-    /// The pattern, compiled once to report a bad one (and let go); `needle` is the
-    /// program's name when it is plain ASCII (no wildcard).
-    fn checked(pattern: String, program: &str, at_start: bool) -> Result<Twin, String> {
-        if pattern.is_ascii() {
-            compile_ascii(&pattern)?;
-        } else {
-            compile_regex(&pattern)?;
-        }
-        let plain = !program.is_empty() && program.is_ascii() && !program.contains('*');
+    /// The pattern as its glob, or as regex text beyond ASCII (compiled once to report a
+    /// bad one, and let go).
+    fn checked(pattern: String, glob: Option<WordGlob>) -> Result<Twin, String> {
+        let form = match glob {
+            Some(glob) => Form::Glob(glob),
+            None => {
+                compile_regex(&pattern)?;
+                Form::Regex(pattern.clone().into_boxed_str())
+            }
+        };
+        #[cfg(not(test))]
+        drop(pattern);
         Ok(Twin {
+            form,
+            lazy: OnceLock::new(),
+            #[cfg(test)]
             pattern,
-            needle: plain.then(|| (program.to_string(), at_start)),
-            ascii: std::sync::OnceLock::new(),
-            unicode: std::sync::OnceLock::new(),
         })
     }
 
-    fn is_match(&self, text: &str) -> bool {
+    pub(super) fn is_match(&self, text: &str) -> bool {
         if text.is_ascii()
-            && let Some((needle, at_start)) = &self.needle
+            && let Form::Glob(glob) = &self.form
         {
-            let needle = needle.as_bytes();
-            let found = if *at_start {
-                text.as_bytes()
-                    .get(..needle.len())
-                    .is_some_and(|start| start.eq_ignore_ascii_case(needle))
-            } else {
-                text.as_bytes()
-                    .windows(needle.len())
-                    .any(|w| w.eq_ignore_ascii_case(needle))
-            };
-            if !found {
+            // The program's name, ASCII case aside, first.
+            if !glob.may_match(text.as_bytes()) {
                 return false;
             }
+            if let Some(answer) = glob.is_match(text.as_bytes()) {
+                return answer;
+            }
         }
-        if text.is_ascii() && self.pattern.is_ascii() {
-            return self
+        let lazy = self.lazy.get_or_init(Box::default);
+        match &self.form {
+            Form::Glob(glob) if text.is_ascii() => lazy
                 .ascii
-                .get_or_init(|| compile_ascii(&self.pattern).ok())
+                .get_or_init(|| compile_ascii(&glob.regex()).ok())
                 .as_ref()
-                .is_none_or(|regex| regex.is_match(text.as_bytes()));
+                .is_none_or(|regex| regex.is_match(text.as_bytes())),
+            form => lazy
+                .unicode
+                .get_or_init(|| {
+                    let pattern = match form {
+                        Form::Glob(glob) => glob.regex(),
+                        Form::Regex(pattern) => pattern.to_string(),
+                    };
+                    compile_regex(&pattern).ok()
+                })
+                .as_ref()
+                .is_none_or(|regex| regex.is_match(text)),
         }
-        self.unicode
-            .get_or_init(|| compile_regex(&self.pattern).ok())
-            .as_ref()
-            .is_none_or(|regex| regex.is_match(text))
     }
+}
+
+#[cfg(test)]
+impl Twin {
+    pub(super) fn glob(&self) -> Option<&WordGlob> {
+        match &self.form {
+            Form::Glob(glob) => Some(glob),
+            Form::Regex(_) => None,
+        }
+    }
+
+    pub(super) fn pattern(&self) -> &str {
+        &self.pattern
+    }
+}
+
+/// Every pattern of a rule, for tests.
+#[cfg(test)]
+pub(super) fn twins(p: &BashPattern) -> Vec<&Twin> {
+    let mut twins = vec![&p.full, &p.program, &p.literal];
+    twins.extend(p.base.as_ref());
+    twins
 }
 
 /// An ASCII pattern compiled without Unicode: `\s`, `.` and case folding of ASCII, which
@@ -121,12 +164,26 @@ impl BashPattern {
         } else {
             (pattern, false)
         };
-        let mut words = body.split_whitespace();
-        let program = words.next().unwrap_or("");
+        let words: Vec<&str> = body.split_whitespace().collect();
+        let program = words.first().copied().unwrap_or("");
+        let words = words.get(1..).unwrap_or_default();
         let program_base = program.rsplit('/').next().unwrap_or(program);
-        let rest: String = words.map(|w| format!(r"\s+{}", wildcard(w))).collect();
+        let rest: String = words
+            .iter()
+            .map(|w| format!(r"\s+{}", wildcard(w)))
+            .collect();
         let tail = if open_end { r"(?:\s.*)?" } else { "" };
         let anchored = |program: &str| format!(r"(?s)^(?i:{}){rest}{tail}$", wildcard(program));
+        // The same pieces as a glob, for ASCII text.
+        let glob = |program: &str, rest: bool, frame: Frame| {
+            let mut glob = Builder::default().wildcard(program, true)?;
+            for word in words.iter().filter(|_| rest) {
+                glob.space();
+                glob = glob.wildcard(word, false)?;
+            }
+            Some(glob.build(frame))
+        };
+        let whole = Frame::Whole { tail: open_end };
         // Quoted text: the pattern between non-word characters (a `/` may precede the
         // program: `/usr/bin/git`). Word characters are ASCII's: Unicode's `\w` made each
         // rule's automaton a hundred times larger (120 KB), and a non-ASCII letter taken
@@ -136,16 +193,15 @@ impl BashPattern {
             wildcard(program_base)
         );
         Ok(BashPattern {
-            full: Twin::checked(anchored(program), program, true)?,
+            full: Twin::checked(anchored(program), glob(program, true, whole))?,
             base: (program_base != program)
-                .then(|| Twin::checked(anchored(program_base), program_base, true))
+                .then(|| Twin::checked(anchored(program_base), glob(program_base, true, whole)))
                 .transpose()?,
             program: Twin::checked(
                 format!(r"(?s)^(?i:{})$", wildcard(program_base)),
-                program_base,
-                true,
+                glob(program_base, false, Frame::Whole { tail: false }),
             )?,
-            literal: Twin::checked(literal, program_base, false)?,
+            literal: Twin::checked(literal, glob(program_base, true, Frame::Quoted))?,
         })
     }
 
@@ -255,15 +311,18 @@ mod tests {
         }
     }
 
-    /// A rule keeps no compiled regex until a candidate gets past its program's name.
+    /// A rule keeps no compiled regex for ASCII text (its glob answers), and compiles
+    /// its Unicode regex only when text beyond ASCII gets past the program's name.
     #[test]
-    fn regexes_are_compiled_only_when_the_program_is_there() {
+    fn regexes_are_compiled_only_for_text_beyond_ascii() {
         let p = BashPattern::parse("git push origin *").unwrap();
         assert!(!p.full.is_match("ls -la"));
-        assert!(p.full.ascii.get().is_none(), "compiled for another program");
         assert!(p.full.is_match("GIT push origin main"));
-        assert!(p.full.ascii.get().is_some());
-        assert!(p.full.unicode.get().is_none());
+        assert!(!p.full.is_match("git push"));
+        assert!(p.full.lazy.get().is_none(), "compiled for ASCII text");
+        assert!(p.full.is_match("git push origin m\u{e4}in"));
+        let lazy = p.full.lazy.get().unwrap();
+        assert!(lazy.unicode.get().is_some() && lazy.ascii.get().is_none());
         // Text beyond ASCII takes the Unicode regex (`\u{212a}` folds to `k`).
         let k = BashPattern::parse("kill *").unwrap();
         assert!(k.full.is_match("\u{212a}ill -9 1"));

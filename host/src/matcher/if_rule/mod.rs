@@ -35,6 +35,9 @@ mod paths;
 mod runner_tests;
 #[cfg(test)]
 mod tests;
+mod words;
+#[cfg(test)]
+mod words_tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -63,12 +66,15 @@ pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 pub struct IfRule(Arc<Compiled>);
 
 /// What a rule compiles to (shared by every [`IfRule`] of the same source and home).
+/// Globs are boxed: a `GlobMatcher` is a few hundred bytes inline, and most rules have none.
 #[derive(Debug)]
 struct Compiled {
     source: String,
+    /// The home directory the rule was compiled with (its key in [`COMPILED`]).
+    home: Option<PathBuf>,
     /// The tool name's glob, when it has a `*` (a glob holds a compiled regex, about
     /// 10 KB: a plain name is compared instead).
-    tool: Option<GlobMatcher>,
+    tool: Option<Box<GlobMatcher>>,
     tool_name: String,
     argument: Option<Argument>,
 }
@@ -76,8 +82,8 @@ struct Compiled {
 #[derive(Debug)]
 enum Argument {
     Bash(Box<BashPattern>),
-    Path(PathPattern),
-    Other { pattern: GlobMatcher },
+    Path(Box<PathPattern>),
+    Other { pattern: Box<GlobMatcher> },
 }
 
 /// Tools whose `file_path` an `Edit(...)` rule covers.
@@ -88,8 +94,10 @@ const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
 const PATH_RULE_FAMILIES: &[(&str, &[&str])] = &[("Edit", EDIT_TOOLS)];
 
 /// Rules compiled and still in use, by source and home: the one place every rule passes,
-/// so 5,000 hooks with the same `if` hold one compiled rule. Entries whose rule is gone
-/// (a reloaded config dropped it) are swept when the table doubles.
+/// so 5,000 hooks with the same `if` hold one compiled rule. A rule leaves the table when
+/// its last user drops it (a reloaded config dropped it: [`Compiled`]'s `Drop`): a `Weak`
+/// left in the table would keep the rule's allocation. (Entries of rules gone without
+/// that are swept when the table doubles.)
 static COMPILED: Mutex<Option<Interned>> = Mutex::new(None);
 
 #[derive(Default)]
@@ -191,11 +199,11 @@ impl Compiled {
             ));
         }
         let tool_glob = match tool.contains('*') {
-            true => Some(
+            true => Some(Box::new(
                 Glob::new(tool)
                     .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
                     .compile_matcher(),
-            ),
+            )),
             false => None,
         };
         let argument = match argument {
@@ -204,17 +212,21 @@ impl Compiled {
             Some(arg) if tool == "Bash" => Some(Argument::Bash(Box::new(
                 BashPattern::parse(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
             ))),
-            Some(arg) if matches!(tool, "Edit" | "Write" | "Read") => Some(Argument::Path(
-                PathPattern::parse(arg, home)
-                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
-            )),
+            Some(arg) if matches!(tool, "Edit" | "Write" | "Read") => {
+                Some(Argument::Path(Box::new(
+                    PathPattern::parse(arg, home)
+                        .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+                )))
+            }
             Some(arg) => Some(Argument::Other {
-                pattern: compile_glob(arg)
-                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+                pattern: Box::new(
+                    compile_glob(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+                ),
             }),
         };
         Ok(Compiled {
             source: rule.to_string(),
+            home: home.map(Path::to_path_buf),
             tool: tool_glob,
             tool_name: tool.to_string(),
             argument,
@@ -267,6 +279,24 @@ impl Compiled {
                 && tool_name
                     .strip_prefix(self.tool_name.as_str())
                     .is_some_and(|rest| rest.starts_with("__")))
+    }
+}
+
+impl Drop for Compiled {
+    /// Takes the rule's entry out of the table, unless the entry is already a new
+    /// compilation of the same rule. (No rule is dropped while the table is locked:
+    /// [`IfRule::parse`] drops only `Weak`s under the lock.)
+    fn drop(&mut self) {
+        let mut table = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(table) = table.as_mut() else { return };
+        let key = (std::mem::take(&mut self.source), self.home.take());
+        if table
+            .rules
+            .get(&key)
+            .is_some_and(|rule| rule.strong_count() == 0)
+        {
+            table.rules.remove(&key);
+        }
     }
 }
 

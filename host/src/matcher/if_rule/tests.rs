@@ -262,6 +262,13 @@ fn identical_rules_share_one_compilation() {
     let weak = Arc::downgrade(&a.0);
     drop((a, b));
     assert!(weak.upgrade().is_none(), "the table holds no rule alive");
+    // Nor its allocation: the entry leaves the table with the rule (a rule no other
+    // test compiles).
+    let rule = "Bash(the-table-lets-go *)";
+    drop(IfRule::parse(rule, Some(home)).unwrap());
+    let key = (rule.to_string(), Some(home.to_path_buf()));
+    let table = COMPILED.lock().unwrap();
+    assert!(!table.as_ref().unwrap().rules.contains_key(&key));
 }
 
 #[test]
