@@ -23,7 +23,7 @@ use crate::handlers::{FailureKind, Usage};
 const OUTER_GRACE: Duration = Duration::from_millis(100);
 
 /// The limits of one call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Limits {
     pub(super) fuel: u64,
     pub(super) memory_bytes: u64,
