@@ -77,6 +77,31 @@ fn leak_fields(n: usize, appends: usize) -> Result<Response, String> {
     Ok(context(format!("leaked {made} fields")))
 }
 
+/// `n` outgoing request bodies, each written up to what its stream accepts without a
+/// reader (wasi-http buffers those bytes on the host), never dropped; says how many
+/// bytes it parked.
+fn hoard_bodies(n: usize) -> Result<Response, String> {
+    use wasip2::http::types::{Fields, OutgoingRequest};
+    let (mut bodies, mut bytes) = (0usize, 0usize);
+    for _ in 0..n {
+        let request = OutgoingRequest::new(Fields::new());
+        let Ok(body) = request.body() else { break };
+        let Ok(stream) = body.write() else { break };
+        while let Ok(room) = stream.check_write() {
+            let room = room.min(1 << 20) as usize;
+            if room == 0 || stream.write(&vec![b'b'; room]).is_err() {
+                break;
+            }
+            bytes += room;
+        }
+        std::mem::forget(stream);
+        std::mem::forget(body);
+        std::mem::forget(request);
+        bodies += 1;
+    }
+    Ok(context(format!("parked {bodies} bodies of {bytes} bytes")))
+}
+
 /// Pollables of sleeps, never dropped: entries in the host's resource table.
 fn leak_pollables(n: usize) -> Result<Response, String> {
     for _ in 0..n {
@@ -543,6 +568,7 @@ impl Guest for Raw {
             "http-many" => http_many(arg, n),
             "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
             "pollables" => leak_pollables(n),
+            "hoard-bodies" => hoard_bodies(n),
             // Holds `n` MiB of linear memory, then parks 4 KiB header values in `fields`
             // (never dropped) until the host refuses one.
             "hold-fields" => {
