@@ -77,11 +77,13 @@ fn leak_fields(n: usize, appends: usize) -> Result<Response, String> {
     Ok(context(format!("leaked {made} fields")))
 }
 
-/// `n` outgoing request bodies, each written up to what its stream accepts without a
-/// reader (wasi-http buffers those bytes on the host), never dropped; says how many
-/// bytes it parked.
-fn hoard_bodies(n: usize) -> Result<Response, String> {
+/// Holds `hold_mb` MiB of linear memory, then makes `n` outgoing request bodies, each
+/// written up to what its stream takes without a reader (wasi-http buffers it on the
+/// host), never dropped, until the host refuses one; says how many bytes it parked.
+fn hoard_bodies(n: usize, hold_mb: usize) -> Result<Response, String> {
     use wasip2::http::types::{Fields, OutgoingRequest};
+    std::mem::forget(std::hint::black_box(vec![1u8; hold_mb << 20]));
+    let chunk = vec![b'b'; 1 << 20];
     let (mut bodies, mut bytes) = (0usize, 0usize);
     for _ in 0..n {
         let request = OutgoingRequest::new(Fields::new());
@@ -89,14 +91,12 @@ fn hoard_bodies(n: usize) -> Result<Response, String> {
         let Ok(stream) = body.write() else { break };
         while let Ok(room) = stream.check_write() {
             let room = room.min(1 << 20) as usize;
-            if room == 0 || stream.write(&vec![b'b'; room]).is_err() {
+            if room == 0 || stream.write(&chunk[..room]).is_err() {
                 break;
             }
             bytes += room;
         }
-        std::mem::forget(stream);
-        std::mem::forget(body);
-        std::mem::forget(request);
+        std::mem::forget((stream, body, request));
         bodies += 1;
     }
     Ok(context(format!("parked {bodies} bodies of {bytes} bytes")))
@@ -568,7 +568,7 @@ impl Guest for Raw {
             "http-many" => http_many(arg, n),
             "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
             "pollables" => leak_pollables(n),
-            "hoard-bodies" => hoard_bodies(n),
+            "hoard-bodies" => hoard_bodies(n, arg.parse().unwrap_or(0)),
             // Holds `n` MiB of linear memory, then parks 4 KiB header values in `fields`
             // (never dropped) until the host refuses one.
             "hold-fields" => {

@@ -11,9 +11,10 @@
 //!   ([`super::state::Limiter::hold`]).
 //! - **Every other entry** of a store's resource table (bodies, streams) may hold at
 //!   most [`entry_bytes`] of its memory limit, and wasi-http's buffers are sized by it;
-//!   the table holds at most the limit's worth of such entries. Bodies and streams are
-//!   bounded so rather than charged by their fill: wasmtime-wasi-http 48 keeps what they
-//!   buffer in private fields (an incoming stream's frame, an outgoing stream's channel).
+//!   the table holds at most the limit's worth of such entries. Outgoing bodies are also
+//!   charged their write budget ([`super::held_bodies`]); incoming bodies and other
+//!   streams are bounded so rather than charged by their fill: wasmtime-wasi-http 48
+//!   keeps what they buffer in private fields (an incoming stream's frame).
 //!
 //! The wrappers that take and give back live in [`super::hostcalls`].
 
@@ -62,6 +63,14 @@ pub fn host_descriptors() -> usize {
 /// budget.
 pub fn hook_descriptors(host: usize) -> usize {
     (host / 4).max(1)
+}
+
+/// Bytes charged per wasi-http outgoing request or response (by table rep) whose body
+/// was made ([`super::held_bodies`]).
+#[derive(Debug, Default)]
+pub struct BodyBytes {
+    pub(super) requests: HashMap<u32, usize>,
+    pub(super) responses: HashMap<u32, usize>,
 }
 
 #[derive(Debug, Default)]

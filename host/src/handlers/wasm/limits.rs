@@ -188,7 +188,7 @@ fn refused_text(limits: &Limits, refused: Refused) -> String {
         }
         Refused::Held(asked) => format!(
             "memory limit of {} bytes ({} MiB) reached: linear memory and the host memory its resources hold \
-             (directory listings) would have been {asked} bytes",
+             (directory listings, HTTP header maps and bodies) would have been {asked} bytes",
             limits.memory_bytes,
             limits.memory_bytes >> 20
         ),

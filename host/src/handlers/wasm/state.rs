@@ -426,6 +426,9 @@ pub struct State {
     pub fs_refused_more: usize,
     /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
     pub field_bytes: super::held_fields::FieldBytes,
+    /// Bytes of wasi-http outgoing bodies charged to the memory limit
+    /// ([`super::held_bodies`]).
+    pub body_bytes: super::held::BodyBytes,
     /// The most one resource-table entry may hold under this store's memory limit
     /// ([`entry_bytes`]).
     pub entry_bytes: usize,
@@ -461,6 +464,7 @@ impl State {
             fs_refused: Vec::new(),
             fs_refused_more: 0,
             field_bytes: Default::default(),
+            body_bytes: Default::default(),
             entry_bytes,
             http_policy: HttpPolicy::new(live, entry_bytes),
             limiter: Limiter::new(memory_bytes),
