@@ -75,7 +75,10 @@ pub const SYSTEM_MANAGED_DIR: &str = "/Library/Application Support/hookhost";
 pub const SYSTEM_MANAGED_DIR: &str = "/etc/hookhost";
 
 mod table;
-pub use table::{Kind, VARIABLES, Variable, is_code_loading};
+pub use table::{
+    Kind, SHELL_CODE_VARIABLES, SHELL_FUNCTION_PREFIX, VARIABLES, Variable, is_code_loading,
+    is_shell_code_variable,
+};
 
 /// Variables that tune this very process from inside the standard library (read when
 /// the first thread starts): removed by [`forget_process_tunables`] before any thread.

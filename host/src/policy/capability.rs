@@ -147,7 +147,7 @@ pub struct LiveDir {
 }
 
 /// The capabilities of one hook that are both granted and declared.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Live {
     /// Preopened directories.
     pub dirs: Vec<LiveDir>,

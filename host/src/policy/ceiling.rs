@@ -16,7 +16,7 @@ use crate::config::SourceKind;
 use crate::config::schema::{DirMode, HandlerType, RawCeilings, RawHandler, RawHandlerTypes};
 
 /// The ceilings of managed policy, validated.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ceilings {
     dirs: Option<Vec<(String, DirMode)>>,
     env: Option<Vec<String>>,

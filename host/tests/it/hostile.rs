@@ -1183,6 +1183,76 @@ async fn fields_share_the_memory_limit_with_linear_memory() {
     );
 }
 
+/// What outgoing bodies park on the host (the bytes their streams take before anything
+/// reads them) stays within the memory limit: wasi-http's chunk is the most one
+/// resource-table entry may hold under the limit, and each body is charged its budget.
+/// Under a 4 MiB limit, 80 bodies (240 entries of the table's 256) parked 10 MiB with
+/// wasi-http's buffers at their fixed 64 KiB and uncharged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parked_outgoing_bodies_stay_within_the_memory_limit() {
+    const LIMIT: usize = 4 << 20;
+    let project = tempfile::tempdir().unwrap();
+    let outcome = raw(
+        project.path(),
+        "hoard-bodies",
+        "",
+        80,
+        json!({"capabilities": {"http": ["api.example.com"]},
+               "limits": {"memoryMb": 4}}),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let said = outcome.additional_context.join("");
+    assert!(said.starts_with("parked "), "{said}");
+    let bytes: usize = said
+        .rsplit_once(" of ")
+        .and_then(|(_, rest)| rest.strip_suffix(" bytes"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(bytes > 0, "{said}");
+    assert!(bytes <= LIMIT, "{said}: over the {LIMIT}-byte limit");
+    raw_still_serves(project.path()).await;
+}
+
+/// Outgoing bodies are charged by their write budget to the memory limit they share
+/// with linear memory: a plugin holding most of its limit in linear memory parks only
+/// the rest in bodies, then `outgoing-request.body` is refused and the report names the
+/// limit. Uncharged, 70 bodies (210 of the table's 256 entries) parked 4.4 MiB on top.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outgoing_bodies_share_the_memory_limit_with_linear_memory() {
+    const LIMIT: usize = 8 << 20;
+    let project = tempfile::tempdir().unwrap();
+    let outcome = raw(
+        project.path(),
+        "hoard-bodies",
+        "5",
+        70,
+        json!({"capabilities": {"http": ["api.example.com"]},
+               "limits": {"memoryMb": 8}}),
+    )
+    .await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let said = outcome.additional_context.join("");
+    let bytes: usize = said
+        .rsplit_once(" of ")
+        .and_then(|(_, rest)| rest.strip_suffix(" bytes"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(bytes > 0, "{said}");
+    assert!(
+        bytes + (5 << 20) <= LIMIT,
+        "{said}: over the {LIMIT}-byte limit"
+    );
+    let diagnostics = report.diagnostics.clone().unwrap_or_default();
+    assert!(
+        diagnostics.contains("memory limit of 8388608 bytes"),
+        "{diagnostics}"
+    );
+    raw_still_serves(project.path()).await;
+}
+
 /// Held by the tests that hoard descriptors, one at a time: each counts the process's
 /// open descriptors, which another's hoard would change.
 pub(crate) static HOARDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -19,6 +19,9 @@ use hookhost::hook::types::{Capabilities, DirRequest};
 
 struct Raw;
 
+mod hoard;
+use hoard::{hoard_bodies, leak_fields, leak_pollables};
+
 fn empty() -> Response {
     Response {
         permission: None,
@@ -56,33 +59,6 @@ fn huge_json(n: usize) -> String {
     s.push('0');
     s.push(']');
     s
-}
-
-/// `n` fields resources of `appends` × 4 KiB each (30: ~120 KiB), never dropped: host
-/// memory the plugin's own memory limit does not see.
-fn leak_fields(n: usize, appends: usize) -> Result<Response, String> {
-    use wasip2::http::types::Fields;
-    let value = vec![b'v'; 4 * 1024];
-    let mut made = 0usize;
-    for i in 0..n {
-        let fields = Fields::new();
-        for j in 0..appends {
-            if fields.append(&format!("h{j}"), &value).is_err() {
-                break;
-            }
-        }
-        std::mem::forget(fields);
-        made = i + 1;
-    }
-    Ok(context(format!("leaked {made} fields")))
-}
-
-/// Pollables of sleeps, never dropped: entries in the host's resource table.
-fn leak_pollables(n: usize) -> Result<Response, String> {
-    for _ in 0..n {
-        std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1 << 40));
-    }
-    Ok(context(format!("leaked {n} pollables")))
 }
 
 /// The first preopened directory (`/` of the granted workspace), if any.
@@ -543,6 +519,7 @@ impl Guest for Raw {
             "http-many" => http_many(arg, n),
             "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
             "pollables" => leak_pollables(n),
+            "hoard-bodies" => hoard_bodies(n, arg.parse().unwrap_or(0)),
             // Holds `n` MiB of linear memory, then parks 4 KiB header values in `fields`
             // (never dropped) until the host refuses one.
             "hold-fields" => {

@@ -245,6 +245,34 @@ pub const VARIABLES: &[Variable] = &[
     ),
 ];
 
+/// Variables whose value a shell later runs as code (prompts, start-up files, option
+/// sets); with [`SHELL_FUNCTION_PREFIX`], the one list of them: [`is_code_loading`] keeps
+/// them from command hooks, and the `if` filter's shell analysis
+/// (`crate::matcher::shell`) treats an assignment to one as code it cannot see.
+pub const SHELL_CODE_VARIABLES: &[&str] = &[
+    "ENV",
+    "BASH_ENV",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "ZDOTDIR",
+];
+
+/// The prefix of exported shell functions (`BASH_FUNC_name%%`), which a shell defines
+/// (and so runs) at start-up.
+pub const SHELL_FUNCTION_PREFIX: &str = "BASH_FUNC_";
+
+/// Whether `name` is one of [`SHELL_CODE_VARIABLES`] or an exported shell function
+/// (exact names, as a shell spells them).
+pub fn is_shell_code_variable(name: &str) -> bool {
+    SHELL_CODE_VARIABLES.contains(&name) || name.starts_with(SHELL_FUNCTION_PREFIX)
+}
+
 /// Whether a variable named `name` can make a shell, the dynamic loader or an interpreter
 /// load or run code when a command hook starts. A rule over classes of names, so that a
 /// new interpreter's `…OPTIONS` or `…PATH` is covered without being named (compared
@@ -275,7 +303,7 @@ pub fn is_code_loading(name: &[u8]) -> bool {
         "DYLD_",
         "GLIBC_",
         "MALLOC_",
-        "BASH_FUNC_",
+        SHELL_FUNCTION_PREFIX,
         "PYTHON",
         "PERL",
         "RUBY",
@@ -308,19 +336,9 @@ pub fn is_code_loading(name: &[u8]) -> bool {
         "CONFIG",
         "CONFIG_FILE",
     ];
+    // Besides the shell's own code variables ([`SHELL_CODE_VARIABLES`]).
     const NAMES: &[&str] = &[
-        "ENV",
-        "BASH_ENV",
-        "PS0",
-        "PS1",
-        "PS2",
-        "PS3",
-        "PS4",
-        "PROMPT_COMMAND",
-        "SHELLOPTS",
-        "BASHOPTS",
         "IFS",
-        "ZDOTDIR",
         "GLOBIGNORE",
         "EXECIGNORE",
         "INPUTRC",
@@ -334,5 +352,8 @@ pub fn is_code_loading(name: &[u8]) -> bool {
     }
     PREFIXES.iter().any(|p| n.starts_with(p.as_bytes()))
         || SUFFIXES.iter().any(|s| n.ends_with(s.as_bytes()))
-        || NAMES.iter().any(|x| n == x.as_bytes())
+        || NAMES
+            .iter()
+            .chain(SHELL_CODE_VARIABLES)
+            .any(|x| n == x.as_bytes())
 }

@@ -143,6 +143,9 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
             linker.allow_shadowing(true);
             super::held_fields::add(&mut linker)
                 .map_err(|e| format!("cannot link wasi-http's fields: {e:#}"))?;
+            // Outgoing bodies charged by their write budget.
+            super::held_bodies::add(&mut linker)
+                .map_err(|e| format!("cannot link wasi-http's bodies: {e:#}"))?;
             linker.allow_shadowing(false);
         }
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)

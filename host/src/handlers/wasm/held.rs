@@ -11,17 +11,39 @@
 //! - **Bytes** the host keeps for a resource (a directory listing, read in full when the
 //!   stream is opened) are charged to the store's memory limit with its linear memory
 //!   ([`super::state::Limiter::hold`]).
+//! - **Every other entry** of a store's resource table (bodies, streams) may hold at
+//!   most [`entry_bytes`] of its memory limit, and wasi-http's buffers are sized by it;
+//!   the table holds at most the limit's worth of such entries. Outgoing bodies are also
+//!   charged their write budget ([`super::held_bodies`]); incoming bodies and other
+//!   streams are bounded so rather than charged by their fill: wasmtime-wasi-http 48
+//!   keeps what they buffer in private fields (an incoming stream's frame).
 //!
 //! The wrappers that take and give back live in [`super::hostcalls`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The most host memory one entry of a store's resource table may hold (wasi-http's
-/// `fields` are limited to this): the table holds at most the plugin's memory limit
-/// divided by this many entries ([`super::state::resource_table_cap`]), so what a plugin's resources
-/// hold on the host is bounded by its memory limit.
+/// The most host memory one entry of a store's resource table may hold, under a memory
+/// limit of 16 MiB or more ([`entry_bytes`] for smaller limits): the table holds at most
+/// the plugin's memory limit divided by this many entries
+/// ([`super::state::resource_table_cap`]), so what a plugin's resources hold on the host
+/// is bounded by its memory limit.
 pub const RESOURCE_ENTRY_BYTES: usize = 64 * 1024;
+/// The fewest entries a resource table gets, whatever the memory limit.
+pub const MIN_RESOURCE_ENTRIES: usize = 256;
+/// The least an entry may hold, whatever the limit: room for ordinary HTTP headers.
+pub const MIN_ENTRY_BYTES: usize = 8 * 1024;
+/// Host memory a pollable holds (its table entry and the boxed closure that makes its
+/// future), charged in [`super::state::State::footprint`] instead of a whole entry.
+pub const POLLABLE_BYTES: usize = 256;
+
+/// The most host memory one resource-table entry may hold in a store whose memory limit
+/// is `memory_bytes`: wasi-http's buffers follow it (the size limit of a `fields`, the
+/// chunk an outgoing body's stream buffers, [`super::http_policy`]), so that the table's
+/// cap times this stays within the memory limit (for limits of 2 MiB or more).
+pub fn entry_bytes(memory_bytes: usize) -> usize {
+    (memory_bytes / MIN_RESOURCE_ENTRIES).clamp(MIN_ENTRY_BYTES, RESOURCE_ENTRY_BYTES)
+}
 /// The fewest descriptors the budget of all plugins gets, whatever the fd limit.
 const MIN_HOST_DESCRIPTORS: usize = 64;
 /// The most descriptors the budget of all plugins gets.
@@ -47,6 +69,14 @@ const HOOK_FLOOR: usize = 16;
 /// budget.
 pub fn hook_descriptors(host: usize) -> usize {
     (host / 4).max(1)
+}
+
+/// Bytes charged per wasi-http outgoing request or response (by table rep) whose body
+/// was made ([`super::held_bodies`]).
+#[derive(Debug, Default)]
+pub struct BodyBytes {
+    pub(super) requests: HashMap<u32, usize>,
+    pub(super) responses: HashMap<u32, usize>,
 }
 
 #[derive(Debug, Default)]

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
-use super::held::RESOURCE_ENTRY_BYTES;
 use crate::policy::capability::{Live, Scheme};
 
 /// How long after the call's deadline a clamped sleep or request wakes: the guest then
@@ -58,17 +57,28 @@ pub struct HttpPolicy {
     pub denied: Arc<Mutex<Denied>>,
     /// Connections open (or being opened) now.
     connections: Arc<AtomicUsize>,
+    /// The most an outgoing body's stream takes in one write ([`super::held::entry_bytes`]
+    /// of the store's memory limit).
+    body_chunk: usize,
 }
 
 impl HttpPolicy {
-    /// The policy of an instance whose hook has the `live` grants; no call runs yet.
-    pub fn new(live: Arc<Live>) -> HttpPolicy {
+    /// The policy of an instance whose hook has the `live` grants, and whose resource
+    /// table entries may hold `entry_bytes` each; no call runs yet.
+    pub fn new(live: Arc<Live>, entry_bytes: usize) -> HttpPolicy {
         HttpPolicy {
             live,
             deadline: None,
             denied: Arc::default(),
             connections: Arc::default(),
+            body_chunk: entry_bytes,
         }
+    }
+
+    /// The most an outgoing body's stream takes in one write.
+    #[cfg(test)]
+    pub fn body_chunk(&mut self) -> usize {
+        self.body_chunk
     }
 
     fn deny(&self, record: String) {
@@ -96,16 +106,18 @@ fn bounded_options(
 }
 
 impl WasiHttpHooks for HttpPolicy {
-    /// One chunk of an outgoing body is buffered per body ...
+    /// One chunk of an outgoing body is buffered per body (its stream's channel holds
+    /// this plus one) ...
     fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
         1
     }
 
-    /// ... of at most [`RESOURCE_ENTRY_BYTES`] (wasmtime-wasi-http buffers 1 MiB), so
-    /// that an outgoing body, like every entry of the resource table, holds at most that
-    /// much host memory: the table's cap then bounds what bodies hold by the memory limit.
+    /// ... of at most the most one resource-table entry may hold under the store's
+    /// memory limit ([`super::held::entry_bytes`]; wasmtime-wasi-http buffers 1 MiB):
+    /// an outgoing body with its stream (two entries) holds at most two such chunks, so
+    /// the table's cap bounds what bodies hold by the memory limit.
     fn p2_outgoing_body_chunk_size(&mut self) -> usize {
-        RESOURCE_ENTRY_BYTES
+        self.body_chunk
     }
 
     fn send_request(

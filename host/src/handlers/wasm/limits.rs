@@ -12,7 +12,7 @@ use wasmtime::{Store, Trap};
 use super::OUTPUT_CAP;
 use super::bindings;
 use super::engine::MAX_WASM_STACK;
-use super::held::RESOURCE_ENTRY_BYTES;
+use super::held::entry_bytes;
 use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
 use super::state::{MAX_TABLE_ELEMENTS, Refused, State, resource_table_cap};
 use crate::handlers::output::cap_text;
@@ -23,7 +23,7 @@ use crate::handlers::{FailureKind, Usage};
 const OUTER_GRACE: Duration = Duration::from_millis(100);
 
 /// The limits of one call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Limits {
     pub(super) fuel: u64,
     pub(super) memory_bytes: u64,
@@ -188,7 +188,7 @@ fn refused_text(limits: &Limits, refused: Refused) -> String {
         }
         Refused::Held(asked) => format!(
             "memory limit of {} bytes ({} MiB) reached: linear memory and the host memory its resources hold \
-             (directory listings) would have been {asked} bytes",
+             (directory listings, HTTP header maps and bodies) would have been {asked} bytes",
             limits.memory_bytes,
             limits.memory_bytes >> 20
         ),
@@ -260,9 +260,10 @@ pub(super) fn classify_error(
         return (
             FailureKind::Limit,
             format!(
-                "resource limit of {} host resources reached (one per 64 KiB of the {} MiB memory limit): \
+                "resource limit of {} host resources reached (one per {} KiB of the {} MiB memory limit): \
                  the plugin keeps too many files, streams, pollables or HTTP objects open",
                 resource_table_cap(memory),
+                entry_bytes(memory) >> 10,
                 limits.memory_bytes >> 20
             ),
         );
@@ -282,7 +283,7 @@ pub(super) fn classify_error(
             format!(
                 "{}; then it trapped: {}",
                 refused_text(limits, refused),
-                root_cause(error)
+                root_cause(error, limits)
             ),
         );
     }
@@ -292,15 +293,21 @@ pub(super) fn classify_error(
         (Some(trap), None) => (FailureKind::Trap, format!("trapped: {trap}")),
         (None, None) if phase == Phase::Instantiate => (
             FailureKind::CannotStart,
-            format!("could not create an instance: {}", root_cause(error)),
+            format!(
+                "could not create an instance: {}",
+                root_cause(error, limits)
+            ),
         ),
-        (None, None) => (FailureKind::Trap, format!("failed: {}", root_cause(error))),
+        (None, None) => (
+            FailureKind::Trap,
+            format!("failed: {}", root_cause(error, limits)),
+        ),
     }
 }
 
 /// The innermost message of an error's chain (wasmtime puts its backtrace in front of
 /// the cause), capped, and naming wasmtime's copy cap where that is the cause.
-fn root_cause(error: &wasmtime::Error) -> String {
+fn root_cause(error: &wasmtime::Error, limits: &Limits) -> String {
     if let Some(trap) = error.downcast_ref::<Trap>() {
         return trap.to_string();
     }
@@ -311,8 +318,11 @@ fn root_cause(error: &wasmtime::Error) -> String {
         text.push_str(" (the cap on data a plugin passes to one host call: 128 MiB)");
     }
     if cause.contains("total size of fields exceeds limit") {
+        let memory = usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX);
         text.push_str(&format!(
-            " (the cap on one wasi-http `fields` resource: {RESOURCE_ENTRY_BYTES} bytes)"
+            " (the cap on one wasi-http `fields` resource under a {} MiB memory limit: {} bytes)",
+            limits.memory_bytes >> 20,
+            entry_bytes(memory)
         ));
     }
     text

@@ -503,8 +503,8 @@ async fn a_flood_of_every_import_ends_on_the_default_fuel() {
     );
 }
 
-/// What kept session instances are evicted by: linear memory, held host memory, and
-/// every resource the store holds at the most one may hold.
+/// What kept session instances are evicted by: linear memory, held host memory, each
+/// pollable by its size, and every other resource at the most one may hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_store_footprint_counts_what_its_resources_hold() {
     let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
@@ -523,20 +523,27 @@ async fn a_store_footprint_counts_what_its_resources_hold() {
         )
         .expect("a store");
     let data = store.data_mut();
+    // wasi-http's buffers follow the memory limit.
+    let entry = super::held::entry_bytes(usize::try_from(MEMORY).unwrap());
+    assert_eq!(data.entry_bytes, entry);
+    assert_eq!(data.http_policy.body_chunk(), entry);
     let empty = data.footprint();
     let far = Instant::now() + Duration::from_secs(3600);
     let pollables: Vec<_> = (0..10).map(|_| data.sleep_until(far).unwrap()).collect();
-    // A sleep is two entries: the sleep and its pollable.
-    assert_eq!(
-        data.footprint(),
-        empty + 20 * super::held::RESOURCE_ENTRY_BYTES
-    );
+    // A sleep is two entries, the sleep and its pollable, each of a pollable's size.
+    assert_eq!(data.footprint(), empty + 20 * super::held::POLLABLE_BYTES);
     data.limiter.hold(1000).unwrap();
     assert_eq!(
         data.footprint(),
-        empty + 20 * super::held::RESOURCE_ENTRY_BYTES + 1000
+        empty + 20 * super::held::POLLABLE_BYTES + 1000
     );
-    drop(pollables);
+    // Any other entry counts at the most one may hold.
+    let other = data.table.push(7u32).unwrap();
+    assert_eq!(
+        data.footprint(),
+        empty + 20 * super::held::POLLABLE_BYTES + 1000 + entry
+    );
+    drop((pollables, other));
 }
 
 /// A host call whose work scales with an argument is charged for that work, not only

@@ -35,6 +35,7 @@ mod engine;
 mod grants;
 mod guest_fs;
 mod held;
+mod held_bodies;
 mod held_fields;
 mod hostcalls;
 mod http_policy;

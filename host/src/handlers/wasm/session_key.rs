@@ -8,13 +8,18 @@
 //! hook's resolved grants (the directories, variables and hosts that are both granted
 //! and declared, as [`Live`]), managed policy's [`Ceilings`] over them, and the call's
 //! [`Limits`]. The fingerprint hashes the derived `Debug` form of those types, so a field
-//! added to any of them enters the key without anyone naming it here.
+//! added to any of them enters the key without anyone naming it here. It is computed once
+//! per hook and what it was made under ([`policy_print`], cached on first use and kept
+//! while the hook's digest, grants, ceilings and limits compare equal): an event's key
+//! then costs comparisons and the hashes of short strings, not a formatting per event.
 //!
 //! A key that differs only in its fingerprint replaces the instance under the old one
 //! ([`SessionKey::supersedes`]): a reload with a narrower grant drops the wider
 //! instance, it does not keep it beside the new one.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
 
 use sha2::{Digest, Sha256};
 
@@ -61,7 +66,7 @@ impl SessionKey {
             Scope {
                 session: session.to_owned(),
                 project: project.to_path_buf(),
-                grants: fingerprint(grants),
+                grants: policy_print(hook, grants),
             },
         )
     }
@@ -74,6 +79,49 @@ impl SessionKey {
             && self.1.project == other.1.project
             && self.1.grants != other.1.grants
     }
+}
+
+/// What a hook's fingerprint was computed from, and the fingerprint.
+struct Printed {
+    digest: String,
+    live: Live,
+    ceilings: Option<Ceilings>,
+    limits: Limits,
+    print: [u8; 32],
+}
+
+/// Hooks (by label) whose fingerprint was computed.
+static PRINTS: LazyLock<Mutex<HashMap<String, Printed>>> = LazyLock::new(Mutex::default);
+/// Hooks kept in [`PRINTS`]; past this many the cache starts again.
+const MAX_PRINTS: usize = 4096;
+
+/// The fingerprint of what hook `hook`'s instance is made under: the one computed for it
+/// before when everything it was computed from compares equal, else computed now.
+fn policy_print(hook: &str, grants: &Grants<'_>) -> [u8; 32] {
+    let mut prints = PRINTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = prints.get(hook)
+        && p.digest == grants.digest
+        && p.live == *grants.live
+        && p.ceilings.as_ref() == grants.ceilings
+        && p.limits == *grants.limits
+    {
+        return p.print;
+    }
+    let print = fingerprint(grants);
+    if prints.len() >= MAX_PRINTS {
+        prints.clear();
+    }
+    prints.insert(
+        hook.to_owned(),
+        Printed {
+            digest: grants.digest.to_owned(),
+            live: grants.live.clone(),
+            ceilings: grants.ceilings.cloned(),
+            limits: *grants.limits,
+            print,
+        },
+    );
+    print
 }
 
 /// The fingerprint of what an instance was made under. Each part is length-prefixed, so
@@ -247,5 +295,35 @@ mod tests {
             !reference.supersedes(&reference),
             "a key does not supersede itself"
         );
+    }
+
+    /// The cached fingerprint is the one computed afresh, and follows the grants back
+    /// and forth (a widened, then narrowed again grant gets each its own key).
+    #[test]
+    fn the_cached_fingerprint_is_the_computed_one() {
+        let project = Path::new("/p");
+        let wide = live(
+            serde_json::json!({"dirs": [{"path": "${workspace}/data", "mode": "rw"}]}),
+            project,
+        );
+        let narrow = live(
+            serde_json::json!({"dirs": [{"path": "${workspace}/data", "mode": "ro"}]}),
+            project,
+        );
+        let grants = |live| Grants {
+            digest: "d1",
+            live,
+            ceilings: None,
+            limits: &LIMITS,
+        };
+        for live in [&wide, &narrow, &wide, &narrow] {
+            let key = SessionKey::new("cached-hook", "s1", project, &grants(live));
+            assert_eq!(key.1.grants, fingerprint(&grants(live)));
+            assert_eq!(
+                key,
+                SessionKey::new("cached-hook", "s1", project, &grants(live))
+            );
+        }
+        assert_ne!(fingerprint(&grants(&wide)), fingerprint(&grants(&narrow)));
     }
 }

@@ -16,7 +16,10 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings;
 use super::grants::PlaceGuard;
-use super::held::{DescriptorShare, NoDescriptor, RESOURCE_ENTRY_BYTES};
+use super::held::{
+    DescriptorShare, MIN_RESOURCE_ENTRIES, NoDescriptor, POLLABLE_BYTES, RESOURCE_ENTRY_BYTES,
+    entry_bytes,
+};
 use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
 
@@ -36,8 +39,6 @@ pub const MAX_INSTANCES: usize = 1_000;
 pub const MAX_TABLES: usize = 1_000;
 /// See [`MAX_INSTANCES`].
 pub const MAX_MEMORIES: usize = 100;
-/// The fewest entries a resource table gets, whatever the memory limit.
-const MIN_RESOURCE_ENTRIES: usize = 256;
 
 /// Entries of the resource table (WASI and wasi-http resources) of a store whose plugin
 /// may use `memory_bytes` of linear memory.
@@ -425,6 +426,12 @@ pub struct State {
     pub fs_refused_more: usize,
     /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
     pub field_bytes: super::held_fields::FieldBytes,
+    /// Bytes of wasi-http outgoing bodies charged to the memory limit
+    /// ([`super::held_bodies`]).
+    pub body_bytes: super::held::BodyBytes,
+    /// The most one resource-table entry may hold under this store's memory limit
+    /// ([`entry_bytes`]).
+    pub entry_bytes: usize,
 }
 
 impl State {
@@ -443,8 +450,9 @@ impl State {
     ) -> State {
         let mut table = ResourceTable::new();
         table.set_max_capacity(resource_table_cap(memory_bytes));
+        let entry_bytes = entry_bytes(memory_bytes);
         let mut http = WasiHttpCtx::new();
-        http.set_field_size_limit(RESOURCE_ENTRY_BYTES);
+        http.set_field_size_limit(entry_bytes);
         State {
             wasi,
             table,
@@ -456,7 +464,9 @@ impl State {
             fs_refused: Vec::new(),
             fs_refused_more: 0,
             field_bytes: Default::default(),
-            http_policy: HttpPolicy::new(live),
+            body_bytes: Default::default(),
+            entry_bytes,
+            http_policy: HttpPolicy::new(live, entry_bytes),
             limiter: Limiter::new(memory_bytes),
             stdout,
             stderr,
@@ -469,21 +479,27 @@ impl State {
 
 impl State {
     /// What the store holds on the host, as kept session instances are counted: its
-    /// linear memory, the host memory charged for its resources ([`Limiter::hold`]), and
-    /// for every other entry of its resource table the most one entry may hold
-    /// ([`RESOURCE_ENTRY_BYTES`]).
+    /// linear memory, the host memory charged for its resources ([`Limiter::hold`]), a
+    /// pollable's fixed size ([`POLLABLE_BYTES`]) for each pollable, and for every other
+    /// entry of its resource table the most one entry may hold under its limit
+    /// ([`State::entry_bytes`]).
     pub fn footprint(&mut self) -> usize {
-        // `fields` are charged by their bytes (in `held`), every other entry at the most
-        // one entry may hold.
-        let entries = self
-            .table
-            .iter_mut()
-            .count()
-            .saturating_sub(self.field_bytes.count());
+        // `fields` are charged by their bytes (in `held`), pollables by their size, every
+        // other entry at the most one entry may hold.
+        let (mut pollables, mut entries) = (0usize, 0usize);
+        for entry in self.table.iter_mut() {
+            if entry.is::<wasmtime_wasi::p2::DynPollable>() || entry.is::<Sleep>() {
+                pollables += 1;
+            } else {
+                entries += 1;
+            }
+        }
+        let entries = entries.saturating_sub(self.field_bytes.count());
         self.limiter
             .memory()
             .saturating_add(self.limiter.held())
-            .saturating_add(entries.saturating_mul(RESOURCE_ENTRY_BYTES))
+            .saturating_add(pollables.saturating_mul(POLLABLE_BYTES))
+            .saturating_add(entries.saturating_mul(self.entry_bytes))
     }
 }
 
@@ -628,5 +644,23 @@ mod tests {
         assert_eq!(resource_table_cap(0), MIN_RESOURCE_ENTRIES);
         assert_eq!(resource_table_cap(64 << 20), 1024);
         assert_eq!(resource_table_cap(1 << 30), 16384);
+    }
+
+    /// wasi-http's buffers follow the memory limit: a full table of entries at the most
+    /// one may hold stays within the limit (from 2 MiB up; below, at 2 MiB).
+    #[test]
+    fn what_a_full_table_may_hold_stays_within_the_memory_limit() {
+        for mb in [1usize, 2, 3, 4, 8, 10, 16, 17, 64, 100, 1024] {
+            let limit = mb << 20;
+            let entry = entry_bytes(limit);
+            assert!(
+                resource_table_cap(limit) * entry <= limit.max(2 << 20),
+                "{mb} MiB: {} entries of {entry} bytes",
+                resource_table_cap(limit)
+            );
+            assert!((super::super::held::MIN_ENTRY_BYTES..=RESOURCE_ENTRY_BYTES).contains(&entry));
+        }
+        assert_eq!(entry_bytes(64 << 20), RESOURCE_ENTRY_BYTES);
+        assert_eq!(entry_bytes(4 << 20), 16 << 10);
     }
 }

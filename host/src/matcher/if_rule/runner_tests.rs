@@ -296,3 +296,31 @@ fn unnamed_routes_to_git_push_run_the_guard() {
         through.join("\n---\n")
     );
 }
+
+/// One list of the variables a shell runs as code (`config::env::SHELL_CODE_VARIABLES`
+/// and exported functions): each, assigned in front of a command, makes the `if` filter
+/// run the hook (`Bash(git push *)` on `NAME=x true`), and each is kept from command hooks
+/// (`is_code_loading`). A name added to the list is covered both ways.
+#[test]
+fn every_shell_code_variable_runs_the_hook_and_never_reaches_a_command_hook() {
+    use crate::config::env::{SHELL_CODE_VARIABLES, SHELL_FUNCTION_PREFIX, is_code_loading};
+    let function = format!("{SHELL_FUNCTION_PREFIX}f");
+    let names = SHELL_CODE_VARIABLES
+        .iter()
+        .copied()
+        .chain([function.as_str()]);
+    for name in names {
+        let command = format!("{name}=x true");
+        assert!(
+            shell::analyze(&command).unknown.is_some(),
+            "{name}: the analysis sees through it"
+        );
+        assert!(bash("Bash(git push *)", &command), "{command}");
+        assert!(
+            is_code_loading(name.as_bytes()),
+            "{name} reaches command hooks"
+        );
+    }
+    // An ordinary assignment is seen through.
+    assert!(!bash("Bash(git push *)", "LANG=x true"));
+}

@@ -170,21 +170,6 @@ pub(crate) const NAMING_BUILTINS: &[&str] = &[
     "wait",
 ];
 
-/// Variables whose value a shell later runs as code.
-pub(super) const CODE_VARIABLES: &[&str] = &[
-    "PS0",
-    "PS1",
-    "PS2",
-    "PS3",
-    "PS4",
-    "PROMPT_COMMAND",
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "ZDOTDIR",
-];
-
 impl Analyzer {
     /// What a program does with its arguments, when it runs code from them.
     pub(super) fn program(&mut self, base: &str, args: &[Value], depth: usize, sound: bool) {

@@ -4,9 +4,10 @@
 
 use brush_parser::ast;
 
-use super::programs::{APPENDING_WRAPPERS, CODE_VARIABLES, basename, leaves_arguments_alone};
+use super::programs::{APPENDING_WRAPPERS, basename, leaves_arguments_alone};
 use super::words::is_assignment_word;
 use super::{Analyzer, Candidate, MAX_STARTS, Value, clip};
+use crate::config::env::is_shell_code_variable;
 
 impl Analyzer {
     pub(super) fn compound_list(&mut self, list: &ast::CompoundList, depth: usize, sound: bool) {
@@ -215,7 +216,7 @@ impl Analyzer {
     pub(super) fn assignment(&mut self, assignment: &ast::Assignment, depth: usize, sound: bool) {
         match &assignment.name {
             ast::AssignmentName::VariableName(name) => {
-                if CODE_VARIABLES.contains(&name.as_str()) || name.starts_with("BASH_FUNC_") {
+                if is_shell_code_variable(name) {
                     self.fail(
                         sound,
                         format!("it sets `{name}`, whose value a shell runs as code"),

@@ -1,9 +1,10 @@
 //! Attacks: host memory (see attacks/mod.rs). One hoarding plugin per kind of resource a
 //! plugin can make the host hold (linear memory, directory listings, descriptors,
-//! wasi-http `fields`, pollables), each in its own `hookhost dispatch` process: the
-//! process's peak resident memory stays within what the caps document for one hook
-//! (its memory limit for linear memory and the bytes charged with it, and as much again
-//! for resources counted at 64 KiB each), above the same process answering an ordinary
+//! wasi-http `fields`, pollables, outgoing bodies and their streams written to the brim),
+//! each in its own `hookhost dispatch` process: the process's peak resident memory stays
+//! within what the caps document for one hook (its memory limit for linear memory and the
+//! bytes charged with it, and as much again for the resource table's entries, each
+//! holding at most its share of the limit), above the same process answering an ordinary
 //! event. The peak is the process's own (`VmHWM`), read while it waits to write its
 //! answer.
 
@@ -111,8 +112,8 @@ fn one_hoarding_plugin_per_resource_kind_keeps_the_host_within_the_documented_ca
     let (said, baseline) = peak_of(&env, "echo", "", 0);
     assert!(said.contains("raw echo"), "{said}");
     let limit = LIMIT_MB << 20;
-    // Linear memory and what is charged with it (one limit), plus resources counted at
-    // 64 KiB each (as much again), plus slack for the allocator.
+    // Linear memory and what is charged with it (one limit), plus the resource table's
+    // entries at the most each may hold (as much again), plus slack for the allocator.
     let cap = baseline + 2 * limit + (16 << 20);
     for (attack, arg, n) in [
         ("hold", "", LIMIT_MB - 8),
@@ -120,6 +121,7 @@ fn one_hoarding_plugin_per_resource_kind_keeps_the_host_within_the_documented_ca
         ("hoard-descriptors", "f", 1_000_000),
         ("fields", "15", 1_000_000),
         ("pollables", "", 10_000_000),
+        ("hoard-bodies", "", 1_000_000),
     ] {
         let (said, peak) = peak_of(&env, attack, arg, n);
         eprintln!(
