@@ -69,6 +69,10 @@ pub struct AuditLog {
 struct OpenLog {
     file: File,
     id: (u64, u64),
+    /// The log's size right after this writer's last line, which ends with a newline.
+    /// Every writer appends under the lock, so while the size is still this one no line
+    /// (whole or torn) came since, and the byte before the end needs no read.
+    ours_until: Option<u64>,
 }
 
 /// Writes of one line before [`AuditLog::append`] gives up on a log that keeps being
@@ -78,12 +82,14 @@ const APPEND_ATTEMPTS: usize = 3;
 /// Whether the file is empty or ends with a newline (read under the lock, before each
 /// line). A file whose last byte cannot be read counts as not ending with one: a blank
 /// line costs nothing (readers skip it), a glued one costs a line.
-fn ends_with_newline(file: &File) -> bool {
+fn ends_with_newline(file: &File, ours_until: Option<u64>) -> bool {
     let Ok(size) = file.metadata().map(|m| m.len()) else {
         return false;
     };
     let mut last = [0u8];
-    size == 0 || (file.read_exact_at(&mut last, size - 1).is_ok() && last[0] == b'\n')
+    size == 0
+        || ours_until == Some(size)
+        || (file.read_exact_at(&mut last, size - 1).is_ok() && last[0] == b'\n')
 }
 
 impl Clone for AuditLog {
@@ -216,15 +222,20 @@ impl AuditLog {
             let log = self.current(&mut open)?;
             let lock = Flock::exclusive(&log.file)
                 .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
-            let bytes = if ends_with_newline(&log.file) {
+            let bytes = if ends_with_newline(&log.file, log.ours_until) {
                 &line[1..]
             } else {
                 &line[..]
             };
-            write_line(&log.file, bytes)
-                .map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))?;
-            let named = log.file.metadata().map_or(true, |m| m.nlink() > 0);
+            let written = write_line(&log.file, bytes);
+            let after = log.file.metadata();
+            log.ours_until = match (&written, &after) {
+                (Ok(()), Ok(meta)) => Some(meta.len()),
+                _ => None,
+            };
             drop(lock);
+            written.map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))?;
+            let named = after.map_or(true, |m| m.nlink() > 0);
             if named {
                 return Ok(());
             }
@@ -239,7 +250,7 @@ impl AuditLog {
     /// The open log, reopened when the path no longer names it (rotated, deleted,
     /// replaced). The path's own inode is compared, not a symlink's target: a log
     /// replaced by a symlink is reopened, and then refused.
-    fn current<'a>(&self, open: &'a mut Option<OpenLog>) -> Result<&'a OpenLog, String> {
+    fn current<'a>(&self, open: &'a mut Option<OpenLog>) -> Result<&'a mut OpenLog, String> {
         let current = std::fs::symlink_metadata(&self.path)
             .ok()
             .map(|m| (m.dev(), m.ino()));
@@ -252,9 +263,10 @@ impl AuditLog {
             *open = Some(OpenLog {
                 file,
                 id: (meta.dev(), meta.ino()),
+                ours_until: None,
             });
         }
-        Ok(open.as_ref().expect("opened above"))
+        Ok(open.as_mut().expect("opened above"))
     }
 
     /// Opens (creating it 0600) the log file without following a symlink, in a directory

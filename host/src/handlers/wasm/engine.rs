@@ -150,6 +150,11 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
         }
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;
+        // Every guest path passes the filesystem's chokepoint, before the other wrappers.
+        linker.allow_shadowing(true);
+        super::guest_fs::add(&mut linker)
+            .map_err(|e| format!("cannot link the guest filesystem: {e:#}"))?;
+        linker.allow_shadowing(false);
         hostcalls::add(&mut linker).map_err(|e| format!("cannot link the host calls: {e:#}"))?;
         Ok(linker)
     };

@@ -71,6 +71,19 @@ pub fn hook_descriptors(host: usize) -> usize {
     (host / 4).max(1)
 }
 
+/// Bytes charged per live wasi-http `fields` (by table rep; [`super::held_fields`]).
+#[derive(Debug, Default)]
+pub struct FieldBytes {
+    pub(super) charged: HashMap<u32, usize>,
+}
+
+impl FieldBytes {
+    /// Maps charged now (their bytes are in [`super::state::Limiter::held`]).
+    pub fn count(&self) -> usize {
+        self.charged.len()
+    }
+}
+
 /// Bytes charged per wasi-http outgoing request or response (by table rep) whose body
 /// was made ([`super::held_bodies`]).
 #[derive(Debug, Default)]

@@ -10,8 +10,6 @@
 //! request or response) is given back when the next map is made. Maps the host makes
 //! (response headers) are bounded by the HTTP client's own header limits.
 
-use std::collections::HashMap;
-
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource, ResourceType};
 use wasmtime_wasi_http::FieldMap;
@@ -25,19 +23,6 @@ use super::state::State;
 const WASI_HTTP: &str = "0.2.12";
 /// Host memory an empty map holds besides its entries.
 const MAP_BYTES: usize = std::mem::size_of::<FieldMap>() + 64;
-
-/// Bytes charged per live `fields` (by table rep).
-#[derive(Debug, Default)]
-pub struct FieldBytes {
-    charged: HashMap<u32, usize>,
-}
-
-impl FieldBytes {
-    /// Maps charged now (their bytes are in [`super::state::Limiter::held`]).
-    pub fn count(&self) -> usize {
-        self.charged.len()
-    }
-}
 
 /// The real size of the map `rep` (or `None` when it is gone from the table).
 fn size_of(state: &State, rep: u32) -> Option<usize> {

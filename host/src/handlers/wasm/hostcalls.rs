@@ -109,11 +109,11 @@ pub fn meter(store: &mut Store<State>) {
 }
 
 /// Adds every wrapper of this module to `linker`, over the definitions of
-/// wasmtime-wasi (and the `host` import) already in it.
+/// wasmtime-wasi (and the `host` import) already in it, and over the filesystem's
+/// ([`super::guest_fs::add`], linked first by the engine).
 pub fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     clamp_sleeps(linker)?;
-    super::guest_fs::add(linker)?;
     hold_descriptors(linker)?;
     hold_listings(linker)?;
     meter_streams(linker)?;

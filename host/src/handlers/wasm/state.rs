@@ -425,7 +425,7 @@ pub struct State {
     /// Refusals beyond those kept.
     pub fs_refused_more: usize,
     /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
-    pub field_bytes: super::held_fields::FieldBytes,
+    pub field_bytes: super::held::FieldBytes,
     /// Bytes of wasi-http outgoing bodies charged to the memory limit
     /// ([`super::held_bodies`]).
     pub body_bytes: super::held::BodyBytes,
