@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 
 use crate::dispatch_daemon::{daemon_pid, process_alive, sockets, with_daemon};
 use crate::support::{
-    Run, TestEnv, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks, wait_until,
+    Run, TestEnv, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks, run_until,
+    wait_until,
 };
 
 /// `cmd` with `resource` limited to `limit` (soft and hard) from before `exec`.
@@ -34,52 +35,6 @@ fn limited(cmd: &mut Command, resource: libc::__rlimit_resource_t, limit: u64) -
             Ok(())
         })
     }
-}
-
-/// Runs `cmd` with `stdin`; `None` when it has not finished within `limit` (it is
-/// killed then). Unlike `support::run_bounded`, no cap on the address space of its own
-/// (the wasm engine reserves more than its 4 GiB).
-fn run_bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Option<Run> {
-    use std::io::Read;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_string();
-    std::thread::spawn(move || std::io::Write::write_all(&mut input, stdin.as_bytes()));
-    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let err = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let deadline = std::time::Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Some(Run {
-        pid,
-        code: status.code().unwrap_or(-1),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    })
 }
 
 /// The lowest descriptor limit a dynamically linked `hookhost` can be started at (the
@@ -200,7 +155,7 @@ fn a_hook_that_cannot_start_for_want_of_descriptors_fails_at_once_named_and_bloc
             libc::RLIMIT_NOFILE,
             limit,
         );
-        let run = run_bounded(&mut cmd, &bash_input("ls").to_string(), BOUND)
+        let run = run_until(&mut cmd, &bash_input("ls").to_string(), BOUND)
             .unwrap_or_else(|| panic!("at {limit} descriptors the dispatch hung"));
         assert_ne!(run.code, 101, "{limit}: panicked: {}", run.stderr);
         if run.code != 0 {
@@ -263,7 +218,7 @@ fn a_wasm_instance_that_cannot_be_created_is_a_named_failure_that_blocks() {
         libc::RLIMIT_AS,
         2 << 30,
     );
-    let run = run_bounded(&mut cmd, &bash_input("ls").to_string(), BOUND).unwrap();
+    let run = run_until(&mut cmd, &bash_input("ls").to_string(), BOUND).unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         judge(&run, "wasm"),
@@ -323,7 +278,7 @@ fn a_hook_that_cannot_start_for_want_of_processes_is_a_named_failure_that_blocks
     .current_dir(&env.project);
     copy_env(&plain, &mut cmd);
     limited(&mut cmd, libc::RLIMIT_NPROC, 1);
-    let run = run_bounded(&mut cmd, &bash_input("ls").to_string(), BOUND).unwrap();
+    let run = run_until(&mut cmd, &bash_input("ls").to_string(), BOUND).unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);
     for id in ["command", "wasm", "http"] {
         assert_eq!(judge(&run, id), Some(Seen::CouldNotStart), "{}", run.stdout);
@@ -376,7 +331,7 @@ fn a_dispatch_that_cannot_run_blocks_under_format_claude() {
                 libc::RLIMIT_NOFILE,
                 limit,
             );
-            let run = run_bounded(&mut cmd, &input.to_string(), BOUND).unwrap();
+            let run = run_until(&mut cmd, &input.to_string(), BOUND).unwrap();
             assert!(
                 (0..=2).contains(&run.code),
                 "{limit} {event}: {}",

@@ -391,7 +391,13 @@ pub fn cap_memory(cmd: &mut Command) -> &mut Command {
 /// `/dev/zero` into memory fails it with an allocation error instead of taking the
 /// machine's memory (no wasm engine runs in these tests, which would need more).
 pub fn run_bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Option<Run> {
-    let mut child = cap_memory(cmd)
+    run_until(cap_memory(cmd), stdin, limit)
+}
+
+/// Runs `cmd` with `stdin`; kills it and returns `None` when it has not finished within
+/// `limit`. No cap of its own on the address space (see [`run_bounded`]).
+pub fn run_until(cmd: &mut Command, stdin: &str, limit: Duration) -> Option<Run> {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
