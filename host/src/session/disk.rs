@@ -278,7 +278,10 @@ fn read_count(file: &mut File) -> u64 {
     let mut text = String::new();
     let _ = file.rewind();
     let _ = file.take(32).read_to_string(&mut text);
-    text.trim().parse().unwrap_or(0)
+    // Only the 20 digits [`write_count`] writes over in place: digits past them (a file
+    // longer than any count this store writes) would be read as a far larger count.
+    let written = text.get(..text.len().min(20)).unwrap_or("");
+    written.trim().parse().unwrap_or(0)
 }
 
 /// Replaces the content of a locked counter file with `count`, as 20 digits written

@@ -70,6 +70,22 @@ fn a_corrupted_sequence_counter_does_not_reorder_the_queue() {
     }
 }
 
+/// A Stop counter file longer than the 20 digits the store writes over in place (24
+/// zeros): after one block the count is 1, not the 20 new digits glued to the old file's
+/// tail (`…0001` + `0000` = 10000, past any cap: the next block would be lifted).
+/// Junk in the counter reads as 0 (the block stands: the safe side).
+#[test]
+fn a_long_stop_counter_is_not_read_glued_to_its_tail() {
+    let (_root, store) = store();
+    store.set_stop_blocks("s", 1);
+    let counter = store.session_dir("s").join("stop-blocks");
+    std::fs::write(&counter, "0".repeat(24)).unwrap();
+    store.update_stop_blocks("s", &mut |n| n + 1).unwrap();
+    assert_eq!(store.stop_blocks("s"), 1);
+    std::fs::write(&counter, "junk").unwrap();
+    assert_eq!(store.stop_blocks("s"), 0);
+}
+
 /// Session ids that are not names (`..`, `/`, NUL, a megabyte, ids that differ only in
 /// case or Unicode normalization): each is one key of 64 hex digits inside the store, and
 /// distinct ids never share a queue.
