@@ -219,6 +219,37 @@ impl DiskStore {
     }
 }
 
+/// The most records of jobs issued and not run one session keeps. A runner killed (or a
+/// machine restarted) before it consumed its job leaves its record behind for good; past
+/// this many, the oldest records go (their jobs, if a runner ever comes, run nothing: at
+/// most once).
+pub const MAX_PENDING_JOBS: usize = 256;
+
+/// Makes room for one more record in `jobs` (under the session's lock): removes the
+/// oldest (by modification time) past [`MAX_PENDING_JOBS`] - 1.
+fn forget_oldest_jobs(jobs: &Path) {
+    let Ok(entries) = std::fs::read_dir(jobs) else {
+        return;
+    };
+    let mut records: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if records.len() < MAX_PENDING_JOBS {
+        return;
+    }
+    records.sort();
+    let extra = records.len() + 1 - MAX_PENDING_JOBS;
+    for (_, path) in &records[..extra] {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::warn!(
+        "{}: more than {MAX_PENDING_JOBS} async jobs issued and never run; forgot the \
+         oldest {extra}",
+        jobs.display()
+    );
+}
+
 /// The queued results in `queue`, oldest first: `<seq>.json` by sequence number (a name
 /// from an older version, which is not a number, after them, by name).
 fn queued(queue: &Path) -> Vec<((u64, String), PathBuf)> {
@@ -349,6 +380,7 @@ impl SessionStore for DiskStore {
         let file = self.job_file(session, id)?;
         let what = |e: StoreError| format!("cannot record the async job: {e}");
         let lock = self.lock(session).map_err(what)?;
+        forget_oldest_jobs(file.parent().expect("a job's record is in `jobs`"));
         write_atomically(&file, digest.as_bytes()).map_err(what)?;
         drop(lock);
         Ok(())

@@ -186,6 +186,24 @@ fn a_job_of_one_session_runs_in_no_other() {
     assert!(store.consume_job("a", ID, DIGEST).is_err(), "ran twice");
 }
 
+/// Runners killed before they consumed their jobs (or a machine restarted): the records
+/// of jobs issued and never run do not pile up without bound in a session's directory,
+/// and the newest job still runs.
+#[test]
+fn records_of_jobs_never_run_are_bounded() {
+    let (_root, store) = store();
+    let max = hookhost::session::MAX_PENDING_JOBS;
+    let ids: Vec<String> = (0..max + 40).map(|n| format!("{n:032x}")).collect();
+    for id in &ids {
+        store.issue_job("s", id, DIGEST).unwrap();
+    }
+    let records = std::fs::read_dir(store.session_dir("s").join("jobs"))
+        .unwrap()
+        .count();
+    assert!(records <= max, "{records} records of jobs never run");
+    store.consume_job("s", ids.last().unwrap(), DIGEST).unwrap();
+}
+
 /// Sixteen runners given the same job at once (the job file replayed in parallel):
 /// exactly one may run it.
 #[test]
