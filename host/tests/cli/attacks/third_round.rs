@@ -398,3 +398,64 @@ fn plugin_swapped_after_admission(extra: serde_json::Value) {
         );
     }
 }
+
+/// The last good version lives in the daemon's memory only: the daemon restarted (killed,
+/// or the dispatch daemon's idle exit) after the guard's file was replaced by a version
+/// the gate refuses (the guard dropped, a hook naming a missing plugin) builds that
+/// version as a first build, which the gate does not guard.
+#[test]
+#[ignore = "gets through: gate::reload guards only a rebuild with a previous host of the \
+            same project; the last good versions (config::LastGood) are kept in memory, not \
+            on disk, so a daemon restarted after the file broke (or a one-shot dispatch) \
+            enforces the broken version: `rm -rf /` is not denied"]
+fn a_restarted_daemon_keeps_the_last_good_config() {
+    use serde_json::json;
+    let env = crate::support::TestEnv::new();
+    let guard = json!({"type": "command", "id": "guard",
+        "command": "case \"$(cat)\" in *'rm -rf'*) echo no >&2; exit 2;; esac"});
+    env.user_hooks(crate::support::hooks("PreToolUse", "Bash", json!([guard])));
+    {
+        let mut serve = Serve::start(&env);
+        assert_eq!(
+            serve.call("rm -rf /")["decision"],
+            "deny",
+            "the guard is armed"
+        );
+        let missing = env.home.join("missing.wasm");
+        env.user_hooks(crate::support::hooks(
+            "PreToolUse",
+            "Bash",
+            json!([{"type": "wasm", "id": "gone", "plugin": missing}]),
+        ));
+        let out = serve.call("rm -rf /");
+        assert_eq!(
+            out["decision"], "deny",
+            "the running daemon keeps the guard: {out}"
+        );
+    }
+    let mut serve = Serve::start(&env);
+    let out = serve.call("rm -rf /");
+    assert_eq!(out["decision"], "deny", "after a restart: {out}");
+}
+
+/// A session's state once it holds nothing (its Stop count back to 0, its queue taken,
+/// its jobs run): its directory goes, so that sessions ids (any string a client sends)
+/// do not leave a directory each in the data directory for good.
+#[test]
+#[ignore = "gets through: DiskStore never removes a session's directory (nor `seq`, nor a \
+            `stop-blocks` of 0); every session id that once blocked a Stop, queued a result \
+            or issued a job keeps `sessions/<key>/` forever, and a client of `serve` can \
+            send any number of ids (inode growth without bound; no sweep exists)"]
+fn a_session_that_holds_nothing_leaves_no_directory() {
+    let (_root, store) = store();
+    store.set_stop_blocks("s", 1);
+    store.set_stop_blocks("s", 0);
+    store.push_async("s", result("r"));
+    assert_eq!(store.take_async("s").len(), 1);
+    store.issue_job("s", ID, DIGEST).unwrap();
+    store.consume_job("s", ID, DIGEST).unwrap();
+    assert!(
+        !store.session_dir("s").exists(),
+        "the empty session's directory stays"
+    );
+}
