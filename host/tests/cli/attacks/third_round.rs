@@ -459,3 +459,84 @@ fn a_session_that_holds_nothing_leaves_no_directory() {
         "the empty session's directory stays"
     );
 }
+
+/// The user's hooks file is a symlink, and the file it points to is rewritten (the link
+/// itself unchanged): the daemon notices (its stamps are of what it read, not of the
+/// link) and enforces the new version; a broken one keeps the last good.
+#[test]
+fn a_symlinked_config_whose_target_changes_is_reloaded() {
+    use serde_json::json;
+    let env = crate::support::TestEnv::new();
+    let target = env.home.join("real-hooks.json");
+    let version = |v: &str| {
+        let guard = json!({"type": "command", "id": "guard",
+            "command": format!("case \"$(cat)\" in *'rm -rf'*) echo no >&2; exit 2;; esac; \
+                                echo '{{\"systemMessage\": \"{v}\"}}'")});
+        crate::support::hooks("PreToolUse", "Bash", json!([guard])).to_string()
+    };
+    std::fs::write(&target, version("v1")).unwrap();
+    std::os::unix::fs::symlink(&target, env.home.join("hooks.json")).unwrap();
+    let mut serve = Serve::start(&env);
+    let first = serve.call("ls");
+    assert_eq!(first["systemMessages"], json!(["v1"]), "{first}");
+    std::fs::write(&target, version("v2")).unwrap();
+    crate::support::wait_until("the daemon to enforce v2", || {
+        serve.call("ls")["systemMessages"] == json!(["v2"])
+    });
+    let broken = crate::support::hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "wasm", "id": "gone", "plugin": env.home.join("missing.wasm")}]),
+    );
+    std::fs::write(&target, broken.to_string()).unwrap();
+    let mut out = serde_json::Value::Null;
+    crate::support::wait_until("the daemon to judge the broken version", || {
+        out = serve.call("rm -rf /");
+        out["notices"].to_string().contains("stays in force")
+    });
+    assert_eq!(out["decision"], "deny", "{out}");
+}
+
+/// A second source (managed policy) rewritten in place, same size, right after the daemon
+/// read it, while the user's file stays unchanged: the daemon enforces managed policy as
+/// it finally stands (here: the user's guard is let in only while managed allows it).
+#[test]
+fn a_second_source_rewritten_in_place_is_enforced_as_it_stands() {
+    use std::io::{Seek, Write};
+
+    use serde_json::json;
+    let env = crate::support::TestEnv::new();
+    let guard = json!({"type": "command", "id": "guard",
+        "command": "echo '{\"systemMessage\": \"user guard\"}'"});
+    env.user_hooks(crate::support::hooks("PreToolUse", "Bash", json!([guard])));
+    // Two versions of one size: managed hooks only (the user's hook is not run), or not.
+    let only = json!({"allowManagedHooksOnly": true}).to_string();
+    let not = json!({"allowManagedHooksOnly": false}).to_string();
+    let only = format!("{only:<width$}", width = not.len());
+    assert_eq!(only.len(), not.len());
+    env.managed(serde_json::from_str(&not).unwrap());
+    let file = env.managed.join("managed.json");
+    std::fs::write(&file, &not).unwrap();
+    let mut serve = Serve::start(&env);
+    assert_eq!(serve.call("ls")["systemMessages"], json!(["user guard"]));
+    let mut opened = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    for n in 0..200 {
+        let text = if n % 2 == 0 { &only } else { &not };
+        opened.rewind().unwrap();
+        opened.write_all(text.as_bytes()).unwrap();
+        if n % 20 == 0 {
+            serve.call("ls");
+        }
+    }
+    opened.rewind().unwrap();
+    opened.write_all(only.as_bytes()).unwrap();
+    drop(opened);
+    crate::support::wait_until("the daemon to enforce the final managed policy", || {
+        serve.call("ls")["systemMessages"] == json!([])
+    });
+    // It stays so (the last read is of the final version, not of one in between).
+    for _ in 0..5 {
+        let out = serve.call("ls");
+        assert_eq!(out["systemMessages"], json!([]), "{out}");
+    }
+}
