@@ -47,9 +47,24 @@ struct SessionLock {
 }
 
 impl SessionLock {
-    /// The next sequence number of the session (one more than the last given).
-    fn next_seq(&mut self) -> Result<u64, StoreError> {
-        let next = read_count(&mut self.file).saturating_add(1);
+    /// The next sequence number of the session: one more than the last given, and than
+    /// the last of the results waiting in `queue`. A counter file corrupted (junk, cut
+    /// short: read as 0) or driven to `u64::MAX` never gives a number at or below a
+    /// waiting result's, which would put a new result before older ones or over one.
+    fn next_seq(&mut self, queue: &Path) -> Result<u64, StoreError> {
+        let last = queued(queue)
+            .iter()
+            .filter(|((seq, name), _)| *name == format!("{seq:020}.json"))
+            .map(|((seq, _), _)| *seq)
+            .max()
+            .unwrap_or(0);
+        let next = read_count(&mut self.file)
+            .max(last)
+            .checked_add(1)
+            .or_else(|| last.checked_add(1))
+            .ok_or_else(|| {
+                StoreError::refused(queue, "its sequence numbers are used up".to_string())
+            })?;
         write_count(&self.file, &self.path, next)?;
         Ok(next)
     }
@@ -108,16 +123,15 @@ impl DiskStore {
     fn lock(&self, session: &str) -> Result<SessionLock, StoreError> {
         let path = self.create_session_dir(session)?.join("seq");
         let file = open_private_file(&path, true)?.expect("created");
-        file.lock()
-            .map_err(StoreError::io(StoreAction::Lock, &path))?;
+        lock_within(&file, &path)?;
         Ok(SessionLock { file, path })
     }
 
     /// Queues `result` under the session's lock, as `async/<seq>.json`.
     fn try_push(&self, session: &str, result: &AsyncResult) -> Result<(), StoreError> {
         let mut lock = self.lock(session)?;
-        let seq = lock.next_seq()?;
         let queue = self.session_dir(session).join("async");
+        let seq = lock.next_seq(&queue)?;
         let bytes = serde_json::to_vec(result).expect("async results serialize");
         write_atomically(&queue.join(format!("{seq:020}.json")), &bytes)?;
         let queued = queued(&queue);
@@ -138,7 +152,21 @@ impl DiskStore {
     /// Takes at most `most` queued results, oldest first. Without a queue (the common
     /// case) this is one failed `open` of the queue's directory, without the lock.
     pub fn take_at_most(&self, session: &str, most: usize) -> Vec<AsyncResult> {
-        let queue = self.session_dir(session).join("async");
+        let dir = self.session_dir(session);
+        let queue = dir.join("async");
+        // A session's directory or queue swapped for a symlink (to another session's)
+        // is refused, not followed: its results are not this session's to take.
+        let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+        if !real_dir(&dir) || !real_dir(&queue) {
+            if std::fs::symlink_metadata(&queue).is_ok() || dir.is_symlink() {
+                tracing::warn!(
+                    "{}: not a directory of this session's (a symlink?); its results are \
+                     not taken",
+                    queue.display()
+                );
+            }
+            return Vec::new();
+        }
         let names = queued(&queue);
         if names.is_empty() {
             return Vec::new();
@@ -191,6 +219,37 @@ impl DiskStore {
     }
 }
 
+/// The most records of jobs issued and not run one session keeps. A runner killed (or a
+/// machine restarted) before it consumed its job leaves its record behind for good; past
+/// this many, the oldest records go (their jobs, if a runner ever comes, run nothing: at
+/// most once).
+pub const MAX_PENDING_JOBS: usize = 256;
+
+/// Makes room for one more record in `jobs` (under the session's lock): removes the
+/// oldest (by modification time) past [`MAX_PENDING_JOBS`] - 1.
+fn forget_oldest_jobs(jobs: &Path) {
+    let Ok(entries) = std::fs::read_dir(jobs) else {
+        return;
+    };
+    let mut records: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if records.len() < MAX_PENDING_JOBS {
+        return;
+    }
+    records.sort();
+    let extra = records.len() + 1 - MAX_PENDING_JOBS;
+    for (_, path) in &records[..extra] {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::warn!(
+        "{}: more than {MAX_PENDING_JOBS} async jobs issued and never run; forgot the \
+         oldest {extra}",
+        jobs.display()
+    );
+}
+
 /// The queued results in `queue`, oldest first: `<seq>.json` by sequence number (a name
 /// from an older version, which is not a number, after them, by name).
 fn queued(queue: &Path) -> Vec<((u64, String), PathBuf)> {
@@ -210,13 +269,50 @@ fn queued(queue: &Path) -> Vec<((u64, String), PathBuf)> {
     names
 }
 
+/// How long a host waits for a session's lock. Its holders keep it for a read and a
+/// write; one that keeps it longer is stopped (`SIGSTOP`) or hung, and must not make every
+/// host's dispatch of the session wait with it.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Takes the exclusive lock of `file`, waiting at most [`LOCK_WAIT`]; past it, an error
+/// naming the file (the Stop cap then lets the block stand; a result or job is not
+/// recorded).
+fn lock_within(file: &File, path: &Path) -> Result<(), StoreError> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::refused(
+                    path,
+                    format!(
+                        "is locked by another process for more than {} s (stopped or hung?)",
+                        LOCK_WAIT.as_secs()
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StoreError::io(StoreAction::Lock, path)(e));
+            }
+        }
+    }
+}
+
 /// Reads the count of a locked counter file (anything unreadable counts as 0).
 fn read_count(file: &mut File) -> u64 {
     use std::io::Seek;
     let mut text = String::new();
     let _ = file.rewind();
     let _ = file.take(32).read_to_string(&mut text);
-    text.trim().parse().unwrap_or(0)
+    // Only the 20 digits [`write_count`] writes over in place: digits past them (a file
+    // longer than any count this store writes) would be read as a far larger count.
+    let written = text.get(..text.len().min(20)).unwrap_or("");
+    written.trim().parse().unwrap_or(0)
 }
 
 /// Replaces the content of a locked counter file with `count`, as 20 digits written
@@ -260,8 +356,7 @@ impl SessionStore for DiskStore {
                     .expect("created")
             }
         };
-        file.lock()
-            .map_err(|e| what(StoreError::io(StoreAction::Lock, &path)(e)))?;
+        lock_within(&file, &path).map_err(what)?;
         let count = u32::try_from(read_count(&mut file)).unwrap_or(u32::MAX);
         let next = update(count);
         if next != count {
@@ -285,6 +380,7 @@ impl SessionStore for DiskStore {
         let file = self.job_file(session, id)?;
         let what = |e: StoreError| format!("cannot record the async job: {e}");
         let lock = self.lock(session).map_err(what)?;
+        forget_oldest_jobs(file.parent().expect("a job's record is in `jobs`"));
         write_atomically(&file, digest.as_bytes()).map_err(what)?;
         drop(lock);
         Ok(())

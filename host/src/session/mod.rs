@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 mod disk;
 mod private;
 
-pub use disk::{DiskStore, JOB_ID_LEN};
+pub use disk::{DiskStore, JOB_ID_LEN, MAX_PENDING_JOBS};
 pub use private::{
     PRIVATE_FILE_CAP, StoreAction, StoreError, open_private_file, private_dir, write_atomically,
 };

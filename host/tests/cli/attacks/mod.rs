@@ -17,5 +17,6 @@ mod sandbox;
 mod second_pass;
 mod second_round;
 mod terminal;
+mod third_round;
 mod trust_store;
 mod urls;
