@@ -561,9 +561,12 @@ impl FileStamp {
         }
     }
 
-    /// When the file last changed (the later of its mtime and ctime).
+    /// When the file last changed: its ctime, which the kernel sets to the current time
+    /// at every write or change of metadata. Not the mtime, which anyone who can write the
+    /// file may set to any time: a future one would leave it "just changed" for ever (a
+    /// daemon rebuilding it at every poll, a compile-cache digest never trusted).
     pub fn changed_at(&self) -> std::time::SystemTime {
-        let (secs, nanos) = self.mtime.max(self.ctime);
+        let (secs, nanos) = self.ctime;
         let since_epoch =
             std::time::Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
         std::time::UNIX_EPOCH + since_epoch

@@ -178,58 +178,88 @@ mod dirty_tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// A host built from a file that changed while (or just before) it was read is built
-    /// again at the next poll although the stamps the poll compares are unchanged (a
-    /// second write within the stamp's granularity, or one between the read and the
-    /// stamp, would otherwise never be read); once its files settled, polls build
-    /// nothing. "Just written" is a modification time an hour ahead, so that no timing
-    /// of the test decides. Checked to fail without the gate's `dirty`.
-    #[test]
-    fn a_file_changed_while_it_was_read_is_read_again_at_the_next_poll() {
-        let root = tempfile::tempdir().unwrap();
-        let user = root.path().join("user");
-        std::fs::create_dir_all(&user).unwrap();
-        let file = user.join("hooks.json");
-        std::fs::write(&file, r#"{"hooks": {}}"#).unwrap();
-        let stamp = |when: std::time::SystemTime| {
-            std::fs::File::options()
-                .write(true)
-                .open(&file)
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
-        };
-        let hour = std::time::Duration::from_secs(3600);
-        stamp(std::time::SystemTime::now() + hour);
+    /// A server over `user/hooks.json` whose factory counts its builds.
+    fn counted(root: &std::path::Path) -> (Arc<Server>, Arc<AtomicUsize>) {
+        let user = root.join("user");
         let builds = Arc::new(AtomicUsize::new(0));
-        let (b, u) = (builds.clone(), user.clone());
+        let b = builds.clone();
         let factory: HostFactory = Arc::new(move |dir, sessions, gate| {
             b.fetch_add(1, Ordering::SeqCst);
             gate.apply(
                 crate::HostBuilder::new(dir)
-                    .user_dir(&u)
+                    .user_dir(&user)
                     .session_store(sessions),
             )
             .build()
         });
-        let server = Server::new(root.path().to_path_buf(), factory);
-        let project = server.project(root.path());
-        assert!(project.lock().unwrap().dirty);
-        server.reload_changed();
-        assert_eq!(builds.load(Ordering::SeqCst), 2, "built again, unchanged");
-        server.reload_changed();
-        assert_eq!(builds.load(Ordering::SeqCst), 3, "still too fresh to trust");
+        (Server::new(root.to_path_buf(), factory), builds)
+    }
 
-        // Settled (and changed, by the stamp): one build, then none. (Setting the time
-        // changes the file's ctime, which must be older than the granularity too.)
-        stamp(std::time::SystemTime::now() - hour);
-        std::thread::sleep(
-            std::time::Duration::from_secs(1) + std::time::Duration::from_millis(100),
-        );
+    /// A host built from a file that changed while (or just before) it was read is built
+    /// again at the next poll although the stamps the poll compares are unchanged (a
+    /// second write within the stamp's granularity, or one between the read and the
+    /// stamp, would otherwise never be read); once its files settled, polls build
+    /// nothing. "Just written" is the file's ctime, which only the kernel sets: the
+    /// freshness steps are checked while the write is under a second old (a test stalled
+    /// longer says so and goes on to the settled steps). Checked to fail without the
+    /// gate's `dirty`.
+    #[test]
+    fn a_file_changed_while_it_was_read_is_read_again_at_the_next_poll() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("user")).unwrap();
+        let file = root.path().join("user/hooks.json");
+        let written = std::time::Instant::now();
+        std::fs::write(&file, r#"{"hooks": {}}"#).unwrap();
+        let (server, builds) = counted(root.path());
+        let project = server.project(root.path());
+        let fresh = written.elapsed() < std::time::Duration::from_millis(900);
+        if fresh {
+            assert!(project.lock().unwrap().dirty);
+            server.reload_changed();
+            assert_eq!(builds.load(Ordering::SeqCst), 2, "built again, unchanged");
+        } else {
+            eprintln!("the test stalled past the granularity: freshness steps not checked");
+        }
+
+        // Settled (and changed): one build, then none.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        std::fs::write(&file, r#"{"hooks": {"Stop": []}}"#).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let before = builds.load(Ordering::SeqCst);
         server.reload_changed();
-        assert_eq!(builds.load(Ordering::SeqCst), 4);
+        assert_eq!(builds.load(Ordering::SeqCst), before + 1);
         assert!(!project.lock().unwrap().dirty);
         server.reload_changed();
-        assert_eq!(builds.load(Ordering::SeqCst), 4);
+        assert_eq!(builds.load(Ordering::SeqCst), before + 1);
+    }
+
+    /// A modification time set into the future (anyone who can write the file can) does
+    /// not keep the file "just changed": after one build, polls build nothing. Before,
+    /// the stamp's later of mtime and ctime made `serve` rebuild it at every poll.
+    #[test]
+    fn a_future_modification_time_does_not_rebuild_at_every_poll() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("user")).unwrap();
+        let file = root.path().join("user/hooks.json");
+        std::fs::write(&file, r#"{"hooks": {}}"#).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(3600))
+            .unwrap();
+        // Past the granularity of the ctime that setting the time left.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (server, builds) = counted(root.path());
+        let project = server.project(root.path());
+        assert!(!project.lock().unwrap().dirty);
+        for _ in 0..3 {
+            server.reload_changed();
+        }
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            1,
+            "a future mtime rebuilt the host"
+        );
     }
 }
