@@ -58,6 +58,17 @@ pub fn shared_session_store() -> DiskStore {
     DiskStore::new(data_dir().join("sessions"))
 }
 
+/// The trust store of `project`: the one place every command that reads or writes
+/// workspace trust finds it (`dispatch` through [`HostBuilder::standard_sources`],
+/// `hookhost trust`, `untrust`, `trust --status`, `serve`), so that `hookhost trust` never
+/// records trust where a dispatch of the same project does not look. It lies in the
+/// [`data_dir`] judged for `project` (a `HOOKHOST_DATA_DIR` inside the project or the
+/// working directory is ignored); the notices say when a variable was refused.
+pub fn trust_store_for(project: &Path) -> (trust::TrustStore, Vec<String>) {
+    let (data, notices) = data_dir_judged(&config::env::workspaces_of(Some(project)));
+    (trust::TrustStore::in_data_dir(&data), notices)
+}
+
 /// [`data_dir`] judged against `workspaces`, with the notices when a variable was refused.
 fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Vec<String>) {
     // No home directory at all (no `$HOME`, no password entry): a fixed place, never
@@ -96,6 +107,8 @@ pub struct HostBuilder {
     /// `Some` through the reload gate ([`gate::Gate::apply`]): the runtime that makes the
     /// plugin checks ([`gate::plugin_checks`]).
     plugin_check: Option<Arc<handlers::wasm::WasmRuntime>>,
+    /// The agent's `CLAUDE_ENV_FILE` ([`HostBuilder::agent_env_file`]), or why refused.
+    agent_env_file: Option<Result<PathBuf, String>>,
 }
 
 impl HostBuilder {
@@ -120,6 +133,7 @@ impl HostBuilder {
             env_notices: Vec::new(),
             last_good: None,
             plugin_check: None,
+            agent_env_file: None,
         }
     }
 
@@ -144,7 +158,10 @@ impl HostBuilder {
             self.sessions = Some(Arc::new(DiskStore::new(data.join("sessions"))));
         }
         if self.trust == WorkspaceTrust::Untrusted {
-            let store = trust::TrustStore::in_data_dir(&data).path().to_path_buf();
+            let store = trust_store_for(&self.sources.project_dir)
+                .0
+                .path()
+                .to_path_buf();
             self.trust = if config::env::trust_switch() {
                 WorkspaceTrust::Environment(store)
             } else {
@@ -168,6 +185,19 @@ impl HostBuilder {
             Ok(cap) => self.stop_block_cap = self.stop_block_cap.or(cap),
             Err(notice) => self.env_notices.push(notice),
         }
+        if self.agent_env_file.is_none() {
+            self.agent_env_file = config::env::path_var("CLAUDE_ENV_FILE", &workspaces).transpose();
+        }
+        self
+    }
+
+    /// Appends what the command hooks of an event with `CLAUDE_ENV_FILE` (SessionStart,
+    /// Setup, CwdChanged, FileChanged) write to hookhost's own env file to `file` as well:
+    /// the agent's, which it sources before its later Bash commands (whole lines, at most
+    /// [`crate::dispatch::env_forward::MAX_FORWARD_BYTES`] per event, never through a
+    /// symlink). [`HostBuilder::standard_sources`] takes it from `CLAUDE_ENV_FILE`.
+    pub fn agent_env_file(mut self, file: impl Into<PathBuf>) -> HostBuilder {
+        self.agent_env_file = Some(Ok(file.into()));
         self
     }
 
@@ -325,7 +355,8 @@ impl HostBuilder {
             self.launcher,
             self.session_files,
         )
-        .with_audit(audit.map(AuditLog::new));
+        .with_audit(audit.map(AuditLog::new))
+        .with_agent_env_file(self.agent_env_file);
         let mut watched = sources.watched_paths();
         let mut places = sources.watched_places();
         if let WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) = &self.trust {

@@ -68,7 +68,7 @@ pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
 pub use event::{EventCatalogue, EventSpec};
 pub use host::{
     Host, HostBuilder, HostFiles, SourcesFingerprint, data_dir, gate, host_owned_places,
-    resolve_options, shared_session_store,
+    resolve_options, shared_session_store, trust_store_for,
 };
 pub use outcome::Outcome;
 pub use trust::WorkspaceTrust;

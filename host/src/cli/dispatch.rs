@@ -8,6 +8,8 @@ use clap::{Args, ValueEnum};
 use hookhost::Host;
 use serde_json::Value;
 
+use hookhost::text::escape;
+
 use super::{SourceArgs, one_shot};
 
 /// What `dispatch` prints.
@@ -144,14 +146,24 @@ async fn dispatch(
         .sources
         .find_project(input.get("cwd").and_then(Value::as_str))?;
     let host = host(&project)?;
-    // Project hooks skipped for trust would otherwise fail open in silence (computed
-    // only under `--format claude`, and costing nothing in a trusted workspace).
-    let notice = match args.format {
-        Format::Claude => untrusted_notice(host.policy()).map(|notice| {
+    // Project hooks skipped for trust, and hooks skipped for a config error, would
+    // otherwise fail open in silence: both reach the user as a `systemMessage`, once per
+    // session and text (computed only under `--format claude`, and costing nothing in a
+    // trusted workspace with a clean config).
+    let notices: Vec<(String, NoticeState)> = match args.format {
+        Format::Claude => {
             let session = input.get("session_id").and_then(Value::as_str);
-            (notice, TrustNoticeState::for_session(session))
-        }),
-        Format::Outcome => None,
+            [
+                (untrusted_notice(host.policy()), "trust-notice"),
+                (config_error_notice(host.policy()), "config-notice"),
+            ]
+            .into_iter()
+            .filter_map(|(notice, file)| {
+                notice.map(|notice| (notice, NoticeState::for_session(session, file)))
+            })
+            .collect()
+        }
+        Format::Outcome => Vec::new(),
     };
     let mut outcome = match host.dispatch(&event, input).await {
         Ok(outcome) => outcome,
@@ -184,19 +196,23 @@ async fn dispatch(
                 .catalogue
                 .get(&event)
                 .expect("dispatch checked the event");
-            // Tell the user why the project's hooks do not run, once per session and
-            // reason. Only with exit 0: on exit 2 Claude Code ignores stdout, so the
-            // message would be lost.
-            if let Some((notice, _)) = &notice {
-                outcome.system_messages.insert(0, notice.clone());
+            // Tell the user why hooks do not run (trust, a config error), once per
+            // session and reason. Only with exit 0: on exit 2 Claude Code ignores
+            // stdout, so the message would be lost.
+            for (i, (notice, _)) in notices.iter().enumerate() {
+                outcome.system_messages.insert(i, notice.clone());
             }
             let mut response = hookhost::outcome::to_claude(spec, &outcome);
-            if let Some((notice, state)) = notice {
-                let shown = response.exit_code == 0 && state.first_time(&notice);
-                if !shown {
-                    outcome.system_messages.remove(0);
-                    response = hookhost::outcome::to_claude(spec, &outcome);
+            if !notices.is_empty() {
+                let mut kept = 0;
+                for (notice, state) in notices {
+                    if response.exit_code == 0 && state.first_time(&notice) {
+                        kept += 1;
+                    } else {
+                        outcome.system_messages.remove(kept);
+                    }
                 }
+                response = hookhost::outcome::to_claude(spec, &outcome);
             }
             let stdout = if response.stdout.is_empty() {
                 String::new()
@@ -271,17 +287,64 @@ fn untrusted_notice(policy: &hookhost::policy::Policy) -> Option<String> {
     hookhost::outcome::untrusted_notice(policy, &workspace)
 }
 
-/// Which trust notice a session was last shown, kept in the session's private directory
-/// of the CLI's session store, so that one-shot processes and dispatch daemons agree.
-struct TrustNoticeState {
-    /// `None`: no session id, so nothing to remember: the notice is shown every time.
-    session: Option<String>,
+/// The most config errors a `systemMessage` names; the rest are counted.
+const NOTICE_ERRORS: usize = 5;
+/// The most characters of one config error in a `systemMessage` (the file, the JSON path
+/// and the message; the whole error is on stderr).
+const NOTICE_ERROR_CHARS: usize = 400;
+
+/// The notice of hooks skipped for config errors (a trusted project's `hooks.json` with a
+/// typo, a user file that does not parse): each error with its file, JSON path and
+/// message, escaped and cut, since a guard that silently went away is what the user must
+/// hear about.
+fn config_error_notice(policy: &hookhost::policy::Policy) -> Option<String> {
+    if policy.errors.is_empty() {
+        return None;
+    }
+    let mut lines: Vec<String> = policy
+        .errors
+        .iter()
+        .take(NOTICE_ERRORS)
+        .map(|error| {
+            let text = escape(&error.to_string()).into_owned();
+            match text.char_indices().nth(NOTICE_ERROR_CHARS) {
+                Some((at, _)) => format!("{}…", &text[..at]),
+                None => text,
+            }
+        })
+        .collect();
+    if policy.errors.len() > NOTICE_ERRORS {
+        lines.push(format!(
+            "and {} more (`hookhost validate` lists them)",
+            policy.errors.len() - NOTICE_ERRORS
+        ));
+    }
+    let (what, until) = if policy.errors.len() == 1 {
+        ("a config error", "it is")
+    } else {
+        ("config errors", "they are")
+    };
+    Some(format!(
+        "hookhost: hooks are skipped for {what} until {until} fixed: {}",
+        lines.join("; ")
+    ))
 }
 
-impl TrustNoticeState {
-    fn for_session(session: Option<&str>) -> TrustNoticeState {
-        TrustNoticeState {
+/// Which notice of a kind (a file name in the session's directory) a session was last
+/// shown, kept in the session's private directory of the CLI's session store, so that
+/// one-shot processes and dispatch daemons agree.
+struct NoticeState {
+    /// `None`: no session id, so nothing to remember: the notice is shown every time.
+    session: Option<String>,
+    /// The file that remembers it.
+    file: &'static str,
+}
+
+impl NoticeState {
+    fn for_session(session: Option<&str>, file: &'static str) -> NoticeState {
+        NoticeState {
             session: session.filter(|s| !s.is_empty()).map(str::to_string),
+            file,
         }
     }
 
@@ -297,7 +360,7 @@ impl TrustNoticeState {
             .create_session_dir(session)
             .map_err(String::from)
             .and_then(|dir| {
-                let file = dir.join("trust-notice");
+                let file = dir.join(self.file);
                 let mut file = hookhost::session::open_private_file(&file, true)?
                     .ok_or_else(|| format!("cannot create `{}`", file.display()))?;
                 let mut shown = Vec::new();
@@ -316,7 +379,7 @@ impl TrustNoticeState {
                 Ok(true)
             });
         recorded.unwrap_or_else(|e| {
-            tracing::warn!("cannot record the trust notice: {e}");
+            tracing::warn!("cannot record the notice `{}`: {e}", self.file);
             true
         })
     }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use clap::Args;
 
 use hookhost::serve::{BoundSocket, HostFactory, Limits, Server};
-use hookhost::trust::TrustStore;
 use hookhost::{AsyncLauncher, HostBuilder, WorkspaceTrust};
 
 use super::{SourceArgs, data_dir};
@@ -83,14 +82,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let default_project = args.sources.project_dir()?;
     let sources = args.sources.clone();
     let session_files = data_dir().join("sessions");
-    let trust_store = TrustStore::in_data_dir(&data_dir()).path().to_path_buf();
     let trusted_project = default_project.clone();
     let factory: HostFactory = Arc::new(move |dir, sessions, gate| {
         let mut builder: HostBuilder = sources.builder(dir);
         // `--trust-workspace` (and `HOOKHOST_TRUST_WORKSPACE=1`) trust the daemon's
         // project; any other project a client names is judged by the trust store.
         if dir != trusted_project {
-            builder = builder.workspace_trust(WorkspaceTrust::Store(trust_store.clone()));
+            // The store `hookhost trust` writes for that project (`trust_store_for`).
+            let store = hookhost::trust_store_for(dir).0.path().to_path_buf();
+            builder = builder.workspace_trust(WorkspaceTrust::Store(store));
         }
         gate.apply(builder)
             .session_store(sessions)

@@ -16,8 +16,6 @@ use hookhost::text::escape;
 use hookhost::trust::{TrustStore, canonical_workspace};
 use hookhost::{HostBuilder, WorkspaceTrust};
 
-use super::data_dir;
-
 #[derive(Debug, Args)]
 pub struct TrustArgs {
     /// The workspace (default: the project of the current directory: the nearest
@@ -65,8 +63,21 @@ fn date(secs: u64) -> String {
     format!("{day} {clock} UTC")
 }
 
-fn store() -> TrustStore {
-    TrustStore::in_data_dir(&data_dir())
+/// The trust store of `workspace`: the very one its dispatches read
+/// ([`hookhost::trust_store_for`]). A variable refused on the way (a `HOOKHOST_DATA_DIR`
+/// inside the workspace) is said on stderr, so that a store other than the one asked for
+/// is never used in silence.
+fn store(workspace: &std::path::Path) -> TrustStore {
+    let (store, notices) = hookhost::trust_store_for(workspace);
+    for notice in notices {
+        errln!("warning: {}", escape(&notice));
+    }
+    store
+}
+
+/// The store's path for people.
+fn store_shown(store: &TrustStore) -> String {
+    shown(store.path())
 }
 
 pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
@@ -134,9 +145,14 @@ pub fn trust(args: TrustArgs) -> Result<ExitCode, String> {
     for error in &policy.errors {
         errln!("warning: {}", escape(&error.to_string()));
     }
-    store().trust(&workspace, fingerprint)?;
+    let store = store(&workspace);
+    store.trust(&workspace, fingerprint)?;
     outln!(
         "trusted {shown}; any change to these files untrusts it again (`hookhost untrust {shown}` to undo)"
+    );
+    outln!(
+        "recorded in {} (the trust store `hookhost dispatch` reads for this project)",
+        store_shown(&store)
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -151,7 +167,8 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
             reason: "no trust decision".into(),
             changes: Vec::new(),
         });
-    let record = store().get(workspace).ok().flatten();
+    let store = store(workspace);
+    let record = store.get(workspace).ok().flatten();
     let (state, by, message, changes) = match &decision {
         TrustDecision::Trusted { by, .. } => ("trusted", Some(*by), None, Vec::new()),
         TrustDecision::Untrusted { reason, changes } if !changes.is_empty() => {
@@ -172,7 +189,7 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
             )),
             "changes": changes,
             "message": message,
-            "store": store().path().display().to_string(),
+            "store": store.path().display().to_string(),
         });
         let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         outln!("{}", hookhost::text::escape_json(&json));
@@ -212,16 +229,19 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
             escape(&message.unwrap_or_default())
         ),
     }
+    outln!("trust store: {}", store_shown(&store));
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn untrust(args: UntrustArgs) -> Result<ExitCode, String> {
     let workspace = workspace(&args.dir)?;
     let shown = shown(&workspace);
-    if store().untrust(&workspace)? {
+    let store = store(&workspace);
+    if store.untrust(&workspace)? {
         outln!("untrusted {shown}: its project and local hooks no longer run");
     } else {
         outln!("{shown} was not trusted");
     }
+    outln!("trust store: {}", store_shown(&store));
     Ok(ExitCode::SUCCESS)
 }

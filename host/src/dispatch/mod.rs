@@ -26,6 +26,7 @@
 //! the Stop loop cap; [`input`] reads an event's input.
 
 mod background;
+pub mod env_forward;
 pub mod input;
 mod stop_cap;
 
@@ -108,6 +109,8 @@ pub struct Dispatcher {
     session_files: Option<PathBuf>,
     /// Where every dispatch is recorded.
     audit: Option<Arc<crate::audit::AuditLog>>,
+    /// The agent's own `CLAUDE_ENV_FILE` ([`env_forward`]), or why it was refused.
+    agent_env_file: Option<Result<PathBuf, String>>,
 }
 
 impl Dispatcher {
@@ -126,7 +129,17 @@ impl Dispatcher {
             launcher,
             session_files,
             audit: None,
+            agent_env_file: None,
         }
+    }
+
+    /// Appends what the hooks of an event with `CLAUDE_ENV_FILE` write to hookhost's file
+    /// to `file` too: the agent's own, which it sources before its Bash commands
+    /// ([`env_forward`]). `Err` is why the agent's variable was refused, said on the
+    /// outcomes of those events.
+    pub fn with_agent_env_file(mut self, file: Option<Result<PathBuf, String>>) -> Dispatcher {
+        self.agent_env_file = file;
+        self
     }
 
     /// Appends a line to `log` for every dispatch (`None`: no audit log).
@@ -215,7 +228,18 @@ impl Dispatcher {
         if let Some(notice) = prepare_env_file(&mut invocation, &selected) {
             notices.push(notice);
         }
+        let forward = self.agent_env_file.as_ref().and_then(|agent| {
+            let own = invocation.env_file.as_ref()?;
+            Some((own.clone(), env_forward::mark(own), agent.clone()))
+        });
         let executed = self.run_selected(selected, &invocation).await;
+        match forward {
+            Some((own, from, Ok(agent))) => {
+                notices.extend(env_forward::forward(&own, from, &agent));
+            }
+            Some((_, _, Err(refused))) => notices.push(refused),
+            None => {}
+        }
         let mut outcome = merge(&invocation.spec, &executed);
         for notice in &self.policy.notices {
             outcome.host_notice(notice.clone());

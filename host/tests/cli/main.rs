@@ -18,6 +18,7 @@ mod connections;
 mod descendants;
 mod dispatch_daemon;
 mod drop_in;
+mod drop_in_promises;
 mod fail_closed;
 mod faults;
 mod governance;

@@ -35,6 +35,12 @@ pub fn forward() -> Option<ExitCode> {
         || PER_CALL_VARS
             .iter()
             .any(|var| hookhost::config::env::var(var).is_some())
+        // Claude Code names one env file per session and hook: the process that runs the
+        // hooks appends to it what they exported, and a daemon would serve one call.
+        || !matches!(
+            hookhost::config::env::path_var("CLAUDE_ENV_FILE", &[]),
+            Ok(None)
+        )
         || super::server::listening_stdin()
         || std::env::args_os()
             .nth(1)

@@ -59,7 +59,8 @@ const LOG_CAP: u64 = 1 << 20;
 const MAX_SOCKET_PATH: usize = 100;
 /// Variables that differ on every call by design (W3C trace context, which Claude Code
 /// sets when it propagates traces): a daemon keyed by them would serve one call, so a
-/// caller with one set dispatches in-process.
+/// caller with one set dispatches in-process. So does one with `CLAUDE_ENV_FILE` (one file
+/// per session and hook, [`client::forward`]).
 const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
 /// The largest stdin a daemon takes, the one-shot process's own cap; a caller with more
 /// answers in-process with the same error (the daemon must not hold what any process of

@@ -181,8 +181,8 @@ pub const VARIABLES: &[Variable] = &[
     ),
     v(
         "CLAUDE_ENV_FILE",
-        Kind::Passthrough,
-        "Claude Code's; hookhost's own env file replaces it",
+        Kind::Path,
+        "Claude Code's: hooks get hookhost's own env file, and what they write to it is appended to this one",
     ),
     v(
         "SSL_CERT_FILE",
