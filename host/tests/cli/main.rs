@@ -11,6 +11,7 @@ mod async_hooks;
 mod attacks;
 mod audit;
 mod claude_format;
+mod claude_real;
 mod command;
 mod config;
 mod config_size;
