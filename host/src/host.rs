@@ -20,9 +20,11 @@ use crate::trust::{self, WorkspaceTrust};
 
 pub mod gate;
 mod places;
+mod register;
 mod reload;
 
 pub use places::{HostFiles, host_owned_places};
+pub use register::{Receipt, RegisterError, Registration};
 
 pub use reload::SourcesFingerprint;
 use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};

@@ -64,11 +64,12 @@ pub mod session; // state that outlives one dispatch
 pub mod text; // small text helpers
 pub mod trust; // the workspace trust store
 
+pub use dispatch::registry::HookId;
 pub use dispatch::{AsyncLauncher, DispatchError, Dispatcher};
 pub use event::{EventCatalogue, EventSpec};
 pub use host::{
-    Host, HostBuilder, HostFiles, SourcesFingerprint, data_dir, gate, host_owned_places,
-    resolve_options, shared_session_store, trust_store_for,
+    Host, HostBuilder, HostFiles, Receipt, RegisterError, Registration, SourcesFingerprint,
+    data_dir, gate, host_owned_places, resolve_options, shared_session_store, trust_store_for,
 };
 pub use outcome::Outcome;
 pub use trust::WorkspaceTrust;

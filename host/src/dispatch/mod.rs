@@ -28,6 +28,7 @@
 mod background;
 pub mod env_forward;
 pub mod input;
+pub mod registry;
 mod stop_cap;
 
 pub use background::{
@@ -41,7 +42,6 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::handlers::{HandlerRun, Handlers, Invocation};
-use crate::matcher;
 use crate::outcome::{Executed, HookResult, Outcome, merge, stops_the_rest};
 use crate::policy::{Group, HandlerSpec, Hook, Policy, RunMode};
 use crate::session::SessionStore;
@@ -111,6 +111,8 @@ pub struct Dispatcher {
     audit: Option<Arc<crate::audit::AuditLog>>,
     /// The agent's own `CLAUDE_ENV_FILE` ([`env_forward`]), or why it was refused.
     agent_env_file: Option<Result<PathBuf, String>>,
+    /// Hooks registered at runtime ([`registry`]), shared by the hosts rebuilt from one.
+    registry: Arc<registry::Registry>,
 }
 
 impl Dispatcher {
@@ -130,7 +132,20 @@ impl Dispatcher {
             session_files,
             audit: None,
             agent_env_file: None,
+            registry: Arc::default(),
         }
+    }
+
+    /// The same dispatcher with the hooks registered in `registry` (a rebuilt host keeps
+    /// its predecessor's).
+    pub fn with_registry(mut self, registry: Arc<registry::Registry>) -> Dispatcher {
+        self.registry = registry;
+        self
+    }
+
+    /// The runtime hook registry.
+    pub fn registry(&self) -> &Arc<registry::Registry> {
+        &self.registry
     }
 
     /// Appends what the hooks of an event with `CLAUDE_ENV_FILE` write to hookhost's file
@@ -247,6 +262,9 @@ impl Dispatcher {
         for notice in notices {
             outcome.host_notice(notice);
         }
+        if invocation.spec.ends_session {
+            self.registry.remove_session(&invocation.session_id);
+        }
         self.deliver_async(&invocation.session_id, &mut outcome);
         self.apply_stop_cap(&invocation, &mut outcome);
         outcome.enforce_caps();
@@ -259,44 +277,28 @@ impl Dispatcher {
     }
 
     /// The hooks that apply to an invocation, grouped as configured.
+    /// The configured hooks that apply to an invocation, grouped as configured.
     pub fn select(&self, invocation: &Invocation) -> Vec<(&Group, Vec<Arc<Hook>>)> {
-        let spec = &invocation.spec;
-        let tool_name = invocation
-            .input
-            .get("tool_name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let tool_input = invocation.input.get("tool_input").unwrap_or(&Value::Null);
         self.policy
-            .groups(&spec.name)
+            .groups(&invocation.spec.name)
             .iter()
-            .filter(|group| matcher::group_applies(&group.matcher, spec, &invocation.input))
-            .map(|group| {
-                let hooks = group
-                    .hooks
-                    .iter()
-                    .filter(|hook| match &hook.if_rule {
-                        None => true,
-                        Some(_) if !spec.tool_event => true, // reported as skipped
-                        Some(rule) => rule.matches(
-                            tool_name,
-                            tool_input,
-                            &invocation.cwd,
-                            &invocation.project_dir,
-                        ),
-                    })
-                    .cloned()
-                    .collect();
-                (group, hooks)
-            })
+            .filter_map(|group| Some((group, registry::selected_hooks(group, invocation)?)))
             .collect()
     }
 
-    /// [`Dispatcher::select`] as (sequential, hooks) pairs that do not borrow the policy.
+    /// [`Dispatcher::select`] as (sequential, hooks) pairs that do not borrow the policy,
+    /// followed by the registered hooks that apply, from one snapshot of the registry.
     fn select_owned(&self, invocation: &Invocation) -> Vec<(bool, Vec<Arc<Hook>>)> {
+        let registered = self.registry.snapshot();
         self.select(invocation)
             .into_iter()
             .map(|(group, hooks)| (group.sequential, hooks))
+            .chain(registered.groups_for(invocation).filter_map(|group| {
+                Some((
+                    group.sequential,
+                    registry::selected_hooks(group, invocation)?,
+                ))
+            }))
             .collect()
     }
 

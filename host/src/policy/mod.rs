@@ -20,6 +20,7 @@
 //! In a workspace that is not trusted, project and local hooks are skipped and the
 //! settings of those files (`disableAllHooks`, `envAllowlist`, ...) are ignored too.
 
+mod admit;
 pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
@@ -33,6 +34,7 @@ mod spec;
 pub mod trust;
 pub mod urls;
 
+pub use admit::{Admission, Admitted};
 pub use embedded::FunctionHook;
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
@@ -86,6 +88,9 @@ pub struct Policy {
     /// this policy (`Dispatcher::invocation` refuses with
     /// `DispatchError::CannotGuard`).
     pub host_failures: Vec<String>,
+    /// What [`Policy::admit`] needs to judge a hook registered at runtime as this
+    /// resolution judged the configured ones.
+    pub admission: Admission,
 }
 
 impl Policy {
@@ -288,6 +293,10 @@ pub fn resolve(
         notices,
         host_places,
         host_failures,
+        admission: Admission {
+            home_dir: options.home_dir.clone(),
+            real_path: options.real_path,
+        },
     }
 }
 

@@ -43,6 +43,9 @@ async fn take(semaphore: &Arc<Semaphore>, n: usize, all: usize) -> OwnedSemaphor
 impl Server {
     /// Answers one request; returns the answer line.
     async fn answer(&self, request: &mut Request) -> String {
+        if request.register.is_some() || request.unregister.is_some() {
+            return self.answer_registry(request);
+        }
         let Some(event) = request.event.as_deref() else {
             return json!({"id": request.id, "error": "bad request: `event` is required"})
                 .to_string();
@@ -51,26 +54,10 @@ impl Server {
         if event == DEBUG_PANIC_EVENT {
             panic!("a request for `{DEBUG_PANIC_EVENT}` (debug builds only)");
         }
-        let dir = match request.project.take() {
-            None => self.default_project.clone(),
-            Some(dir) if dir.is_absolute() => dir,
-            Some(dir) => {
-                return json!({"id": request.id, "error": format!(
-                    "bad request: `project` must be an absolute path, not `{}`",
-                    dir.display()
-                )})
-                .to_string();
-            }
+        let (host, notice) = match self.project_host(request.project.take(), true) {
+            Ok(found) => found,
+            Err(message) => return json!({"id": request.id, "error": message}).to_string(),
         };
-        if dir != self.default_project {
-            self.make_room_for(&dir);
-        }
-        let project = self.project(&dir);
-        let (host, notice) = {
-            let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
-            (project.host.clone(), project.notice.take())
-        };
-        drop(project);
         match host
             .dispatch(event, request.input.take().unwrap_or_else(|| json!({})))
             .await

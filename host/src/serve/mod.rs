@@ -32,6 +32,7 @@
 mod connection;
 mod projects;
 mod protocol;
+mod register;
 mod reload;
 mod sessions;
 pub mod slots;

@@ -20,6 +20,40 @@ pub(super) struct Project {
 }
 
 impl Server {
+    /// The host of the project a request names (`None`: the daemon's), built on first
+    /// use, with its pending reload notice when `take_notice`.
+    ///
+    /// # Errors
+    ///
+    /// A project that is not an absolute path (the answer's text).
+    pub(super) fn project_host(
+        &self,
+        project: Option<std::path::PathBuf>,
+        take_notice: bool,
+    ) -> Result<(Host, Option<String>), String> {
+        let dir = match project {
+            None => self.default_project.clone(),
+            Some(dir) if dir.is_absolute() => dir,
+            Some(dir) => {
+                return Err(format!(
+                    "bad request: `project` must be an absolute path, not `{}`",
+                    dir.display()
+                ));
+            }
+        };
+        if dir != self.default_project {
+            self.make_room_for(&dir);
+        }
+        let project = self.project(&dir);
+        let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
+        let notice = if take_notice {
+            project.notice.take()
+        } else {
+            None
+        };
+        Ok((project.host.clone(), notice))
+    }
+
     /// Before a project is built: with the table full, forgets one project host not in
     /// use (a client naming ever new projects must not grow the daemon without bound;
     /// a forgotten project is rebuilt when named again).
@@ -30,7 +64,15 @@ impl Server {
         }
         let idle = projects
             .iter()
-            .find(|(key, project)| Arc::strong_count(project) == 1 && *key != &self.default_project)
+            .find(|(key, project)| {
+                // Nor one with registered hooks: forgetting it would unregister them.
+                Arc::strong_count(project) == 1
+                    && *key != &self.default_project
+                    && project
+                        .lock()
+                        .map(|p| p.host.registered().is_empty())
+                        .unwrap_or(false)
+            })
             .map(|(key, _)| key.clone());
         if let Some(key) = idle
             && let Some(project) = projects.remove(&key)

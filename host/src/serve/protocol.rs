@@ -29,6 +29,16 @@ pub struct Request {
     /// A session to subscribe to instead of dispatching.
     #[serde(default)]
     pub subscribe: Option<String>,
+    /// A hook to register instead of dispatching ([`crate::Registration`]: `event`,
+    /// `matcher`, `hook`), for `session` or every session.
+    #[serde(default)]
+    pub register: Option<Value>,
+    /// The id of a registered hook to unregister instead of dispatching.
+    #[serde(default)]
+    pub unregister: Option<u64>,
+    /// The session a `register` is for (absent: every session).
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 /// A line that is not a valid request: the answer says why, with the request's id when

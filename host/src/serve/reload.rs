@@ -50,7 +50,8 @@ impl Server {
                 .map(|path| path.display().to_string())
                 .collect();
             let mut project = project.lock().unwrap_or_else(|e| e.into_inner());
-            project.host = reloaded.host;
+            // Hooks registered at runtime stay, admitted again by the new policy.
+            project.host = reloaded.host.adopting_registrations(&previous);
             project.fingerprint = reloaded.fingerprint;
             project.dirty = reloaded.dirty;
             if changed.is_empty() {
