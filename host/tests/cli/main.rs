@@ -32,6 +32,7 @@ mod plugin;
 mod reload_gate;
 mod schema;
 mod serve;
+mod serve_registry;
 mod session_store;
 mod signing;
 mod trust;
