@@ -230,3 +230,88 @@ fn dispatches_see_one_consistent_set_while_hooks_are_registered() {
         .collect();
     assert_eq!(left, [STEPS - 2, STEPS - 1, STEPS]);
 }
+
+/// The class, generated: for every pairing of a managed policy and a handler entry, a
+/// registration is admitted exactly when the same entry in the user's `hooks.json` would
+/// run (built, not refused, not skipped). One resolution judges both, so no managed rule
+/// can bind one and not the other.
+#[test]
+fn a_registration_is_admitted_exactly_when_the_same_user_hook_would_run() {
+    let managed = [
+        None,
+        Some(json!({"allowManagedHooksOnly": true})),
+        Some(json!({"disableAllHooks": true})),
+        Some(json!({"ceilings": {"handlerTypes": {"user": ["http"]}}})),
+        Some(json!({"ceilings": {"timeout": 5}})),
+        Some(json!({"ceilings": {"http": ["https://allowed.example/*"]}})),
+        Some(json!({"ceilings": {"http": ["allowed.example"]}})),
+        Some(json!({"ceilings": {"dirs": []}})),
+        Some(json!({"ceilings": {"nonsense": 1}})),
+    ];
+    let entries = [
+        json!({"type": "command", "command": "true"}),
+        json!({"type": "command", "command": "true", "timeout": 60}),
+        json!({"type": "command"}),
+        json!({"type": "http", "url": "https://allowed.example/hook"}),
+        json!({"type": "http", "url": "https://other.example/hook"}),
+        json!({"type": "command", "command": "true", "enabled": false}),
+        json!({"type": "command", "command": "true", "if": "Bash(git *)"}),
+        json!({"type": "wasm", "plugin": "/nowhere/p.wasm",
+               "capabilities": {"dirs": [{"path": "/tmp", "mode": "ro"}]}}),
+    ];
+    let (mut compared, mut admitted) = (0, 0);
+    for (m, policy) in managed.iter().enumerate() {
+        for entry in &entries {
+            let (root, project) = project();
+            let user = root.path().join("user");
+            std::fs::create_dir_all(&user).unwrap();
+            let config = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [entry]}]}});
+            std::fs::write(user.join("hooks.json"), config.to_string()).unwrap();
+            let mut builder = HostBuilder::new(&project).user_dir(&user);
+            if let Some(policy) = policy {
+                let dir = root.path().join("managed");
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("managed.json"), policy.to_string()).unwrap();
+                builder = builder.managed_dir(dir);
+            }
+            let configured = builder.build();
+            // Errors of the user file (the hook's own): errors of managed policy's are
+            // the same for both.
+            let user_file = user.join("hooks.json").display().to_string();
+            let runs_from_file = !configured
+                .policy()
+                .errors
+                .iter()
+                .any(|e| e.location == user_file)
+                && configured.policy().hooks.len() == 1
+                && configured.policy().hooks[0].skip.is_none();
+            // The same host, its user file aside: the registration alone.
+            std::fs::remove_file(user.join("hooks.json")).unwrap();
+            let registered = configured
+                .clone()
+                .rebuild(|_| {
+                    let mut b = HostBuilder::new(&project).user_dir(&user);
+                    if policy.is_some() {
+                        b = b.managed_dir(root.path().join("managed"));
+                    }
+                    b.build()
+                })
+                .register(Registration::new("PreToolUse", entry.clone()).matcher("Bash"));
+            assert_eq!(
+                registered.is_ok(),
+                runs_from_file,
+                "managed #{m} {policy:?}, entry {entry}: registration {registered:?}, \
+                 file errors {:?}",
+                configured.policy().errors
+            );
+            compared += 1;
+            admitted += usize::from(runs_from_file);
+        }
+    }
+    assert_eq!(compared, managed.len() * entries.len());
+    // Both answers occur: the comparison is not vacuous.
+    assert!(
+        admitted > 0 && admitted < compared,
+        "{admitted} of {compared}"
+    );
+}
