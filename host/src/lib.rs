@@ -17,7 +17,8 @@
 //! - [`policy`]: merges the layers under one precedence rule and compiles every hook once
 //!   into an immutable [`policy::Policy`].
 //! - [`matcher`]: Claude Code's matcher and `if` rules.
-//! - [`dispatch`]: runs the matching hooks (parallel by default), async hooks, the Stop cap.
+//! - [`dispatch`]: runs the matching hooks (parallel by default), async hooks, the Stop cap,
+//!   and the hooks registered at runtime ([`Host::register`], [`dispatch::registry`]).
 //! - [`handlers`]: the runners, each returning a [`handlers::HandlerRun`].
 //! - [`outcome`]: merges the runs into one [`outcome::Outcome`].
 //!

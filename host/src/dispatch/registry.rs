@@ -115,11 +115,6 @@ impl Registry {
         self.current.load_full()
     }
 
-    /// The next id, without taking it (for naming a hook before it is admitted).
-    pub fn next_id(&self) -> HookId {
-        HookId(*self.writer.lock().unwrap_or_else(|e| e.into_inner()) + 1)
-    }
-
     /// Adds a hook that `admit` builds for its id, within the bounds.
     ///
     /// # Errors
