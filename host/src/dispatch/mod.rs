@@ -148,6 +148,12 @@ impl Dispatcher {
         &self.registry
     }
 
+    /// Whether async hooks start in process (a detached runner loads the config again
+    /// and finds no registered hook there).
+    pub fn runs_async_in_process(&self) -> bool {
+        matches!(self.launcher, AsyncLauncher::InProcess)
+    }
+
     /// Appends what the hooks of an event with `CLAUDE_ENV_FILE` write to hookhost's file
     /// to `file` too: the agent's own, which it sources before its Bash commands
     /// ([`env_forward`]). `Err` is why the agent's variable was refused, said on the

@@ -166,12 +166,26 @@ impl Host {
     ) -> Result<Receipt, RegisterError> {
         let policy = self.dispatcher.policy().clone();
         let source = serde_json::to_value(&registration).unwrap_or(Value::Null);
+        let in_process = self.dispatcher.runs_async_in_process();
         let mut warnings = Vec::new();
         let id = self
             .dispatcher
             .registry()
             .insert(registration.session.clone(), source, |id| {
                 let (event, group, found) = admit(&policy, &registration, id)?;
+                let hook = &group.hooks[0];
+                if hook.mode != crate::policy::RunMode::Sync && !in_process {
+                    return Err(RegisterError {
+                        errors: vec![ConfigError {
+                            location: format!("registered hook `{id}`"),
+                            path: hook.config_path.clone(),
+                            message: "an async hook can be registered only on a host that \
+                                      runs async hooks in process (a detached runner reads \
+                                      the config again and would not find it)"
+                                .into(),
+                        }],
+                    });
+                }
                 warnings = found;
                 Ok::<_, RegisterError>((event, group))
             })?;

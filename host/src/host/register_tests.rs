@@ -149,6 +149,27 @@ fn a_broken_registration_names_its_field() {
 }
 
 #[test]
+fn an_async_registration_needs_the_in_process_launcher() {
+    let (_root, project) = project();
+    let hook = json!({"type": "command", "command": "true", "async": true});
+    let detached = HostBuilder::new(&project)
+        .async_launcher(crate::AsyncLauncher::Detached {
+            program: "/bin/true".into(),
+            args: Vec::new(),
+        })
+        .build();
+    let text = detached
+        .register(Registration::new("PostToolUse", hook.clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("in process"), "{text}");
+    let in_process = HostBuilder::new(&project).build();
+    in_process
+        .register(Registration::new("PostToolUse", hook))
+        .unwrap();
+}
+
+#[test]
 fn registrations_are_bounded_per_session() {
     let (root, project) = project();
     let host = host(root.path(), &project, None);
