@@ -10,7 +10,7 @@ use crate::config::{ConfigLayer, ConfigWarning};
 use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
-use super::spec::{CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
+use super::spec::{is_framing_header, CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
 const COMMAND_FIELDS: &[&str] = &["command", "args", "shell", "widens"];
@@ -136,12 +136,21 @@ pub(super) fn build(
             if let Some(outer) = &settings.http_hook_allowed_env_vars {
                 allowed.retain(|var| outer.contains(var));
             }
-            let headers = raw
+            let headers: Vec<(String, String)> = raw
                 .headers
                 .clone()
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
+            for (name, _) in headers.iter().filter(|(n, _)| is_framing_header(n)) {
+                warn(
+                    &format!("headers.{name}"),
+                    format!(
+                        "`{name}` is ignored: the request's length is worked out from its body \
+                         (as in Claude Code)"
+                    ),
+                );
+            }
             HandlerSpec::Http(HttpSpec {
                 url,
                 headers,
@@ -248,6 +257,20 @@ pub(super) fn build(
 
     let skip = match (&handler, raw.enabled) {
         (_, Some(false)) => Some("disabled in config (`enabled: false`)".to_string()),
+        (HandlerSpec::Unsupported(HandlerType::Prompt | HandlerType::Agent), _)
+            if spec.refuses_only() =>
+        {
+            warn(
+                "type",
+                format!(
+                    "hookhost does not run `{}` hooks; on `{}` one counts as a block (as in \
+                     Claude Code)",
+                    raw.kind.as_str(),
+                    spec.name
+                ),
+            );
+            None
+        }
         (HandlerSpec::Unsupported(t), _) => {
             let why = format!("hookhost does not run `{}` hooks", t.as_str());
             warn("type", format!("{why}; skipped"));

@@ -36,8 +36,8 @@ pub mod urls;
 pub use embedded::FunctionHook;
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
-    CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
-    WasmSpec,
+    CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook,
+    HttpSpec, RunMode, Shell, WasmSpec, is_framing_header,
 };
 pub use urls::UrlAllowlist;
 
