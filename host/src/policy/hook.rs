@@ -308,7 +308,11 @@ pub(super) fn build(
     }
 
     let id = raw.id.clone().unwrap_or_else(|| {
-        let short = path.trim_start_matches("$.hooks.").replace(".hooks", "");
+        // `PreToolUse[0][1]`, or a flat file's `hooks[3]`.
+        let short = match path.strip_prefix("$.hooks.") {
+            Some(nested) => nested.replace(".hooks", ""),
+            None => path.trim_start_matches("$.").replace(".handler", ""),
+        };
         format!("{}:{short}", layer.origin.kind)
     });
     let hook = Hook {

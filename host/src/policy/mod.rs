@@ -410,7 +410,10 @@ impl Resolution<'_> {
         let spec = catalogue
             .get(&raw_group.event)
             .expect("config only keeps known events");
-        let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
+        let group_path = match raw_group.flat {
+            Some(entry) => format!("$.hooks[{entry}]"),
+            None => format!("$.hooks.{}[{}]", raw_group.event, raw_group.index),
+        };
         let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax)
         {
             Ok(m) => m,
@@ -443,7 +446,10 @@ impl Resolution<'_> {
             hooks: Vec::new(),
         };
         for (index, raw) in raw_group.group.hooks.iter().enumerate() {
-            let path = format!("{group_path}.hooks[{index}]");
+            let path = match raw_group.flat {
+                Some(_) => format!("{group_path}.handler"),
+                None => format!("{group_path}.hooks[{index}]"),
+            };
             if let Some(hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
                 group.hooks.push(hook.clone());
                 self.hooks.push(hook);
