@@ -49,7 +49,7 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
             (!hookhost::handlers::command::program_exists(&c.command, &policy.project_dir))
                 .then(|| format!("program `{}` is not found or not executable", c.command))
         }
-        HandlerSpec::Http(h) => match &policy.settings.allowed_http_hook_urls {
+        HandlerSpec::Http(h) => match policy.settings.url_allowlist_for(hook.origin.kind) {
             Some(list) if !list.allows(&h.url) => {
                 Some(format!("URL `{}` is not in `allowedHttpHookUrls`", h.url))
             }

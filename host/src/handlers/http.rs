@@ -30,7 +30,7 @@ pub async fn run(
 ) -> HandlerRun {
     let started = Instant::now();
     // The URL is parsed once: the allowlist checks the same parse that is contacted.
-    let target = match &settings.allowed_http_hook_urls {
+    let target = match settings.url_allowlist_for(hook.origin.kind) {
         None => spec.url.clone(),
         Some(allowlist) => match allowlist.check(&spec.url) {
             Ok(url) => url.to_string(),

@@ -133,7 +133,7 @@ pub(super) fn build(
                 return Err(format!("`url` `{url}` must start with http:// or https://"));
             }
             let mut allowed = raw.allowed_env_vars.clone().unwrap_or_default();
-            if let Some(outer) = &settings.http_hook_allowed_env_vars {
+            if let Some(outer) = settings.env_var_limit_for(layer.origin.kind) {
                 allowed.retain(|var| outer.contains(var));
             }
             let headers: Vec<(String, String)> = raw

@@ -24,6 +24,7 @@ pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
 mod embedded;
+mod guard_entries;
 pub mod env;
 mod hook;
 pub mod limits;
@@ -230,13 +231,32 @@ pub fn resolve(
         ids: HashSet::new(),
     };
     for layer in &layers {
+        let hooks_before = resolution.hooks.len();
+        let mut layer_groups = Vec::new();
+        let mut guard_error = None;
         for raw_group in &layer.settings.groups {
+            let errors_before = resolution.errors.len();
             if let Some(group) = resolution.resolve_group(layer, raw_group, &catalogue) {
-                groups
-                    .entry(raw_group.event.clone())
-                    .or_default()
-                    .push(group);
+                layer_groups.push((raw_group.event.clone(), group));
             }
+            if layer.origin.kind == SourceKind::Managed
+                && guard_error.is_none()
+                && catalogue.get(&raw_group.event).is_some_and(|e| e.is_guard())
+            {
+                guard_error = resolution.errors.get(errors_before).map(|e| e.path.clone());
+            }
+        }
+        if let Some(entry) = guard_error {
+            let mut only: Vec<Group> = layer_groups.iter().map(|(_, g)| g.clone()).collect();
+            let marked = guard_entries::disable(&mut only, &layer.origin.location, &entry);
+            resolution.hooks.truncate(hooks_before);
+            resolution.hooks.extend(marked);
+            for ((_, group), marked) in layer_groups.iter_mut().zip(only) {
+                *group = marked;
+            }
+        }
+        for (event, group) in layer_groups {
+            groups.entry(event).or_default().push(group);
         }
     }
     let Resolution {
