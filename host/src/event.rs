@@ -531,10 +531,28 @@ mod tests {
             ("MessageDisplay", None, Notice, D::None, 10_000),
             ("SessionEnd", Some("reason"), Notice, D::None, 1_500),
             ("FileChanged", Some("file_path"), Notice, D::None, 600_000),
-            ("PreModelSwitch", Some("to_model"), Blocks, D::Permission, 30_000),
+            (
+                "PreModelSwitch",
+                Some("to_model"),
+                Blocks,
+                D::Permission,
+                30_000,
+            ),
             ("PostModelSwitch", Some("to_model"), Notice, D::None, 30_000),
-            ("PreSkillShellCommand", Some("tool_name"), Blocks, D::Permission, 600_000),
-            ("Elicitation", Some("mcp_server_name"), Blocks, D::Block, 600_000),
+            (
+                "PreSkillShellCommand",
+                Some("tool_name"),
+                Blocks,
+                D::Permission,
+                600_000,
+            ),
+            (
+                "Elicitation",
+                Some("mcp_server_name"),
+                Blocks,
+                D::Block,
+                600_000,
+            ),
         ];
         for &(name, field, exit2, decision, timeout) in rows {
             let spec = c.get(name).unwrap_or_else(|| panic!("{name} missing"));

@@ -237,19 +237,30 @@ mod tests {
         assert_eq!(warnings[0].path, "$.hooks[3].event");
         assert_eq!(groups.len(), 3);
         let g = &groups[0];
-        assert_eq!((g.event.as_str(), g.index, g.flat), ("PreToolUse", 0, Some(0)));
+        assert_eq!(
+            (g.event.as_str(), g.index, g.flat),
+            ("PreToolUse", 0, Some(0))
+        );
         assert_eq!(g.group.matcher.as_deref(), Some("edit_file|write_file"));
         assert_eq!(g.group.hooks[0].timeout, Some(2.5));
         assert_eq!(groups[1].group.hooks[0].timeout, Some(5.0), "http: 5 s");
         assert_eq!(groups[1].group.hooks[0].run_async, Some(true));
-        assert_eq!(groups[2].group.hooks[0].timeout, Some(10.0), "command: 10 s");
+        assert_eq!(
+            groups[2].group.hooks[0].timeout,
+            Some(10.0),
+            "command: 10 s"
+        );
         assert_eq!((groups[2].index, groups[2].flat), (1, Some(2)));
     }
 
     #[test]
     fn errors_name_the_rule_and_field() {
         let cases = [
-            (json!({"hooks": [{"event": "Stop"}]}), "$.hooks[0]", "missing field `handler`"),
+            (
+                json!({"hooks": [{"event": "Stop"}]}),
+                "$.hooks[0]",
+                "missing field `handler`",
+            ),
             (
                 json!({"hooks": [{"event": "Stop", "handler": {"type": "command"}, "when": 1}]}),
                 "$.hooks[0].when",

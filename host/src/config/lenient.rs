@@ -194,7 +194,14 @@ mod tests {
 
     #[test]
     fn known_keys_come_from_the_types() {
-        for key in ["type", "command", "onFailure", "if", "async", "statusMessage"] {
+        for key in [
+            "type",
+            "command",
+            "onFailure",
+            "if",
+            "async",
+            "statusMessage",
+        ] {
             assert!(handler_keys().contains(key), "{key}");
         }
         for key in ["matcher", "hooks", "sequential"] {

@@ -51,7 +51,11 @@ pub async fn run(
         .post(&target)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(invocation.input_json.clone());
-    for (name, template) in spec.headers.iter().filter(|(name, _)| !crate::policy::is_framing_header(name)) {
+    for (name, template) in spec
+        .headers
+        .iter()
+        .filter(|(name, _)| !crate::policy::is_framing_header(name))
+    {
         request = request.header(name, interpolate(template, &spec.allowed_env_vars));
     }
     let exchange = async {

@@ -68,7 +68,7 @@ impl HookOutput {
             .map_err(|e| format!("invalid hook output at `{}`: {}", e.path(), e.inner()))?;
         output.warnings.extend(warning);
         if let Some(name) = output.specific.remove("hookEventName")
-            && name.as_str() != Some(event)
+            && !compat::names_event(&name, event)
         {
             return Err(format!(
                 "`hookSpecificOutput.hookEventName` is {name}, expected \"{event}\""

@@ -84,8 +84,12 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
         if let HookResult::Ran(run) = result {
             match &run.verdict {
                 Verdict::Failed(Failure { message, kind }) => {
-                    if let Some(reason) = super::refuse_only::timeout_block(hook, spec, *kind, message) {
-                        state.decisions.push((blocking_decision(spec), Some(reason)));
+                    if let Some(reason) =
+                        super::refuse_only::timeout_block(hook, spec, *kind, message)
+                    {
+                        state
+                            .decisions
+                            .push((blocking_decision(spec), Some(reason)));
                     } else if fails_closed(hook, spec) {
                         let reason = format!(
                             "hook `{}` failed and has `onFailure: \"block\"`: {message}",

@@ -43,7 +43,11 @@ pub(super) fn normalize<'a>(spec: &EventSpec, answer: &'a Answer) -> Cow<'a, Ans
         .clone()
         .or_else(|| text(specific, "permissionDecisionReason"));
     let mut refusals: Vec<String> = Vec::new();
-    match specific.remove("permissionDecision").as_ref().and_then(Value::as_str) {
+    match specific
+        .remove("permissionDecision")
+        .as_ref()
+        .and_then(Value::as_str)
+    {
         Some("deny") => refusals.push(said_reason.clone().unwrap_or_default()),
         Some("ask" | "defer") => refusals.push(join(said_reason.as_deref(), ASKED)),
         _ => {}

@@ -10,7 +10,9 @@ use crate::config::{ConfigLayer, ConfigWarning};
 use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
-use super::spec::{is_framing_header, CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
+use super::spec::{
+    CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec, is_framing_header,
+};
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
 const COMMAND_FIELDS: &[&str] = &["command", "args", "shell", "widens"];

@@ -24,8 +24,8 @@ pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
 mod embedded;
-mod guard_entries;
 pub mod env;
+mod guard_entries;
 mod hook;
 pub mod limits;
 pub mod places;
@@ -241,7 +241,9 @@ pub fn resolve(
             }
             if layer.origin.kind == SourceKind::Managed
                 && guard_error.is_none()
-                && catalogue.get(&raw_group.event).is_some_and(|e| e.is_guard())
+                && catalogue
+                    .get(&raw_group.event)
+                    .is_some_and(|e| e.is_guard())
             {
                 guard_error = resolution.errors.get(errors_before).map(|e| e.path.clone());
             }

@@ -76,7 +76,9 @@ pub const FRAMING_HEADERS: [&str; 2] = ["Content-Length", "Transfer-Encoding"];
 
 /// Whether `name` is one of [`FRAMING_HEADERS`], in any case.
 pub fn is_framing_header(name: &str) -> bool {
-    FRAMING_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name.trim()))
+    FRAMING_HEADERS
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name.trim()))
 }
 
 /// A wasm hook, as configured. The sandbox turns grants into live capabilities.

@@ -25,6 +25,7 @@ mod http;
 mod install_race;
 mod job_replay;
 mod merge;
+mod parity;
 mod pipes;
 mod plugin;
 mod reload_gate;

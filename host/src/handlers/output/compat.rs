@@ -48,6 +48,24 @@ pub(super) fn rewrite_synonyms(object: &mut Map<String, Value>) -> Result<(), St
     Ok(())
 }
 
+/// Whether a `hookSpecificOutput.hookEventName` of `named` fits `event`: its own name,
+/// or on a refuse-only event ([`crate::event::EventSpec::refuses_only`]) the name of
+/// another guard event, whose answers it reads (a PreToolUse or PermissionRequest script
+/// reused on PreSkillShellCommand, as Claude Code 2.1.332 allows).
+pub(super) fn names_event(named: &Value, event: &str) -> bool {
+    use std::sync::OnceLock;
+    static CATALOGUE: OnceLock<crate::event::EventCatalogue> = OnceLock::new();
+    let Some(named) = named.as_str() else {
+        return false;
+    };
+    if named == event {
+        return true;
+    }
+    let catalogue = CATALOGUE.get_or_init(crate::event::EventCatalogue::default);
+    catalogue.get(event).is_some_and(|e| e.refuses_only())
+        && catalogue.get(named).is_some_and(|n| n.is_guard())
+}
+
 /// Drops a `hookSpecificOutput` whose `hookEventName` is not `event` when the output
 /// blocks (`decision: "block"`), returning the warning; leaves everything else alone.
 pub(super) fn drop_mismatched_specific(
@@ -61,7 +79,7 @@ pub(super) fn drop_mismatched_specific(
         .get("hookSpecificOutput")?
         .get("hookEventName")?
         .clone();
-    if named.as_str() == Some(event) {
+    if names_event(&named, event) {
         return None;
     }
     object.remove("hookSpecificOutput");
