@@ -20,6 +20,7 @@ mod dispatch_daemon;
 mod drop_in;
 mod fail_closed;
 mod faults;
+mod flat_format;
 mod governance;
 mod http;
 mod install_race;
