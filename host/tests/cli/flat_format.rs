@@ -72,7 +72,7 @@ fn a_flat_file_is_project_config_and_needs_trust() {
         out["hooks"][0]["message"]
             .as_str()
             .unwrap()
-            .contains("not trusted"),
+            .contains("`.hookhost/hooks.flat.json` was modified"),
         "{out:#}"
     );
 }
