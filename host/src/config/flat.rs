@@ -253,6 +253,39 @@ mod tests {
         assert_eq!((groups[2].index, groups[2].flat), (1, Some(2)));
     }
 
+    /// `to_nested` keeps what the flat file means: the same groups, handlers and
+    /// timeouts, and the other top-level keys.
+    #[test]
+    fn to_nested_parses_as_the_same_groups() {
+        let flat = json!({"stopBlockCap": 3, "hooks": [
+            {"event": "PreToolUse", "matcher": "Bash", "handler": {"type": "command", "command": "a", "timeout": 1500}},
+            {"event": "Stop", "handler": {"type": "http", "url": "https://h.example/"}, "async": true},
+            {"event": "PreToolUse", "handler": {"type": "command", "command": "b", "statusMessage": "checking"}},
+        ]});
+        let catalogue = EventCatalogue::default();
+        let parse = |v: &Value| {
+            crate::config::parse_settings(&v.to_string(), "f", false, &catalogue)
+                .unwrap()
+                .0
+        };
+        let from_flat = parse(&flat);
+        let nested = to_nested(&flat).unwrap();
+        assert!(!is_flat(&nested) && is_flat(&flat));
+        let from_nested = parse(&nested);
+        let shape = |s: &crate::config::schema::RawSettings| {
+            let mut groups: Vec<_> = s
+                .groups
+                .iter()
+                .map(|g| (g.event.clone(), g.index, g.group.clone()))
+                .collect();
+            groups.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+            groups
+        };
+        assert_eq!(shape(&from_flat), shape(&from_nested));
+        assert_eq!(from_nested.stop_block_cap, Some(3));
+        assert_eq!(from_nested.groups[0].group.hooks[0].timeout, Some(1.5));
+    }
+
     #[test]
     fn errors_name_the_rule_and_field() {
         let cases = [
