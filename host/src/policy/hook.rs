@@ -250,6 +250,17 @@ pub(super) fn build(
             format!("`onFailure: \"block\"` is ignored on {why}"),
         );
     }
+    if spec.timeout_blocks() && mode == RunMode::Sync && raw.on_failure == Some(OnFailure::Continue)
+    {
+        warn(
+            "onFailure",
+            format!(
+                "a timeout still blocks `{}` (as in Claude Code); `onFailure: \"continue\"` \
+                 covers the other failures",
+                spec.name
+            ),
+        );
+    }
     if raw.once.is_some() {
         warn(
             "once",

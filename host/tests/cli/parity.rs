@@ -61,6 +61,19 @@ fn a_timeout_blocks_pre_model_switch_and_nothing_else() {
             assert!(reason.contains("slow"), "names the hook: {reason}");
         }
     }
+    // `onFailure: "continue"` does not take it back, and `validate` says so.
+    let mut lenient = slow.clone();
+    lenient[0]["onFailure"] = json!("continue");
+    env.project_hooks(hooks("PreModelSwitch", "", lenient));
+    let out = env.dispatch("PreModelSwitch", switch_input("opus"));
+    assert_eq!(out["decision"], "deny", "{out:#}");
+    let run = env.run(&["validate"], "");
+    assert!(
+        run.stderr
+            .contains("a timeout still blocks `PreModelSwitch`"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
