@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod keys;
+mod sets;
 
 /// What exit code 2 (or an equivalent blocking error) does on an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,21 +112,6 @@ impl EventSpec {
     /// merge of a failed hook, the config warning and what `hookhost install` writes.
     pub fn honours_on_failure(&self) -> bool {
         self.can_block() && !ON_FAILURE_IGNORED_EVENTS.contains(&self.name.as_ref())
-    }
-
-    /// Whether a hook that times out blocks by default ([`TIMEOUT_BLOCKS_EVENTS`]).
-    pub fn timeout_blocks(&self) -> bool {
-        TIMEOUT_BLOCKS_EVENTS.contains(&self.name.as_ref())
-    }
-
-    /// Whether the event is a guard event ([`GUARD_EVENTS`]).
-    pub fn is_guard(&self) -> bool {
-        GUARD_EVENTS.contains(&self.name.as_ref())
-    }
-
-    /// Whether hooks on the event can only refuse ([`REFUSE_ONLY_EVENTS`]).
-    pub fn refuses_only(&self) -> bool {
-        REFUSE_ONLY_EVENTS.contains(&self.name.as_ref())
     }
 
     /// Whether the event honours a `hookSpecificOutput` field (by any channel).
@@ -328,20 +314,6 @@ const SESSION_ENDING_EVENTS: [&str; 1] = ["SessionEnd"];
 /// Events where Claude Code ignores `onFailure: "block"` (2.1.295; reference 2.1.296 §2.2).
 const ON_FAILURE_IGNORED_EVENTS: [&str; 4] =
     ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"];
-
-/// Events where a hook that times out blocks unless its `onFailure` says otherwise
-/// (PreModelSwitch: Claude Code's one fail-closed default, 2.1.251).
-const TIMEOUT_BLOCKS_EVENTS: [&str; 1] = ["PreModelSwitch"];
-
-/// Guard events: they decide whether a call runs, so Claude Code fails closed around
-/// them (a matcher or input that cannot be handled blocks; an unloadable entry under one
-/// disables the hooks of its file). 2.1.332 adds PreSkillShellCommand.
-const GUARD_EVENTS: [&str; 3] = ["PreToolUse", "PermissionRequest", "PreSkillShellCommand"];
-
-/// Events where a hook can only refuse (PreSkillShellCommand): deny, ask, defer, any
-/// `updatedInput`, a PermissionRequest-shaped deny or rewrite all block; `allow` adds
-/// nothing; `prompt` and `agent` hooks count as a block ([`crate::outcome`]).
-const REFUSE_ONLY_EVENTS: [&str; 1] = ["PreSkillShellCommand"];
 
 /// Events whose matcher uses the narrow exact-name set.
 const NARROW_MATCHER_EVENTS: [&str; 2] = ["FileChanged", "StopFailure"];
