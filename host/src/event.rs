@@ -4,7 +4,8 @@
 //! which decision pattern and output fields it honours and its default timeout. The
 //! dispatcher and the merge read these attributes; no stage branches on event names.
 //! The rows follow Claude Code's hooks reference (Aug 2026, v2.1.240), §1.3 and §1.9 of
-//! `shared/reference/claude-code-hooks.md`. Embedders may add their own events with
+//! `shared/reference/claude-code-hooks.md`, and its releases through 2.1.332
+//! (PreModelSwitch, PostModelSwitch, PreSkillShellCommand). Embedders may add their own events with
 //! [`EventCatalogue::register`].
 
 use std::borrow::Cow;
@@ -14,6 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+
+mod keys;
+mod sets;
 
 /// What exit code 2 (or an equivalent blocking error) does on an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,63 +169,7 @@ impl EventSpec {
     }
 }
 
-/// What a `hookSpecificOutput` key may do, which decides who may set it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyClass {
-    /// A typed part of the answer (a decision, its reason, a rewrite, context): a command
-    /// or HTTP hook sets it in its JSON, a plugin through its typed response field only.
-    Typed,
-    /// Grants nothing (a title, paths to watch, display text): any hook may set it,
-    /// plugins through `extras-json`.
-    Plain,
-    /// Grants, consents or widens (`updatedPermissions`, `retry`, Elicitation `action`,
-    /// `worktreePath`, `classifierContext`, `initialUserMessage`): only a command or HTTP
-    /// hook whose config grants the key (`widens`) may set it; plugins have no typed field
-    /// for it.
-    Widens,
-}
-
-/// One entry of an event's allow-list of `hookSpecificOutput` keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutputKey {
-    /// The key (`parent.key` for a key of a nested object).
-    pub name: &'static str,
-    /// What it may do.
-    pub class: KeyClass,
-}
-
-impl OutputKey {
-    /// A typed key.
-    pub const fn typed(name: &'static str) -> OutputKey {
-        OutputKey {
-            name,
-            class: KeyClass::Typed,
-        }
-    }
-    /// A key that grants nothing.
-    pub const fn plain(name: &'static str) -> OutputKey {
-        OutputKey {
-            name,
-            class: KeyClass::Plain,
-        }
-    }
-    /// A key that grants, consents or widens.
-    pub const fn widens(name: &'static str) -> OutputKey {
-        OutputKey {
-            name,
-            class: KeyClass::Widens,
-        }
-    }
-}
-
-/// The channel a `hookSpecificOutput` key came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    /// A hook's answer: a command or HTTP hook's JSON, a plugin's typed response fields.
-    Answer,
-    /// A plugin's `extras-json`.
-    Extras,
-}
+pub use keys::{Channel, KeyClass, OutputKey};
 
 /// Ten minutes: Claude Code's default for command, HTTP and MCP tool hooks since v2.1.3.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -287,9 +235,9 @@ const fn w(name: &'static str) -> OutputKey {
 /// `additionalContext` alone, the output of most events.
 const CONTEXT: &[OutputKey] = &[t("additionalContext")];
 
-/// The 31 events of Claude Code's hooks reference.
+/// The 34 events of Claude Code's hooks reference, through 2.1.332.
 #[rustfmt::skip]
-const BUILT_IN: [Row; 31] = [
+const BUILT_IN: [Row; 34] = [
     row("SessionStart", Some("source"), Notice, D::None,
         &[t("additionalContext"), w("initialUserMessage"), p("sessionTitle"), p("watchPaths"), p("reloadSkills")])
         .plain_stdout_context(),
@@ -330,10 +278,22 @@ const BUILT_IN: [Row; 31] = [
     row("WorktreeRemove", None, Notice, D::None, &[]),
     row("PreCompact", Some("trigger"), Blocks, D::Block, &[]).discards_continue(),
     row("PostCompact", Some("trigger"), Notice, D::None, &[]).discards_continue(),
-    row("Elicitation", Some("mcp_server_name"), Blocks, D::None, &[w("action"), w("content")])
+    // `decision: "block"` declines, like exit 2 (Claude Code 2.1.284).
+    row("Elicitation", Some("mcp_server_name"), Blocks, D::Block, &[w("action"), w("content")])
         .discards_continue(),
-    row("ElicitationResult", Some("mcp_server_name"), Blocks, D::None, &[w("action"), w("content")])
+    row("ElicitationResult", Some("mcp_server_name"), Blocks, D::Block, &[w("action"), w("content")])
         .discards_continue(),
+    // 2.1.251: deny > ask > allow; a timeout blocks the switch (`TIMEOUT_BLOCKS_EVENTS`).
+    row("PreModelSwitch", Some("to_model"), Blocks, D::Permission,
+        &[t("permissionDecision"), t("permissionDecisionReason")])
+        .timeout(Duration::from_secs(30)),
+    row("PostModelSwitch", Some("to_model"), Notice, D::None, CONTEXT)
+        .plain_stdout_context()
+        .timeout(Duration::from_secs(30)),
+    // 2.1.332: a hook may only refuse (`REFUSE_ONLY_EVENTS`): every answer is read as
+    // PreToolUse's or PermissionRequest's and reduced to a deny or nothing.
+    row("PreSkillShellCommand", Some("tool_name"), Blocks, D::Permission,
+        &[t("permissionDecision"), t("permissionDecisionReason")]),
     // SessionEnd hooks share a short budget in Claude Code (1.5 s, raised by explicit
     // timeouts); a per-hook default of 1.5 s keeps an agent's exit from hanging.
     row("SessionEnd", Some("reason"), Notice, D::None, &[]).timeout(Duration::from_millis(1500)),
@@ -479,10 +439,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn catalogue_has_the_31_events_of_the_reference() {
+    fn catalogue_has_the_34_events_of_the_reference() {
         let catalogue = EventCatalogue::default();
-        assert_eq!(catalogue.names().len(), 31);
-        assert_eq!(built_in_names().count(), 31);
+        assert_eq!(catalogue.names().len(), 34);
+        assert_eq!(built_in_names().count(), 34);
     }
 
     #[test]
@@ -498,6 +458,12 @@ mod tests {
         assert_eq!(having(|e| e.matcher_tests_basename), ["FileChanged"]);
         assert_eq!(having(|e| e.caps_consecutive_blocks), ["Stop"]);
         assert_eq!(having(|e| e.ends_session), ["SessionEnd"]);
+        assert_eq!(having(|e| e.timeout_blocks()), ["PreModelSwitch"]);
+        assert_eq!(having(|e| e.refuses_only()), ["PreSkillShellCommand"]);
+        assert_eq!(
+            having(|e| e.is_guard()),
+            ["PermissionRequest", "PreSkillShellCommand", "PreToolUse"]
+        );
         assert_eq!(
             having(|e| e.env_file),
             ["CwdChanged", "FileChanged", "SessionStart", "Setup"]
@@ -537,6 +503,28 @@ mod tests {
             ("MessageDisplay", None, Notice, D::None, 10_000),
             ("SessionEnd", Some("reason"), Notice, D::None, 1_500),
             ("FileChanged", Some("file_path"), Notice, D::None, 600_000),
+            (
+                "PreModelSwitch",
+                Some("to_model"),
+                Blocks,
+                D::Permission,
+                30_000,
+            ),
+            ("PostModelSwitch", Some("to_model"), Notice, D::None, 30_000),
+            (
+                "PreSkillShellCommand",
+                Some("tool_name"),
+                Blocks,
+                D::Permission,
+                600_000,
+            ),
+            (
+                "Elicitation",
+                Some("mcp_server_name"),
+                Blocks,
+                D::Block,
+                600_000,
+            ),
         ];
         for &(name, field, exit2, decision, timeout) in rows {
             let spec = c.get(name).unwrap_or_else(|| panic!("{name} missing"));
@@ -560,7 +548,8 @@ mod tests {
                 "PermissionRequest",
                 "PermissionDenied",
                 "PostToolUse",
-                "PostToolUseFailure"
+                "PostToolUseFailure",
+                "PreSkillShellCommand"
             ]
         );
         assert!(c.get("CwdChanged").unwrap().env_file);

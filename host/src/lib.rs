@@ -22,7 +22,7 @@
 //! - [`handlers`]: the runners, each returning a [`handlers::HandlerRun`].
 //! - [`outcome`]: merges the runs into one [`outcome::Outcome`].
 //!
-//! [`event`] holds the catalogue of the 31 events and their attributes; [`session`] the
+//! [`event`] holds the catalogue of the 34 events and their attributes; [`session`] the
 //! state that outlives one dispatch (and the one way to keep private files); [`trust`] the
 //! workspace trust store; [`audit`] the audit log every dispatch appends to.
 //!

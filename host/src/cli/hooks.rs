@@ -49,7 +49,7 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
             (!hookhost::handlers::command::program_exists(&c.command, &policy.project_dir))
                 .then(|| format!("program `{}` is not found or not executable", c.command))
         }
-        HandlerSpec::Http(h) => match &policy.settings.allowed_http_hook_urls {
+        HandlerSpec::Http(h) => match policy.settings.url_allowlist_for(hook.origin.kind) {
             Some(list) if !list.allows(&h.url) => {
                 Some(format!("URL `{}` is not in `allowedHttpHookUrls`", h.url))
             }
@@ -166,7 +166,7 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
 pub fn events() -> Result<ExitCode, String> {
     let catalogue = hookhost::EventCatalogue::default();
     outln!(
-        "{:<20} {:<18} {:<8} {:<18} {:>8}  OUTPUTS",
+        "{:<21} {:<18} {:<8} {:<18} {:>8}  OUTPUTS",
         "EVENT",
         "MATCHER FIELD",
         "EXIT 2",
@@ -176,11 +176,17 @@ pub fn events() -> Result<ExitCode, String> {
     for name in built_in_names() {
         let s = catalogue.get(name).expect("built-in event");
         outln!(
-            "{:<20} {:<18} {:<8} {:<18} {:>7}s  {}",
+            "{:<21} {:<18} {:<8} {:<18} {:>7}s  {}",
             escape(&s.name),
             escape(s.matcher_field.as_deref().unwrap_or("-")),
             format!("{:?}", s.exit2).to_lowercase(),
-            format!("{:?}", s.decision),
+            // Refuse-only events read every answer as a deny or nothing; on
+            // timeout-blocking ones a timeout is a deny.
+            match (s.refuses_only(), s.timeout_blocks()) {
+                (true, _) => "RefuseOnly".to_string(),
+                (_, true) => format!("{:?}+timeout", s.decision),
+                _ => format!("{:?}", s.decision),
+            },
             s.default_timeout.as_secs_f64(),
             escape(
                 &s.specific_outputs

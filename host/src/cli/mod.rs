@@ -9,6 +9,7 @@ mod demo;
 mod dispatch;
 pub mod dispatch_daemon;
 mod hooks;
+mod import;
 mod install;
 mod plugin;
 pub mod project;
@@ -72,6 +73,9 @@ enum Command {
     Uninstall(install::InstallArgs),
     /// Print the JSON Schema of settings files (committed as `docs/hookhost.schema.json`).
     Schema,
+    /// Convert a config in the founding article's flat format (`{"hooks": [{"event": …,
+    /// "handler": {…}}]}`, millisecond timeouts) to hookhost's shape, on stdout.
+    Import(import::ImportArgs),
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
@@ -300,6 +304,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             out!("{}", hookhost::config::schema::json_schema_text());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Import(args) => import::run(args),
         Command::Install(args) => install::install(args),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Serve(args) => serve::run(args),

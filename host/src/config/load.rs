@@ -60,14 +60,8 @@ pub fn load_with(
     for (kind, path) in options.project_files() {
         load_file(&mut loaded, kind, &path, catalogue, last_good);
     }
-    if let Some(dir) = &options.user_dir {
-        load_file(
-            &mut loaded,
-            SourceKind::User,
-            &dir.join("hooks.json"),
-            catalogue,
-            last_good,
-        );
+    for path in options.user_files() {
+        load_file(&mut loaded, SourceKind::User, &path, catalogue, last_good);
     }
     loaded
 }

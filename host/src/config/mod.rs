@@ -6,6 +6,8 @@
 
 pub mod env;
 pub mod file;
+pub mod flat;
+mod lenient;
 mod load;
 mod loaded;
 mod parse;
@@ -16,7 +18,7 @@ pub use load::{load, load_with};
 pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig};
 pub(crate) use parse::kind_of;
 pub use parse::parse_settings;
-pub use sources::{Origin, SourceKind, SourceOptions};
+pub use sources::{FLAT_FILE, Origin, SourceKind, SourceOptions};
 
 /// A problem in a config source, with where it is: the file, the JSON path in it, and
 /// what is wrong. The same shape serves both kinds of problem: a [`ConfigError`] stops the

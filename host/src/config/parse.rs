@@ -87,8 +87,12 @@ pub fn parse_settings(
         let path = format!("$.{key}");
         match key.as_str() {
             "$schema" | "description" => {}
+            "hooks" if value.is_array() => {
+                settings.groups = super::flat::parse(value, location, catalogue, &mut warnings)?;
+            }
             "hooks" => {
-                settings.groups = parse_hooks(value, location, catalogue, &mut warnings)?;
+                settings.groups =
+                    parse_hooks(value, location, claude_format, catalogue, &mut warnings)?;
             }
             "disableAllHooks" => settings.disable_all_hooks = typed(value, location, &path)?,
             "allowManagedHooksOnly" => {
@@ -137,11 +141,12 @@ pub fn parse_settings(
                 settings.managed.http_hook_ca_file = Some(file);
             }
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
-            _ if claude_format => warnings.push(ConfigWarning {
-                location: location.to_string(),
+            _ if claude_format => warnings.push(super::lenient::unknown_key_warning(
+                location,
                 path,
-                message: format!("unknown setting `{key}` ignored"),
-            }),
+                key,
+                super::lenient::top_level_keys(),
+            )),
             _ => {
                 return Err(err(
                     &path,
@@ -163,12 +168,13 @@ pub fn parse_settings(
 fn parse_hooks(
     value: &Value,
     location: &str,
+    claude_format: bool,
     catalogue: &EventCatalogue,
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<Vec<RawEventGroup>, ConfigError> {
     let events: Map<String, Value> = typed(value, location, "$.hooks")?;
     let mut groups = Vec::new();
-    for (event, list) in events {
+    for (event, mut list) in events {
         let path = format!("$.hooks.{event}");
         if catalogue.get(&event).is_none() {
             warnings.push(ConfigWarning {
@@ -178,6 +184,7 @@ fn parse_hooks(
             });
             continue;
         }
+        super::lenient::prepare_groups(&mut list, location, &path, claude_format, warnings);
         let list: Vec<RawMatcherGroup> = typed(&list, location, &path)?;
         groups.extend(
             list.into_iter()
@@ -186,6 +193,7 @@ fn parse_hooks(
                     event: event.clone(),
                     index,
                     group,
+                    flat: None,
                 }),
         );
     }

@@ -255,6 +255,9 @@ pub struct RawEventGroup {
     pub index: usize,
     /// The group.
     pub group: RawMatcherGroup,
+    /// The index of its entry when it comes from a flat-format file (`$.hooks[N]`, one
+    /// handler per entry: [`crate::config::flat`]); `None` in the nested shape.
+    pub flat: Option<usize>,
 }
 
 /// One settings source, parsed.
@@ -304,6 +307,18 @@ pub struct RawManaged {
     /// (`SSL_CERT_FILE` is ignored).
     pub http_hook_ca_file: Option<String>,
 }
+
+/// The JSON keys of [`RawManaged`].
+pub const MANAGED_KEYS: [&str; 8] = [
+    "pluginAllowlist",
+    "requireAllowlistedPlugins",
+    "ceilings",
+    "trustedWorkspaces",
+    "forbidWorkspaceTrust",
+    "forbidEnvironmentTrust",
+    "auditLog",
+    "httpHookCaFile",
+];
 
 impl RawManaged {
     /// The JSON keys that are set, for warnings in non-managed sources.

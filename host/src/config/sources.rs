@@ -113,13 +113,23 @@ impl SourceOptions {
         }
     }
 
-    /// The project's hook files, as `(kind, path)`, highest precedence first.
-    pub fn project_files(&self) -> [(SourceKind, PathBuf); 2] {
+    /// The project's hook files, as `(kind, path)`, highest precedence first: beside
+    /// `hooks.json`, a [`FLAT_FILE`] in the founding article's flat format.
+    pub fn project_files(&self) -> [(SourceKind, PathBuf); 3] {
         let dir = self.project_dir.join(".hookhost");
         [
             (SourceKind::Local, dir.join("hooks.local.json")),
             (SourceKind::Project, dir.join("hooks.json")),
+            (SourceKind::Project, dir.join(FLAT_FILE)),
         ]
+    }
+
+    /// The user's hook files: `hooks.json`, then a [`FLAT_FILE`] beside it.
+    pub fn user_files(&self) -> Vec<PathBuf> {
+        self.user_dir
+            .iter()
+            .flat_map(|dir| [dir.join("hooks.json"), dir.join(FLAT_FILE)])
+            .collect()
     }
 
     /// Every file whose change can change the config, present or not: a watcher that
@@ -147,9 +157,7 @@ impl SourceOptions {
                 .map(PathBuf::from),
         );
         paths.extend(self.project_files().into_iter().map(|(_, path)| path));
-        if let Some(dir) = &self.user_dir {
-            paths.push(dir.join("hooks.json"));
-        }
+        paths.extend(self.user_files());
         paths.sort();
         paths
     }
@@ -161,6 +169,12 @@ impl SourceOptions {
         self.managed_dir.iter().cloned().collect()
     }
 }
+
+/// The name of a hook file in the founding article's flat format (`docs/flat-format.md`),
+/// looked up beside each `hooks.json` (the project's `.hookhost/`, the user's
+/// `$HOOKHOST_HOME`). A `--settings` file in that format is read by its shape, whatever
+/// its name.
+pub const FLAT_FILE: &str = "hooks.flat.json";
 
 /// Whether a `--settings` argument is inline JSON rather than a file path.
 pub(super) fn is_inline(arg: &str) -> bool {

@@ -130,8 +130,7 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
         "onFailure": serde_json::to_value(hook.on_failure).unwrap_or(Value::Null),
         "envAllowlist": settings.env_allowlist,
         "allowedHttpHookUrls": settings
-            .allowed_http_hook_urls
-            .as_ref()
+            .url_allowlist_for(hook.origin.kind)
             .map(|urls| urls.patterns().collect::<Vec<_>>()),
         "trust": workspace.then(|| format!("{:?}", policy.workspace_trust)),
     })

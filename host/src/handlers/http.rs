@@ -30,7 +30,7 @@ pub async fn run(
 ) -> HandlerRun {
     let started = Instant::now();
     // The URL is parsed once: the allowlist checks the same parse that is contacted.
-    let target = match &settings.allowed_http_hook_urls {
+    let target = match settings.url_allowlist_for(hook.origin.kind) {
         None => spec.url.clone(),
         Some(allowlist) => match allowlist.check(&spec.url) {
             Ok(url) => url.to_string(),
@@ -51,7 +51,11 @@ pub async fn run(
         .post(&target)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(invocation.input_json.clone());
-    for (name, template) in &spec.headers {
+    for (name, template) in spec
+        .headers
+        .iter()
+        .filter(|(name, _)| !crate::policy::is_framing_header(name))
+    {
         request = request.header(name, interpolate(template, &spec.allowed_env_vars));
     }
     let exchange = async {

@@ -26,6 +26,7 @@ use serde::Serialize;
 pub use crate::event::Invocation;
 pub use output::HookOutput;
 
+use crate::config::schema::HandlerType;
 use crate::policy::{HandlerSpec, Hook, Policy, Settings};
 
 /// Why a hook failed.
@@ -338,6 +339,26 @@ impl Handlers {
                 wasm.run(hook, invocation, policy).await
             }
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
+            // A `prompt` or `agent` hook on a refuse-only event counts as a block
+            // (Claude Code 2.1.332, PreSkillShellCommand).
+            HandlerSpec::Unsupported(t @ (HandlerType::Prompt | HandlerType::Agent))
+                if invocation.spec.refuses_only() =>
+            {
+                HandlerRun {
+                    verdict: Verdict::Answer(Answer {
+                        blocking_error: Some(format!(
+                            "{} hooks don't run on {}; counted as a block",
+                            t.as_str(),
+                            invocation.spec.name
+                        )),
+                        ..Answer::default()
+                    }),
+                    exit_code: None,
+                    duration: started.elapsed(),
+                    usage: Usage::default(),
+                    diagnostics: None,
+                }
+            }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,
                 format!("hookhost does not run `{}` hooks", t.as_str()),

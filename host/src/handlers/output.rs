@@ -39,7 +39,13 @@ pub struct HookOutput {
     /// `hookSpecificOutput`, without `hookEventName`.
     #[serde(default, rename = "hookSpecificOutput", deserialize_with = "specific")]
     pub specific: Map<String, Value>,
+    /// What reading the output dropped (a `hookSpecificOutput` of another event beside a
+    /// block), for notices that name the hook.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
+
+mod compat;
 
 fn specific<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
     Option::<Map<String, Value>>::deserialize(d).map(Option::unwrap_or_default)
@@ -52,14 +58,17 @@ impl HookOutput {
     /// # Errors
     ///
     /// A message naming the field that does not fit the schema.
-    pub fn from_json(value: Value, event: &str) -> Result<HookOutput, String> {
-        if !value.is_object() {
+    pub fn from_json(mut value: Value, event: &str) -> Result<HookOutput, String> {
+        let Value::Object(object) = &mut value else {
             return Err("hook output is not a JSON object".into());
-        }
+        };
+        compat::rewrite_synonyms(object)?;
+        let warning = compat::drop_mismatched_specific(object, event);
         let mut output: HookOutput = serde_path_to_error::deserialize(&value)
             .map_err(|e| format!("invalid hook output at `{}`: {}", e.path(), e.inner()))?;
+        output.warnings.extend(warning);
         if let Some(name) = output.specific.remove("hookEventName")
-            && name.as_str() != Some(event)
+            && !compat::names_event(&name, event)
         {
             return Err(format!(
                 "`hookSpecificOutput.hookEventName` is {name}, expected \"{event}\""

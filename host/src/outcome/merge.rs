@@ -83,8 +83,14 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
         let mut report = report(executed);
         if let HookResult::Ran(run) = result {
             match &run.verdict {
-                Verdict::Failed(Failure { message, .. }) => {
-                    if fails_closed(hook, spec) {
+                Verdict::Failed(Failure { message, kind }) => {
+                    if let Some(reason) =
+                        super::refuse_only::timeout_block(hook, spec, *kind, message)
+                    {
+                        state
+                            .decisions
+                            .push((blocking_decision(spec), Some(reason)));
+                    } else if fails_closed(hook, spec) {
                         let reason = format!(
                             "hook `{}` failed and has `onFailure: \"block\"`: {message}",
                             hook.id
@@ -281,6 +287,7 @@ fn apply_answer(
     outcome: &mut Outcome,
     state: &mut MergeState,
 ) -> bool {
+    let answer = &*super::refuse_only::normalize(spec, answer);
     let output = &answer.output;
     let specific = admitted(spec, hook, answer, &mut outcome.notices);
     let mut blocked = false;
@@ -308,6 +315,12 @@ fn apply_answer(
     }
     if let Some(message) = &output.system_message {
         outcome.system_messages.push(cap_text(message));
+    }
+    for warning in &output.warnings {
+        outcome.notices.push(Notice {
+            hook: hook.id.clone(),
+            message: warning.clone(),
+        });
     }
 
     let reason = output.reason_text().map(str::to_string);

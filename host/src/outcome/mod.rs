@@ -28,6 +28,7 @@
 mod bounds;
 mod claude;
 mod merge;
+mod refuse_only;
 mod report;
 #[cfg(test)]
 mod tests;

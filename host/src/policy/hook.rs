@@ -10,7 +10,9 @@ use crate::config::{ConfigLayer, ConfigWarning};
 use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
-use super::spec::{CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec};
+use super::spec::{
+    CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec, is_framing_header,
+};
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
 const COMMAND_FIELDS: &[&str] = &["command", "args", "shell", "widens"];
@@ -133,15 +135,24 @@ pub(super) fn build(
                 return Err(format!("`url` `{url}` must start with http:// or https://"));
             }
             let mut allowed = raw.allowed_env_vars.clone().unwrap_or_default();
-            if let Some(outer) = &settings.http_hook_allowed_env_vars {
+            if let Some(outer) = settings.env_var_limit_for(layer.origin.kind) {
                 allowed.retain(|var| outer.contains(var));
             }
-            let headers = raw
+            let headers: Vec<(String, String)> = raw
                 .headers
                 .clone()
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
+            for (name, _) in headers.iter().filter(|(n, _)| is_framing_header(n)) {
+                warn(
+                    &format!("headers.{name}"),
+                    format!(
+                        "`{name}` is ignored: the request's length is worked out from its body \
+                         (as in Claude Code)"
+                    ),
+                );
+            }
             HandlerSpec::Http(HttpSpec {
                 url,
                 headers,
@@ -239,6 +250,17 @@ pub(super) fn build(
             format!("`onFailure: \"block\"` is ignored on {why}"),
         );
     }
+    if spec.timeout_blocks() && mode == RunMode::Sync && raw.on_failure == Some(OnFailure::Continue)
+    {
+        warn(
+            "onFailure",
+            format!(
+                "a timeout still blocks `{}` (as in Claude Code); `onFailure: \"continue\"` \
+                 covers the other failures",
+                spec.name
+            ),
+        );
+    }
     if raw.once.is_some() {
         warn(
             "once",
@@ -248,6 +270,20 @@ pub(super) fn build(
 
     let skip = match (&handler, raw.enabled) {
         (_, Some(false)) => Some("disabled in config (`enabled: false`)".to_string()),
+        (HandlerSpec::Unsupported(HandlerType::Prompt | HandlerType::Agent), _)
+            if spec.refuses_only() =>
+        {
+            warn(
+                "type",
+                format!(
+                    "hookhost does not run `{}` hooks; on `{}` one counts as a block (as in \
+                     Claude Code)",
+                    raw.kind.as_str(),
+                    spec.name
+                ),
+            );
+            None
+        }
         (HandlerSpec::Unsupported(t), _) => {
             let why = format!("hookhost does not run `{}` hooks", t.as_str());
             warn("type", format!("{why}; skipped"));
@@ -285,7 +321,11 @@ pub(super) fn build(
     }
 
     let id = raw.id.clone().unwrap_or_else(|| {
-        let short = path.trim_start_matches("$.hooks.").replace(".hooks", "");
+        // `PreToolUse[0][1]`, or a flat file's `hooks[3]`.
+        let short = match path.strip_prefix("$.hooks.") {
+            Some(nested) => nested.replace(".hooks", ""),
+            None => path.trim_start_matches("$.").replace(".handler", ""),
+        };
         format!("{}:{short}", layer.origin.kind)
     });
     let hook = Hook {

@@ -26,6 +26,7 @@ pub mod capability;
 pub mod ceiling;
 mod embedded;
 pub mod env;
+mod guard_entries;
 mod hook;
 pub mod limits;
 pub mod places;
@@ -38,8 +39,8 @@ pub use admit::{Admission, Admitted};
 pub use embedded::FunctionHook;
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
-    CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
-    WasmSpec,
+    CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook,
+    HttpSpec, RunMode, Shell, WasmSpec, is_framing_header,
 };
 pub use urls::UrlAllowlist;
 
@@ -235,13 +236,34 @@ pub fn resolve(
         ids: HashSet::new(),
     };
     for layer in &layers {
+        let hooks_before = resolution.hooks.len();
+        let mut layer_groups = Vec::new();
+        let mut guard_error = None;
         for raw_group in &layer.settings.groups {
+            let errors_before = resolution.errors.len();
             if let Some(group) = resolution.resolve_group(layer, raw_group, &catalogue) {
-                groups
-                    .entry(raw_group.event.clone())
-                    .or_default()
-                    .push(group);
+                layer_groups.push((raw_group.event.clone(), group));
             }
+            if layer.origin.kind == SourceKind::Managed
+                && guard_error.is_none()
+                && catalogue
+                    .get(&raw_group.event)
+                    .is_some_and(|e| e.is_guard())
+            {
+                guard_error = resolution.errors.get(errors_before).map(|e| e.path.clone());
+            }
+        }
+        if let Some(entry) = guard_error {
+            let mut only: Vec<Group> = layer_groups.iter().map(|(_, g)| g.clone()).collect();
+            let marked = guard_entries::disable(&mut only, &layer.origin.location, &entry);
+            resolution.hooks.truncate(hooks_before);
+            resolution.hooks.extend(marked);
+            for ((_, group), marked) in layer_groups.iter_mut().zip(only) {
+                *group = marked;
+            }
+        }
+        for (event, group) in layer_groups {
+            groups.entry(event).or_default().push(group);
         }
     }
     let Resolution {
@@ -419,7 +441,10 @@ impl Resolution<'_> {
         let spec = catalogue
             .get(&raw_group.event)
             .expect("config only keeps known events");
-        let group_path = format!("$.hooks.{}[{}]", raw_group.event, raw_group.index);
+        let group_path = match raw_group.flat {
+            Some(entry) => format!("$.hooks[{entry}]"),
+            None => format!("$.hooks.{}[{}]", raw_group.event, raw_group.index),
+        };
         let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax)
         {
             Ok(m) => m,
@@ -452,7 +477,10 @@ impl Resolution<'_> {
             hooks: Vec::new(),
         };
         for (index, raw) in raw_group.group.hooks.iter().enumerate() {
-            let path = format!("{group_path}.hooks[{index}]");
+            let path = match raw_group.flat {
+                Some(_) => format!("{group_path}.handler"),
+                None => format!("{group_path}.hooks[{index}]"),
+            };
             if let Some(hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
                 group.hooks.push(hook.clone());
                 self.hooks.push(hook);

@@ -28,6 +28,12 @@ pub struct Settings {
     pub allowed_http_hook_urls: Option<UrlAllowlist>,
     /// Outer limit on the env vars HTTP hook headers may interpolate.
     pub http_hook_allowed_env_vars: Option<Vec<String>>,
+    /// `allowedHttpHookUrls` of managed policy alone: what binds managed hooks
+    /// ([`Settings::url_allowlist_for`]).
+    pub managed_allowed_http_hook_urls: Option<UrlAllowlist>,
+    /// `httpHookAllowedEnvVars` of managed policy alone
+    /// ([`Settings::env_var_limit_for`]).
+    pub managed_http_hook_allowed_env_vars: Option<Vec<String>>,
     /// Credential-looking env vars that command hooks still receive.
     pub env_allowlist: Vec<String>,
     /// Consecutive Stop blocks before hookhost overrides the block; 0 = no cap.
@@ -47,6 +53,29 @@ pub struct Settings {
     pub managed_broken: Option<String>,
     /// Managed `httpHookCaFile`: certificates HTTP hooks trust besides the system's.
     pub http_hook_ca_file: Option<PathBuf>,
+}
+
+impl Settings {
+    /// The `allowedHttpHookUrls` that binds a hook from `source`: for managed hooks,
+    /// managed policy's list alone (Claude Code 2.1.326: "Where managed settings do not
+    /// set this list, a list in any other settings file does not apply to hooks that
+    /// managed settings define"); for every other hook, the union of all files. The one
+    /// place the HTTP handler, `hookhost hooks` and the async admission record read it.
+    pub fn url_allowlist_for(&self, source: SourceKind) -> Option<&UrlAllowlist> {
+        match source {
+            SourceKind::Managed => self.managed_allowed_http_hook_urls.as_ref(),
+            _ => self.allowed_http_hook_urls.as_ref(),
+        }
+    }
+
+    /// The `httpHookAllowedEnvVars` that binds a hook from `source`, by the same rule as
+    /// [`Settings::url_allowlist_for`].
+    pub fn env_var_limit_for(&self, source: SourceKind) -> Option<&Vec<String>> {
+        match source {
+            SourceKind::Managed => self.managed_http_hook_allowed_env_vars.as_ref(),
+            _ => self.http_hook_allowed_env_vars.as_ref(),
+        }
+    }
 }
 
 /// Whether a layer sets anything besides hooks (what an untrusted workspace's files may
@@ -230,12 +259,30 @@ pub(super) fn merge_settings(
         }
     }
     let allowed_urls = union(|l| l.settings.allowed_http_hook_urls.as_ref());
+    let managed_union = |get: fn(&ConfigLayer) -> Option<&Vec<String>>| -> Option<Vec<String>> {
+        let mut any = false;
+        let mut all: Vec<String> = Vec::new();
+        for list in layers.iter().filter(managed).filter_map(|l| get(l)) {
+            any = true;
+            for item in list {
+                if !all.contains(item) {
+                    all.push(item.clone());
+                }
+            }
+        }
+        any.then_some(all)
+    };
+    let managed_urls = managed_union(|l| l.settings.allowed_http_hook_urls.as_ref());
     Settings {
         disable_all_hooks,
         managed_disable_all_hooks,
         allow_managed_hooks_only,
         allowed_http_hook_urls: allowed_urls.as_deref().map(UrlAllowlist::new),
         http_hook_allowed_env_vars: union(|l| l.settings.http_hook_allowed_env_vars.as_ref()),
+        managed_allowed_http_hook_urls: managed_urls.as_deref().map(UrlAllowlist::new),
+        managed_http_hook_allowed_env_vars: managed_union(|l| {
+            l.settings.http_hook_allowed_env_vars.as_ref()
+        }),
         env_allowlist: union(|l| l.settings.env_allowlist.as_ref()).unwrap_or_default(),
         // Managed policy's cap, then the environment's, then the other files'.
         stop_block_cap: layers

@@ -68,6 +68,19 @@ pub struct HttpSpec {
     pub allowed_env_vars: Vec<String>,
 }
 
+/// Headers a hook's `headers` may not set, compared without case: the request's framing
+/// is worked out from its body (Claude Code 2.1.326). A `Content-Length` that disagreed
+/// with the body, or a `Transfer-Encoding` beside one, would make the request
+/// unreadable or smuggle a second one to a proxy.
+pub const FRAMING_HEADERS: [&str; 2] = ["Content-Length", "Transfer-Encoding"];
+
+/// Whether `name` is one of [`FRAMING_HEADERS`], in any case.
+pub fn is_framing_header(name: &str) -> bool {
+    FRAMING_HEADERS
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name.trim()))
+}
+
 /// A wasm hook, as configured. The sandbox turns grants into live capabilities.
 #[derive(Debug, Clone)]
 pub struct WasmSpec {

@@ -73,6 +73,14 @@ pub fn fingerprint(
             .iter()
             .find(|(p, _)| *p == path)
             .map(|(_, d)| d.clone());
+        // The flat file counts only when it is there: trust recorded before hookhost
+        // looked for it stays valid, and one that appears changes the fingerprint.
+        if sha256.is_none()
+            && path.ends_with(crate::config::FLAT_FILE)
+            && std::fs::symlink_metadata(&path).is_err()
+        {
+            continue;
+        }
         let (name, expected) = key(&path);
         let state = FileState {
             target: if sha256.is_some() {

@@ -467,6 +467,7 @@ fn install_merges_the_drop_in_and_uninstall_removes_exactly_it() {
         "SessionStart",
         "UserPromptSubmit",
         "PermissionRequest",
+        "PreSkillShellCommand",
         "PostToolUse",
         "PostToolUseFailure",
         "Stop",

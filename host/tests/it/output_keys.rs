@@ -215,6 +215,40 @@ fn reference() -> Vec<(&'static str, Vec<Key>)> {
             ],
         ),
         ("SessionEnd", vec![]),
+        (
+            "PreModelSwitch",
+            vec![
+                (
+                    "permissionDecision",
+                    Some(T),
+                    json!({"permissionDecision": "ask"}),
+                ),
+                (
+                    "permissionDecisionReason",
+                    Some(T),
+                    json!({"permissionDecision": "deny", "permissionDecisionReason": "why"}),
+                ),
+            ],
+        ),
+        ("PostModelSwitch", vec![ctx("PostModelSwitch")]),
+        // Claude Code also reads PreToolUse's `updatedInput` and PermissionRequest's
+        // `decision` here; hookhost reads them as a deny before the allow-list
+        // (`outcome/refuse_only.rs`, tested in host/tests/cli/parity.rs).
+        (
+            "PreSkillShellCommand",
+            vec![
+                (
+                    "permissionDecision",
+                    Some(T),
+                    json!({"permissionDecision": "deny"}),
+                ),
+                (
+                    "permissionDecisionReason",
+                    Some(T),
+                    json!({"permissionDecision": "ask", "permissionDecisionReason": "why"}),
+                ),
+            ],
+        ),
     ]
 }
 

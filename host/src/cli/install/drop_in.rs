@@ -17,6 +17,7 @@ pub(super) const DISPATCH_ARGS: &str = "dispatch --format claude";
 const TOOL_EVENTS: &[&str] = &[
     "PreToolUse",
     "PermissionRequest",
+    "PreSkillShellCommand",
     "PostToolUse",
     "PostToolUseFailure",
 ];

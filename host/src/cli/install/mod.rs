@@ -32,6 +32,7 @@ const CLAUDE_EVENTS: &[&str] = &[
     "UserPromptSubmit",
     "PreToolUse",
     "PermissionRequest",
+    "PreSkillShellCommand",
     "PostToolUse",
     "PostToolUseFailure",
     "Stop",
