@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod model_verdict;
+pub use model_verdict::{ModelVerdictRule, Refusal};
+
 /// What exit code 2 (or an equivalent blocking error) does on an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit2 {

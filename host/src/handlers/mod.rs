@@ -12,7 +12,9 @@ mod descendants;
 mod exit_code;
 pub mod function;
 pub mod http;
+pub mod model;
 pub mod output;
+pub mod prompt;
 pub mod wasm;
 
 use std::panic::AssertUnwindSafe;
@@ -104,6 +106,8 @@ pub struct Usage {
     pub fuel: Option<u64>,
     /// Peak linear memory in bytes (wasm).
     pub memory_bytes: Option<u64>,
+    /// Model tokens, input and output (prompt hooks).
+    pub tokens: Option<u64>,
 }
 
 /// The result of running one hook once.
@@ -198,12 +202,14 @@ pub struct Handlers {
     /// one-shot `hookhost dispatch` without HTTP hooks should not pay for.
     http: Arc<OnceLock<reqwest::Client>>,
     wasm: Option<Arc<dyn WasmRunner>>,
+    model: Option<Arc<dyn model::ModelClient>>,
 }
 
 impl std::fmt::Debug for Handlers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Handlers")
             .field("wasm", &self.wasm.is_some())
+            .field("model", &self.model.is_some())
             .finish()
     }
 }
@@ -214,7 +220,15 @@ impl Handlers {
         Handlers {
             http: Arc::default(),
             wasm,
+            model: None,
         }
+    }
+
+    /// Answers model hooks whose provider is the embedder's with `client` (and those that
+    /// name none when no `modelProvider` is set).
+    pub fn with_model(mut self, client: Option<Arc<dyn model::ModelClient>>) -> Handlers {
+        self.model = client;
+        self
     }
 
     /// The HTTP client of HTTP hooks: no redirects, no proxy, and TLS with the Mozilla
@@ -338,6 +352,21 @@ impl Handlers {
                 wasm.run(hook, invocation, policy).await
             }
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
+            HandlerSpec::Prompt(spec) => {
+                let wanted = model::Wanted {
+                    provider: spec.provider,
+                    model: spec.model.as_deref(),
+                    managed: hook.origin.kind == crate::config::SourceKind::Managed,
+                };
+                let settings = &policy.settings;
+                let resolved = model::resolve(
+                    wanted,
+                    settings,
+                    || self.http_client(settings).clone(),
+                    self.model.as_ref(),
+                );
+                prompt::run(spec, hook, invocation, resolved).await
+            }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,
                 format!("hookhost does not run `{}` hooks", t.as_str()),

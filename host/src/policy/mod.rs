@@ -27,6 +27,7 @@ mod embedded;
 pub mod env;
 mod hook;
 pub mod limits;
+pub mod models;
 pub mod places;
 mod settings;
 mod spec;
@@ -36,8 +37,8 @@ pub mod urls;
 pub use embedded::FunctionHook;
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
-    CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
-    WasmSpec,
+    CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, PromptSpec,
+    RunMode, Shell, WasmSpec,
 };
 pub use urls::UrlAllowlist;
 
