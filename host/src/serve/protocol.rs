@@ -29,6 +29,9 @@ pub struct Request {
     /// A session to subscribe to instead of dispatching.
     #[serde(default)]
     pub subscribe: Option<String>,
+    /// The client's answer to a `model` request of the daemon (`id` is that request's).
+    #[serde(default, rename = "modelResult")]
+    pub model_result: Option<Value>,
 }
 
 /// A line that is not a valid request: the answer says why, with the request's id when

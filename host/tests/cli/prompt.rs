@@ -391,3 +391,63 @@ fn a_claude_settings_file_with_model_provider_and_prompt_hooks_loads_and_runs() 
     assert_eq!(out["decision"], "deny", "{out} {}", run.stderr);
     assert_eq!(server.requests()[0].body["model"], "claude-sonnet-4-5");
 }
+
+/// Over `hookhost serve`, a hook whose provider is `embedder` asks the client that
+/// dispatched the event: `{"id": "model-N", "model": {…}}`, answered by
+/// `{"id": "model-N", "modelResult": {…}}`; a client that does not answer is a timeout,
+/// and a late or unknown answer is refused.
+#[test]
+fn over_serve_the_dispatching_client_answers_embedder_prompt_hooks() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([prompt_hook(json!({"provider": "embedder", "timeout": 1}))]),
+    ));
+    let daemon = crate::serve::Daemon::start(&env);
+    let mut client = daemon.client();
+    client.request(json!(1), "PreToolUse", bash_input("rm -rf /"));
+    let asked = client.read();
+    let id = asked["id"].clone();
+    assert!(id.as_str().unwrap().starts_with("model-"), "{asked}");
+    let model = &asked["model"];
+    assert!(
+        model["prompt"]
+            .as_str()
+            .unwrap()
+            .contains(r#""command":"rm -rf /""#),
+        "{asked}"
+    );
+    assert_eq!(model["schema"]["required"][0], "ok");
+    let verdict = json!({"ok": false, "reason": "the client says no", "impossible": false});
+    client.send(
+        &json!({"id": id, "modelResult": {"text": verdict.to_string(), "inputTokens": 4, "outputTokens": 2}})
+            .to_string(),
+    );
+    let answer = client.read();
+    assert_eq!(answer["id"], 1, "{answer}");
+    let out = &answer["outcome"];
+    assert_eq!(out["decision"], "deny", "{out}");
+    assert_eq!(out["reason"], "the client says no");
+    assert_eq!(out["hooks"][0]["tokens"], 6);
+
+    // No answer: the hook times out (fail open); the late answer is refused.
+    client.request(json!(2), "PreToolUse", bash_input("ls"));
+    let asked = client.read();
+    let answer = client.read();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(
+        answer["outcome"]["hooks"][0]["status"], "timeout",
+        "{answer}"
+    );
+    assert_eq!(answer["outcome"]["decision"], "none");
+    client.send(&json!({"id": asked["id"], "modelResult": {"text": "{}"}}).to_string());
+    let refused = client.read();
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("no model request"),
+        "{refused}"
+    );
+}

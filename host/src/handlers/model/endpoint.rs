@@ -82,16 +82,19 @@ pub fn resolve(
 
     let wire = match kind {
         ModelProviderKind::Embedder => {
-            let Some(client) = embedder else {
+            // The client that dispatched the event (over `hookhost serve`), else the
+            // program that embeds the host.
+            let Some(client) = super::caller_model().or_else(|| embedder.cloned()) else {
                 return Err(ModelError::new(
                     FailureKind::CannotStart,
-                    "provider `embedder`: this host was built without a model client",
+                    "provider `embedder`: no model client (neither the embedding program \
+                     nor the dispatching client gives one)",
                 ));
             };
             if let Some(ceiling) = ceiling {
                 ceiling.check(kind, None).map_err(refused)?;
             }
-            return Ok(Resolved::new(kind, model, None, client.clone(), budget));
+            return Ok(Resolved::new(kind, model, None, client, budget));
         }
         ModelProviderKind::Anthropic => Wire::Anthropic,
         ModelProviderKind::Openai => Wire::OpenAi,

@@ -29,6 +29,25 @@ pub use endpoint::{DEFAULT_ANTHROPIC_MODEL, Wanted, model_alias, resolve};
 use super::FailureKind;
 use crate::config::schema::ModelProviderKind;
 
+tokio::task_local! {
+    /// The model of the client that dispatched the event being handled (`hookhost
+    /// serve`'s connections), for hooks whose provider is `embedder`.
+    static CALLER_MODEL: Arc<dyn ModelClient>;
+}
+
+/// Runs `future` (a dispatch) with `client` as the caller's model.
+pub async fn with_caller_model<F: std::future::Future>(
+    client: Arc<dyn ModelClient>,
+    future: F,
+) -> F::Output {
+    CALLER_MODEL.scope(client, future).await
+}
+
+/// The caller's model, inside [`with_caller_model`].
+pub fn caller_model() -> Option<Arc<dyn ModelClient>> {
+    CALLER_MODEL.try_with(Arc::clone).ok()
+}
+
 /// Bytes of a model's HTTP answer read at most: the rest is not waited for.
 pub const RESPONSE_LIMIT: usize = 1 << 20;
 
