@@ -203,3 +203,126 @@ pub fn resolve(
         budget,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::schema::{RawCeilings, RawModelCeiling};
+    use crate::policy::UrlAllowlist;
+    use crate::policy::ceiling::Ceilings;
+    use crate::policy::tests_support::settings;
+
+    struct Never;
+    impl ModelClient for Never {
+        fn complete<'a>(
+            &'a self,
+            _: &'a super::super::ModelRequest,
+        ) -> futures_util::future::BoxFuture<'a, Result<super::super::ModelReply, ModelError>>
+        {
+            unreachable!("a refused provider is never asked")
+        }
+    }
+
+    /// Every provider kind, from the config schema itself (a kind added later is in it).
+    fn every_kind() -> Vec<ModelProviderKind> {
+        let schema = serde_json::to_value(schemars::schema_for!(ModelProviderKind)).unwrap();
+        let values = schema["oneOf"]
+            .as_array()
+            .or_else(|| schema["enum"].as_array())
+            .expect("the schema lists the kinds")
+            .iter()
+            .filter_map(|v| v["const"].as_str().or_else(|| v.as_str()))
+            .map(|name| serde_json::from_value(serde_json::json!(name)).unwrap())
+            .collect::<Vec<_>>();
+        assert!(values.len() >= 3, "{schema}");
+        values
+    }
+
+    fn refusal(kind: ModelProviderKind, settings: &Settings) -> String {
+        let wanted = Wanted {
+            provider: Some(kind),
+            model: Some("m"),
+            managed: false,
+        };
+        let embedder: Arc<dyn ModelClient> = Arc::new(Never);
+        match resolve(
+            wanted,
+            settings,
+            || panic!("no client is built for a refused request"),
+            Some(&embedder),
+        ) {
+            Ok(resolved) => panic!("{kind:?} was not refused: {resolved:?}"),
+            Err(e) => {
+                assert_eq!(e.kind, FailureKind::Refused, "{kind:?}: {}", e.message);
+                e.message
+            }
+        }
+    }
+
+    /// The one check every model request passes holds every provider kind: to managed
+    /// `ceilings.models.providers`, and (each kind with an endpoint) to
+    /// `allowedHttpHookUrls` and `ceilings.models.hosts`, before anything is built or sent.
+    #[test]
+    fn every_provider_kind_is_held_to_the_allowlist_and_the_ceilings() {
+        for kind in every_kind() {
+            let others: Vec<_> = every_kind().into_iter().filter(|k| *k != kind).collect();
+            let mut s = settings();
+            s.ceilings = Some(
+                Ceilings::new(&RawCeilings {
+                    models: Some(RawModelCeiling {
+                        providers: Some(others),
+                        ..RawModelCeiling::default()
+                    }),
+                    ..RawCeilings::default()
+                })
+                .0,
+            );
+            assert!(refusal(kind, &s).contains("ceilings.models.providers"));
+
+            // No wildcard: a new kind must say whether it has an endpoint.
+            let has_endpoint = match kind {
+                ModelProviderKind::Anthropic | ModelProviderKind::Openai => true,
+                ModelProviderKind::Embedder => false,
+            };
+            if !has_endpoint {
+                continue;
+            }
+            let mut s = settings();
+            s.model_provider = Some(ModelProvider {
+                kind,
+                base_url: Some("https://models.example.invalid".into()),
+                api_key_env: None,
+                default_model: None,
+                origin: "test".into(),
+            });
+            s.allowed_http_hook_urls =
+                Some(UrlAllowlist::new(&["https://api.example.com/*".into()]));
+            assert!(refusal(kind, &s).contains("allowedHttpHookUrls"));
+            s.allowed_http_hook_urls = None;
+            s.ceilings = Some(
+                Ceilings::new(&RawCeilings {
+                    models: Some(RawModelCeiling {
+                        hosts: Some(vec!["api.example.com".into()]),
+                        ..RawModelCeiling::default()
+                    }),
+                    ..RawCeilings::default()
+                })
+                .0,
+            );
+            assert!(refusal(kind, &s).contains("ceilings.models.hosts"));
+        }
+    }
+
+    #[test]
+    fn aliases_name_anthropic_models_only() {
+        assert_eq!(
+            model_alias(ModelProviderKind::Anthropic, "haiku"),
+            DEFAULT_ANTHROPIC_MODEL
+        );
+        assert_eq!(
+            model_alias(ModelProviderKind::Anthropic, "sonnet"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(model_alias(ModelProviderKind::Openai, "haiku"), "haiku");
+    }
+}
