@@ -233,6 +233,75 @@ mod tests {
         assert_eq!(substitute(r"a\b $HOME", "x"), "a\\b $HOME\n\nx");
     }
 
+    /// §1.10 of the hooks reference, row by row: what `ok: false` does, without and with
+    /// `continueOnBlock`, and `impossible` on the stop events.
+    #[test]
+    fn refusals_do_what_claude_code_does_on_each_event() {
+        use crate::event::EventCatalogue;
+        let catalogue = EventCatalogue::default();
+        let no = |impossible: bool| ModelVerdict {
+            ok: false,
+            reason: Some("why".into()),
+            impossible: Some(impossible),
+        };
+        // (event, continueOnBlock, impossible) → (blocks, ends the turn)
+        let rows: &[(&str, bool, bool, bool, bool)] = &[
+            ("PreToolUse", false, false, true, true),
+            ("PreToolUse", true, false, true, false),
+            ("PostToolUse", false, false, true, true),
+            ("PostToolUse", true, false, true, false),
+            ("PostToolBatch", true, false, true, true),
+            ("UserPromptSubmit", false, false, true, true),
+            ("UserPromptExpansion", true, false, true, true),
+            ("Stop", false, false, true, false),
+            ("Stop", false, true, false, false),
+            ("SubagentStop", true, true, false, false),
+            ("PostToolUseFailure", false, false, true, false),
+            ("TaskCreated", false, false, true, false),
+            ("TaskCompleted", false, false, true, false),
+            ("TeammateIdle", false, false, true, true),
+            ("TeammateIdle", true, false, true, false),
+            ("PermissionRequest", false, false, false, false),
+            ("PermissionDenied", true, false, false, false),
+            // `impossible` is for the stop events only.
+            ("PreToolUse", true, true, true, false),
+            ("SessionStart", false, false, false, false),
+            ("Notification", false, false, false, false),
+        ];
+        for &(event, continue_on_block, impossible, blocks, ends) in rows {
+            let spec = catalogue.get(event).unwrap().clone();
+            let invocation = Invocation::new(spec, json!({}), std::path::Path::new("/p")).unwrap();
+            let prompt = PromptSpec {
+                prompt: "p".into(),
+                model: None,
+                provider: None,
+                continue_on_block,
+            };
+            let answer = answer(&no(impossible), &prompt, &invocation);
+            let row =
+                format!("{event} continueOnBlock={continue_on_block} impossible={impossible}");
+            assert_eq!(answer.blocking_error.is_some(), blocks, "{row}");
+            assert_eq!(answer.output.continue_ == Some(false), ends, "{row}");
+            if blocks {
+                assert_eq!(answer.blocking_error.as_deref(), Some("why"), "{row}");
+            }
+        }
+        let yes = ModelVerdict {
+            ok: true,
+            reason: None,
+            impossible: None,
+        };
+        let spec = catalogue.get("PreToolUse").unwrap().clone();
+        let invocation = Invocation::new(spec, json!({}), std::path::Path::new("/p")).unwrap();
+        let prompt = PromptSpec {
+            prompt: "p".into(),
+            model: None,
+            provider: None,
+            continue_on_block: false,
+        };
+        assert_eq!(answer(&yes, &prompt, &invocation), Answer::default());
+    }
+
     #[test]
     fn verdicts_parse_strictly() {
         assert_eq!(
