@@ -303,12 +303,10 @@ fn an_endpoint_outside_the_allowlists_is_not_contacted() {
     let out = dispatch_with(&env, &server, "PreToolUse", &bash_input("ls")).json();
     let report = &out["hooks"][0];
     assert_eq!(report["failure"], "refused", "{report}");
+    let message = report["message"].as_str().unwrap();
     assert!(
-        report["message"]
-            .as_str()
-            .unwrap()
-            .contains("allowedHttpHookUrls"),
-        "{report}"
+        message.contains("allowedHttpHookUrls") && message.contains("from ANTHROPIC_BASE_URL"),
+        "the refusal names the setting and where the endpoint came from: {report}"
     );
     assert_eq!(server.requests().len(), 0, "nothing was sent");
 

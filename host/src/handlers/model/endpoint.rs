@@ -118,7 +118,7 @@ pub fn resolve(
         Some(base) => (base, config.map_or_else(String::new, |c| c.origin.clone())),
         None => match base_env.and_then(|v| v.into_string().ok()) {
             Some(base) => (base, base_var.to_string()),
-            None => (default_base.to_string(), String::new()),
+            None => (default_base.to_string(), "the provider's own".to_string()),
         },
     };
     let target = wire.endpoint(&base);
@@ -148,12 +148,14 @@ pub fn resolve(
     {
         let patterns: Vec<&str> = allowlist.patterns().collect();
         return Err(refused(format!(
-            "model endpoint `{target}` is not in `allowedHttpHookUrls` {patterns:?} ({why}); \
-             not contacted"
+            "model endpoint `{target}` (from {origin}) is not in `allowedHttpHookUrls` \
+             {patterns:?} ({why}); not contacted"
         )));
     }
     if let Some(ceiling) = ceiling {
-        ceiling.check(kind, Some(&url)).map_err(refused)?;
+        ceiling
+            .check(kind, Some(&url))
+            .map_err(|e| refused(format!("model endpoint (from {origin}): {e}")))?;
     }
     let key_var = config
         .and_then(|c| c.api_key_env.clone())
