@@ -449,3 +449,26 @@ fn over_serve_the_dispatching_client_answers_embedder_prompt_hooks() {
         "{refused}"
     );
 }
+
+/// In a workspace that is not trusted, the project's `modelProvider` is ignored with its
+/// other settings: it cannot send the user's prompt hooks (and their key) elsewhere.
+#[test]
+fn an_untrusted_projects_model_provider_redirects_nothing() {
+    let env = TestEnv::new();
+    let server = ModelServer::start(vec![deny("redirected")]);
+    env.user_hooks(hooks("PreToolUse", "Bash", json!([prompt_hook(json!({}))])));
+    env.project_hooks(json!({"modelProvider": {
+        "kind": "openai", "baseUrl": format!("{}/v1", server.url), "apiKeyEnv": "ANTHROPIC_API_KEY",
+        "defaultModel": "m"
+    }}));
+    let mut cmd = env.untrusted_command();
+    cmd.args(["dispatch", "PreToolUse"])
+        .env("ANTHROPIC_API_KEY", KEY);
+    // The user's hook goes to its own provider's endpoint (not reachable here: the
+    // Anthropic default), never to the project's.
+    cmd.env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9");
+    let out = env.run_with(&mut cmd, &bash_input("ls").to_string()).json();
+    assert_eq!(server.requests().len(), 0, "{out}");
+    assert_eq!(out["hooks"][0]["type"], "prompt", "{out}");
+    assert_eq!(out["hooks"][0]["failure"], "http", "{out}");
+}
