@@ -18,6 +18,8 @@ use serde_json::Value;
 
 mod keys;
 mod sets;
+mod model_verdict;
+pub use model_verdict::{ModelVerdictRule, Refusal};
 
 /// What exit code 2 (or an equivalent blocking error) does on an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -98,6 +98,7 @@ pub struct HostBuilder {
     launcher: AsyncLauncher,
     session_files: Option<PathBuf>,
     wasm: Option<Arc<dyn WasmRunner>>,
+    model: Option<Arc<dyn handlers::model::ModelClient>>,
     functions: Vec<policy::FunctionHook>,
     trust: WorkspaceTrust,
     audit: Option<PathBuf>,
@@ -129,6 +130,7 @@ impl HostBuilder {
             launcher: AsyncLauncher::InProcess,
             session_files: None,
             wasm: None,
+            model: None,
             functions: Vec::new(),
             trust: WorkspaceTrust::Untrusted,
             audit: None,
@@ -262,6 +264,14 @@ impl HostBuilder {
         self
     }
 
+    /// Answers model hooks (`prompt`) with the embedder's own model: those whose
+    /// `provider` is `embedder`, and those that name none when no `modelProvider` is set.
+    /// Managed `ceilings.models` (providers, token budget) still apply.
+    pub fn model_client(mut self, client: Arc<dyn handlers::model::ModelClient>) -> HostBuilder {
+        self.model = Some(client);
+        self
+    }
+
     /// Runs wasm hooks with `runner` (default: a [`handlers::wasm::WasmRuntime`] with the
     /// compile cache in `HOOKHOST_CACHE_DIR` or the user's cache directory).
     pub fn wasm_runner(mut self, runner: Arc<dyn WasmRunner>) -> HostBuilder {
@@ -352,7 +362,7 @@ impl HostBuilder {
         let audit = policy.settings.audit_log.clone().or(self.audit);
         let dispatcher = Dispatcher::new(
             policy.clone(),
-            Handlers::new(Some(wasm)),
+            Handlers::new(Some(wasm)).with_model(self.model),
             sessions,
             self.launcher,
             self.session_files,

@@ -212,3 +212,61 @@ async fn an_invalid_function_hook_is_a_policy_error_not_a_crash() {
         "{errors:?}"
     );
 }
+
+/// The embedder's own model answers prompt hooks (no key, no endpoint): it gets the
+/// prompt with the input JSON and the verdict schema, and its token counts reach the
+/// report.
+#[tokio::test]
+async fn an_embedders_model_client_answers_prompt_hooks() {
+    use hookhost::handlers::model::{ModelClient, ModelError, ModelReply, ModelRequest};
+
+    struct Judge(std::sync::Mutex<Vec<ModelRequest>>);
+    impl ModelClient for Judge {
+        fn complete<'a>(
+            &'a self,
+            request: &'a ModelRequest,
+        ) -> futures_util::future::BoxFuture<'a, Result<ModelReply, ModelError>> {
+            self.0.lock().unwrap().push(request.clone());
+            let ok = !request.prompt.contains("--force");
+            Box::pin(async move {
+                Ok(ModelReply {
+                    text: json!({"ok": ok, "reason": "no force-push", "impossible": false})
+                        .to_string(),
+                    input_tokens: 3,
+                    output_tokens: 2,
+                })
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let judge = Arc::new(Judge(std::sync::Mutex::default()));
+    let host = HostBuilder::new(dir.path())
+        .settings(
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "prompt", "id": "judge", "prompt": "Judge $ARGUMENTS", "continueOnBlock": true}
+            ]}]}}"#,
+        )
+        .model_client(judge.clone())
+        .build();
+    let out = host
+        .dispatch("PreToolUse", bash("git push --force"))
+        .await
+        .unwrap();
+    assert_eq!(out.decision, Decision::Deny, "{out:?}");
+    assert_eq!(out.reason.as_deref(), Some("no force-push"));
+    assert_eq!(out.hooks[0].tokens, Some(5));
+    let out = host
+        .dispatch("PreToolUse", bash("git status"))
+        .await
+        .unwrap();
+    assert_eq!(out.decision, Decision::None, "{out:?}");
+    let asked = judge.0.lock().unwrap();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked[0].prompt.starts_with("Judge {"),
+        "{}",
+        asked[0].prompt
+    );
+    assert_eq!(asked[0].model, None, "the embedder's own default model");
+    assert_eq!(asked[0].schema.as_ref().unwrap()["required"][0], "ok");
+}

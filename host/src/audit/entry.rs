@@ -64,6 +64,8 @@ struct HookLine<'a> {
     exit_code: Option<i32>,
     fuel: Option<u64>,
     memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tokens: Option<u64>,
     message: Option<Message<'a>>,
 }
 
@@ -122,6 +124,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
                 exit_code: h.exit_code,
                 fuel: h.fuel,
                 memory_bytes: h.memory_bytes,
+                tokens: h.tokens,
                 message: h.message.as_deref().map(|message| {
                     messages = messages.saturating_add(message.len().min(VALUE_CAP * 4));
                     if messages > MESSAGES_BUDGET {

@@ -36,7 +36,7 @@ pub enum HandlerType {
     Wasm,
     /// Claude Code's MCP tool hook (accepted so settings files load; not run).
     McpTool,
-    /// Claude Code's prompt hook (accepted so settings files load; not run).
+    /// Claude Code's prompt hook: one model judgement, `{ok, reason, impossible}`.
     Prompt,
     /// Claude Code's agent hook (accepted so settings files load; not run).
     Agent,
@@ -185,9 +185,73 @@ pub struct RawHandler {
     /// `prompt` / `agent`: the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// `prompt`: who answers (default: `modelProvider`, else the embedder's model, else
+    /// Anthropic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ModelProviderKind>,
     /// `prompt`: keep the turn going on a block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continue_on_block: Option<bool>,
+}
+
+/// A model provider: who answers `prompt` hooks.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ModelProviderKind {
+    /// The Anthropic Messages API (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
+    Anthropic,
+    /// An OpenAI-compatible chat-completions endpoint (`OPENAI_API_KEY`,
+    /// `OPENAI_BASE_URL`: OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio).
+    Openai,
+    /// The model of the program that embeds hookhost (`HostBuilder::model_client`).
+    Embedder,
+}
+
+impl ModelProviderKind {
+    /// The name used in config and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelProviderKind::Anthropic => "anthropic",
+            ModelProviderKind::Openai => "openai",
+            ModelProviderKind::Embedder => "embedder",
+        }
+    }
+}
+
+/// `modelProvider`: the provider of `prompt` hooks that name none. The API key is read
+/// from the environment only (`apiKeyEnv`), never from a file.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawModelProvider {
+    /// `anthropic`, `openai` or `embedder`.
+    pub kind: ModelProviderKind,
+    /// The API's base URL (`https://api.anthropic.com`, `http://localhost:11434/v1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default `ANTHROPIC_API_KEY` /
+    /// `OPENAI_API_KEY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// The model of hooks that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+}
+
+/// `ceilings.models` in managed policy: which providers and hosts model hooks may use,
+/// and how many tokens one hook may spend on one event.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawModelCeiling {
+    /// Providers that may be used (absent: any).
+    #[serde(default)]
+    pub providers: Option<Vec<ModelProviderKind>>,
+    /// Host patterns (`api.anthropic.com`, `127.0.0.1:11434`, `*.example.com`) a
+    /// provider's endpoint must fall within (absent: any).
+    #[serde(default)]
+    pub hosts: Option<Vec<String>>,
+    /// Tokens (input + output) one hook may spend on one event.
+    #[serde(default)]
+    pub tokens_per_event: Option<u64>,
 }
 
 /// Capability grants of a wasm hook. Each is live only if the plugin also declares it.
@@ -277,6 +341,8 @@ pub struct RawSettings {
     pub env_allowlist: Option<Vec<String>>,
     /// `stopBlockCap`: consecutive Stop blocks before the block is overridden.
     pub stop_block_cap: Option<u32>,
+    /// `modelProvider`: who answers `prompt` hooks.
+    pub model_provider: Option<RawModelProvider>,
     /// Managed-only settings (allowlist, ceilings, workspace trust); see [`RawManaged`].
     pub managed: RawManaged,
 }
@@ -396,6 +462,9 @@ pub struct RawCeilings {
     /// Handler types each non-managed source may use.
     #[serde(default)]
     pub handler_types: Option<RawHandlerTypes>,
+    /// Model providers, hosts and token budget of model hooks.
+    #[serde(default)]
+    pub models: Option<RawModelCeiling>,
 }
 
 /// A directory ceiling.
@@ -466,6 +535,9 @@ pub struct SettingsFile {
     /// Consecutive Stop blocks before the block is overridden.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_block_cap: Option<u32>,
+    /// Who answers `prompt` hooks that name no provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<RawModelProvider>,
 }
 
 /// The JSON Schema (draft 2020-12) of a hookhost settings file, generated from the config

@@ -113,6 +113,13 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "config": w.config,
         }),
         HandlerSpec::Function(_) => json!({"type": "function"}),
+        HandlerSpec::Prompt(p) => json!({
+            "type": "prompt",
+            "prompt": p.prompt,
+            "model": p.model,
+            "provider": p.provider,
+            "continueOnBlock": p.continue_on_block,
+        }),
         HandlerSpec::Unsupported(t) => json!({"type": t.as_str()}),
     };
     let workspace = matches!(hook.origin.kind, SourceKind::Project | SourceKind::Local);

@@ -143,7 +143,8 @@ pub async fn run(
     }
 }
 
-fn without_url(e: reqwest::Error) -> String {
+/// A reqwest error's text with its causes, without the URL (which the caller names).
+pub(crate) fn without_url(e: reqwest::Error) -> String {
     let e = e.without_url();
     let mut message = e.to_string();
     let mut source = std::error::Error::source(&e);

@@ -12,7 +12,9 @@ mod descendants;
 mod exit_code;
 pub mod function;
 pub mod http;
+pub mod model;
 pub mod output;
+pub mod prompt;
 pub mod wasm;
 
 use std::panic::AssertUnwindSafe;
@@ -105,6 +107,8 @@ pub struct Usage {
     pub fuel: Option<u64>,
     /// Peak linear memory in bytes (wasm).
     pub memory_bytes: Option<u64>,
+    /// Model tokens, input and output (prompt hooks).
+    pub tokens: Option<u64>,
 }
 
 /// The result of running one hook once.
@@ -199,12 +203,14 @@ pub struct Handlers {
     /// one-shot `hookhost dispatch` without HTTP hooks should not pay for.
     http: Arc<OnceLock<reqwest::Client>>,
     wasm: Option<Arc<dyn WasmRunner>>,
+    model: Option<Arc<dyn model::ModelClient>>,
 }
 
 impl std::fmt::Debug for Handlers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Handlers")
             .field("wasm", &self.wasm.is_some())
+            .field("model", &self.model.is_some())
             .finish()
     }
 }
@@ -215,7 +221,15 @@ impl Handlers {
         Handlers {
             http: Arc::default(),
             wasm,
+            model: None,
         }
+    }
+
+    /// Answers model hooks whose provider is the embedder's with `client` (and those that
+    /// name none when no `modelProvider` is set).
+    pub fn with_model(mut self, client: Option<Arc<dyn model::ModelClient>>) -> Handlers {
+        self.model = client;
+        self
     }
 
     /// The HTTP client of HTTP hooks: no redirects, no proxy, and TLS with the Mozilla
@@ -341,14 +355,14 @@ impl Handlers {
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
             // A `prompt` or `agent` hook on a refuse-only event counts as a block
             // (Claude Code 2.1.332, PreSkillShellCommand).
-            HandlerSpec::Unsupported(t @ (HandlerType::Prompt | HandlerType::Agent))
+            HandlerSpec::Prompt(_) | HandlerSpec::Unsupported(HandlerType::Agent)
                 if invocation.spec.refuses_only() =>
             {
                 HandlerRun {
                     verdict: Verdict::Answer(Answer {
                         blocking_error: Some(format!(
                             "{} hooks don't run on {}; counted as a block",
-                            t.as_str(),
+                            hook.handler.type_name(),
                             invocation.spec.name
                         )),
                         ..Answer::default()
@@ -358,6 +372,21 @@ impl Handlers {
                     usage: Usage::default(),
                     diagnostics: None,
                 }
+            }
+            HandlerSpec::Prompt(spec) => {
+                let wanted = model::Wanted {
+                    provider: spec.provider,
+                    model: spec.model.as_deref(),
+                    managed: hook.origin.kind == crate::config::SourceKind::Managed,
+                };
+                let settings = &policy.settings;
+                let resolved = model::resolve(
+                    wanted,
+                    settings,
+                    || self.http_client(settings).clone(),
+                    self.model.as_ref(),
+                );
+                prompt::run(spec, hook, invocation, resolved).await
             }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,

@@ -112,6 +112,9 @@ pub struct HookReport {
     pub fuel: Option<u64>,
     /// Peak memory in bytes (wasm).
     pub memory_bytes: Option<u64>,
+    /// Model tokens spent, input and output (prompt hooks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
     /// The class of its failure (`cannotStart`: no process, descriptor, socket, thread
     /// or instance could be created for it, `timeout`, `exitCode`, …); absent unless it
     /// failed.

@@ -17,6 +17,7 @@ pub fn report(executed: &Executed) -> HookReport {
         duration_ms: None,
         fuel: None,
         memory_bytes: None,
+        tokens: None,
         failure: None,
         message: None,
         diagnostics: None,
@@ -32,6 +33,7 @@ pub fn report(executed: &Executed) -> HookReport {
             report.duration_ms = Some((run.duration.as_secs_f64() * 1e6).round() / 1e3);
             report.fuel = run.usage.fuel;
             report.memory_bytes = run.usage.memory_bytes;
+            report.tokens = run.usage.tokens;
             report.diagnostics = run.diagnostics.clone();
             if let Verdict::Failed(Failure { kind, message }) = &run.verdict {
                 report.status = if *kind == FailureKind::Timeout {

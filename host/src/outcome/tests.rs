@@ -300,6 +300,7 @@ fn the_whole_outcome_is_bounded() {
             duration_ms: None,
             fuel: None,
             memory_bytes: None,
+            tokens: None,
             failure: None,
             message: Some(text.clone()),
             diagnostics: Some(text.clone()),

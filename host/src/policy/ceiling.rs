@@ -25,6 +25,7 @@ pub struct Ceilings {
     memory_bytes: Option<u64>,
     timeout: Option<f64>,
     handler_types: RawHandlerTypes,
+    models: Option<super::models::ModelCeiling>,
 }
 
 fn mode_name(mode: DirMode) -> &'static str {
@@ -90,8 +91,17 @@ impl Ceilings {
                 .or(raw.memory_mb.map(|mb| mb.saturating_mul(1 << 20))),
             timeout,
             handler_types: raw.handler_types.clone().unwrap_or_default(),
+            models: raw
+                .models
+                .as_ref()
+                .map(|m| super::models::ModelCeiling::new(m, &mut errors)),
         };
         (ceilings, errors)
+    }
+
+    /// `ceilings.models`, when managed policy sets it.
+    pub fn models(&self) -> Option<&super::models::ModelCeiling> {
+        self.models.as_ref()
     }
 
     /// Why a hook of type `kind` from `source` may not run, if managed policy restricts
@@ -158,6 +168,13 @@ impl Ceilings {
                 }
                 _ => {}
             }
+        }
+        if let (HandlerSpec::Prompt(prompt), Some(models)) = (&hook.handler, &self.models)
+            && let Some(kind) = prompt.provider
+        {
+            models
+                .check(kind, None)
+                .map_err(|e| format!("`provider`: {e}"))?;
         }
         let HandlerSpec::Wasm(spec) = &mut hook.handler else {
             return Ok(());

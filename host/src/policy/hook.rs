@@ -11,7 +11,8 @@ use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
 use super::spec::{
-    CommandSpec, HandlerSpec, Hook, HttpSpec, RunMode, Shell, WasmSpec, is_framing_header,
+    CommandSpec, HandlerSpec, Hook, HttpSpec, PromptSpec, RunMode, Shell, WasmSpec,
+    is_framing_header,
 };
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
@@ -25,17 +26,19 @@ const WASM_FIELDS: &[&str] = &[
     "instance",
     "config",
 ];
+const PROMPT_FIELDS: &[&str] = &["prompt", "model", "provider", "continueOnBlock"];
 const CLAUDE_ONLY_FIELDS: &[&str] = &[
     "server",
     "tool",
     "input",
     "prompt",
     "model",
+    "provider",
     "continueOnBlock",
 ];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 18] = [
+    let checks: [(&'static str, bool); 20] = [
         ("widens", raw.widens.is_some()),
         ("command", raw.command.is_some()),
         ("args", raw.args.is_some()),
@@ -54,6 +57,8 @@ fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
         ("input", raw.input.is_some()),
         ("prompt", raw.prompt.is_some()),
         ("model", raw.model.is_some()),
+        ("provider", raw.provider.is_some()),
+        ("continueOnBlock", raw.continue_on_block.is_some()),
     ];
     checks
         .iter()
@@ -85,7 +90,8 @@ pub(super) fn build(
         HandlerType::Command => COMMAND_FIELDS,
         HandlerType::Http => HTTP_FIELDS,
         HandlerType::Wasm => WASM_FIELDS,
-        HandlerType::McpTool | HandlerType::Prompt | HandlerType::Agent => CLAUDE_ONLY_FIELDS,
+        HandlerType::Prompt => PROMPT_FIELDS,
+        HandlerType::McpTool | HandlerType::Agent => CLAUDE_ONLY_FIELDS,
     };
     if let Some(field) = present_fields(raw)
         .into_iter()
@@ -188,6 +194,18 @@ pub(super) fn build(
                 config: raw.config.clone(),
             })
         }
+        HandlerType::Prompt => {
+            let prompt = required(&raw.prompt, "prompt", raw.kind)?;
+            if raw.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+                return Err("`model` is empty".into());
+            }
+            HandlerSpec::Prompt(PromptSpec {
+                prompt,
+                model: raw.model.clone(),
+                provider: raw.provider,
+                continue_on_block: raw.continue_on_block.unwrap_or(false),
+            })
+        }
         other => HandlerSpec::Unsupported(other),
     };
 
@@ -200,8 +218,15 @@ pub(super) fn build(
         }
         (a, b) => a.or(b),
     };
+    let model_hook = matches!(handler, HandlerSpec::Prompt(_));
     let timeout = match timeout_secs {
+        // Claude Code: 30 s for prompt hooks (never above the event's own default, so
+        // that SessionEnd keeps its short budget), and a floor of 1 s.
+        None if model_hook => spec.default_timeout.min(Duration::from_secs(30)),
         None => spec.default_timeout,
+        Some(secs) if model_hook && secs.is_finite() && secs > 0.0 && secs < 1.0 => {
+            Duration::from_secs(1)
+        }
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
             Duration::from_secs_f64(secs)
         }
@@ -229,6 +254,14 @@ pub(super) fn build(
     };
 
     let mode = match (raw.run_async, raw.async_rewake) {
+        _ if model_hook && (raw.run_async.is_some() || raw.async_rewake.is_some()) => {
+            warn(
+                "async",
+                "prompt hooks always run in the foreground (as in Claude Code); `async` ignored"
+                    .into(),
+            );
+            RunMode::Sync
+        }
         (_, Some(true)) => RunMode::AsyncRewake,
         (Some(true), _) => RunMode::Async,
         _ => RunMode::Sync,

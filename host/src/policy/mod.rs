@@ -29,6 +29,7 @@ pub mod env;
 mod guard_entries;
 mod hook;
 pub mod limits;
+pub mod models;
 pub mod places;
 mod settings;
 mod spec;
@@ -40,7 +41,7 @@ pub use embedded::FunctionHook;
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
     CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook,
-    HttpSpec, RunMode, Shell, WasmSpec, is_framing_header,
+    HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
 };
 pub use urls::UrlAllowlist;
 

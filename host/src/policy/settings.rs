@@ -53,6 +53,8 @@ pub struct Settings {
     pub managed_broken: Option<String>,
     /// Managed `httpHookCaFile`: certificates HTTP hooks trust besides the system's.
     pub http_hook_ca_file: Option<PathBuf>,
+    /// `modelProvider` of the first layer that sets one.
+    pub model_provider: Option<super::models::ModelProvider>,
 }
 
 impl Settings {
@@ -88,6 +90,7 @@ pub(super) fn sets_settings(s: &RawSettings) -> bool {
         || s.http_hook_allowed_env_vars.is_some()
         || s.env_allowlist.is_some()
         || s.stop_block_cap.is_some()
+        || s.model_provider.is_some()
 }
 
 /// Managed `trustedWorkspaces` (union), `forbidWorkspaceTrust` and
@@ -156,7 +159,8 @@ fn managed_governance(
                 memory_mb,
                 memory_bytes,
                 timeout,
-                handler_types
+                handler_types,
+                models
             );
         }
     }
@@ -306,5 +310,6 @@ pub(super) fn merge_settings(
             .filter(managed)
             .find_map(|l| l.settings.managed.http_hook_ca_file.as_deref())
             .map(PathBuf::from),
+        model_provider: super::models::provider_of(layers, errors),
     }
 }

@@ -10,7 +10,9 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::config::Origin;
-use crate::config::schema::{HandlerType, InstanceMode, OnFailure, RawCapabilities};
+use crate::config::schema::{
+    HandlerType, InstanceMode, ModelProviderKind, OnFailure, RawCapabilities,
+};
 use crate::matcher::{IfRule, Matcher};
 /// A matcher group: the hooks that share a matcher.
 #[derive(Debug, Clone)]
@@ -100,6 +102,19 @@ pub struct WasmSpec {
     pub config: Option<Value>,
 }
 
+/// A prompt hook: one model judgement (`{ok, reason, impossible}`) of the input.
+#[derive(Debug, Clone)]
+pub struct PromptSpec {
+    /// The prompt; `$ARGUMENTS` is the input JSON (appended when absent), `\$` a `$`.
+    pub prompt: String,
+    /// The model as written (`haiku`, `sonnet` and `opus` are aliases on Anthropic).
+    pub model: Option<String>,
+    /// The provider the hook names, if any.
+    pub provider: Option<ModelProviderKind>,
+    /// On a refusal, feed the reason back and keep the turn going instead of ending it.
+    pub continue_on_block: bool,
+}
+
 /// What runs.
 #[derive(Debug, Clone)]
 pub enum HandlerSpec {
@@ -111,6 +126,8 @@ pub enum HandlerSpec {
     Wasm(WasmSpec),
     /// An in-process function registered by an embedder.
     Function(FunctionSpec),
+    /// A model judgement.
+    Prompt(PromptSpec),
     /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
     Unsupported(HandlerType),
 }
@@ -123,6 +140,7 @@ impl HandlerSpec {
             HandlerSpec::Http(_) => "http",
             HandlerSpec::Wasm(_) => "wasm",
             HandlerSpec::Function(_) => "function",
+            HandlerSpec::Prompt(_) => "prompt",
             HandlerSpec::Unsupported(t) => t.as_str(),
         }
     }
@@ -137,6 +155,10 @@ impl HandlerSpec {
             HandlerSpec::Http(h) => h.url.clone(),
             HandlerSpec::Wasm(w) => w.plugin.display().to_string(),
             HandlerSpec::Function(_) => "(in-process function)".into(),
+            HandlerSpec::Prompt(p) => {
+                let short: String = p.prompt.chars().take(60).collect();
+                format!("prompt: {short}")
+            }
             HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
         }
     }

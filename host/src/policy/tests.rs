@@ -419,3 +419,54 @@ fn wasm_plugins_resolve_against_their_config_file() {
     assert_eq!(w.plugin, Path::new("/cfg/project/plugins/gate.wasm"));
     assert_eq!(w.memory_bytes, Some(2 << 20));
 }
+
+/// Prompt hooks: 30 s by default (never above the event's own default), a floor of 1 s,
+/// `modelProvider` from the first layer that sets one, and an invalid one named by field.
+#[test]
+fn prompt_hooks_get_their_timeouts_and_the_first_model_provider() {
+    let prompt = |event: &str, timeout: &str| {
+        format!(
+            r#"{{"hooks": {{"{event}": [{{"hooks": [{{"type": "prompt", "prompt": "p"{timeout}}}]}}]}},
+                "modelProvider": {{"kind": "openai", "defaultModel": "{event}"}}}}"#
+        )
+    };
+    let timeout_of = |event: &str, timeout: &str| {
+        let p = policy(&[(SourceKind::User, &prompt(event, timeout))]);
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        p.hooks[0].timeout
+    };
+    use std::time::Duration;
+    assert_eq!(timeout_of("Stop", ""), Duration::from_secs(30));
+    assert_eq!(timeout_of("SessionEnd", ""), Duration::from_millis(1500));
+    assert_eq!(
+        timeout_of("Stop", r#", "timeout": 0.2"#),
+        Duration::from_secs(1)
+    );
+    assert_eq!(
+        timeout_of("Stop", r#", "timeout": 90"#),
+        Duration::from_secs(90)
+    );
+
+    let p = policy(&[
+        (SourceKind::Project, &prompt("Stop", "")),
+        (SourceKind::User, &prompt("SessionEnd", "")),
+    ]);
+    let provider = p.settings.model_provider.as_ref().unwrap();
+    assert_eq!(provider.default_model.as_deref(), Some("Stop"));
+    assert!(
+        provider.origin.starts_with("project.json"),
+        "{}",
+        provider.origin
+    );
+
+    let p = policy(&[(
+        SourceKind::User,
+        r#"{"modelProvider": {"kind": "anthropic", "baseUrl": "file:///etc/passwd"}}"#,
+    )]);
+    assert!(p.settings.model_provider.is_none());
+    assert_eq!(
+        p.errors[0].path, "$.modelProvider.baseUrl",
+        "{:?}",
+        p.errors
+    );
+}

@@ -113,6 +113,18 @@ impl Server {
         // Unbounded as a channel, bounded by the permits each queued answer holds.
         let (out, outgoing) = mpsc::unbounded_channel::<Queued>();
         let writer_task = tokio::spawn(write_answers(writer, outgoing, self.shutdown.clone()));
+        // The client's model, for prompt hooks whose provider is `embedder`.
+        let client_model = Arc::new(super::client_model::ClientModel::new({
+            let out = out.clone();
+            move |text| {
+                let queued = Queued {
+                    text,
+                    _slot: None,
+                    _bytes: None,
+                };
+                out.send(queued).is_ok()
+            }
+        }));
         let mut lines =
             FramedRead::with_capacity(reader, RequestLines::new(limits.line), READ_BUFFER);
         let slots = Arc::new(Semaphore::new(limits.in_flight));
@@ -189,6 +201,16 @@ impl Server {
                 }
             };
             drop(line);
+            if let Some(result) = request.model_result.take() {
+                drop(held);
+                if let Err(message) = client_model.deliver(&request.id, result) {
+                    let _ = out.send(small(
+                        json!({"id": request.id, "error": message}).to_string(),
+                        slot,
+                    ));
+                }
+                continue;
+            }
             if let Some(session) = request.subscribe.take() {
                 drop(held);
                 if subscriptions.len() >= limits.subscriptions {
@@ -220,8 +242,10 @@ impl Server {
                 continue;
             }
             let (server, out, bytes) = (self.clone(), out.clone(), bytes.clone());
+            let caller: Arc<dyn crate::handlers::model::ModelClient> = client_model.clone();
             requests.spawn(async move {
-                let text = server.answer_caught(&mut request).await;
+                let answer = server.answer_caught(&mut request);
+                let text = crate::handlers::model::with_caller_model(caller, answer).await;
                 drop(request);
                 drop(held);
                 let held = take(&bytes, text.len(), limits.pending_bytes).await;
@@ -243,6 +267,8 @@ impl Server {
             while requests.join_next().await.is_some() {}
         }
         subscriptions.shutdown().await;
+        // Its sender goes with it, so that the writer sees the end.
+        drop(client_model);
         drop(out);
         if closed_idle {
             // A client that neither writes nor reads does not keep its slot through an

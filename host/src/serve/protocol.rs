@@ -39,6 +39,9 @@ pub struct Request {
     /// The session a `register` is for (absent: every session).
     #[serde(default)]
     pub session: Option<String>,
+    /// The client's answer to a `model` request of the daemon (`id` is that request's).
+    #[serde(default, rename = "modelResult")]
+    pub model_result: Option<Value>,
 }
 
 /// A line that is not a valid request: the answer says why, with the request's id when

@@ -232,7 +232,7 @@ fn a_claude_code_settings_file_is_a_valid_source() {
         "model": "claude-sonnet",
         "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
             {"type": "command", "command": "echo blocked >&2; exit 2", "timeout": 30},
-            {"type": "prompt", "prompt": "is this safe? $ARGUMENTS"}
+            {"type": "agent", "prompt": "is this safe? $ARGUMENTS"}
         ]}]}
     });
     let file = env.write(".claude/settings.json", &settings.to_string());
@@ -252,7 +252,7 @@ fn a_claude_code_settings_file_is_a_valid_source() {
         out["hooks"][1]["message"]
             .as_str()
             .unwrap()
-            .contains("does not run `prompt` hooks")
+            .contains("does not run `agent` hooks")
     );
 }
 

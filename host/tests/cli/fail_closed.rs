@@ -72,7 +72,8 @@ fn every_handler_kind(server: &str) -> Vec<(String, Value)> {
                 T::Http => json!({"type": "http", "url": format!("{server}/allow")}),
                 T::Wasm => json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
                 T::McpTool => json!({"type": "mcp_tool", "server": "s", "tool": "t"}),
-                T::Prompt => json!({"type": "prompt", "prompt": "is this safe?"}),
+                // Against the server's chat-completions answer (`modelProvider` below).
+                T::Prompt => json!({"type": "prompt", "prompt": "is this safe?", "provider": "openai", "model": "m"}),
                 T::Agent => json!({"type": "agent", "prompt": "is this safe?"}),
             };
             let mut hook = hook;
@@ -135,13 +136,23 @@ fn judge(run: &Run, id: &str) -> Option<Seen> {
 
 #[test]
 fn a_hook_that_cannot_start_for_want_of_descriptors_fails_at_once_named_and_blocks() {
-    let server = crate::support::TestServer::start(|_| (200, "{}".into(), Duration::ZERO));
+    let server = crate::support::TestServer::start(|req| {
+        let body = match req.path.ends_with("/chat/completions") {
+            true => json!({"choices": [{"message": {"role": "assistant",
+                "content": r#"{"ok": true, "reason": "", "impossible": false}"#}}]})
+            .to_string(),
+            false => "{}".into(),
+        };
+        (200, body, Duration::ZERO)
+    });
     let env = TestEnv::new();
     let kinds = every_handler_kind(&server.url);
     // One parallel group of every kind: each hook that starts holds descriptors while
     // the next starts, so some limit leaves the later ones none.
     let group: Vec<Value> = kinds.iter().map(|(_, hook)| hook.clone()).collect();
-    env.project_hooks(hooks("PreToolUse", "Bash", Value::Array(group)));
+    let mut config = hooks("PreToolUse", "Bash", Value::Array(group));
+    config["modelProvider"] = json!({"kind": "openai", "baseUrl": format!("{}/v1", server.url)});
+    env.project_hooks(config);
     // The plugin is compiled once, without limits (the cache serves the limited runs).
     let warm = env.run(&["dispatch", "PreToolUse"], &bash_input("ls").to_string());
     assert_eq!(warm.code, 0, "{}", warm.stderr);

@@ -5,6 +5,9 @@ mod support;
 // `SKIPPED: <test>: <why>` for tests whose prerequisite (root, a toolchain) is missing.
 #[path = "../common/skip.rs"]
 mod skip;
+// A loopback model server speaking the Anthropic and OpenAI wire formats.
+#[path = "../common/model_server.rs"]
+mod model_server;
 
 mod answer_bytes;
 mod async_hooks;
@@ -31,6 +34,7 @@ mod merge;
 mod parity;
 mod pipes;
 mod plugin;
+mod prompt;
 mod reload_gate;
 mod schema;
 mod serve;

@@ -222,6 +222,28 @@ pub const VARIABLES: &[Variable] = &[
         Kind::Ignored,
         "removed at start: threads' stacks are not the environment's",
     ),
+    v(
+        "ANTHROPIC_API_KEY",
+        Kind::Passthrough,
+        "the key of prompt hooks on Anthropic (default `apiKeyEnv`); sent only to an endpoint \
+         that passes the URL checks, never logged",
+    ),
+    v(
+        "OPENAI_API_KEY",
+        Kind::Passthrough,
+        "the key of prompt hooks on an OpenAI-compatible endpoint (default `apiKeyEnv`)",
+    ),
+    v(
+        "ANTHROPIC_BASE_URL",
+        Kind::Passthrough,
+        "Anthropic's endpoint for prompt hooks: honoured for a loopback host, or one that \
+         `allowedHttpHookUrls` or `ceilings.models.hosts` names",
+    ),
+    v(
+        "OPENAI_BASE_URL",
+        Kind::Passthrough,
+        "an OpenAI-compatible endpoint for prompt hooks: as ANTHROPIC_BASE_URL",
+    ),
     v("HOOKHOST_LOG", Kind::Passthrough, "log verbosity on stderr"),
     v(
         "RUST_BACKTRACE",

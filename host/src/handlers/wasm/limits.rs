@@ -129,6 +129,7 @@ pub(super) fn finish(
     let usage = Usage {
         fuel,
         memory_bytes: Some(store.data().limiter.peak as u64),
+        tokens: None,
     };
     let refused = store.data().limiter.refused;
     let mut notes = Vec::new();

@@ -1,0 +1,330 @@
+//! [`resolve`]: which provider answers a hook, where, with which key and model, and
+//! whether policy lets it: the one check every model request passes.
+
+use std::sync::Arc;
+
+use super::wire::{HttpModel, Wire};
+use super::{ModelClient, ModelError, Resolved, Secret};
+use crate::config::schema::ModelProviderKind;
+use crate::handlers::FailureKind;
+use crate::policy::Settings;
+use crate::policy::models::ModelProvider;
+
+/// The model of Anthropic prompt hooks that name none: Claude Code's fast model.
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-haiku-4-5";
+
+/// Claude Code's model aliases, on Anthropic: `haiku`, `sonnet`, `opus` → the current
+/// model of that family. Other names pass unchanged.
+pub fn model_alias(kind: ModelProviderKind, model: &str) -> String {
+    match (kind, model) {
+        (ModelProviderKind::Anthropic, "haiku") => DEFAULT_ANTHROPIC_MODEL.into(),
+        (ModelProviderKind::Anthropic, "sonnet") => "claude-sonnet-4-5".into(),
+        (ModelProviderKind::Anthropic, "opus") => "claude-opus-4-1".into(),
+        _ => model.to_string(),
+    }
+}
+
+/// What a hook asks for: its `provider` and `model`, whether it comes from managed
+/// policy (managed ceilings hold the others).
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// The hook's `provider`.
+    pub provider: Option<ModelProviderKind>,
+    /// The hook's `model`.
+    pub model: Option<&'a str>,
+    /// Whether the hook is managed policy's own.
+    pub managed: bool,
+}
+
+/// Chooses and checks the provider of one hook run: the hook's `provider`, else
+/// `modelProvider`, else the embedder's model when there is one, else Anthropic. The
+/// endpoint is `modelProvider.baseUrl` (when that provider is chosen), else the
+/// environment's `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`, else the provider's own; it
+/// must pass `allowedHttpHookUrls` and managed `ceilings.models`. A base URL from the
+/// environment (which a repository can set through Claude Code's project `env` block) is
+/// honoured only for a loopback host or under an allowlist that names it. The key comes
+/// from the environment only (`apiKeyEnv`, default `ANTHROPIC_API_KEY` /
+/// `OPENAI_API_KEY`).
+///
+/// # Errors
+///
+/// Why no request may be sent ([`FailureKind::Refused`]) or none can be
+/// ([`FailureKind::CannotStart`]: no key, no model, no embedder).
+pub fn resolve(
+    wanted: Wanted<'_>,
+    settings: &Settings,
+    http: impl FnOnce() -> reqwest::Client,
+    embedder: Option<&Arc<dyn ModelClient>>,
+) -> Result<Resolved, ModelError> {
+    let configured = settings.model_provider.as_ref();
+    let kind = wanted
+        .provider
+        .or(configured.map(|p| p.kind))
+        .unwrap_or(if embedder.is_some() {
+            ModelProviderKind::Embedder
+        } else {
+            ModelProviderKind::Anthropic
+        });
+    // `modelProvider`'s endpoint, key and default model serve its own kind only.
+    let config: Option<&ModelProvider> = configured.filter(|p| p.kind == kind);
+    let ceiling = settings
+        .ceilings
+        .as_ref()
+        .and_then(|c| c.models())
+        .filter(|_| !wanted.managed);
+    let budget = ceiling.and_then(|c| c.tokens_per_event);
+    let refused = |message: String| ModelError::new(FailureKind::Refused, message);
+    let model = wanted
+        .model
+        .map(str::to_string)
+        .or_else(|| config.and_then(|c| c.default_model.clone()))
+        .map(|m| model_alias(kind, &m));
+
+    let wire = match kind {
+        ModelProviderKind::Embedder => {
+            // The client that dispatched the event (over `hookhost serve`), else the
+            // program that embeds the host.
+            let Some(client) = super::caller_model().or_else(|| embedder.cloned()) else {
+                return Err(ModelError::new(
+                    FailureKind::CannotStart,
+                    "provider `embedder`: no model client (neither the embedding program \
+                     nor the dispatching client gives one)",
+                ));
+            };
+            if let Some(ceiling) = ceiling {
+                ceiling.check(kind, None).map_err(refused)?;
+            }
+            return Ok(Resolved::new(kind, model, None, client, budget));
+        }
+        ModelProviderKind::Anthropic => Wire::Anthropic,
+        ModelProviderKind::Openai => Wire::OpenAi,
+    };
+    // Through the one reader of the environment (`config/env.rs`), each by its name.
+    let (base_var, base_env, key_var, default_base) = match wire {
+        Wire::Anthropic => (
+            "ANTHROPIC_BASE_URL",
+            crate::config::env::var("ANTHROPIC_BASE_URL"),
+            "ANTHROPIC_API_KEY",
+            "https://api.anthropic.com",
+        ),
+        Wire::OpenAi => (
+            "OPENAI_BASE_URL",
+            crate::config::env::var("OPENAI_BASE_URL"),
+            "OPENAI_API_KEY",
+            "https://api.openai.com/v1",
+        ),
+    };
+    let (base, origin) = match config.and_then(|c| c.base_url.clone()) {
+        Some(base) => (base, config.map_or_else(String::new, |c| c.origin.clone())),
+        None => match base_env.and_then(|v| v.into_string().ok()) {
+            Some(base) => (base, base_var.to_string()),
+            None => (default_base.to_string(), "the provider's own".to_string()),
+        },
+    };
+    let target = wire.endpoint(&base);
+    let url = crate::policy::urls::parse_target(&target).map_err(|e| {
+        refused(format!(
+            "model endpoint `{target}` ({origin}) is refused: {e}"
+        ))
+    })?;
+    if origin == base_var {
+        let loopback = url.host().is_some_and(|h| match h {
+            url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+            url::Host::Ipv4(a) => a.is_loopback(),
+            url::Host::Ipv6(a) => a.is_loopback(),
+        });
+        let named =
+            settings.allowed_http_hook_urls.is_some() || ceiling.is_some_and(|c| c.names_hosts());
+        if !loopback && !named {
+            return Err(refused(format!(
+                "`{base_var}` `{base}` is honoured only for a loopback host or under \
+                 `allowedHttpHookUrls` / managed `ceilings.models.hosts` (a repository can \
+                 set it through Claude Code's project `env` block); not contacted"
+            )));
+        }
+    }
+    if let Some(allowlist) = &settings.allowed_http_hook_urls
+        && let Err(why) = allowlist.check(url.as_str())
+    {
+        let patterns: Vec<&str> = allowlist.patterns().collect();
+        return Err(refused(format!(
+            "model endpoint `{target}` (from {origin}) is not in `allowedHttpHookUrls` \
+             {patterns:?} ({why}); not contacted"
+        )));
+    }
+    if let Some(ceiling) = ceiling {
+        ceiling
+            .check(kind, Some(&url))
+            .map_err(|e| refused(format!("model endpoint (from {origin}): {e}")))?;
+    }
+    let key_var = config
+        .and_then(|c| c.api_key_env.clone())
+        .unwrap_or_else(|| key_var.to_string());
+    // A declared variable through its reader; a name `apiKeyEnv` chose is a grant of the
+    // settings to this hook (any name may be granted, as to an HTTP hook's headers).
+    let key = match crate::config::env::declared(&key_var).map(|v| v.kind) {
+        Some(crate::config::env::Kind::Passthrough) => crate::config::env::var(&key_var),
+        Some(_) => {
+            return Err(refused(format!(
+                "`apiKeyEnv` `{key_var}` names a variable hookhost reads for itself"
+            )));
+        }
+        None => crate::config::env::granted(&key_var).filter(|v| !v.is_empty()),
+    }
+    .and_then(|v| v.into_string().ok())
+    .map(Secret::new);
+    if key.is_none() && wire == Wire::Anthropic {
+        return Err(ModelError::new(
+            FailureKind::CannotStart,
+            format!("`{key_var}` is not set: the Anthropic API needs a key"),
+        ));
+    }
+    let model = match (model, wire) {
+        (Some(model), _) => model,
+        (None, Wire::Anthropic) => DEFAULT_ANTHROPIC_MODEL.to_string(),
+        (None, Wire::OpenAi) => {
+            return Err(ModelError::new(
+                FailureKind::CannotStart,
+                "provider `openai` has no model: set the hook's `model` or \
+                 `modelProvider.defaultModel`",
+            ));
+        }
+    };
+    let endpoint = url.to_string();
+    let client = HttpModel {
+        wire,
+        url,
+        key,
+        client: http(),
+    };
+    Ok(Resolved::new(
+        kind,
+        Some(model),
+        Some(endpoint),
+        Arc::new(client),
+        budget,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::schema::{RawCeilings, RawModelCeiling};
+    use crate::policy::UrlAllowlist;
+    use crate::policy::ceiling::Ceilings;
+    use crate::policy::tests_support::settings;
+
+    struct Never;
+    impl ModelClient for Never {
+        fn complete<'a>(
+            &'a self,
+            _: &'a super::super::ModelRequest,
+        ) -> futures_util::future::BoxFuture<'a, Result<super::super::ModelReply, ModelError>>
+        {
+            unreachable!("a refused provider is never asked")
+        }
+    }
+
+    /// Every provider kind, from the config schema itself (a kind added later is in it).
+    fn every_kind() -> Vec<ModelProviderKind> {
+        let schema = serde_json::to_value(schemars::schema_for!(ModelProviderKind)).unwrap();
+        let values = schema["oneOf"]
+            .as_array()
+            .or_else(|| schema["enum"].as_array())
+            .expect("the schema lists the kinds")
+            .iter()
+            .filter_map(|v| v["const"].as_str().or_else(|| v.as_str()))
+            .map(|name| serde_json::from_value(serde_json::json!(name)).unwrap())
+            .collect::<Vec<_>>();
+        assert!(values.len() >= 3, "{schema}");
+        values
+    }
+
+    fn refusal(kind: ModelProviderKind, settings: &Settings) -> String {
+        let wanted = Wanted {
+            provider: Some(kind),
+            model: Some("m"),
+            managed: false,
+        };
+        let embedder: Arc<dyn ModelClient> = Arc::new(Never);
+        match resolve(
+            wanted,
+            settings,
+            || panic!("no client is built for a refused request"),
+            Some(&embedder),
+        ) {
+            Ok(resolved) => panic!("{kind:?} was not refused: {resolved:?}"),
+            Err(e) => {
+                assert_eq!(e.kind, FailureKind::Refused, "{kind:?}: {}", e.message);
+                e.message
+            }
+        }
+    }
+
+    /// The one check every model request passes holds every provider kind: to managed
+    /// `ceilings.models.providers`, and (each kind with an endpoint) to
+    /// `allowedHttpHookUrls` and `ceilings.models.hosts`, before anything is built or sent.
+    #[test]
+    fn every_provider_kind_is_held_to_the_allowlist_and_the_ceilings() {
+        for kind in every_kind() {
+            let others: Vec<_> = every_kind().into_iter().filter(|k| *k != kind).collect();
+            let mut s = settings();
+            s.ceilings = Some(
+                Ceilings::new(&RawCeilings {
+                    models: Some(RawModelCeiling {
+                        providers: Some(others),
+                        ..RawModelCeiling::default()
+                    }),
+                    ..RawCeilings::default()
+                })
+                .0,
+            );
+            assert!(refusal(kind, &s).contains("ceilings.models.providers"));
+
+            // No wildcard: a new kind must say whether it has an endpoint.
+            let has_endpoint = match kind {
+                ModelProviderKind::Anthropic | ModelProviderKind::Openai => true,
+                ModelProviderKind::Embedder => false,
+            };
+            if !has_endpoint {
+                continue;
+            }
+            let mut s = settings();
+            s.model_provider = Some(ModelProvider {
+                kind,
+                base_url: Some("https://models.example.invalid".into()),
+                api_key_env: None,
+                default_model: None,
+                origin: "test".into(),
+            });
+            s.allowed_http_hook_urls =
+                Some(UrlAllowlist::new(&["https://api.example.com/*".into()]));
+            assert!(refusal(kind, &s).contains("allowedHttpHookUrls"));
+            s.allowed_http_hook_urls = None;
+            s.ceilings = Some(
+                Ceilings::new(&RawCeilings {
+                    models: Some(RawModelCeiling {
+                        hosts: Some(vec!["api.example.com".into()]),
+                        ..RawModelCeiling::default()
+                    }),
+                    ..RawCeilings::default()
+                })
+                .0,
+            );
+            assert!(refusal(kind, &s).contains("ceilings.models.hosts"));
+        }
+    }
+
+    #[test]
+    fn aliases_name_anthropic_models_only() {
+        assert_eq!(
+            model_alias(ModelProviderKind::Anthropic, "haiku"),
+            DEFAULT_ANTHROPIC_MODEL
+        );
+        assert_eq!(
+            model_alias(ModelProviderKind::Anthropic, "sonnet"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(model_alias(ModelProviderKind::Openai, "haiku"), "haiku");
+    }
+}

@@ -1,0 +1,226 @@
+//! The model provider layer: one question to a model, one answer, for every handler that
+//! consults one (`prompt` hooks today).
+//!
+//! - [`ModelClient`] is what answers: the Anthropic Messages API and any OpenAI-compatible
+//!   chat-completions endpoint ([`wire`], through the HTTP hooks' reqwest client: no
+//!   proxy, no redirects, the system's and managed policy's roots), or the embedder's own
+//!   model ([`crate::HostBuilder::model_client`]).
+//! - [`resolve`] is **the one place every model request passes** before anything is sent:
+//!   it picks the provider (the hook's `provider`, else `modelProvider`, else the
+//!   embedder's model, else Anthropic), reads the key from the environment only
+//!   ([`crate::config::env`]), and holds the endpoint to `allowedHttpHookUrls` and managed
+//!   `ceilings.models` (providers, hosts, token budget).
+//! - [`Resolved::complete`] meters tokens against the budget and bounds what it reads.
+//!
+//! The key is never logged: it lives in a [`Secret`] whose `Debug` prints nothing, and
+//! goes into a header marked sensitive.
+
+mod endpoint;
+pub mod wire;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+pub use endpoint::{DEFAULT_ANTHROPIC_MODEL, Wanted, model_alias, resolve};
+
+use super::FailureKind;
+use crate::config::schema::ModelProviderKind;
+
+tokio::task_local! {
+    /// The model of the client that dispatched the event being handled (`hookhost
+    /// serve`'s connections), for hooks whose provider is `embedder`.
+    static CALLER_MODEL: Arc<dyn ModelClient>;
+}
+
+/// Runs `future` (a dispatch) with `client` as the caller's model.
+pub async fn with_caller_model<F: std::future::Future>(
+    client: Arc<dyn ModelClient>,
+    future: F,
+) -> F::Output {
+    CALLER_MODEL.scope(client, future).await
+}
+
+/// The caller's model, inside [`with_caller_model`].
+pub fn caller_model() -> Option<Arc<dyn ModelClient>> {
+    CALLER_MODEL.try_with(Arc::clone).ok()
+}
+
+/// Bytes of a model's HTTP answer read at most: the rest is not waited for.
+pub const RESPONSE_LIMIT: usize = 1 << 20;
+
+/// Output tokens asked for one answer (lowered to what the budget has left).
+pub const DEFAULT_MAX_TOKENS: u64 = 1024;
+
+/// One question to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The model (`None`: the provider's default; only the embedder's model has one
+    /// without configuration).
+    pub model: Option<String>,
+    /// The system prompt.
+    pub system: String,
+    /// The user message.
+    pub prompt: String,
+    /// A JSON Schema the answer must fit, asked for as structured output where the wire
+    /// format has it (Anthropic: a forced tool; OpenAI: `response_format`).
+    pub schema: Option<Value>,
+    /// The most output tokens to spend.
+    pub max_tokens: u64,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelReply {
+    /// The answer as text: the forced tool's input as JSON, or the message's text.
+    pub text: String,
+    /// Input tokens the provider counted.
+    pub input_tokens: u64,
+    /// Output tokens the provider counted.
+    pub output_tokens: u64,
+}
+
+/// Why a model gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError {
+    /// The class of failure, as a hook's ([`FailureKind::Http`], `Refused`, `Timeout`,
+    /// `InvalidOutput`, `CannotStart`).
+    pub kind: FailureKind,
+    /// A message naming the provider and endpoint, never the key.
+    pub message: String,
+}
+
+impl ModelError {
+    /// An error of `kind`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> ModelError {
+        ModelError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Something that answers model requests: a provider's API, or an embedder's own model.
+pub trait ModelClient: Send + Sync {
+    /// Answers one request. Timeouts are the caller's (the hook's deadline).
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+}
+
+impl std::fmt::Debug for dyn ModelClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelClient(..)")
+    }
+}
+
+/// An API key: never printed, never logged.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a key.
+    pub fn new(key: String) -> Secret {
+        Secret(key)
+    }
+
+    /// The key, for the one header that carries it.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// A provider chosen and checked for one hook run: what answers, with which model, and
+/// under which token budget.
+pub struct Resolved {
+    /// Which provider.
+    pub kind: ModelProviderKind,
+    /// The model asked for (`None`: the embedder's default).
+    pub model: Option<String>,
+    /// Where requests go (`None` for the embedder's model), for messages.
+    pub endpoint: Option<String>,
+    client: Arc<dyn ModelClient>,
+    budget: Option<u64>,
+    used: AtomicU64,
+}
+
+impl std::fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolved")
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("endpoint", &self.endpoint)
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Resolved {
+    /// A provider for `client` (resolution goes through [`resolve`]; this is its end).
+    pub(crate) fn new(
+        kind: ModelProviderKind,
+        model: Option<String>,
+        endpoint: Option<String>,
+        client: Arc<dyn ModelClient>,
+        budget: Option<u64>,
+    ) -> Resolved {
+        Resolved {
+            kind,
+            model,
+            endpoint,
+            client,
+            budget,
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// Tokens (input + output) spent so far by this run.
+    pub fn tokens_used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// What answers, for messages: `anthropic claude-haiku-4-5 at https://…`.
+    pub fn describe(&self) -> String {
+        let model = self.model.as_deref().unwrap_or("(default model)");
+        match &self.endpoint {
+            Some(url) => format!("{} model `{model}` at {url}", self.kind.as_str()),
+            None => format!("{} model `{model}`", self.kind.as_str()),
+        }
+    }
+
+    /// Asks once, within the token budget: the output tokens asked for are lowered to
+    /// what is left, and a budget already spent refuses without sending.
+    ///
+    /// # Errors
+    ///
+    /// The provider's error, or the budget's.
+    pub async fn complete(&self, mut request: ModelRequest) -> Result<ModelReply, ModelError> {
+        request.model = self.model.clone();
+        if let Some(budget) = self.budget {
+            let left = budget.saturating_sub(self.tokens_used());
+            if left == 0 {
+                return Err(ModelError::new(
+                    FailureKind::Limit,
+                    format!(
+                        "the token budget of {budget} per event (managed \
+                         `ceilings.models.tokensPerEvent`) is spent"
+                    ),
+                ));
+            }
+            request.max_tokens = request.max_tokens.min(left);
+        }
+        let reply = self.client.complete(&request).await?;
+        let spent = reply.input_tokens.saturating_add(reply.output_tokens);
+        self.used.fetch_add(spent, Ordering::Relaxed);
+        Ok(reply)
+    }
+}
