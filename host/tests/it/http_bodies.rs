@@ -1,0 +1,88 @@
+//! Incoming HTTP responses of a wasm plugin are held on the host by bytes, charged to
+//! the plugin's memory limit (`handlers/wasm/held_responses.rs`): hyper's read buffer
+//! and the chunks a response stream hands the guest follow the limit, and a response
+//! that does not fit beside the plugin's linear memory is refused with an error the
+//! plugin reads and a report naming the limit. The plugin is the raw hostile component
+//! (wit-bindgen straight from the WIT, no SDK); the peers send bodies that never end.
+
+use hookhost::outcome::HookStatus;
+use serde_json::json;
+
+use crate::hostile::{raw, raw_still_serves};
+use crate::support::*;
+
+#[path = "../common/stalling.rs"]
+mod stalling;
+use stalling::endless_server;
+
+/// The bytes one resource-table entry may hold under a 4 MiB limit (limit / 256):
+/// hyper's read buffer, and so every chunk, is at most this.
+const ENTRY_BYTES_AT_4_MIB: usize = 16 * 1024;
+
+fn largest_chunk(context: &str) -> usize {
+    context
+        .split("largest chunk ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no largest chunk in {context}"))
+}
+
+/// Endless bodies, chunked and under a `Content-Length`, read by eight held responses:
+/// no chunk the guest gets is larger than what one resource-table entry may hold under
+/// the limit (wasmtime's own sender reads up to about 400 KiB at a time, whatever the
+/// limit), and the host keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_of_endless_bodies_follow_the_memory_limit() {
+    let project = tempfile::tempdir().unwrap();
+    for chunked in [true, false] {
+        let port = endless_server(chunked);
+        let extra = json!({"timeout": 20, "limits": {"memoryMb": 4},
+            "capabilities": {"http": [format!("http://127.0.0.1:{port}")]}});
+        let url = format!("http://127.0.0.1:{port}/x");
+        let outcome = raw(project.path(), "http-hold", &url, 8, extra).await;
+        assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
+        let context = outcome.additional_context.join("");
+        assert!(context.contains("held 8 responses"), "{context}");
+        let largest = largest_chunk(&context);
+        assert!(
+            (1..=ENTRY_BYTES_AT_4_MIB).contains(&largest),
+            "chunked={chunked}: a chunk of {largest} bytes: {context}"
+        );
+    }
+    raw_still_serves(project.path()).await;
+}
+
+/// A plugin that has grown its linear memory to its limit has no room left for a
+/// connection's buffers: its requests are refused at once, the plugin reads an error,
+/// and the report names the target and the memory limit; the hook itself still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_with_no_room_beside_linear_memory_is_refused_naming_the_limit() {
+    let project = tempfile::tempdir().unwrap();
+    let port = endless_server(true);
+    let url = format!("http://127.0.0.1:{port}/x");
+    // `config` given whole, to add `grow`: the requests are made first (their header
+    // maps and bodies are charged), then linear memory grows to the limit.
+    let extra = json!({"timeout": 20, "limits": {"memoryMb": 4},
+        "capabilities": {"http": [format!("http://127.0.0.1:{port}")]},
+        "config": {"attack": "http-hold", "arg": url, "n": 8, "grow": true}});
+    let outcome = raw(project.path(), "http-hold", &url, 8, extra).await;
+    let report = only_report(&outcome);
+    assert_eq!(report.status, HookStatus::Ok, "{outcome:#?}");
+    let context = outcome.additional_context.join("");
+    let refused = context
+        .matches("memory limit of 4194304 bytes reached")
+        .count();
+    assert!(refused >= 1, "{context}");
+    let diagnostics = report.diagnostics.clone().unwrap_or_default();
+    assert_eq!(
+        diagnostics
+            .matches(&format!(
+                "http: request to http://127.0.0.1:{port} refused: memory limit of 4194304 bytes (4 MiB) reached"
+            ))
+            .count(),
+        refused,
+        "{diagnostics}"
+    );
+    raw_still_serves(project.path()).await;
+}
