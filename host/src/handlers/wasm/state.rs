@@ -441,6 +441,8 @@ pub struct State {
     pub fs_refused: Vec<String>,
     /// Refusals beyond those kept.
     pub fs_refused_more: usize,
+    /// Git directories found for the current call ([`super::guest_fs::GitDirs`]).
+    pub git_dirs: super::guest_fs::GitDirs,
     /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
     pub field_bytes: super::held::FieldBytes,
     /// Bytes of wasi-http outgoing bodies charged to the memory limit
@@ -481,6 +483,7 @@ impl State {
             places,
             fs_refused: Vec::new(),
             fs_refused_more: 0,
+            git_dirs: Default::default(),
             field_bytes: Default::default(),
             body_bytes: Default::default(),
             entry_bytes,
