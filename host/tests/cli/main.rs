@@ -5,9 +5,6 @@ mod support;
 // `SKIPPED: <test>: <why>` for tests whose prerequisite (root, a toolchain) is missing.
 #[path = "../common/skip.rs"]
 mod skip;
-// Loopback peers that stall or never end.
-#[path = "../common/stalling.rs"]
-mod stalling;
 
 mod answer_bytes;
 mod async_hooks;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 #[path = "../common/stalling.rs"]
-mod stalling;
+pub(crate) mod stalling;
 use stalling::stalling_server;
 
 /// Runs the hostile plugin once in `mode` on PreToolUse.

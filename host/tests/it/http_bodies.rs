@@ -11,9 +11,7 @@ use serde_json::json;
 use crate::hostile::{raw, raw_still_serves};
 use crate::support::*;
 
-#[path = "../common/stalling.rs"]
-mod stalling;
-use stalling::endless_server;
+use crate::hostile::stalling::endless_server;
 
 /// The bytes one resource-table entry may hold under a 4 MiB limit (limit / 256):
 /// hyper's read buffer, and so every chunk, is at most this.
@@ -84,5 +82,49 @@ async fn a_response_with_no_room_beside_linear_memory_is_refused_naming_the_limi
         refused,
         "{diagnostics}"
     );
+    raw_still_serves(project.path()).await;
+}
+
+/// A loopback server answering a chunked body of five bytes followed by `trailer_bytes`
+/// of trailers (one field per KiB). Returns its port.
+fn trailers_server(trailer_bytes: usize) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let mut answer =
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"
+                    .to_vec();
+            for i in 0..trailer_bytes / 1024 {
+                answer.extend_from_slice(format!("x-t{i}: {}\r\n", "v".repeat(1000)).as_bytes());
+            }
+            answer.extend_from_slice(b"\r\n");
+            let _ = stream.write_all(&answer);
+        }
+    });
+    port
+}
+
+/// Trailers: a few KiB arrive after the body as usual; a megabyte of them is cut off by
+/// hyper's trailer limit (16 KiB) with an error the plugin reads, not buffered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trailers_are_bounded() {
+    let project = tempfile::tempdir().unwrap();
+    for (bytes, expected) in [
+        (8 * 1024, "http read 5 bytes"),
+        (1 << 20, "http read error after 5 bytes"),
+    ] {
+        let port = trailers_server(bytes);
+        let extra = json!({"timeout": 20, "limits": {"memoryMb": 4},
+            "capabilities": {"http": [format!("http://127.0.0.1:{port}")]}});
+        let url = format!("http://127.0.0.1:{port}/x");
+        let outcome = raw(project.path(), "http-read", &url, 0, extra).await;
+        assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
+        let context = outcome.additional_context.join("");
+        assert!(context.contains(expected), "{bytes}: {context}");
+    }
     raw_still_serves(project.path()).await;
 }

@@ -39,12 +39,20 @@ pub const TLS_BYTES: usize = 64 * 1024;
 /// capacity a buffer began with (up to 64 KiB) when it makes room again.
 pub const READ_ALLOCATION_FLOOR: usize = 64 * 1024;
 
+/// What hyper collects of a chunked body's trailers before it hands them on (its
+/// `TRAILER_LIMIT`; more is an error).
+pub const TRAILER_BYTES: usize = 16 * 1024;
+
 /// What one open connection holds on the host beyond the frame its reader holds:
 /// hyper's read buffer (`read_buffer`, allocated at up to twice that or
-/// [`READ_ALLOCATION_FLOOR`]) and one chunk in flight to the body's reader (one read,
-/// at most `read_buffer`), plus TLS's buffers for `https`.
+/// [`READ_ALLOCATION_FLOOR`]), one chunk in flight to the body's reader (one read, at
+/// most `read_buffer`) and the trailers being collected, plus TLS's buffers for
+/// `https`.
 pub fn connection_bytes(read_buffer: usize, tls: bool) -> usize {
-    (2 * read_buffer).max(READ_ALLOCATION_FLOOR) + read_buffer + if tls { TLS_BYTES } else { 0 }
+    (2 * read_buffer).max(READ_ALLOCATION_FLOOR)
+        + read_buffer
+        + TRAILER_BYTES
+        + if tls { TLS_BYTES } else { 0 }
 }
 
 /// The part of a store's memory ledger charged off the store (by connections and the

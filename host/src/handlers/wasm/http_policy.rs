@@ -190,9 +190,13 @@ impl WasiHttpHooks for HttpPolicy {
         };
         let _ = fut;
         let deadline = self.deadline;
+        // As a clamped sleep: a request timeout fires just after the call's deadline, so
+        // the deadline (a named timeout) ends the call, not a guest that got an error in
+        // time to answer.
         let remaining = deadline.map_or(std::time::Duration::from_secs(600), |d| {
             d.saturating_duration_since(tokio::time::Instant::now())
                 .max(std::time::Duration::from_millis(1))
+                + SLEEP_GRACE
         });
         let options = bounded_options(options, remaining);
         let (net, denied, target) = (self.net.clone(), self.denied.clone(), Arc::from(target));

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use crate::attacks::grants::hostile_raw;
-use crate::stalling::endless_server;
+use crate::attacks::sandbox::stalling::endless_server;
 use crate::support::{TestEnv, hooks};
 
 /// The hook's memory limit.

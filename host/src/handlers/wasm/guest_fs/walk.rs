@@ -42,7 +42,9 @@ fn is_dir(parent: &OwnedFd, name: &str) -> bool {
 /// Why the directory `name` in `parent` (at `real`) may not be renamed, or `None` when
 /// it is not a directory or holds nothing host-owned.
 pub(super) fn rename_refusal(parent: &OwnedFd, name: &str, real: &Path) -> Option<String> {
-    if name.is_empty() || !is_dir(parent, name) {
+    // An empty name is the directory itself (`.`).
+    let name = if name.is_empty() { "." } else { name };
+    if !is_dir(parent, name) {
         return None;
     }
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
