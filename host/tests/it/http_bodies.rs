@@ -128,3 +128,23 @@ async fn trailers_are_bounded() {
     }
     raw_still_serves(project.path()).await;
 }
+
+/// `https` goes through the same sender (TLS with the webpki roots, charged for TLS's
+/// buffers): a peer that answers a TLS hello with plain HTTP is a TLS error the plugin
+/// reads, and the host keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_peer_that_does_not_speak_tls_is_an_error_the_plugin_reads() {
+    let project = tempfile::tempdir().unwrap();
+    let port = endless_server(false);
+    let extra = json!({"timeout": 20, "limits": {"memoryMb": 4},
+        "capabilities": {"http": [format!("https://127.0.0.1:{port}")]}});
+    let url = format!("https://127.0.0.1:{port}/x");
+    let outcome = raw(project.path(), "http-read", &url, 0, extra).await;
+    assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
+    let context = outcome.additional_context.join("");
+    assert!(
+        context.starts_with("http error: ErrorCode::Tls"),
+        "{context}"
+    );
+    raw_still_serves(project.path()).await;
+}

@@ -55,7 +55,7 @@ mod walk;
 
 use at::{Change, Read, ReadAnswer};
 
-use super::hostcalls::{WASI, charge, cost};
+use super::hostcalls::{FUEL_PER_HOST_CALL, WASI, charge, cost};
 use super::state::State;
 use crate::policy::places::{owned_by_name, private_by_name};
 
@@ -592,8 +592,12 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
                     Ok(t) => t,
                     Err(code) => return Ok((Err(code),)),
                 };
-                // A directory moves what it holds.
-                if let Some(why) = walk::rename_refusal(&old.parent, &old.name, &old.real()) {
+                // A directory moves what it holds; each entry walked is charged as the
+                // host call that would have listed it.
+                let (refused, walked) = walk::rename_refusal(&old.parent, &old.name, &old.real());
+                charge(&mut store, walked as u64 * FUEL_PER_HOST_CALL)?;
+                let data = store.data_mut();
+                if let Some(why) = refused {
                     data.keep_refusal(format!(
                         "`rename-at` refused: {why}; no plugin may move it"
                     ));

@@ -123,7 +123,11 @@ fn the_rename_walk_finds_owned_names_at_any_depth_and_fails_closed_past_its_boun
     let tall = "t/".repeat(walk::MAX_RENAME_DEPTH + 1);
     std::fs::create_dir_all(root_path.join("tall").join(tall)).unwrap();
     std::fs::write(root_path.join("file"), "").unwrap();
-    let refusal = |name: &str| walk::rename_refusal(&parent, name, &root_path.join(name));
+    let refusal = |name: &str| walk::rename_refusal(&parent, name, &root_path.join(name)).0;
+    assert_eq!(
+        walk::rename_refusal(&parent, "plain", &root_path.join("plain")).1,
+        3
+    );
     assert_eq!(refusal("plain"), None);
     assert_eq!(refusal("file"), None);
     let deep = refusal("deep").unwrap();

@@ -40,8 +40,14 @@ fn is_dir(parent: &OwnedFd, name: &str) -> bool {
 }
 
 /// Why the directory `name` in `parent` (at `real`) may not be renamed, or `None` when
-/// it is not a directory or holds nothing host-owned.
-pub(super) fn rename_refusal(parent: &OwnedFd, name: &str, real: &Path) -> Option<String> {
+/// it is not a directory or holds nothing host-owned; and how many entries were walked.
+pub(super) fn rename_refusal(parent: &OwnedFd, name: &str, real: &Path) -> (Option<String>, usize) {
+    let mut seen = 0usize;
+    let refusal = walk(parent, name, real, &mut seen);
+    (refusal, seen)
+}
+
+fn walk(parent: &OwnedFd, name: &str, real: &Path, seen: &mut usize) -> Option<String> {
     // An empty name is the directory itself (`.`).
     let name = if name.is_empty() { "." } else { name };
     if !is_dir(parent, name) {
@@ -60,7 +66,6 @@ pub(super) fn rename_refusal(parent: &OwnedFd, name: &str, real: &Path) -> Optio
         )
     };
     let mut pending: Vec<(PathBuf, usize)> = vec![(PathBuf::new(), 0)];
-    let mut seen = 0usize;
     while let Some((dir, depth)) = pending.pop() {
         let Some(rel) = dir.to_str() else {
             return Some(too_big());
@@ -88,8 +93,8 @@ pub(super) fn rename_refusal(parent: &OwnedFd, name: &str, real: &Path) -> Optio
             let Ok(entry) = entry else {
                 return Some(too_big());
             };
-            seen += 1;
-            if seen > MAX_RENAME_ENTRIES {
+            *seen += 1;
+            if *seen > MAX_RENAME_ENTRIES {
                 return Some(too_big());
             }
             let entry_name = entry.file_name();
