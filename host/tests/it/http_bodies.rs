@@ -86,8 +86,9 @@ async fn a_response_with_no_room_beside_linear_memory_is_refused_naming_the_limi
 }
 
 /// A loopback server answering a chunked body of five bytes followed by `trailer_bytes`
-/// of trailers (one field per KiB). Returns its port.
-fn trailers_server(trailer_bytes: usize) -> u16 {
+/// of trailers (one field per KiB), after `header_bytes` of headers likewise. Returns
+/// its port.
+fn trailers_server(header_bytes: usize, trailer_bytes: usize) -> u16 {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -95,9 +96,11 @@ fn trailers_server(trailer_bytes: usize) -> u16 {
         for mut stream in listener.incoming().flatten() {
             let mut buf = [0u8; 4096];
             let _ = stream.read(&mut buf);
-            let mut answer =
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"
-                    .to_vec();
+            let mut answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n".to_vec();
+            for i in 0..header_bytes / 1024 {
+                answer.extend_from_slice(format!("x-h{i}: {}\r\n", "v".repeat(1000)).as_bytes());
+            }
+            answer.extend_from_slice(b"\r\n5\r\nhello\r\n0\r\n");
             for i in 0..trailer_bytes / 1024 {
                 answer.extend_from_slice(format!("x-t{i}: {}\r\n", "v".repeat(1000)).as_bytes());
             }
@@ -108,23 +111,29 @@ fn trailers_server(trailer_bytes: usize) -> u16 {
     port
 }
 
-/// Trailers: a few KiB arrive after the body as usual; a megabyte of them is cut off by
-/// hyper's trailer limit (16 KiB) with an error the plugin reads, not buffered.
+/// Headers and trailers: a few KiB of each arrive as usual; a megabyte of trailers is
+/// cut off by hyper's trailer limit (16 KiB), and a megabyte of headers by the read
+/// buffer that follows the memory limit (16 KiB under 4 MiB), each with an error the
+/// plugin reads, not buffered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trailers_are_bounded() {
     let project = tempfile::tempdir().unwrap();
-    for (bytes, expected) in [
-        (8 * 1024, "http read 5 bytes"),
-        (1 << 20, "http read error after 5 bytes"),
+    for (headers, trailers, expected) in [
+        (4 * 1024, 8 * 1024, "http read 5 bytes"),
+        (0, 1 << 20, "http read error after 5 bytes"),
+        (1 << 20, 0, "http error: "),
     ] {
-        let port = trailers_server(bytes);
+        let port = trailers_server(headers, trailers);
         let extra = json!({"timeout": 20, "limits": {"memoryMb": 4},
             "capabilities": {"http": [format!("http://127.0.0.1:{port}")]}});
         let url = format!("http://127.0.0.1:{port}/x");
         let outcome = raw(project.path(), "http-read", &url, 0, extra).await;
         assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
         let context = outcome.additional_context.join("");
-        assert!(context.contains(expected), "{bytes}: {context}");
+        assert!(
+            context.contains(expected),
+            "{headers} {trailers}: {context}"
+        );
     }
     raw_still_serves(project.path()).await;
 }
