@@ -404,21 +404,32 @@ async fn a_hard_link_to_an_owned_file_made_from_outside_is_not_written() {
     );
 }
 
-/// Renaming a directory that holds an owned name moves the owned place with it: the
-/// check sees `repo` and `g-moved-…`, plain names, not the `.git` inside. Nothing in the
-/// moved `.git` becomes writable (its new path still has the component `.git`), but a
-/// guest can move a nested repository, or a directory with a `CLAUDE.md` or `.claude/`,
-/// to where the agent will work.
+/// Renaming a directory that holds an owned name would move the owned place with it:
+/// the check at the two ends sees `repo` and `other`, plain names, not the `.git`
+/// inside. The rename walks what the directory holds (`guest_fs/walk.rs`) and refuses
+/// it, naming what it found; so for a directory holding `.claude/`, `CLAUDE.md`, or a
+/// git directory of another name (its `HEAD`) at any depth. A plain directory is still
+/// renamed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "got through: rename-at of a directory holding .git (or .claude, CLAUDE.md) is \
-            allowed; only its own names are checked, not what it holds (a walk of the tree \
-            at every directory rename was not added)"]
 async fn a_directory_holding_an_owned_name_is_not_renamed() {
     let project = tempfile::tempdir().unwrap();
     let src = project.path().join("src");
     std::fs::create_dir(&src).unwrap();
     git_init(&[], &src.join("repo"));
-    let cases = json!({"parent": {"existing": "repo", "fresh": "other"}});
+    git_init(&["--bare"], &src.join("deep/x/store"));
+    std::fs::create_dir_all(src.join("notes/a/b")).unwrap();
+    std::fs::write(src.join("notes/a/b/claude.md"), "instructions").unwrap();
+    std::fs::create_dir_all(src.join("tool/.Claude")).unwrap();
+    std::fs::create_dir_all(src.join("plain/a/b")).unwrap();
+    std::fs::write(src.join("plain/a/b/file"), "f").unwrap();
+    let owned = ["repo", "deep", "notes", "tool"];
+    let mut cases = serde_json::Map::new();
+    for dir in owned.iter().chain(&["plain"]) {
+        cases.insert(
+            dir.to_string(),
+            json!({"existing": dir, "fresh": format!("fresh-{dir}")}),
+        );
+    }
     let hook = wasm_hook(
         plugins::HOSTILE_RAW,
         json!({"id": "mover",
@@ -434,9 +445,23 @@ async fn a_directory_holding_an_owned_name_is_not_renamed() {
     .await;
     let report = only_report(&outcome);
     assert_eq!(report.status, HookStatus::Ok, "{report:#?}");
+    let diagnostics = report.diagnostics.clone().unwrap_or_default();
+    for dir in owned {
+        assert!(
+            src.join(dir).is_dir() && !src.join(format!("g-moved-{dir}-rename-at")).exists(),
+            "{dir} moved: {diagnostics}"
+        );
+        assert!(
+            diagnostics.contains(&format!(
+                "`rename-at` refused: `{}` holds",
+                src.canonicalize().unwrap().join(dir).display()
+            )),
+            "{dir}: {diagnostics}"
+        );
+    }
+    // A directory holding nothing host-owned is still renamed.
     assert!(
-        src.join("repo/.git").is_dir(),
-        "{:?}",
-        outcome.additional_context
+        src.join("g-moved-plain-rename-at/a/b/file").is_file(),
+        "{diagnostics}"
     );
 }

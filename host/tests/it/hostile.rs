@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 #[path = "../common/stalling.rs"]
-mod stalling;
+pub(crate) mod stalling;
 use stalling::stalling_server;
 
 /// Runs the hostile plugin once in `mode` on PreToolUse.
@@ -510,7 +510,7 @@ async fn a_granted_host_that_never_answers_cannot_outlive_the_timeout() {
 
 /// The raw hostile plugin's hook doing `attack` with `arg` and `n`, plus `extra` hook
 /// fields.
-fn raw_hook(attack: &str, arg: &str, n: u64, extra: Value) -> Value {
+pub(crate) fn raw_hook(attack: &str, arg: &str, n: u64, extra: Value) -> Value {
     let mut hook = json!({"id": format!("raw-{attack}"),
         "config": {"attack": attack, "arg": arg, "n": n}});
     if let (Some(h), Some(e)) = (hook.as_object_mut(), extra.as_object()) {
@@ -534,12 +534,12 @@ async fn raw_on(
 }
 
 /// Runs the raw hostile plugin once on PreToolUse.
-async fn raw(project: &Path, attack: &str, arg: &str, n: u64, extra: Value) -> Outcome {
+pub(crate) async fn raw(project: &Path, attack: &str, arg: &str, n: u64, extra: Value) -> Outcome {
     raw_on(project, "PreToolUse", bash("ls"), attack, arg, n, extra).await
 }
 
 /// The host answers an ordinary event of the raw plugin after an attack.
-async fn raw_still_serves(project: &Path) {
+pub(crate) async fn raw_still_serves(project: &Path) {
     let outcome = raw(project, "echo", "", 0, json!({})).await;
     assert_eq!(only_report(&outcome).status, HookStatus::Ok, "{outcome:#?}");
     assert_eq!(outcome.additional_context, ["raw echo PreToolUse"]);

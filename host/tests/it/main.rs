@@ -5,6 +5,7 @@ mod demo;
 mod guest_fs;
 mod guest_fs_holes;
 mod hostile;
+mod http_bodies;
 mod lang;
 mod load;
 mod output_keys;

@@ -20,6 +20,7 @@ use hookhost::hook::types::{Capabilities, DirRequest};
 struct Raw;
 
 mod hoard;
+mod http_hold;
 use hoard::{hoard_bodies, leak_fields, leak_pollables};
 
 fn empty() -> Response {
@@ -517,6 +518,7 @@ impl Guest for Raw {
             }
             "http-read" => http_read_all(arg),
             "http-many" => http_many(arg, n),
+            "http-hold" => http_hold::http_hold(arg, n, config["grow"] == true, 16),
             "fields" => leak_fields(n, arg.parse().unwrap_or(30)),
             "pollables" => leak_pollables(n),
             "hoard-bodies" => hoard_bodies(n, arg.parse().unwrap_or(0)),

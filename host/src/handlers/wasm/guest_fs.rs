@@ -18,7 +18,8 @@
 //!   [`crate::policy::places::OWNED_FILE_NAMES`] (a nested `.git`, `.hookhost`,
 //!   `.claude`, `.codex`, a `CLAUDE.md`): these are host-owned by their name wherever
 //!   they are. Both ends of a link or a rename count (a hard link out of `.git` is a
-//!   writable alias of what git runs). The change is then made by the host ([`at`]) on
+//!   writable alias of what git runs), and a renamed directory counts for everything
+//!   below it ([`walk`]: bounded, refused when too large to check). The change is then made by the host ([`at`]) on
 //!   the checked parent's descriptor and the checked last name, not by re-resolving the
 //!   path's text: a symlink swapped on the way after the check (by another writer of the
 //!   same grant) carries nothing into an owned place.
@@ -32,6 +33,7 @@
 //!
 //! Every refusal is kept for the hook's diagnostics, naming the call and the path.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
@@ -49,10 +51,11 @@ use wasmtime_wasi_io::streams::DynOutputStream;
 
 mod at;
 mod open;
+mod walk;
 
 use at::{Change, Read, ReadAnswer};
 
-use super::hostcalls::{WASI, charge, cost};
+use super::hostcalls::{FUEL_PER_HOST_CALL, WASI, charge, cost};
 use super::state::State;
 use crate::policy::places::{owned_by_name, private_by_name};
 
@@ -231,24 +234,66 @@ fn link_text(dir: &OwnedFd, name: &str) -> std::io::Result<Option<String>> {
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EILSEQ))
 }
 
-/// Why `real` lies in a git directory that is not named `.git` (a bare repository: `HEAD`,
-/// `objects/` and `refs/`, as git recognises one when it looks for a repository from a
-/// directory below): git runs that directory's config (`core.fsmonitor`) for any command
-/// run beneath it.
-fn in_git_directory(real: &Path) -> Option<String> {
+/// The git directory (`HEAD`, `objects/` and `refs/`, as git recognises one when it
+/// looks for a repository from a directory below, whatever its name) that `dir` is or
+/// lies in: git runs that directory's config (`core.fsmonitor`) for any command run
+/// beneath it.
+fn git_directory_of(dir: &Path) -> Option<PathBuf> {
     // As git looks: `HEAD` a file or a symlink, `objects` and `refs` followed.
     let head = |dir: &Path| std::fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| !m.is_dir());
     let sub = |dir: &Path, name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
-    real.ancestors()
-        .skip(1)
+    dir.ancestors()
         .find(|dir| head(dir) && sub(dir, "objects") && sub(dir, "refs"))
-        .map(|dir| {
-            format!(
-                "`{}` lies in `{}`, a git directory (HEAD, objects/, refs/) whatever its name",
-                real.display(),
-                dir.display()
-            )
-        })
+        .map(Path::to_path_buf)
+}
+
+/// Directories answered by [`GitDirs::lookup`] kept at most; past this many the cache
+/// starts again.
+const MAX_GIT_DIRS: usize = 1024;
+
+/// Which git directory each directory a change was checked in lies in, kept for one
+/// call of one store ([`super::limits::Limits::arm`] clears it): a change costs one
+/// `stat` of its directory instead of three per ancestor up to `/`. An entry is keyed
+/// by the directory's path and identity (device and inode, from that `stat`), so a
+/// directory moved or swapped for another since is looked up afresh. What the cache
+/// cannot see within the call is an ancestor becoming a git directory by something
+/// other than the guest; the guest cannot make one: `HEAD` is host-owned by its name,
+/// and a directory holding one is not renamed ([`walk`]).
+#[derive(Debug, Default)]
+pub struct GitDirs(HashMap<(u64, u64, PathBuf), Option<PathBuf>>);
+
+impl GitDirs {
+    /// Forgets every answer (a new call).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The git directory `dir` is or lies in ([`git_directory_of`]), remembered.
+    fn lookup(&mut self, dir: &Path) -> Option<PathBuf> {
+        let Ok(meta) = std::fs::metadata(dir) else {
+            return git_directory_of(dir);
+        };
+        let key = (meta.dev(), meta.ino(), dir.to_path_buf());
+        if let Some(found) = self.0.get(&key) {
+            return found.clone();
+        }
+        let found = git_directory_of(dir);
+        if self.0.len() >= MAX_GIT_DIRS {
+            self.0.clear();
+        }
+        self.0.insert(key, found.clone());
+        found
+    }
+
+    /// Why `real` lies in a git directory, if it does.
+    fn why(&mut self, real: &Path) -> Option<String> {
+        let found = self.lookup(real.parent()?)?;
+        Some(format!(
+            "`{}` lies in `{}`, a git directory (HEAD, objects/, refs/) whatever its name",
+            real.display(),
+            found.display()
+        ))
+    }
 }
 
 /// The error a guest gets for a path that cannot be resolved: escapes are
@@ -266,7 +311,7 @@ impl State {
         let why = self.places.owns(real, true).or_else(|| {
             owned_by_name(real)
                 .map(|what| format!("`{}` is {what}, host-owned by its name", real.display()))
-                .or_else(|| in_git_directory(real))
+                .or_else(|| self.git_dirs.why(real))
         })?;
         self.keep_refusal(format!("`{call}` refused: {why}; no plugin may change it"));
         Some(ErrorCode::NotPermitted)
@@ -547,6 +592,17 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
                     Ok(t) => t,
                     Err(code) => return Ok((Err(code),)),
                 };
+                // A directory moves what it holds; each entry walked is charged as the
+                // host call that would have listed it.
+                let (refused, walked) = walk::rename_refusal(&old.parent, &old.name, &old.real());
+                charge(&mut store, walked as u64 * FUEL_PER_HOST_CALL)?;
+                let data = store.data_mut();
+                if let Some(why) = refused {
+                    data.keep_refusal(format!(
+                        "`rename-at` refused: {why}; no plugin may move it"
+                    ));
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
                 let new = match data.change_target("rename-at", new_fd.rep(), &new, false)? {
                     Ok(t) => t,
                     Err(code) => return Ok((Err(code),)),

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
+use super::held_responses::{Charge, ChargedBody, NetHeld, connection_bytes};
+use super::http_send;
 use crate::policy::capability::{Live, Scheme};
 
 /// How long after the call's deadline a clamped sleep or request wakes: the guest then
@@ -29,7 +31,8 @@ pub struct Denied {
 }
 
 impl Denied {
-    fn push(&mut self, record: String) {
+    /// Keeps `record`, or counts it past the first few.
+    pub(super) fn push(&mut self, record: String) {
         if self.records.len() < MAX_DENIED_RECORDS {
             self.records.push(record);
         } else {
@@ -38,12 +41,16 @@ impl Denied {
     }
 }
 
-/// Gives back a connection slot when the connection (or its attempt) ends.
-struct ConnectionSlot(Arc<AtomicUsize>);
+/// Gives back a connection slot when the connection (or its attempt) ends; its memory
+/// charge goes with it.
+struct ConnectionSlot {
+    open: Arc<AtomicUsize>,
+    _charge: Charge,
+}
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -60,13 +67,18 @@ pub struct HttpPolicy {
     /// The most an outgoing body's stream takes in one write ([`super::held::entry_bytes`]
     /// of the store's memory limit).
     body_chunk: usize,
+    /// The store's memory ledger for connections and response bodies
+    /// ([`super::held_responses`]).
+    net: Arc<NetHeld>,
 }
 
 impl HttpPolicy {
     /// The policy of an instance whose hook has the `live` grants, and whose resource
-    /// table entries may hold `entry_bytes` each; no call runs yet.
-    pub fn new(live: Arc<Live>, entry_bytes: usize) -> HttpPolicy {
+    /// table entries may hold `entry_bytes` each, and whose connections and responses
+    /// charge `net`; no call runs yet.
+    pub fn new(live: Arc<Live>, entry_bytes: usize, net: Arc<NetHeld>) -> HttpPolicy {
         HttpPolicy {
+            net,
             live,
             deadline: None,
             denied: Arc::default(),
@@ -158,32 +170,53 @@ impl WasiHttpHooks for HttpPolicy {
             ));
             return Box::new(async { Err(wasmtime_wasi_http::Error::ConnectionLimitReached) });
         }
-        let slot = ConnectionSlot(self.connections.clone());
+        // What hyper and TLS may buffer for the connection, charged while it is open.
+        let read_buffer = self.body_chunk;
+        let tls = scheme == Some(Scheme::Https);
+        let charge = match Charge::take(&self.net, connection_bytes(read_buffer, tls)) {
+            Ok(charge) => charge,
+            Err(over) => {
+                self.connections.fetch_sub(1, Ordering::AcqRel);
+                self.deny(format!("request to {target} refused: {over}"));
+                let why = format!("memory limit of {} bytes reached", over.cap);
+                return Box::new(async {
+                    Err(wasmtime_wasi_http::Error::InternalError(Some(why)))
+                });
+            }
+        };
+        let slot = ConnectionSlot {
+            open: self.connections.clone(),
+            _charge: charge,
+        };
         let _ = fut;
         let deadline = self.deadline;
+        // As a clamped sleep: a request timeout fires just after the call's deadline, so
+        // the deadline (a named timeout) ends the call, not a guest that got an error in
+        // time to answer.
         let remaining = deadline.map_or(std::time::Duration::from_secs(600), |d| {
             d.saturating_duration_since(tokio::time::Instant::now())
                 .max(std::time::Duration::from_millis(1))
+                + SLEEP_GRACE
         });
         let options = bounded_options(options, remaining);
+        let (net, denied, target) = (self.net.clone(), self.denied.clone(), Arc::from(target));
         Box::new(async move {
             use http_body_util::BodyExt;
-            let send = wasmtime_wasi_http::default_send_request(request, Some(options));
+            let send = http_send::send(request, options, read_buffer);
             let (response, io) = match deadline {
                 Some(deadline) => tokio::time::timeout_at(deadline + SLEEP_GRACE, send)
                     .await
                     .map_err(|_| wasmtime_wasi_http::Error::ConnectionTimeout)??,
                 None => send.await?,
             };
-            // The slot is held as long as the connection runs.
+            // The slot (and its charge) is held as long as the connection runs.
             let io = async move {
                 let _slot = slot;
                 io.await
             };
-            Ok((
-                response.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = _> + Send>,
-            ))
+            let response =
+                response.map(|body| ChargedBody::new(body, net, target, denied).boxed_unsync());
+            Ok((response, Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })
     }
 }

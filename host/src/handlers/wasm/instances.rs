@@ -60,6 +60,7 @@ impl Sandbox {
                 live,
                 ceilings: grants.ceilings,
                 limits,
+                prints: &loaded.prints,
             },
         );
         let slot = {

@@ -54,6 +54,7 @@ impl Limits {
         data.limiter.refused = None;
         data.host_fuel = 0;
         data.host_calls = 0;
+        data.git_dirs.clear();
         data.http_policy.deadline = Some(tokio::time::Instant::now() + self.timeout);
         *data
             .http_policy

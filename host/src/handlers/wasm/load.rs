@@ -111,6 +111,9 @@ pub(super) struct Loaded {
     pub(super) declared: Declared,
     pub(super) cache_status: CacheStatus,
     pub(super) file_name: Arc<str>,
+    /// The fingerprints of what its hooks' session instances were made under
+    /// ([`super::session_key`]).
+    pub(super) prints: super::session_key::Prints,
 }
 
 impl Loaded {
@@ -303,6 +306,7 @@ impl Sandbox {
             info,
             cache_status,
             file_name,
+            prints: Default::default(),
         });
         self.plugins
             .lock()

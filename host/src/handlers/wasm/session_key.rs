@@ -12,6 +12,8 @@
 //! per hook and what it was made under ([`policy_print`], cached on first use and kept
 //! while the hook's digest, grants, ceilings and limits compare equal): an event's key
 //! then costs comparisons and the hashes of short strings, not a formatting per event.
+//! The cache ([`Prints`]) belongs to the loaded plugin, so it goes when the plugin is
+//! reloaded or dropped, and one runtime's hooks never share it with another's.
 //!
 //! A key that differs only in its fingerprint replaces the instance under the old one
 //! ([`SessionKey::supersedes`]): a reload with a narrower grant drops the wider
@@ -19,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
@@ -51,6 +53,8 @@ pub(super) struct Grants<'a> {
     pub(super) ceilings: Option<&'a Ceilings>,
     /// Fuel, memory and timeout.
     pub(super) limits: &'a Limits,
+    /// The loaded plugin's fingerprint cache.
+    pub(super) prints: &'a Prints,
 }
 
 impl SessionKey {
@@ -90,15 +94,18 @@ struct Printed {
     print: [u8; 32],
 }
 
-/// Hooks (by label) whose fingerprint was computed.
-static PRINTS: LazyLock<Mutex<HashMap<String, Printed>>> = LazyLock::new(Mutex::default);
-/// Hooks kept in [`PRINTS`]; past this many the cache starts again.
+/// The fingerprints computed for the hooks (by label) of one loaded plugin, kept with it
+/// ([`super::load::Loaded`]).
+#[derive(Default)]
+pub(super) struct Prints(Mutex<HashMap<String, Printed>>);
+
+/// Hooks kept in one [`Prints`]; past this many the cache starts again.
 const MAX_PRINTS: usize = 4096;
 
 /// The fingerprint of what hook `hook`'s instance is made under: the one computed for it
 /// before when everything it was computed from compares equal, else computed now.
 fn policy_print(hook: &str, grants: &Grants<'_>) -> [u8; 32] {
-    let mut prints = PRINTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut prints = grants.prints.0.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = prints.get(hook)
         && p.digest == grants.digest
         && p.live == *grants.live
@@ -177,6 +184,7 @@ mod tests {
             live,
             ceilings,
             limits,
+            prints: &Prints::default(),
         };
         SessionKey::new("hook", "s1", Path::new(project), &grants)
     }
@@ -270,6 +278,7 @@ mod tests {
                 live: &base,
                 ceilings: None,
                 limits: &LIMITS,
+                prints: &Prints::default(),
             },
         );
         assert!(other_digest.supersedes(&reference), "another plugin build");
@@ -288,6 +297,7 @@ mod tests {
                 live: &base,
                 ceilings: None,
                 limits: &LIMITS,
+                prints: &Prints::default(),
             },
         );
         assert!(other_session != reference && !other_session.supersedes(&reference));
@@ -310,11 +320,13 @@ mod tests {
             serde_json::json!({"dirs": [{"path": "${workspace}/data", "mode": "ro"}]}),
             project,
         );
+        let prints = Prints::default();
         let grants = |live| Grants {
             digest: "d1",
             live,
             ceilings: None,
             limits: &LIMITS,
+            prints: &prints,
         };
         for live in [&wide, &narrow, &wide, &narrow] {
             let key = SessionKey::new("cached-hook", "s1", project, &grants(live));

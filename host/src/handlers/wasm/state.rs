@@ -20,6 +20,7 @@ use super::held::{
     DescriptorShare, MIN_RESOURCE_ENTRIES, NoDescriptor, POLLABLE_BYTES, RESOURCE_ENTRY_BYTES,
     entry_bytes,
 };
+use super::held_responses::NetHeld;
 use super::http_policy::{HttpPolicy, SLEEP_GRACE};
 use crate::policy::capability::Live;
 
@@ -70,6 +71,9 @@ pub struct Limiter {
     /// Host memory the store's resources hold, charged with `memory` ([`Limiter::hold`]).
     held: usize,
     elements: usize,
+    /// Bytes charged off the store (HTTP connections and response frames), in the same
+    /// limit ([`super::held_responses`]).
+    pub net: Arc<NetHeld>,
     /// Largest total linear memory allowed so far, in bytes.
     pub peak: usize,
     /// A growth refused during the current call.
@@ -91,6 +95,7 @@ impl Limiter {
             memory: 0,
             held: 0,
             elements: 0,
+            net: NetHeld::new(bytes),
             peak: 0,
             refused: None,
         }
@@ -103,13 +108,21 @@ impl Limiter {
 
     /// Host memory the store's resources hold now, in bytes (charged by [`Limiter::hold`]).
     pub fn held(&self) -> usize {
-        self.held
+        self.held.saturating_add(self.net.held())
+    }
+
+    /// Tells the ledger charged off the store what the store's own charges leave.
+    fn publish(&self) {
+        self.net.publish(self.memory.saturating_add(self.held));
     }
 
     /// Charges `bytes` of host memory kept for a resource to the memory limit, which
     /// linear memory and held bytes share; refused (and recorded) past the limit.
     pub fn hold(&mut self, bytes: usize) -> Result<(), Refused> {
-        let total = self.memory.saturating_add(self.held).saturating_add(bytes);
+        let total = self
+            .memory
+            .saturating_add(self.held())
+            .saturating_add(bytes);
         if total > self.memory_cap {
             let refused = Refused::Held(total);
             self.refused = Some(refused);
@@ -117,12 +130,14 @@ impl Limiter {
         }
         self.held += bytes;
         self.peak = self.peak.max(total);
+        self.publish();
         Ok(())
     }
 
     /// Gives back `bytes` charged by [`Limiter::hold`] (the resource was dropped).
     pub fn release(&mut self, bytes: usize) {
         self.held = self.held.saturating_sub(bytes);
+        self.publish();
     }
 }
 
@@ -134,12 +149,14 @@ impl ResourceLimiter for Limiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let total = (self.memory - current.min(self.memory)).saturating_add(desired);
-        if total.saturating_add(self.held) > self.memory_cap {
-            self.refused = Some(Refused::Memory(total.saturating_add(self.held)));
+        let held = self.held();
+        if total.saturating_add(held) > self.memory_cap {
+            self.refused = Some(Refused::Memory(total.saturating_add(held)));
             return Ok(false);
         }
         self.memory = total;
-        self.peak = self.peak.max(total + self.held);
+        self.peak = self.peak.max(total + held);
+        self.publish();
         Ok(true)
     }
 
@@ -424,6 +441,8 @@ pub struct State {
     pub fs_refused: Vec<String>,
     /// Refusals beyond those kept.
     pub fs_refused_more: usize,
+    /// Git directories found for the current call ([`super::guest_fs::GitDirs`]).
+    pub git_dirs: super::guest_fs::GitDirs,
     /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
     pub field_bytes: super::held::FieldBytes,
     /// Bytes of wasi-http outgoing bodies charged to the memory limit
@@ -453,6 +472,7 @@ impl State {
         let entry_bytes = entry_bytes(memory_bytes);
         let mut http = WasiHttpCtx::new();
         http.set_field_size_limit(entry_bytes);
+        let limiter = Limiter::new(memory_bytes);
         State {
             wasi,
             table,
@@ -463,11 +483,12 @@ impl State {
             places,
             fs_refused: Vec::new(),
             fs_refused_more: 0,
+            git_dirs: Default::default(),
             field_bytes: Default::default(),
             body_bytes: Default::default(),
             entry_bytes,
-            http_policy: HttpPolicy::new(live, entry_bytes),
-            limiter: Limiter::new(memory_bytes),
+            http_policy: HttpPolicy::new(live, entry_bytes, limiter.net.clone()),
+            limiter,
             stdout,
             stderr,
             log: LogSink::default(),

@@ -1,6 +1,7 @@
 //! Attacks: host memory (see attacks/mod.rs). One hoarding plugin per kind of resource a
 //! plugin can make the host hold (linear memory, directory listings, descriptors,
-//! wasi-http `fields`, pollables, outgoing bodies and their streams written to the brim),
+//! wasi-http `fields`, pollables, outgoing bodies and their streams written to the brim,
+//! incoming responses of a body that never ends),
 //! each in its own `hookhost dispatch` process: the process's peak resident memory stays
 //! within what the caps document for one hook (its memory limit for linear memory and the
 //! bytes charged with it, and as much again for the resource table's entries, each
@@ -14,6 +15,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use crate::attacks::grants::hostile_raw;
+use crate::attacks::sandbox::stalling::endless_server;
 use crate::support::{TestEnv, hooks};
 
 /// The hook's memory limit.
@@ -26,7 +28,7 @@ const LIMIT_MB: u64 = 64;
 /// The peak is read while the process is still there and done: its standard output is
 /// a pipe filled beforehand, so the process blocks writing its answer, after all its
 /// work, until the peak has been read.
-fn peak_of(env: &TestEnv, attack: &str, arg: &str, n: u64) -> (String, u64) {
+fn peak_of(env: &TestEnv, attack: &str, arg: &str, n: u64, http: &str) -> (String, u64) {
     use std::os::fd::AsRawFd;
     env.project_hooks(hooks(
         "PreToolUse",
@@ -38,7 +40,7 @@ fn peak_of(env: &TestEnv, attack: &str, arg: &str, n: u64) -> (String, u64) {
             "timeout": 60,
             "limits": {"memoryMb": LIMIT_MB, "fuel": 20_000_000_000u64},
             "capabilities": {"dirs": [{"path": "${workspace}/data", "mode": "ro"}],
-                             "http": ["api.example.com"]},
+                             "http": ["api.example.com", http]},
             "config": {"attack": attack, "arg": arg, "n": n}
         }]),
     ));
@@ -108,8 +110,10 @@ fn one_hoarding_plugin_per_resource_kind_keeps_the_host_within_the_documented_ca
         std::fs::write(data.join(format!("{i:04}-{}", "n".repeat(200))), "").unwrap();
     }
     // The first run compiles the plugin into the cache; the second is the baseline.
-    let _ = peak_of(&env, "echo", "", 0);
-    let (said, baseline) = peak_of(&env, "echo", "", 0);
+    let endless = endless_server(true);
+    let http = format!("http://127.0.0.1:{endless}");
+    let _ = peak_of(&env, "echo", "", 0, &http);
+    let (said, baseline) = peak_of(&env, "echo", "", 0, &http);
     assert!(said.contains("raw echo"), "{said}");
     let limit = LIMIT_MB << 20;
     // Linear memory and what is charged with it (one limit), plus the resource table's
@@ -122,8 +126,10 @@ fn one_hoarding_plugin_per_resource_kind_keeps_the_host_within_the_documented_ca
         ("fields", "15", 1_000_000),
         ("pollables", "", 10_000_000),
         ("hoard-bodies", "", 1_000_000),
+        // Eight responses of a body that never ends, each read a byte into and held.
+        ("http-hold", &format!("{http}/x"), 8),
     ] {
-        let (said, peak) = peak_of(&env, attack, arg, n);
+        let (said, peak) = peak_of(&env, attack, arg, n, &http);
         eprintln!(
             "{attack}: peak {} MiB (baseline {} MiB): {said}",
             peak >> 20,

@@ -12,7 +12,7 @@ use crate::serve::Daemon;
 use crate::support::TestEnv;
 
 #[path = "../../common/stalling.rs"]
-mod stalling;
+pub(crate) mod stalling;
 use stalling::stalling_server;
 
 /// Four events whose plugin opens a FIFO in its read-only `${workspace}` grant, and four

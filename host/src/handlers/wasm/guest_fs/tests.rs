@@ -70,3 +70,68 @@ fn targets_resolve_beneath_their_directory_as_the_sandbox_does() {
     // Owned by name after resolution, not by the names the guest wrote.
     assert!(owned_by_name(&at("src/x/config", false).unwrap()).is_some());
 }
+
+/// The git-directory cache answers as the walk up the ancestors does, for a directory
+/// found again at another path (moved into a git directory) too; an ancestor made a
+/// git directory by someone else is seen from the next call (the cache is cleared at
+/// each call).
+#[test]
+fn the_git_directory_cache_answers_as_the_walk_and_follows_moves() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().canonicalize().unwrap();
+    let make_git = |dir: &Path| {
+        std::fs::create_dir_all(dir.join("objects")).unwrap();
+        std::fs::create_dir_all(dir.join("refs")).unwrap();
+        std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    };
+    let git = root.join("store");
+    make_git(&git);
+    let plain = root.join("x/d");
+    std::fs::create_dir_all(&plain).unwrap();
+    let mut cache = GitDirs::default();
+    assert_eq!(cache.why(&plain.join("f")), None);
+    assert!(cache.why(&git.join("objects/f")).unwrap().contains("store"));
+    // Moved into the git directory: the same inode at another path.
+    let moved = git.join("objects/d");
+    std::fs::rename(&plain, &moved).unwrap();
+    assert_eq!(
+        cache.lookup(&moved),
+        git_directory_of(&moved),
+        "a moved directory is looked up afresh"
+    );
+    assert_eq!(cache.lookup(&moved), Some(git.clone()));
+    // An ancestor made a git directory from outside: seen once the call's cache is gone.
+    let other = root.join("y/e");
+    std::fs::create_dir_all(&other).unwrap();
+    assert_eq!(cache.lookup(&other), None);
+    make_git(&root.join("y"));
+    cache.clear();
+    assert_eq!(cache.lookup(&other), Some(root.join("y")));
+}
+
+/// The rename walk refuses a directory holding an owned name at any depth, or a subtree
+/// deeper than it checks (the entry bound takes the same way out, and 10,000 files are
+/// too slow to make here), and lets a plain directory (or a non-directory) go.
+#[test]
+fn the_rename_walk_finds_owned_names_at_any_depth_and_fails_closed_past_its_bound() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let parent = OwnedFd::from(File::open(&root_path).unwrap());
+    std::fs::create_dir_all(root_path.join("plain/a/b")).unwrap();
+    std::fs::write(root_path.join("plain/a/b/f"), "").unwrap();
+    std::fs::create_dir_all(root_path.join("deep/a/b/c/.GIT")).unwrap();
+    let tall = "t/".repeat(walk::MAX_RENAME_DEPTH + 1);
+    std::fs::create_dir_all(root_path.join("tall").join(tall)).unwrap();
+    std::fs::write(root_path.join("file"), "").unwrap();
+    let refusal = |name: &str| walk::rename_refusal(&parent, name, &root_path.join(name)).0;
+    assert_eq!(
+        walk::rename_refusal(&parent, "plain", &root_path.join("plain")).1,
+        3
+    );
+    assert_eq!(refusal("plain"), None);
+    assert_eq!(refusal("file"), None);
+    let deep = refusal("deep").unwrap();
+    assert!(deep.contains("deep/a/b/c/.GIT"), "{deep}");
+    let tall = refusal("tall").unwrap();
+    assert!(tall.contains("or 64 levels, too many to check"), "{tall}");
+}
