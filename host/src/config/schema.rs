@@ -64,8 +64,26 @@ pub enum OnFailure {
     /// Fail open: a non-blocking error notice (Claude Code's default).
     #[default]
     Continue,
-    /// Fail closed: the failure blocks like exit 2.
+    /// Fail open without a notice: the failure is still in the hook's report and the
+    /// audit log (hookhost's own; Claude Code does not know it).
+    Ignore,
+    /// Fail closed: the failure blocks like exit 2 (a deny on permission events).
     Block,
+    /// Stop the agent: `continue: false` with a stop reason naming the hook (hookhost's
+    /// own; Claude Code does not know it).
+    Abort,
+}
+
+impl OnFailure {
+    /// The value as config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Continue => "continue",
+            OnFailure::Ignore => "ignore",
+            OnFailure::Block => "block",
+            OnFailure::Abort => "abort",
+        }
+    }
 }
 
 /// Where a wasm plugin keeps its instance.
@@ -108,7 +126,8 @@ pub struct RawHandler {
     /// `false` keeps the hook in the file but never runs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Fail open (`continue`, default) or fail closed (`block`).
+    /// What a failure does: `continue` (default: a notice), `ignore` (no notice),
+    /// `block` (fail closed) or `abort` (stop the agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<OnFailure>,
     /// Higher wins when several hooks rewrite the tool input.
@@ -137,6 +156,13 @@ pub struct RawHandler {
     /// `bash` (default `sh`) or `powershell`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<String>,
+    /// Seconds between the `SIGTERM` and the `SIGKILL` to the hook's process group on a
+    /// timeout or a cancellation (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_grace: Option<f64>,
+    /// Put the event's context in the hook's environment (`HOOKHOST_TOOL_NAME`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_env: Option<bool>,
 
     // http
     /// URL to POST the input to.

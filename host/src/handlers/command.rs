@@ -117,18 +117,32 @@ pub fn hook_path(path: Option<&OsStr>) -> OsString {
 /// The variable whose value hookhost replaces (see [`hook_path`]) and searches programs in.
 const PATH: &str = "PATH";
 
-/// The environment a command hook gets.
-pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
+/// The environment a command hook gets: the one place it is built. `context` adds the
+/// event's context (`contextEnv`, [`super::context_env`]); every hook gets
+/// `HOOKHOST_DEPTH` (the depth guard's).
+pub fn hook_env(
+    invocation: &Invocation,
+    settings: &Settings,
+    context: bool,
+) -> Vec<(OsString, OsString)> {
+    let scrubbed = |name: &[u8]| {
+        !is_credential_name_bytes(name) || allowlisted_bytes(name, &settings.env_allowlist)
+    };
     let mut env: Vec<(OsString, OsString)> =
         crate::config::env::for_children(Some(&invocation.project_dir))
             .into_iter()
             .filter(|(name, _)| {
                 let name = name.as_bytes();
                 name != PATH.as_bytes()
-                    && (!is_credential_name_bytes(name)
-                        || allowlisted_bytes(name, &settings.env_allowlist))
+                    && name != super::context_env::DEPTH.as_bytes()
+                    && scrubbed(name)
             })
             .collect();
+    env.push(super::context_env::depth_var());
+    if context {
+        let values = super::context_env::context_env(invocation);
+        env.extend(values.into_iter().filter(|(name, _)| scrubbed(name.as_bytes())));
+    }
     // Always set, and always absolute (see [`DEFAULT_PATH`]).
     env.push((
         PATH.into(),
@@ -263,7 +277,7 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
-    let env = hook_env(invocation, settings);
+    let env = hook_env(invocation, settings, spec.context_env);
     let search_path = env
         .iter()
         .find(|(name, _)| name == PATH)

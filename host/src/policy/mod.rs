@@ -27,6 +27,7 @@ mod embedded;
 pub mod env;
 mod hook;
 pub mod limits;
+mod on_failure;
 pub mod places;
 mod settings;
 mod spec;
@@ -34,6 +35,7 @@ pub mod trust;
 pub mod urls;
 
 pub use embedded::FunctionHook;
+pub use on_failure::{FailureEffect, ignored as on_failure_ignored};
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
     CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
