@@ -84,7 +84,11 @@ pub struct EventSpec {
     pub matcher_tests_basename: bool,
     /// Whether consecutive blocks in a session are counted and capped (`stopBlockCap`):
     /// a hook that always blocks Stop would otherwise keep the agent from ever stopping.
+    /// The blocks of every such event (and `asyncRewake` wake-ups) count together.
     pub caps_consecutive_blocks: bool,
+    /// Whether the event going ahead ends the loop the cap counts (the agent stopped):
+    /// the count starts again.
+    pub ends_block_loop: bool,
     /// Whether the event ends the session: state kept for the session (plugin instances)
     /// is dropped after it.
     pub ends_session: bool,
@@ -345,8 +349,11 @@ const ENV_FILE_EVENTS: [&str; 4] = ["SessionStart", "Setup", "CwdChanged", "File
 /// Events whose matcher tests the basename of its field.
 const BASENAME_MATCHER_EVENTS: [&str; 1] = ["FileChanged"];
 
-/// Events whose consecutive blocks are capped.
-const CAPPED_BLOCK_EVENTS: [&str; 1] = ["Stop"];
+/// Events whose consecutive blocks are capped, counted together per session.
+const CAPPED_BLOCK_EVENTS: [&str; 2] = ["Stop", "SubagentStop"];
+
+/// Events that end the loop the cap counts when they go ahead.
+const LOOP_ENDING_EVENTS: [&str; 1] = ["Stop"];
 
 /// Events that end the session.
 const SESSION_ENDING_EVENTS: [&str; 1] = ["SessionEnd"];
@@ -377,6 +384,7 @@ impl From<&Row> for EventSpec {
             env_file: ENV_FILE_EVENTS.contains(&row.name),
             matcher_tests_basename: BASENAME_MATCHER_EVENTS.contains(&row.name),
             caps_consecutive_blocks: CAPPED_BLOCK_EVENTS.contains(&row.name),
+            ends_block_loop: LOOP_ENDING_EVENTS.contains(&row.name),
             ends_session: SESSION_ENDING_EVENTS.contains(&row.name),
             default_timeout: row.timeout,
         }
@@ -496,7 +504,11 @@ mod tests {
             names
         };
         assert_eq!(having(|e| e.matcher_tests_basename), ["FileChanged"]);
-        assert_eq!(having(|e| e.caps_consecutive_blocks), ["Stop"]);
+        assert_eq!(
+            having(|e| e.caps_consecutive_blocks),
+            ["Stop", "SubagentStop"]
+        );
+        assert_eq!(having(|e| e.ends_block_loop), ["Stop"]);
         assert_eq!(having(|e| e.ends_session), ["SessionEnd"]);
         assert_eq!(
             having(|e| e.env_file),

@@ -300,6 +300,10 @@ pub struct RawSettings {
     pub env_allowlist: Option<Vec<String>>,
     /// `stopBlockCap`: consecutive Stop blocks before the block is overridden.
     pub stop_block_cap: Option<u32>,
+    /// `stopEscapeHatch`: a sentence added to the reason of a Stop block.
+    pub stop_escape_hatch: Option<StopEscapeHatch>,
+    /// `maxHookDepth`: past this depth of hooks in hooks, hookhost runs none.
+    pub max_hook_depth: Option<u32>,
     /// Managed-only settings (allowlist, ceilings, workspace trust); see [`RawManaged`].
     pub managed: RawManaged,
 }
@@ -477,6 +481,25 @@ pub struct SettingsFile {
     /// Consecutive Stop blocks before the block is overridden.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_block_cap: Option<u32>,
+    /// A sentence added to the reason of every Stop and SubagentStop block: `true` for
+    /// "if you truly cannot fix this, explain why and stop", or the sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_escape_hatch: Option<StopEscapeHatch>,
+    /// How deep hooks may nest (a hook that runs an agent whose hooks run hookhost):
+    /// past it hookhost runs no hook (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_hook_depth: Option<u32>,
+}
+
+/// `stopEscapeHatch`: on (the default sentence), off, or a sentence of one's own.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(untagged)]
+pub enum StopEscapeHatch {
+    /// `true`: the default sentence; `false`: none.
+    Switch(bool),
+    /// The sentence.
+    Sentence(String),
 }
 
 /// The JSON Schema (draft 2020-12) of a hookhost settings file, generated from the config

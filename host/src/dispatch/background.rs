@@ -286,7 +286,20 @@ impl Dispatcher {
         for result in self.sessions.take_async(session) {
             outcome.additional_context.extend(result.additional_context);
             outcome.system_messages.extend(result.system_messages);
-            if let Some(wake) = result.wake {
+            // A wake-up extends the session's loop: it counts against the Stop cap.
+            let wake = result
+                .wake
+                .filter(|_| match self.admit_wake(session, &result.hook) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        outcome.notices.push(crate::outcome::Notice {
+                            hook: result.hook.clone(),
+                            message: why,
+                        });
+                        false
+                    }
+                });
+            if let Some(wake) = wake {
                 outcome.additional_context.push(wake.clone());
                 outcome.notices.push(crate::outcome::Notice {
                     hook: result.hook.clone(),

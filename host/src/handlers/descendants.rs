@@ -9,7 +9,14 @@
 //! session it moved to. When the hook's process exits, or the host asks ([`end`]: the
 //! hook's timeout, a cancelled dispatch), or the host dies (`PR_SET_PDEATHSIG`), the
 //! keeper kills the hook's process group and then every child it still has, until none
-//! is left, and exits with the hook's status. Each hook has its own keeper, so the
+//! is left, and exits with the hook's status.
+//!
+//! Gracefully: when the host asks (or dies), the keeper sends `SIGTERM` to the hook's
+//! process group and waits up to the hook's `killGrace` for the group to be gone before
+//! the `SIGKILL`; a hook that traps `TERM` can clean up. When the hook's own process
+//! exits while something it started still runs (`sleep 3 & echo '{}'`, holding its
+//! stdout), the keeper waits at most [`DRAIN`] for the rest to end by itself, then kills
+//! it: the hook is answered when its process exits, plus that drain. Each hook has its own keeper, so the
 //! one-shot CLI, the dispatch daemon and `serve`, which run many hooks at once, end
 //! exactly the descendants of the hook that ended.
 //!
@@ -23,16 +30,22 @@
 //! Without `/proc/thread-self/children` the keeper ends the hook's process group only.
 
 use std::io;
+use std::time::Duration;
 
-/// Adds the keeper to `command` (which must lead its own process group).
-pub(super) fn keep_descendants(command: &mut tokio::process::Command) {
+/// How long what a hook left running may go on after the hook's own process exited.
+pub const DRAIN: Duration = Duration::from_millis(250);
+
+/// Adds the keeper to `command` (which must lead its own process group); `grace` is the
+/// hook's `killGrace`, between the `SIGTERM` and the `SIGKILL` when it is ended.
+pub(super) fn keep_descendants(command: &mut tokio::process::Command, grace: Duration) {
     let host = std::process::id() as libc::pid_t;
+    let grace = nanos(grace);
     // SAFETY: the closure runs in the child between `fork` and `exec`, and makes only
     // async-signal-safe calls (`sigprocmask`, `prctl`, `fork`, `setpgid`, `getppid`, and
     // in the keeper `sigwaitinfo`, `waitpid`, `kill`, `open`/`read`/`close`, `_exit`);
-    // it allocates nothing.
+    // `sigtimedwait`, `clock_gettime`; it allocates nothing.
     unsafe {
-        command.pre_exec(move || split(host));
+        command.pre_exec(move || split(host, grace));
     }
 }
 
@@ -59,9 +72,14 @@ fn keeper_signals() -> libc::sigset_t {
     }
 }
 
+/// A duration in nanoseconds, saturating.
+fn nanos(duration: Duration) -> i64 {
+    i64::try_from(duration.as_nanos()).unwrap_or(i64::MAX)
+}
+
 /// In the forked child: forks the hook (which returns, to be executed) and stays as its
 /// keeper (which never returns).
-fn split(host: libc::pid_t) -> io::Result<()> {
+fn split(host: libc::pid_t, grace: i64) -> io::Result<()> {
     let set = keeper_signals();
     // SAFETY: async-signal-safe calls on valid local storage (see keep_descendants).
     unsafe {
@@ -82,17 +100,18 @@ fn split(host: libc::pid_t) -> io::Result<()> {
         }
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-        keep(hook, libc::getppid() != host, &set)
+        keep(hook, libc::getppid() != host, &set, grace)
     }
 }
 
-/// The keeper's life: waits for the hook to exit or for its end, then ends the hook's
-/// group and every descendant, and exits as the hook did.
+/// The keeper's life: waits for the hook to exit or for its end; ends the hook's group
+/// gracefully (`SIGTERM`, then `SIGKILL` after `grace` ns), or gives what an exited hook
+/// left [`DRAIN`]; then kills every descendant, and exits as the hook did.
 ///
 /// # Safety
 ///
 /// Only in the single-threaded child of a fork.
-unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t) -> ! {
+unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t, grace: i64) -> ! {
     // SAFETY: async-signal-safe calls on valid local storage.
     unsafe {
         // The keeper holds none of the hook's pipes: the host sees their end when the
@@ -108,10 +127,28 @@ unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t) -> ! {
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let signal = libc::sigwaitinfo(set, &mut info);
             if signal == libc::SIGCHLD || signal < 0 {
-                status = reap(hook).or(status);
+                status = reap(hook).0.or(status);
             } else {
                 ending = true;
             }
+        }
+        if status.is_none() {
+            // Ended while running: TERM to the group, KILL after the grace, sooner when
+            // the group is gone.
+            libc::killpg(hook, libc::SIGTERM);
+            let deadline = now().saturating_add(grace);
+            loop {
+                status = reap(hook).0.or(status);
+                let group_gone = libc::kill(-hook, 0) != 0
+                    && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+                if (status.is_some() && group_gone) || !wait_until(set, deadline) {
+                    break;
+                }
+            }
+        } else {
+            // Exited: what it left may end by itself within the drain.
+            let deadline = now().saturating_add(nanos(DRAIN));
+            while reap(hook).1 && wait_until(set, deadline) {}
         }
         libc::killpg(hook, libc::SIGKILL);
         sweep();
@@ -135,22 +172,62 @@ unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t) -> ! {
     }
 }
 
-/// Reaps every child that has exited; the hook's wait status when it is among them.
+/// The monotonic clock, in nanoseconds.
+///
+/// # Safety
+///
+/// None beyond the call's (async-signal-safe).
+unsafe fn now() -> i64 {
+    // SAFETY: a zeroed timespec is valid storage for clock_gettime.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+        (ts.tv_sec as i64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec as i64)
+    }
+}
+
+/// Waits for one of `set` until `deadline` (ns of [`now`]); `false` when the deadline
+/// has passed.
 ///
 /// # Safety
 ///
 /// Only in the keeper.
-unsafe fn reap(hook: libc::pid_t) -> Option<libc::c_int> {
+unsafe fn wait_until(set: &libc::sigset_t, deadline: i64) -> bool {
+    // SAFETY: async-signal-safe calls on valid local storage.
+    unsafe {
+        let left = deadline.saturating_sub(now());
+        if left <= 0 {
+            return false;
+        }
+        let ts = libc::timespec {
+            tv_sec: (left / 1_000_000_000) as libc::time_t,
+            tv_nsec: (left % 1_000_000_000) as libc::c_long,
+        };
+        libc::sigtimedwait(set, std::ptr::null_mut(), &ts);
+        true
+    }
+}
+
+/// Reaps every child that has exited: the hook's wait status when it is among them, and
+/// whether the keeper still has children.
+///
+/// # Safety
+///
+/// Only in the keeper.
+unsafe fn reap(hook: libc::pid_t) -> (Option<libc::c_int>, bool) {
     let mut found = None;
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes the status into valid local storage.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if pid <= 0 {
-            return found;
-        }
         if pid == hook {
             found = Some(status);
+        }
+        if pid <= 0 {
+            // 0: children left, none exited; -1: none left (ECHILD).
+            return (found, pid == 0);
         }
     }
 }

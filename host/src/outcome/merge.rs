@@ -155,7 +155,12 @@ fn apply_failure(
     outcome: &mut Outcome,
     state: &mut MergeState,
 ) {
-    let failed = |mode: &str| format!("hook `{}` failed and has `onFailure: \"{mode}\"`: {message}", hook.id);
+    let failed = |mode: &str| {
+        format!(
+            "hook `{}` failed and has `onFailure: \"{mode}\"`: {message}",
+            hook.id
+        )
+    };
     match hook.failure_effect(spec) {
         FailureEffect::Block => state
             .decisions

@@ -205,21 +205,69 @@ fn failures_follow_on_failure_where_it_applies() {
     // (event, onFailure, decision, continue, notice: None = no notice, Some(part))
     let ignored_block = "not blocking (onFailure: \"block\" is ignored on";
     for (event, on_failure, expected, continues, notice) in [
-        ("PreToolUse", OnFailure::Continue, Decision::None, true, Some("timed out")),
+        (
+            "PreToolUse",
+            OnFailure::Continue,
+            Decision::None,
+            true,
+            Some("timed out"),
+        ),
         ("PreToolUse", OnFailure::Ignore, Decision::None, true, None),
         ("PreToolUse", OnFailure::Block, Decision::Deny, true, None),
         ("PreToolUse", OnFailure::Abort, Decision::None, false, None),
         // Claude Code ignores onFailure on these: a failing check must not trap the
         // agent in a loop. A notice says so.
-        ("Stop", OnFailure::Block, Decision::None, true, Some(ignored_block)),
-        ("SubagentStop", OnFailure::Block, Decision::None, true, Some(ignored_block)),
-        ("TaskCompleted", OnFailure::Block, Decision::None, true, Some(ignored_block)),
-        ("TeammateIdle", OnFailure::Block, Decision::None, true, Some(ignored_block)),
+        (
+            "Stop",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        (
+            "SubagentStop",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        (
+            "TaskCompleted",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        (
+            "TeammateIdle",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
         ("Stop", OnFailure::Abort, Decision::None, false, None),
         ("Stop", OnFailure::Ignore, Decision::None, true, None),
-        ("UserPromptSubmit", OnFailure::Block, Decision::Block, true, None),
-        ("SessionStart", OnFailure::Block, Decision::None, true, Some("which cannot block")),
-        ("Notification", OnFailure::Abort, Decision::None, true, Some("not aborting")),
+        (
+            "UserPromptSubmit",
+            OnFailure::Block,
+            Decision::Block,
+            true,
+            None,
+        ),
+        (
+            "SessionStart",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some("which cannot block"),
+        ),
+        (
+            "Notification",
+            OnFailure::Abort,
+            Decision::None,
+            true,
+            Some("not aborting"),
+        ),
     ] {
         let executed = [Executed {
             hook: hook("x", 0, 0, on_failure),
@@ -240,7 +288,10 @@ fn failures_follow_on_failure_where_it_applies() {
         }
         if !continues {
             let reason = out.stop_reason.as_deref().unwrap_or_default();
-            assert!(reason.contains("hook `x` failed") && reason.contains("abort"), "{reason}");
+            assert!(
+                reason.contains("hook `x` failed") && reason.contains("abort"),
+                "{reason}"
+            );
         }
     }
 }

@@ -27,6 +27,7 @@ mod embedded;
 pub mod env;
 mod hook;
 pub mod limits;
+mod loop_brakes;
 mod on_failure;
 pub mod places;
 mod settings;
@@ -36,7 +37,9 @@ pub mod urls;
 
 pub use embedded::FunctionHook;
 pub use on_failure::{FailureEffect, ignored as on_failure_ignored};
-pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
+pub use settings::{
+    DEFAULT_MAX_HOOK_DEPTH, DEFAULT_STOP_BLOCK_CAP, DEFAULT_STOP_ESCAPE_HATCH, Settings,
+};
 pub use spec::{
     CommandSpec, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook, HttpSpec, RunMode, Shell,
     WasmSpec,

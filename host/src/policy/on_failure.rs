@@ -51,7 +51,10 @@ pub fn ignored(on_failure: OnFailure, mode: RunMode, spec: &EventSpec) -> Option
         return None;
     }
     Some(if on_failure == OnFailure::Block && spec.can_block() {
-        format!("not {verb} (onFailure: \"{mode_name}\" is ignored on {})", spec.name)
+        format!(
+            "not {verb} (onFailure: \"{mode_name}\" is ignored on {})",
+            spec.name
+        )
     } else {
         format!(
             "not {verb} (onFailure: \"{mode_name}\" is ignored on {}, which {cannot})",

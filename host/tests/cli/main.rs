@@ -19,6 +19,7 @@ mod descendants;
 mod dispatch_daemon;
 mod drop_in;
 mod fail_closed;
+mod failure_modes;
 mod faults;
 mod governance;
 mod http;
