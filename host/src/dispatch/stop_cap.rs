@@ -43,8 +43,8 @@ impl Dispatcher {
                 outcome.decision = Decision::None;
                 let overridden = outcome.reason.take().unwrap_or_default();
                 outcome.host_notice(format!(
-                    "Stop and SubagentStop blocks and asyncRewake wake-ups extended this session \
-                     {cap} times in a row; this {} block is overridden and the agent may stop \
+                    "Stop and SubagentStop hooks blocked {cap} times in a row (asyncRewake \
+                     wake-ups count too); this {} block is overridden and the agent may stop \
                      (cap: HOOKHOST_STOP_BLOCK_CAP or `stopBlockCap`, 0 = no cap). Overridden \
                      reason: {overridden}",
                     spec.name

@@ -25,6 +25,7 @@ mod governance;
 mod http;
 mod install_race;
 mod job_replay;
+mod loop_brakes;
 mod merge;
 mod pipes;
 mod plugin;
