@@ -30,6 +30,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -354,15 +355,19 @@ pub async fn run(
         }
         drop(stdin);
     };
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let mut out = Capture::new(CAPTURE_LIMIT);
-    let mut err = Capture::text(CAPTURE_LIMIT);
-    // The captures outlive the run's future (which borrows them).
+    // The pipes are read by tasks of their own, which outlive a cancelled run: the hook's
+    // group gets its `SIGTERM` and its grace with its pipes still read (a shell that
+    // reports its child's signal on stderr must not die of `SIGPIPE` before its `TERM`
+    // trap runs). A reader ends at the pipe's end, or at `reading_bound` at the latest.
+    let reading_bound = hook.timeout + spec.kill_grace + 2 * super::descendants::DRAIN;
+    let out = Arc::new(Mutex::new(Capture::new(CAPTURE_LIMIT)));
+    let err = Arc::new(Mutex::new(Capture::text(CAPTURE_LIMIT)));
+    let out_read = tokio::spawn(read_shared(child.stdout.take(), out.clone(), reading_bound));
+    let err_read = tokio::spawn(read_shared(child.stderr.take(), err.clone(), reading_bound));
     let status = {
         let work = async {
             let pipes = async {
-                tokio::join!(read_capped(stdout, &mut out), read_capped(stderr, &mut err));
+                let _ = tokio::join!(out_read, err_read);
             };
             tokio::pin!(pipes);
             let waited = async {
@@ -385,8 +390,6 @@ pub async fn run(
             Err(_) => {
                 guard.kill();
                 // The keeper ends the group: `SIGTERM`, then `SIGKILL` after `killGrace`.
-                // Its pipes are still read meanwhile: a shell that reports its child's
-                // signal on stderr must not die of `SIGPIPE` before its `TERM` trap runs.
                 let ended = work.await;
                 return HandlerRun {
                     verdict: Verdict::failed(
@@ -405,7 +408,13 @@ pub async fn run(
             }
         }
     };
-    let (stdout, stderr) = (out, err);
+    let take = |capture: &Mutex<Capture>| {
+        let mut kept = capture
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::replace(&mut *kept, Capture::text(0))
+    };
+    let (stdout, stderr) = (take(&out), take(&err));
     guard.0 = None; // the keeper exited (and was reaped): the hook and its descendants are gone
     let duration = started.elapsed();
     let stderr_text = String::from_utf8_lossy(stderr.bytes()).into_owned();
@@ -472,15 +481,26 @@ fn format_secs(secs: f64) -> String {
     }
 }
 
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, kept: &mut Capture) {
+/// Reads `pipe` into `kept` until its end, or for `bound` at most.
+async fn read_shared(
+    pipe: Option<impl AsyncRead + Unpin>,
+    kept: Arc<Mutex<Capture>>,
+    bound: std::time::Duration,
+) {
     let Some(mut pipe) = pipe else { return };
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => kept.push(&buf[..n]),
+    let read = async {
+        let mut buf = [0u8; 8192];
+        loop {
+            match pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => kept
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(&buf[..n]),
+            }
         }
-    }
+    };
+    let _ = tokio::time::timeout(bound, read).await;
 }
 
 /// Whether a command hook's program would be found, for `hookhost hooks` diagnostics:

@@ -281,3 +281,30 @@ fn context_env_puts_the_events_context_in_the_environment() {
     let seen = std::fs::read_to_string(env.project.join("env.txt")).unwrap();
     assert!(seen.contains("HOOKHOST_TOOL_NAME=AB\n"), "{seen}");
 }
+
+/// A cancelled dispatch (a `serve` client that went away) ends its hook gracefully too:
+/// `SIGTERM` first, with the hook's pipes still read, so its trap runs.
+#[test]
+fn a_cancelled_dispatch_sends_term_first() {
+    let env = TestEnv::new();
+    let marker = env.project.join("termed");
+    let command = format!(
+        "trap 'echo cleaning up >&2; touch {}; exit 0' TERM; touch started; \
+         while :; do sleep 0.05; done",
+        marker.display()
+    );
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": command}]),
+    ));
+    let daemon = crate::serve::Daemon::start(&env);
+    {
+        let mut client = daemon.client();
+        client.request(json!(1), "PreToolUse", bash_input("ls"));
+        crate::support::wait_until("the hook to start", || {
+            env.project.join("started").exists()
+        });
+    } // the client goes away
+    crate::support::wait_until("the hook's TERM trap to run", || marker.exists());
+}

@@ -11,7 +11,8 @@ const BLOCK: &str = r#"echo '{"decision": "block", "reason": "not done"}'"#;
 
 fn dispatch_capped(env: &TestEnv, event: &str, input: Value, cap: &str) -> Value {
     let mut cmd = env.command();
-    cmd.args(["dispatch", event]).env("HOOKHOST_STOP_BLOCK_CAP", cap);
+    cmd.args(["dispatch", event])
+        .env("HOOKHOST_STOP_BLOCK_CAP", cap);
     env.run_with(&mut cmd, &input.to_string()).json()
 }
 
@@ -39,7 +40,9 @@ fn subagent_stop_blocks_count_with_stop_blocks() {
     let capped = subagent("blocker");
     assert_eq!(capped["decision"], "none", "{capped}");
     assert!(
-        capped["notices"].to_string().contains("blocked 3 times in a row"),
+        capped["notices"]
+            .to_string()
+            .contains("blocked 3 times in a row"),
         "{capped}"
     );
 }
@@ -77,7 +80,11 @@ fn an_async_rewake_counts_and_is_not_delivered_past_the_cap() {
     };
     // Under the cap: delivered.
     let fresh = wake_then_prompt("w1");
-    assert_eq!(fresh["additionalContext"], json!(["tests failed"]), "{fresh}");
+    assert_eq!(
+        fresh["additionalContext"],
+        json!(["tests failed"]),
+        "{fresh}"
+    );
     // After a Stop block, the wake-up is one step too many for a cap of 1.
     let stop = dispatch_capped(&env, "Stop", json!({"session_id": "w2"}), "1");
     assert_eq!(stop["decision"], "block");
@@ -118,7 +125,8 @@ fn a_stop_block_carries_the_escape_hatch_when_configured() {
     env.project_hooks(json!({"hooks": stop_hooks, "stopEscapeHatch": " "}));
     let run = env.run(&["validate"], "");
     assert!(
-        run.stderr.contains("$.stopEscapeHatch: `stopEscapeHatch` must be"),
+        run.stderr
+            .contains("$.stopEscapeHatch: `stopEscapeHatch` must be"),
         "{}",
         run.stderr
     );
@@ -179,7 +187,8 @@ fn the_depth_guard_runs_no_hook_past_max_hook_depth_and_fails_closed() {
     env.project_hooks(json!({"maxHookDepth": 0}));
     let run = env.run(&["validate"], "");
     assert!(
-        run.stderr.contains("$.maxHookDepth: `maxHookDepth` must be from 1 to 64"),
+        run.stderr
+            .contains("$.maxHookDepth: `maxHookDepth` must be from 1 to 64"),
         "{}",
         run.stderr
     );
