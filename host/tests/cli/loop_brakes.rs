@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{TestEnv, bash_input, hooks, wait_until};
+use crate::support::{TestEnv, bash_input, wait_until};
 
 const BLOCK: &str = r#"echo '{"decision": "block", "reason": "not done"}'"#;
 
