@@ -302,9 +302,7 @@ fn a_cancelled_dispatch_sends_term_first() {
     {
         let mut client = daemon.client();
         client.request(json!(1), "PreToolUse", bash_input("ls"));
-        crate::support::wait_until("the hook to start", || {
-            env.project.join("started").exists()
-        });
+        crate::support::wait_until("the hook to start", || env.project.join("started").exists());
     } // the client goes away
     crate::support::wait_until("the hook's TERM trap to run", || marker.exists());
 }
