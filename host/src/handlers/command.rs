@@ -12,8 +12,9 @@
 //!   ([`super::descendants`]): when it exits, times out or is cancelled, its group and
 //!   every descendant (a `setsid` child, a double fork) are killed, so a hook leaves
 //!   nothing behind: on a timeout or a cancellation `SIGTERM` to the group first and
-//!   `SIGKILL` after the hook's `killGrace`; after the hook's own exit, what it left gets
-//!   a short drain ([`super::descendants::DRAIN`]) and is killed;
+//!   `SIGKILL` after the hook's `killGrace`; after the hook's own exit, what it left is
+//!   killed at once, and a pipe still held (by a process that escaped the keeper) is read
+//!   for [`super::descendants::DRAIN`] at most;
 //! - exit 0: success, stdout is JSON when its first non-blank character is `{`;
 //!   exit 2: a blocking error whose reason is the JSON reason, else stderr (JSON cannot
 //!   undo it); any other exit: a non-blocking error, unless stdout is a valid JSON object,

@@ -9,16 +9,17 @@
 //! session it moved to. When the hook's process exits, or the host asks ([`end`]: the
 //! hook's timeout, a cancelled dispatch), or the host dies (`PR_SET_PDEATHSIG`), the
 //! keeper kills the hook's process group and then every child it still has, until none
-//! is left, and exits with the hook's status.
+//! is left, and exits with the hook's status. Each hook has its own keeper, so the
+//! one-shot CLI, the dispatch daemon and `serve`, which run many hooks at once, end
+//! exactly the descendants of the hook that ended.
 //!
 //! Gracefully: when the host asks (or dies), the keeper sends `SIGTERM` to the hook's
 //! process group and waits up to the hook's `killGrace` for the group to be gone before
 //! the `SIGKILL`; a hook that traps `TERM` can clean up. When the hook's own process
 //! exits while something it started still runs (`sleep 3 & echo '{}'`, holding its
-//! stdout), the keeper waits at most [`DRAIN`] for the rest to end by itself, then kills
-//! it: the hook is answered when its process exits, plus that drain. Each hook has its own keeper, so the
-//! one-shot CLI, the dispatch daemon and `serve`, which run many hooks at once, end
-//! exactly the descendants of the hook that ended.
+//! stdout), the keeper kills the rest at once: the hook is answered when its process
+//! exits (its answer is in the pipe by then), and the host reads a pipe that something
+//! which escaped the keeper still holds for [`DRAIN`] at most.
 //!
 //! Limits: a process started on the hook's behalf by another process (a service
 //! manager, `at`, a container daemon) is not its descendant and is not ended; and if
@@ -32,7 +33,8 @@
 use std::io;
 use std::time::Duration;
 
-/// How long what a hook left running may go on after the hook's own process exited.
+/// How long the host reads a hook's pipes after its keeper exited (only a process that
+/// escaped the keeper can still hold them).
 pub const DRAIN: Duration = Duration::from_millis(250);
 
 /// Adds the keeper to `command` (which must lead its own process group); `grace` is the
@@ -104,9 +106,9 @@ fn split(host: libc::pid_t, grace: i64) -> io::Result<()> {
     }
 }
 
-/// The keeper's life: waits for the hook to exit or for its end; ends the hook's group
-/// gracefully (`SIGTERM`, then `SIGKILL` after `grace` ns), or gives what an exited hook
-/// left [`DRAIN`]; then kills every descendant, and exits as the hook did.
+/// The keeper's life: waits for the hook to exit or for its end; when ended, ends the
+/// hook's group gracefully (`SIGTERM`, then `SIGKILL` after `grace` ns); then kills
+/// every descendant, and exits as the hook did.
 ///
 /// # Safety
 ///
@@ -127,7 +129,7 @@ unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t, grace: 
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let signal = libc::sigwaitinfo(set, &mut info);
             if signal == libc::SIGCHLD || signal < 0 {
-                status = reap(hook).0.or(status);
+                status = reap(hook).or(status);
             } else {
                 ending = true;
             }
@@ -138,17 +140,13 @@ unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t, grace: 
             libc::killpg(hook, libc::SIGTERM);
             let deadline = now().saturating_add(grace);
             loop {
-                status = reap(hook).0.or(status);
+                status = reap(hook).or(status);
                 let group_gone = libc::kill(-hook, 0) != 0
                     && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
                 if (status.is_some() && group_gone) || !wait_until(set, deadline) {
                     break;
                 }
             }
-        } else {
-            // Exited: what it left may end by itself within the drain.
-            let deadline = now().saturating_add(nanos(DRAIN));
-            while reap(hook).1 && wait_until(set, deadline) {}
         }
         libc::killpg(hook, libc::SIGKILL);
         sweep();
@@ -210,24 +208,22 @@ unsafe fn wait_until(set: &libc::sigset_t, deadline: i64) -> bool {
     }
 }
 
-/// Reaps every child that has exited: the hook's wait status when it is among them, and
-/// whether the keeper still has children.
+/// Reaps every child that has exited; the hook's wait status when it is among them.
 ///
 /// # Safety
 ///
 /// Only in the keeper.
-unsafe fn reap(hook: libc::pid_t) -> (Option<libc::c_int>, bool) {
+unsafe fn reap(hook: libc::pid_t) -> Option<libc::c_int> {
     let mut found = None;
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes the status into valid local storage.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return found;
+        }
         if pid == hook {
             found = Some(status);
-        }
-        if pid <= 0 {
-            // 0: children left, none exited; -1: none left (ECHILD).
-            return (found, pid == 0);
         }
     }
 }
