@@ -306,3 +306,42 @@ fn a_cancelled_dispatch_sends_term_first() {
     } // the client goes away
     crate::support::wait_until("the hook's TERM trap to run", || marker.exists());
 }
+
+/// Async hooks: `block` is ignored there and the notice says so; `ignore` leaves no
+/// notice.
+#[test]
+fn an_async_hooks_failure_follows_its_mode_too() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"PostToolUse": [{"hooks": [
+        {"type": "command", "id": "bg-block", "async": true, "onFailure": "block", "command": "exit 7"},
+        {"type": "command", "id": "bg-ignore", "async": true, "onFailure": "ignore", "command": "exit 7"}
+    ]}]}}));
+    let input = json!({"session_id": "as", "tool_name": "Bash"});
+    env.dispatch("PostToolUse", input.clone());
+    let dir = env
+        .data
+        .join("sessions")
+        .join(hookhost::session::session_key("as"))
+        .join("async");
+    crate::support::wait_until("both async results", || {
+        std::fs::read_dir(&dir).is_ok_and(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .count()
+                == 2
+        })
+    });
+    let next = env.dispatch(
+        "UserPromptSubmit",
+        json!({"session_id": "as", "prompt": "p"}),
+    );
+    let notices = notices(&next);
+    assert!(
+        notices.contains("bg-block")
+            && notices
+                .contains("not blocking (onFailure: \\\"block\\\" is ignored on async hooks)"),
+        "{next}"
+    );
+    assert!(!notices.contains("bg-ignore"), "{next}");
+    assert_eq!(next["decision"], "none", "{next}");
+}
