@@ -249,11 +249,10 @@ pub(super) fn build(
     };
     let on_failure = raw.on_failure.unwrap_or_default();
     if let Some(why) = super::on_failure::ignored(on_failure, mode, spec) {
-        let why = why.strip_prefix("not ").unwrap_or(&why);
         warn(
             "onFailure",
             format!(
-                "`onFailure: \"{}\"` has no effect here: {why}; a failure is a notice",
+                "`onFailure: \"{}\"` has no effect here, a failure is a notice: {why}",
                 on_failure.as_str()
             ),
         );
