@@ -17,8 +17,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod keys;
-mod sets;
 mod model_verdict;
+mod sets;
 pub use model_verdict::{ModelVerdictRule, Refusal};
 
 /// What exit code 2 (or an equivalent blocking error) does on an event.
@@ -90,7 +90,11 @@ pub struct EventSpec {
     pub matcher_tests_basename: bool,
     /// Whether consecutive blocks in a session are counted and capped (`stopBlockCap`):
     /// a hook that always blocks Stop would otherwise keep the agent from ever stopping.
+    /// The blocks of every such event (and `asyncRewake` wake-ups) count together.
     pub caps_consecutive_blocks: bool,
+    /// Whether the event going ahead ends the loop the cap counts (the agent stopped):
+    /// the count starts again.
+    pub ends_block_loop: bool,
     /// Whether the event ends the session: state kept for the session (plugin instances)
     /// is dropped after it.
     pub ends_session: bool,
@@ -307,8 +311,11 @@ const ENV_FILE_EVENTS: [&str; 4] = ["SessionStart", "Setup", "CwdChanged", "File
 /// Events whose matcher tests the basename of its field.
 const BASENAME_MATCHER_EVENTS: [&str; 1] = ["FileChanged"];
 
-/// Events whose consecutive blocks are capped.
-const CAPPED_BLOCK_EVENTS: [&str; 1] = ["Stop"];
+/// Events whose consecutive blocks are capped, counted together per session.
+const CAPPED_BLOCK_EVENTS: [&str; 2] = ["Stop", "SubagentStop"];
+
+/// Events that end the loop the cap counts when they go ahead.
+const LOOP_ENDING_EVENTS: [&str; 1] = ["Stop"];
 
 /// Events that end the session.
 const SESSION_ENDING_EVENTS: [&str; 1] = ["SessionEnd"];
@@ -339,6 +346,7 @@ impl From<&Row> for EventSpec {
             env_file: ENV_FILE_EVENTS.contains(&row.name),
             matcher_tests_basename: BASENAME_MATCHER_EVENTS.contains(&row.name),
             caps_consecutive_blocks: CAPPED_BLOCK_EVENTS.contains(&row.name),
+            ends_block_loop: LOOP_ENDING_EVENTS.contains(&row.name),
             ends_session: SESSION_ENDING_EVENTS.contains(&row.name),
             default_timeout: row.timeout,
         }
@@ -458,7 +466,11 @@ mod tests {
             names
         };
         assert_eq!(having(|e| e.matcher_tests_basename), ["FileChanged"]);
-        assert_eq!(having(|e| e.caps_consecutive_blocks), ["Stop"]);
+        assert_eq!(
+            having(|e| e.caps_consecutive_blocks),
+            ["Stop", "SubagentStop"]
+        );
+        assert_eq!(having(|e| e.ends_block_loop), ["Stop"]);
         assert_eq!(having(|e| e.ends_session), ["SessionEnd"]);
         assert_eq!(having(|e| e.timeout_blocks()), ["PreModelSwitch"]);
         assert_eq!(having(|e| e.refuses_only()), ["PreSkillShellCommand"]);

@@ -152,6 +152,7 @@ async fn custom_events_are_dispatched_with_their_attributes() {
         env_file: false,
         matcher_tests_basename: false,
         caps_consecutive_blocks: false,
+        ends_block_loop: false,
         ends_session: false,
         default_timeout: Duration::from_secs(5),
     };

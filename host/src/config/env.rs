@@ -260,6 +260,20 @@ pub fn stop_block_cap() -> Result<Option<u32>, String> {
     number("HOOKHOST_STOP_BLOCK_CAP", 0, u32::MAX as u64).map(|n| n.map(|n| n as u32))
 }
 
+/// The most `HOOKHOST_DEPTH` is read as (a larger number is junk).
+pub const MAX_DEPTH_VALUE: u64 = 1_000_000;
+
+/// `HOOKHOST_DEPTH`: `Ok(0)` when unset or empty (the outermost hookhost), the number
+/// when it is ASCII digits only up to [`MAX_DEPTH_VALUE`], else `Err` with a notice: the
+/// depth guard counts a value hookhost did not write (junk, negative, huge) as past its
+/// limit, so that mangling the variable never lifts the guard.
+pub fn depth() -> Result<u32, String> {
+    match number("HOOKHOST_DEPTH", 0, MAX_DEPTH_VALUE) {
+        Ok(n) => Ok(n.map_or(0, |n| n as u32)),
+        Err(why) => Err(why.replace("; ignored", "; counted as past the depth limit")),
+    }
+}
+
 /// A [`Kind::Number`] variable: `Ok(None)` when unset or empty, the number when it is
 /// ASCII digits only and within `min..=max`, else `Err` with a notice (the caller uses
 /// its default).

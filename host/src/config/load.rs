@@ -312,7 +312,7 @@ fn push_parsed(
 }
 
 /// Claude Code's own settings files carry many keys that are not about hooks.
-fn is_claude_settings_file(path: &Path) -> bool {
+pub(crate) fn is_claude_settings_file(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.ends_with("settings.json") || n.ends_with("settings.local.json"))

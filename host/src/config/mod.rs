@@ -14,6 +14,7 @@ mod parse;
 pub mod schema;
 mod sources;
 
+pub(crate) use load::is_claude_settings_file;
 pub use load::{load, load_with};
 pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig};
 pub(crate) use parse::kind_of;

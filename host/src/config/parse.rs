@@ -107,6 +107,8 @@ pub fn parse_settings(
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
             "modelProvider" => settings.model_provider = typed(value, location, &path)?,
+            "stopEscapeHatch" => settings.stop_escape_hatch = typed(value, location, &path)?,
+            "maxHookDepth" => settings.max_hook_depth = typed(value, location, &path)?,
             "pluginAllowlist" => settings.managed.plugin_allowlist = typed(value, location, &path)?,
             "requireAllowlistedPlugins" => {
                 settings.managed.require_allowlisted_plugins = typed(value, location, &path)?
@@ -154,8 +156,8 @@ pub fn parse_settings(
                     format!(
                         "unknown field `{key}`, expected one of `hooks`, `disableAllHooks`, \
                          `allowManagedHooksOnly`, `allowedHttpHookUrls`, \
-                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `modelProvider`, \
-                         `$schema` \
+                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `stopEscapeHatch`, \
+                         `maxHookDepth`, `modelProvider`, `$schema` \
                          (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
                          `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`, \
                          `forbidEnvironmentTrust`, `auditLog`, `httpHookCaFile`)"

@@ -64,8 +64,26 @@ pub enum OnFailure {
     /// Fail open: a non-blocking error notice (Claude Code's default).
     #[default]
     Continue,
-    /// Fail closed: the failure blocks like exit 2.
+    /// Fail open without a notice: the failure is still in the hook's report and the
+    /// audit log (hookhost's own; Claude Code does not know it).
+    Ignore,
+    /// Fail closed: the failure blocks like exit 2 (a deny on permission events).
     Block,
+    /// Stop the agent: `continue: false` with a stop reason naming the hook (hookhost's
+    /// own; Claude Code does not know it).
+    Abort,
+}
+
+impl OnFailure {
+    /// The value as config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Continue => "continue",
+            OnFailure::Ignore => "ignore",
+            OnFailure::Block => "block",
+            OnFailure::Abort => "abort",
+        }
+    }
 }
 
 /// Where a wasm plugin keeps its instance.
@@ -108,7 +126,8 @@ pub struct RawHandler {
     /// `false` keeps the hook in the file but never runs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Fail open (`continue`, default) or fail closed (`block`).
+    /// What a failure does: `continue` (default: a notice), `ignore` (no notice),
+    /// `block` (fail closed) or `abort` (stop the agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<OnFailure>,
     /// Higher wins when several hooks rewrite the tool input.
@@ -137,6 +156,13 @@ pub struct RawHandler {
     /// `bash` (default `sh`) or `powershell`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<String>,
+    /// Seconds between the `SIGTERM` and the `SIGKILL` to the hook's process group on a
+    /// timeout or a cancellation (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_grace: Option<f64>,
+    /// Put the event's context in the hook's environment (`HOOKHOST_TOOL_NAME`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_env: Option<bool>,
 
     // http
     /// URL to POST the input to.
@@ -343,6 +369,10 @@ pub struct RawSettings {
     pub stop_block_cap: Option<u32>,
     /// `modelProvider`: who answers `prompt` hooks.
     pub model_provider: Option<RawModelProvider>,
+    /// `stopEscapeHatch`: a sentence added to the reason of a Stop block.
+    pub stop_escape_hatch: Option<StopEscapeHatch>,
+    /// `maxHookDepth`: past this depth of hooks in hooks, hookhost runs none.
+    pub max_hook_depth: Option<u32>,
     /// Managed-only settings (allowlist, ceilings, workspace trust); see [`RawManaged`].
     pub managed: RawManaged,
 }
@@ -538,6 +568,25 @@ pub struct SettingsFile {
     /// Who answers `prompt` hooks that name no provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<RawModelProvider>,
+    /// A sentence added to the reason of every Stop and SubagentStop block: `true` for
+    /// "if you truly cannot fix this, explain why and stop", or the sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_escape_hatch: Option<StopEscapeHatch>,
+    /// How deep hooks may nest (a hook that runs an agent whose hooks run hookhost):
+    /// past it hookhost runs no hook (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_hook_depth: Option<u32>,
+}
+
+/// `stopEscapeHatch`: on (the default sentence), off, or a sentence of one's own.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(untagged)]
+pub enum StopEscapeHatch {
+    /// `true`: the default sentence; `false`: none.
+    Switch(bool),
+    /// The sentence.
+    Sentence(String),
 }
 
 /// The JSON Schema (draft 2020-12) of a hookhost settings file, generated from the config

@@ -95,6 +95,8 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "command": c.command,
             "args": c.args,
             "shell": format!("{:?}", c.shell),
+            "killGraceMs": c.kill_grace.as_millis() as u64,
+            "contextEnv": c.context_env,
         }),
         HandlerSpec::Http(h) => json!({
             "type": "http",
@@ -290,7 +292,20 @@ impl Dispatcher {
         for result in self.sessions.take_async(session) {
             outcome.additional_context.extend(result.additional_context);
             outcome.system_messages.extend(result.system_messages);
-            if let Some(wake) = result.wake {
+            // A wake-up extends the session's loop: it counts against the Stop cap.
+            let wake = result
+                .wake
+                .filter(|_| match self.admit_wake(session, &result.hook) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        outcome.notices.push(crate::outcome::Notice {
+                            hook: result.hook.clone(),
+                            message: why,
+                        });
+                        false
+                    }
+                });
+            if let Some(wake) = wake {
                 outcome.additional_context.push(wake.clone());
                 outcome.notices.push(crate::outcome::Notice {
                     hook: result.hook.clone(),
@@ -344,7 +359,16 @@ pub fn async_result(hook: &Hook, invocation: &Invocation, run: &HandlerRun) -> A
                 result.wake = answer.blocking_error.as_deref().map(cap_text);
             }
         }
-        Verdict::Failed(failure) => result.error = Some(cap_text(&failure.message)),
+        // `onFailure: "ignore"`: no notice (the run's audit line keeps the failure).
+        Verdict::Failed(_) if hook.on_failure == crate::config::schema::OnFailure::Ignore => {}
+        Verdict::Failed(failure) => {
+            let ignored =
+                crate::policy::on_failure_ignored(hook.on_failure, hook.mode, &invocation.spec);
+            result.error = Some(cap_text(&match ignored {
+                Some(why) => format!("{}; {why}", failure.message),
+                None => failure.message.clone(),
+            }));
+        }
     }
     result
 }

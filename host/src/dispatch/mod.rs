@@ -23,9 +23,11 @@
 //!
 //! The rooms: this file selects and runs the sync hooks; `background` starts async hooks
 //! (in process or in a detached runner) and delivers their results; `stop_cap` applies
-//! the Stop loop cap; [`input`] reads an event's input.
+//! the Stop loop cap (blocks and wake-ups, the escape hatch); `depth` is the depth guard
+//! (no hook runs past `maxHookDepth`); [`input`] reads an event's input.
 
 mod background;
+mod depth;
 pub mod env_forward;
 pub mod input;
 pub mod registry;
@@ -253,7 +255,16 @@ impl Dispatcher {
             let own = invocation.env_file.as_ref()?;
             Some((own.clone(), env_forward::mark(own), agent.clone()))
         });
-        let executed = self.run_selected(selected, &invocation).await;
+        // The depth guard (`depth`): past `maxHookDepth`, no hook runs.
+        let refused = self.depth_refusal();
+        let would_run = selected
+            .iter()
+            .flat_map(|(_, h)| h)
+            .any(|h| h.skip.is_none());
+        let executed = match &refused {
+            None => self.run_selected(selected, &invocation).await,
+            Some(why) => depth::skipped(selected, why),
+        };
         match forward {
             Some((own, from, Ok(agent))) => {
                 notices.extend(env_forward::forward(&own, from, &agent));
@@ -262,6 +273,9 @@ impl Dispatcher {
             None => {}
         }
         let mut outcome = merge(&invocation.spec, &executed);
+        if let Some(why) = refused {
+            depth::refuse(&invocation.spec, would_run, &why, &mut outcome);
+        }
         for notice in &self.policy.notices {
             outcome.host_notice(notice.clone());
         }

@@ -11,7 +11,10 @@
 //! - the process leads its own process group under a keeper that is its subreaper
 //!   ([`super::descendants`]): when it exits, times out or is cancelled, its group and
 //!   every descendant (a `setsid` child, a double fork) are killed, so a hook leaves
-//!   nothing behind;
+//!   nothing behind: on a timeout or a cancellation `SIGTERM` to the group first and
+//!   `SIGKILL` after the hook's `killGrace`; after the hook's own exit, what it left is
+//!   killed at once, and a pipe still held (by a process that escaped the keeper) is read
+//!   for [`super::descendants::DRAIN`] at most;
 //! - exit 0: success, stdout is JSON when its first non-blank character is `{`;
 //!   exit 2: a blocking error whose reason is the JSON reason, else stderr (JSON cannot
 //!   undo it); any other exit: a non-blocking error, unless stdout is a valid JSON object,
@@ -20,20 +23,24 @@
 //!   cannot open its script) is a non-blocking error, never a block (claude-code #80697);
 //! - the environment is the host's, byte for byte (names and values need not be UTF-8),
 //!   minus credential-looking variables (see [`is_credential_name`]) unless
-//!   `envAllowlist` names them; the values hookhost sets itself never hold a NUL byte.
+//!   `envAllowlist` names them, plus the event's context with `contextEnv` and
+//!   `HOOKHOST_DEPTH` ([`super::context_env`]); the values hookhost sets itself never
+//!   hold a NUL byte.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::capture::Capture;
-use super::output::{Stdout, cap_text, classify_stdout};
-use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict};
+pub use super::exit_code::{interpret_exit, interpret_exit_in};
+use super::output::cap_text;
+use super::{FailureKind, HandlerRun, Invocation, Usage, Verdict};
 use crate::policy::{CommandSpec, Hook, Settings, Shell};
 
 pub use crate::policy::env::{allowlisted, is_credential_name};
@@ -117,18 +124,36 @@ pub fn hook_path(path: Option<&OsStr>) -> OsString {
 /// The variable whose value hookhost replaces (see [`hook_path`]) and searches programs in.
 const PATH: &str = "PATH";
 
-/// The environment a command hook gets.
-pub fn hook_env(invocation: &Invocation, settings: &Settings) -> Vec<(OsString, OsString)> {
+/// The environment a command hook gets: the one place it is built. `context` adds the
+/// event's context (`contextEnv`, [`super::context_env`]); every hook gets
+/// `HOOKHOST_DEPTH` (the depth guard's).
+pub fn hook_env(
+    invocation: &Invocation,
+    settings: &Settings,
+    context: bool,
+) -> Vec<(OsString, OsString)> {
+    let scrubbed = |name: &[u8]| {
+        !is_credential_name_bytes(name) || allowlisted_bytes(name, &settings.env_allowlist)
+    };
     let mut env: Vec<(OsString, OsString)> =
         crate::config::env::for_children(Some(&invocation.project_dir))
             .into_iter()
             .filter(|(name, _)| {
                 let name = name.as_bytes();
                 name != PATH.as_bytes()
-                    && (!is_credential_name_bytes(name)
-                        || allowlisted_bytes(name, &settings.env_allowlist))
+                    && name != super::context_env::DEPTH.as_bytes()
+                    && scrubbed(name)
             })
             .collect();
+    env.push(super::context_env::depth_var());
+    if context {
+        let values = super::context_env::context_env(invocation);
+        env.extend(
+            values
+                .into_iter()
+                .filter(|(name, _)| scrubbed(name.as_bytes())),
+        );
+    }
     // Always set, and always absolute (see [`DEFAULT_PATH`]).
     env.push((
         PATH.into(),
@@ -263,7 +288,7 @@ pub async fn run(
     settings: &Settings,
 ) -> HandlerRun {
     let started = Instant::now();
-    let env = hook_env(invocation, settings);
+    let env = hook_env(invocation, settings, spec.context_env);
     let search_path = env
         .iter()
         .find(|(name, _)| name == PATH)
@@ -309,7 +334,7 @@ pub async fn run(
         .process_group(0);
     // Under a keeper of its own, which ends the hook's descendants with it (a dropped
     // run asks the keeper through `GroupGuard`, not with a `SIGKILL` it could not act on).
-    super::descendants::keep_descendants(&mut command);
+    super::descendants::keep_descendants(&mut command, spec.kill_grace);
 
     // A spawn that fails (out of processes, descriptors or memory included) fails the
     // hook at once, as a named "could not start": waiting for other hooks to free what
@@ -331,37 +356,66 @@ pub async fn run(
         }
         drop(stdin);
     };
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let work = async {
-        let (_, out, err, status) = tokio::join!(
-            feed,
-            read_capped(stdout, Capture::new(CAPTURE_LIMIT)),
-            read_capped(stderr, Capture::text(CAPTURE_LIMIT)),
-            child.wait()
-        );
-        (out, err, status)
-    };
-    let (stdout, stderr, status) = match tokio::time::timeout(hook.timeout, work).await {
-        Ok(result) => result,
-        Err(_) => {
-            guard.kill();
-            let _ = child.wait().await;
-            return HandlerRun {
-                verdict: Verdict::failed(
-                    FailureKind::Timeout,
-                    format!(
-                        "timed out after {}s; process group killed",
-                        format_secs(hook.timeout.as_secs_f64())
-                    ),
-                ),
-                exit_code: None,
-                duration: started.elapsed(),
-                usage: Usage::default(),
-                diagnostics: None,
+    // The pipes are read by tasks of their own, which outlive a cancelled run: the hook's
+    // group gets its `SIGTERM` and its grace with its pipes still read (a shell that
+    // reports its child's signal on stderr must not die of `SIGPIPE` before its `TERM`
+    // trap runs). A reader ends at the pipe's end, or at `reading_bound` at the latest.
+    let reading_bound = hook.timeout + spec.kill_grace + 2 * super::descendants::DRAIN;
+    let out = Arc::new(Mutex::new(Capture::new(CAPTURE_LIMIT)));
+    let err = Arc::new(Mutex::new(Capture::text(CAPTURE_LIMIT)));
+    let out_read = tokio::spawn(read_shared(child.stdout.take(), out.clone(), reading_bound));
+    let err_read = tokio::spawn(read_shared(child.stderr.take(), err.clone(), reading_bound));
+    let status = {
+        let work = async {
+            let pipes = async {
+                let _ = tokio::join!(out_read, err_read);
             };
+            tokio::pin!(pipes);
+            let waited = async {
+                tokio::select! {
+                    status = child.wait() => {
+                        // The keeper exited: the hook and its descendants are gone. A pipe
+                        // still held open (by a process that escaped the keeper) is read for
+                        // the drain at most.
+                        let _ = tokio::time::timeout(super::descendants::DRAIN, &mut pipes).await;
+                        status
+                    }
+                    () = &mut pipes => child.wait().await,
+                }
+            };
+            tokio::join!(feed, waited).1
+        };
+        tokio::pin!(work);
+        match tokio::time::timeout(hook.timeout, &mut work).await {
+            Ok(status) => status,
+            Err(_) => {
+                guard.kill();
+                // The keeper ends the group: `SIGTERM`, then `SIGKILL` after `killGrace`.
+                let ended = work.await;
+                return HandlerRun {
+                    verdict: Verdict::failed(
+                        FailureKind::Timeout,
+                        format!(
+                            "timed out after {}s; {}",
+                            format_secs(hook.timeout.as_secs_f64()),
+                            how_it_ended(ended.ok(), spec.kill_grace)
+                        ),
+                    ),
+                    exit_code: None,
+                    duration: started.elapsed(),
+                    usage: Usage::default(),
+                    diagnostics: None,
+                };
+            }
         }
     };
+    let take = |capture: &Mutex<Capture>| {
+        let mut kept = capture
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::replace(&mut *kept, Capture::text(0))
+    };
+    let (stdout, stderr) = (take(&out), take(&err));
     guard.0 = None; // the keeper exited (and was reaped): the hook and its descendants are gone
     let duration = started.elapsed();
     let stderr_text = String::from_utf8_lossy(stderr.bytes()).into_owned();
@@ -407,6 +461,19 @@ pub async fn run(
     }
 }
 
+/// How a timed-out hook ended, from its keeper's exit status (the hook's own).
+fn how_it_ended(status: Option<std::process::ExitStatus>, grace: std::time::Duration) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let grace = format_secs(grace.as_secs_f64());
+    match status.and_then(|s| s.signal()) {
+        Some(libc::SIGKILL) => format!(
+            "SIGTERM sent to its process group; it did not end within its killGrace \
+             ({grace}s) and was killed (SIGKILL)"
+        ),
+        _ => format!("SIGTERM sent to its process group; it ended within its killGrace ({grace}s)"),
+    }
+}
+
 fn format_secs(secs: f64) -> String {
     if secs.fract() == 0.0 {
         format!("{secs:.0}")
@@ -415,101 +482,26 @@ fn format_secs(secs: f64) -> String {
     }
 }
 
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, mut kept: Capture) -> Capture {
-    let Some(mut pipe) = pipe else { return kept };
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => return kept,
-            Ok(n) => kept.push(&buf[..n]),
+/// Reads `pipe` into `kept` until its end, or for `bound` at most.
+async fn read_shared(
+    pipe: Option<impl AsyncRead + Unpin>,
+    kept: Arc<Mutex<Capture>>,
+    bound: std::time::Duration,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let read = async {
+        let mut buf = [0u8; 8192];
+        loop {
+            match pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => kept
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(&buf[..n]),
+            }
         }
-    }
-}
-
-/// Applies the exit-code contract to one finished process.
-pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Verdict {
-    interpret_exit_in(code, stdout, stderr, event, Path::new("/"), false)
-}
-
-/// [`interpret_exit`] for a hook run in `dir` (where a script it names is looked for).
-pub fn interpret_exit_in(
-    code: i32,
-    stdout: &str,
-    stderr: &str,
-    event: &str,
-    dir: &Path,
-    cut: bool,
-) -> Verdict {
-    if super::exit_code::cannot_start(code, stdout, stderr, dir) {
-        let first = stderr
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        return Verdict::failed(
-            FailureKind::CannotStart,
-            cap_text(&format!("cannot start (exit {code}): {first}")),
-        );
-    }
-    let parsed = classify_stdout(stdout, event);
-    // Strings of the answer were cut (`handlers::capture`): it counts only if it restricts.
-    let parsed = if cut {
-        super::capture::restrictive_or_invalid(parsed, "the hook's stdout")
-    } else {
-        parsed
     };
-    match code {
-        0 => match parsed {
-            Stdout::Empty => Verdict::Answer(Answer::default()),
-            Stdout::Json(output) => Verdict::Answer(Answer {
-                output,
-                ..Answer::default()
-            }),
-            Stdout::Text(text) => Verdict::Answer(Answer {
-                plain_text: Some(text),
-                ..Answer::default()
-            }),
-            Stdout::InvalidJson(e) => Verdict::failed(FailureKind::InvalidOutput, e),
-        },
-        2 => {
-            let output = match parsed {
-                Stdout::Json(output) => output,
-                _ => Default::default(),
-            };
-            let reason = output
-                .reason_text()
-                .map(str::to_string)
-                .or_else(|| Some(stderr.trim().to_string()).filter(|s| !s.is_empty()))
-                .unwrap_or_else(|| "blocked by hook (exit 2)".into());
-            Verdict::Answer(Answer {
-                output,
-                blocking_error: Some(cap_text(&reason)),
-                ..Answer::default()
-            })
-        }
-        _ => match parsed {
-            Stdout::Json(output) => Verdict::Answer(Answer {
-                output,
-                ..Answer::default()
-            }),
-            Stdout::InvalidJson(e) => {
-                Verdict::failed(FailureKind::InvalidOutput, format!("exit {code}; {e}"))
-            }
-            _ => {
-                let first = stderr
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .trim();
-                Verdict::failed(
-                    FailureKind::ExitCode,
-                    cap_text(&format!(
-                        "Failed with non-blocking status code {code}: {first}"
-                    )),
-                )
-            }
-        },
-    }
+    let _ = tokio::time::timeout(bound, read).await;
 }
 
 /// Whether a command hook's program would be found, for `hookhost hooks` diagnostics:
@@ -523,85 +515,6 @@ pub fn program_exists(program: &str, project_dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn answer(v: Verdict) -> Answer {
-        match v {
-            Verdict::Answer(a) => a,
-            Verdict::Failed(f) => panic!("expected an answer, got {f:?}"),
-        }
-    }
-
-    fn failure(v: Verdict) -> FailureKind {
-        match v {
-            Verdict::Failed(f) => f.kind,
-            Verdict::Answer(a) => panic!("expected a failure, got {a:?}"),
-        }
-    }
-
-    #[test]
-    fn exit_code_contract() {
-        let e = "PreToolUse";
-        assert_eq!(answer(interpret_exit(0, "", "", e)), Answer::default());
-        assert_eq!(
-            answer(interpret_exit(0, "note", "", e))
-                .plain_text
-                .as_deref(),
-            Some("note")
-        );
-        assert_eq!(
-            failure(interpret_exit(0, "{bad", "", e)),
-            FailureKind::InvalidOutput
-        );
-
-        // exit 2: reason from stderr, or from JSON when it gives one; JSON allow cannot undo it
-        let a = answer(interpret_exit(2, "", "no way\n", e));
-        assert_eq!(a.blocking_error.as_deref(), Some("no way"));
-        let json = r#"{"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "json reason"}}"#;
-        let a = answer(interpret_exit(2, json, "stderr reason", e));
-        assert_eq!(a.blocking_error.as_deref(), Some("json reason"));
-        let a = answer(interpret_exit(2, "{broken", "stderr reason", e));
-        assert_eq!(a.blocking_error.as_deref(), Some("stderr reason"));
-
-        // other codes: JSON decides alone, otherwise a non-blocking error
-        let a = answer(interpret_exit(
-            1,
-            r#"{"decision": "block", "reason": "r"}"#,
-            "",
-            "Stop",
-        ));
-        assert_eq!(a.output.decision.as_deref(), Some("block"));
-        assert!(a.blocking_error.is_none());
-        assert_eq!(
-            failure(interpret_exit(1, "", "boom", e)),
-            FailureKind::ExitCode
-        );
-        assert_eq!(
-            failure(interpret_exit(3, "text", "", e)),
-            FailureKind::ExitCode
-        );
-    }
-
-    #[test]
-    fn cannot_start_is_never_a_block() {
-        let py = "python3: can't open file '/x/hook.py': [Errno 2] No such file or directory";
-        assert_eq!(
-            failure(interpret_exit(2, "", py, "PreToolUse")),
-            FailureKind::CannotStart
-        );
-        assert_eq!(
-            failure(interpret_exit(
-                127,
-                "",
-                "sh: 1: nope: not found",
-                "PreToolUse"
-            )),
-            FailureKind::CannotStart
-        );
-        assert_eq!(
-            failure(interpret_exit(126, "", "Permission denied", "PreToolUse")),
-            FailureKind::CannotStart
-        );
-    }
 
     #[test]
     fn programs_are_found_in_absolute_path_entries_only() {

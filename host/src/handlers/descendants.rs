@@ -13,6 +13,14 @@
 //! one-shot CLI, the dispatch daemon and `serve`, which run many hooks at once, end
 //! exactly the descendants of the hook that ended.
 //!
+//! Gracefully: when the host asks (or dies), the keeper sends `SIGTERM` to the hook's
+//! process group and waits up to the hook's `killGrace` for the group to be gone before
+//! the `SIGKILL`; a hook that traps `TERM` can clean up. When the hook's own process
+//! exits while something it started still runs (`sleep 3 & echo '{}'`, holding its
+//! stdout), the keeper kills the rest at once: the hook is answered when its process
+//! exits (its answer is in the pipe by then), and the host reads a pipe that something
+//! which escaped the keeper still holds for [`DRAIN`] at most.
+//!
 //! Limits: a process started on the hook's behalf by another process (a service
 //! manager, `at`, a container daemon) is not its descendant and is not ended; and if
 //! the keeper itself is killed with `SIGKILL`, the hook dies with it (its
@@ -23,16 +31,23 @@
 //! Without `/proc/thread-self/children` the keeper ends the hook's process group only.
 
 use std::io;
+use std::time::Duration;
 
-/// Adds the keeper to `command` (which must lead its own process group).
-pub(super) fn keep_descendants(command: &mut tokio::process::Command) {
+/// How long the host reads a hook's pipes after its keeper exited (only a process that
+/// escaped the keeper can still hold them).
+pub const DRAIN: Duration = Duration::from_millis(250);
+
+/// Adds the keeper to `command` (which must lead its own process group); `grace` is the
+/// hook's `killGrace`, between the `SIGTERM` and the `SIGKILL` when it is ended.
+pub(super) fn keep_descendants(command: &mut tokio::process::Command, grace: Duration) {
     let host = std::process::id() as libc::pid_t;
+    let grace = nanos(grace);
     // SAFETY: the closure runs in the child between `fork` and `exec`, and makes only
     // async-signal-safe calls (`sigprocmask`, `prctl`, `fork`, `setpgid`, `getppid`, and
     // in the keeper `sigwaitinfo`, `waitpid`, `kill`, `open`/`read`/`close`, `_exit`);
-    // it allocates nothing.
+    // `sigtimedwait`, `clock_gettime`; it allocates nothing.
     unsafe {
-        command.pre_exec(move || split(host));
+        command.pre_exec(move || split(host, grace));
     }
 }
 
@@ -59,9 +74,14 @@ fn keeper_signals() -> libc::sigset_t {
     }
 }
 
+/// A duration in nanoseconds, saturating.
+fn nanos(duration: Duration) -> i64 {
+    i64::try_from(duration.as_nanos()).unwrap_or(i64::MAX)
+}
+
 /// In the forked child: forks the hook (which returns, to be executed) and stays as its
 /// keeper (which never returns).
-fn split(host: libc::pid_t) -> io::Result<()> {
+fn split(host: libc::pid_t, grace: i64) -> io::Result<()> {
     let set = keeper_signals();
     // SAFETY: async-signal-safe calls on valid local storage (see keep_descendants).
     unsafe {
@@ -82,17 +102,18 @@ fn split(host: libc::pid_t) -> io::Result<()> {
         }
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-        keep(hook, libc::getppid() != host, &set)
+        keep(hook, libc::getppid() != host, &set, grace)
     }
 }
 
-/// The keeper's life: waits for the hook to exit or for its end, then ends the hook's
-/// group and every descendant, and exits as the hook did.
+/// The keeper's life: waits for the hook to exit or for its end; when ended, ends the
+/// hook's group gracefully (`SIGTERM`, then `SIGKILL` after `grace` ns); then kills
+/// every descendant, and exits as the hook did.
 ///
 /// # Safety
 ///
 /// Only in the single-threaded child of a fork.
-unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t) -> ! {
+unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t, grace: i64) -> ! {
     // SAFETY: async-signal-safe calls on valid local storage.
     unsafe {
         // The keeper holds none of the hook's pipes: the host sees their end when the
@@ -111,6 +132,20 @@ unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t) -> ! {
                 status = reap(hook).or(status);
             } else {
                 ending = true;
+            }
+        }
+        if status.is_none() {
+            // Ended while running: TERM to the group, KILL after the grace, sooner when
+            // the group is gone.
+            libc::killpg(hook, libc::SIGTERM);
+            let deadline = now().saturating_add(grace);
+            loop {
+                status = reap(hook).or(status);
+                let group_gone = libc::kill(-hook, 0) != 0
+                    && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+                if (status.is_some() && group_gone) || !wait_until(set, deadline) {
+                    break;
+                }
             }
         }
         libc::killpg(hook, libc::SIGKILL);
@@ -132,6 +167,44 @@ unsafe fn keep(hook: libc::pid_t, host_gone: bool, set: &libc::sigset_t) -> ! {
                 libc::_exit(137)
             }
         }
+    }
+}
+
+/// The monotonic clock, in nanoseconds.
+///
+/// # Safety
+///
+/// None beyond the call's (async-signal-safe).
+unsafe fn now() -> i64 {
+    // SAFETY: a zeroed timespec is valid storage for clock_gettime.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+        (ts.tv_sec as i64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec as i64)
+    }
+}
+
+/// Waits for one of `set` until `deadline` (ns of [`now`]); `false` when the deadline
+/// has passed.
+///
+/// # Safety
+///
+/// Only in the keeper.
+unsafe fn wait_until(set: &libc::sigset_t, deadline: i64) -> bool {
+    // SAFETY: async-signal-safe calls on valid local storage.
+    unsafe {
+        let left = deadline.saturating_sub(now());
+        if left <= 0 {
+            return false;
+        }
+        let ts = libc::timespec {
+            tv_sec: (left / 1_000_000_000) as libc::time_t,
+            tv_nsec: (left % 1_000_000_000) as libc::c_long,
+        };
+        libc::sigtimedwait(set, std::ptr::null_mut(), &ts);
+        true
     }
 }
 

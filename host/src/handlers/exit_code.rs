@@ -1,7 +1,11 @@
-//! Whether a command hook's exit means "it could not start" (a named failure) rather
-//! than "it decided" (issue 24.1): the classifier of [`super::command`]'s exits.
+//! The exit-code contract of [`super::command`] ([`interpret_exit`]), and whether a
+//! command hook's exit means "it could not start" (a named failure) rather than "it
+//! decided" (issue 24.1).
 
 use std::path::Path;
+
+use super::output::{Stdout, cap_text, classify_stdout};
+use super::{Answer, FailureKind, Verdict};
 
 /// Whether an exit means "the hook could not start" rather than "the hook decided":
 /// the shell's 126 (not executable) and 127 (not found), and an interpreter that exits 2
@@ -51,9 +55,174 @@ fn python_cannot_open(line: &str, dir: &Path) -> bool {
         && std::fs::metadata(dir.join(file)).map_or(true, |m| m.is_dir())
 }
 
+/// Applies the exit-code contract to one finished process.
+pub fn interpret_exit(code: i32, stdout: &str, stderr: &str, event: &str) -> Verdict {
+    interpret_exit_in(code, stdout, stderr, event, Path::new("/"), false)
+}
+
+/// [`interpret_exit`] for a hook run in `dir` (where a script it names is looked for).
+pub fn interpret_exit_in(
+    code: i32,
+    stdout: &str,
+    stderr: &str,
+    event: &str,
+    dir: &Path,
+    cut: bool,
+) -> Verdict {
+    if cannot_start(code, stdout, stderr, dir) {
+        let first = stderr
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        return Verdict::failed(
+            FailureKind::CannotStart,
+            cap_text(&format!("cannot start (exit {code}): {first}")),
+        );
+    }
+    let parsed = classify_stdout(stdout, event);
+    // Strings of the answer were cut (`handlers::capture`): it counts only if it restricts.
+    let parsed = if cut {
+        super::capture::restrictive_or_invalid(parsed, "the hook's stdout")
+    } else {
+        parsed
+    };
+    match code {
+        0 => match parsed {
+            Stdout::Empty => Verdict::Answer(Answer::default()),
+            Stdout::Json(output) => Verdict::Answer(Answer {
+                output,
+                ..Answer::default()
+            }),
+            Stdout::Text(text) => Verdict::Answer(Answer {
+                plain_text: Some(text),
+                ..Answer::default()
+            }),
+            Stdout::InvalidJson(e) => Verdict::failed(FailureKind::InvalidOutput, e),
+        },
+        2 => {
+            let output = match parsed {
+                Stdout::Json(output) => output,
+                _ => Default::default(),
+            };
+            let reason = output
+                .reason_text()
+                .map(str::to_string)
+                .or_else(|| Some(stderr.trim().to_string()).filter(|s| !s.is_empty()))
+                .unwrap_or_else(|| "blocked by hook (exit 2)".into());
+            Verdict::Answer(Answer {
+                output,
+                blocking_error: Some(cap_text(&reason)),
+                ..Answer::default()
+            })
+        }
+        _ => match parsed {
+            Stdout::Json(output) => Verdict::Answer(Answer {
+                output,
+                ..Answer::default()
+            }),
+            Stdout::InvalidJson(e) => {
+                Verdict::failed(FailureKind::InvalidOutput, format!("exit {code}; {e}"))
+            }
+            _ => {
+                let first = stderr
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim();
+                Verdict::failed(
+                    FailureKind::ExitCode,
+                    cap_text(&format!(
+                        "Failed with non-blocking status code {code}: {first}"
+                    )),
+                )
+            }
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn answer(v: Verdict) -> Answer {
+        match v {
+            Verdict::Answer(a) => a,
+            Verdict::Failed(f) => panic!("expected an answer, got {f:?}"),
+        }
+    }
+
+    fn failure(v: Verdict) -> FailureKind {
+        match v {
+            Verdict::Failed(f) => f.kind,
+            Verdict::Answer(a) => panic!("expected a failure, got {a:?}"),
+        }
+    }
+
+    #[test]
+    fn exit_code_contract() {
+        let e = "PreToolUse";
+        assert_eq!(answer(interpret_exit(0, "", "", e)), Answer::default());
+        assert_eq!(
+            answer(interpret_exit(0, "note", "", e))
+                .plain_text
+                .as_deref(),
+            Some("note")
+        );
+        assert_eq!(
+            failure(interpret_exit(0, "{bad", "", e)),
+            FailureKind::InvalidOutput
+        );
+
+        // exit 2: reason from stderr, or from JSON when it gives one; JSON allow cannot undo it
+        let a = answer(interpret_exit(2, "", "no way\n", e));
+        assert_eq!(a.blocking_error.as_deref(), Some("no way"));
+        let json = r#"{"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "json reason"}}"#;
+        let a = answer(interpret_exit(2, json, "stderr reason", e));
+        assert_eq!(a.blocking_error.as_deref(), Some("json reason"));
+        let a = answer(interpret_exit(2, "{broken", "stderr reason", e));
+        assert_eq!(a.blocking_error.as_deref(), Some("stderr reason"));
+
+        // other codes: JSON decides alone, otherwise a non-blocking error
+        let a = answer(interpret_exit(
+            1,
+            r#"{"decision": "block", "reason": "r"}"#,
+            "",
+            "Stop",
+        ));
+        assert_eq!(a.output.decision.as_deref(), Some("block"));
+        assert!(a.blocking_error.is_none());
+        assert_eq!(
+            failure(interpret_exit(1, "", "boom", e)),
+            FailureKind::ExitCode
+        );
+        assert_eq!(
+            failure(interpret_exit(3, "text", "", e)),
+            FailureKind::ExitCode
+        );
+    }
+
+    #[test]
+    fn cannot_start_is_never_a_block() {
+        let py = "python3: can't open file '/x/hook.py': [Errno 2] No such file or directory";
+        assert_eq!(
+            failure(interpret_exit(2, "", py, "PreToolUse")),
+            FailureKind::CannotStart
+        );
+        assert_eq!(
+            failure(interpret_exit(
+                127,
+                "",
+                "sh: 1: nope: not found",
+                "PreToolUse"
+            )),
+            FailureKind::CannotStart
+        );
+        assert_eq!(
+            failure(interpret_exit(126, "", "Permission denied", "PreToolUse")),
+            FailureKind::CannotStart
+        );
+    }
 
     /// Words of CPython's message in a guard's reason are a block: the agent wrote them
     /// into the command the guard quotes.

@@ -8,6 +8,7 @@
 
 mod capture;
 pub mod command;
+mod context_env;
 mod descendants;
 mod exit_code;
 pub mod function;

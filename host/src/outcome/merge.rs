@@ -5,11 +5,10 @@
 use serde_json::{Map, Value};
 
 use super::{Decision, Executed, HookResult, HookStatus, Notice, Outcome, report};
-use crate::config::schema::OnFailure;
 use crate::event::{Channel, DecisionStyle, EventSpec, Exit2};
 use crate::handlers::output::{cap_text, cap_text_at};
 use crate::handlers::{Answer, Failure, Verdict};
-use crate::policy::{Hook, RunMode};
+use crate::policy::{FailureEffect, Hook};
 
 /// A value proposed by a hook for a field only one hook can set.
 #[derive(Debug, Clone)]
@@ -65,14 +64,6 @@ impl MergeState {
     }
 }
 
-/// Whether a failed run blocks: `onFailure: "block"` on a sync hook of an event that
-/// honours it ([`EventSpec::honours_on_failure`]: not Stop, SubagentStop, TaskCompleted,
-/// TeammateIdle, as in Claude Code). Every failure kind passes here, "could not start"
-/// (out of processes, descriptors, memory) included.
-fn fails_closed(hook: &Hook, spec: &EventSpec) -> bool {
-    hook.on_failure == OnFailure::Block && hook.mode == RunMode::Sync && spec.honours_on_failure()
-}
-
 /// Merges the results of an event's hooks (in config order) into an [`Outcome`].
 pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
     let mut outcome = Outcome::empty(&spec.name);
@@ -90,19 +81,8 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
                         state
                             .decisions
                             .push((blocking_decision(spec), Some(reason)));
-                    } else if fails_closed(hook, spec) {
-                        let reason = format!(
-                            "hook `{}` failed and has `onFailure: \"block\"`: {message}",
-                            hook.id
-                        );
-                        state
-                            .decisions
-                            .push((blocking_decision(spec), Some(reason)));
                     } else {
-                        outcome.notices.push(Notice {
-                            hook: hook.id.clone(),
-                            message: message.clone(),
-                        });
+                        apply_failure(spec, hook, message, &mut outcome, &mut state);
                     }
                 }
                 Verdict::Answer(answer) => {
@@ -171,6 +151,43 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
     }
     outcome.enforce_caps();
     outcome
+}
+
+/// Applies a failed run by the hook's `onFailure` where it runs
+/// ([`Hook::failure_effect`]). Every failure kind passes here, "could not start" (out of
+/// processes, descriptors, memory) included.
+fn apply_failure(
+    spec: &EventSpec,
+    hook: &Hook,
+    message: &str,
+    outcome: &mut Outcome,
+    state: &mut MergeState,
+) {
+    let failed = |mode: &str| {
+        format!(
+            "hook `{}` failed and has `onFailure: \"{mode}\"`: {message}",
+            hook.id
+        )
+    };
+    match hook.failure_effect(spec) {
+        FailureEffect::Block => state
+            .decisions
+            .push((blocking_decision(spec), Some(failed("block")))),
+        FailureEffect::Abort => {
+            outcome.continue_ = false;
+            if outcome.stop_reason.is_none() {
+                outcome.stop_reason = Some(cap_text(&failed("abort")));
+            }
+        }
+        FailureEffect::Silent => {}
+        FailureEffect::Notice { ignored } => outcome.notices.push(Notice {
+            hook: hook.id.clone(),
+            message: match ignored {
+                Some(why) => format!("{message}; {why}"),
+                None => message.to_string(),
+            },
+        }),
+    }
 }
 
 /// Whether one hook's result blocks the event or stops the agent: a sequential group

@@ -13,8 +13,10 @@
 //! - `updatedInput` replaces the whole input; when several hooks rewrite it (or
 //!   `updatedToolOutput`, or another event-specific field), the hook with the highest
 //!   `priority` wins, then the first in config order, and the outcome names it;
-//! - a failed hook is a notice (fail open), or a block with `onFailure: "block"` on events
-//!   that can block;
+//! - a failed hook is what its `onFailure` says where it runs
+//!   ([`crate::policy::FailureEffect`]): a notice (`continue`, and `block` or `abort` where
+//!   they are ignored, saying so), nothing (`ignore`), a block (`block`) or `continue:
+//!   false` naming the hook (`abort`);
 //! - fields the event does not honour are ignored;
 //! - every text of the outcome (`reason`, `stopReason`, each `additionalContext`,
 //!   `systemMessages` entry, notice, and hook `message` / `diagnostics`) is cut at

@@ -199,28 +199,100 @@ fn continue_false_contexts_and_messages() {
 }
 
 #[test]
-fn failures_fail_open_unless_on_failure_block() {
+fn failures_follow_on_failure_where_it_applies() {
     let catalogue = EventCatalogue::default();
     let failure = || ran(Verdict::failed(FailureKind::Timeout, "timed out after 1s"));
-    for (event, on_failure, expected) in [
-        ("PreToolUse", OnFailure::Continue, Decision::None),
-        ("PreToolUse", OnFailure::Block, Decision::Deny),
+    // (event, onFailure, decision, continue, notice: None = no notice, Some(part))
+    let ignored_block = "not blocking (onFailure: \"block\" is ignored on";
+    for (event, on_failure, expected, continues, notice) in [
+        (
+            "PreToolUse",
+            OnFailure::Continue,
+            Decision::None,
+            true,
+            Some("timed out"),
+        ),
+        ("PreToolUse", OnFailure::Ignore, Decision::None, true, None),
+        ("PreToolUse", OnFailure::Block, Decision::Deny, true, None),
+        ("PreToolUse", OnFailure::Abort, Decision::None, false, None),
         // Claude Code ignores onFailure on these: a failing check must not trap the
-        // agent in a loop.
-        ("Stop", OnFailure::Block, Decision::None),
-        ("SubagentStop", OnFailure::Block, Decision::None),
-        ("TaskCompleted", OnFailure::Block, Decision::None),
-        ("TeammateIdle", OnFailure::Block, Decision::None),
-        ("UserPromptSubmit", OnFailure::Block, Decision::Block),
-        ("SessionStart", OnFailure::Block, Decision::None),
+        // agent in a loop. A notice says so.
+        (
+            "Stop",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        (
+            "SubagentStop",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        (
+            "TaskCompleted",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        (
+            "TeammateIdle",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some(ignored_block),
+        ),
+        ("Stop", OnFailure::Abort, Decision::None, false, None),
+        ("Stop", OnFailure::Ignore, Decision::None, true, None),
+        (
+            "UserPromptSubmit",
+            OnFailure::Block,
+            Decision::Block,
+            true,
+            None,
+        ),
+        (
+            "SessionStart",
+            OnFailure::Block,
+            Decision::None,
+            true,
+            Some("which cannot block"),
+        ),
+        (
+            "Notification",
+            OnFailure::Abort,
+            Decision::None,
+            true,
+            Some("not aborting"),
+        ),
     ] {
         let executed = [Executed {
             hook: hook("x", 0, 0, on_failure),
             result: failure(),
         }];
         let out = merge(catalogue.get(event).unwrap(), &executed);
-        assert_eq!(out.decision, expected, "{event} {on_failure:?}");
-        assert_eq!(out.hooks[0].status, HookStatus::Timeout);
+        let case = format!("{event} {on_failure:?}");
+        assert_eq!(out.decision, expected, "{case}");
+        assert_eq!(out.continue_, continues, "{case}");
+        assert_eq!(out.hooks[0].status, HookStatus::Timeout, "{case}");
+        match notice {
+            None => assert!(out.notices.is_empty(), "{case}: {:?}", out.notices),
+            Some(part) => assert!(
+                out.notices.len() == 1 && out.notices[0].message.contains(part),
+                "{case}: {:?}",
+                out.notices
+            ),
+        }
+        if !continues {
+            let reason = out.stop_reason.as_deref().unwrap_or_default();
+            assert!(
+                reason.contains("hook `x` failed") && reason.contains("abort"),
+                "{reason}"
+            );
+        }
     }
 }
 

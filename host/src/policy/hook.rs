@@ -11,12 +11,19 @@ use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
 use super::spec::{
-    CommandSpec, HandlerSpec, Hook, HttpSpec, PromptSpec, RunMode, Shell, WasmSpec,
-    is_framing_header,
+    CommandSpec, DEFAULT_KILL_GRACE, HandlerSpec, Hook, HttpSpec, MAX_KILL_GRACE_SECS, PromptSpec,
+    RunMode, Shell, WasmSpec, is_framing_header,
 };
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
-const COMMAND_FIELDS: &[&str] = &["command", "args", "shell", "widens"];
+const COMMAND_FIELDS: &[&str] = &[
+    "command",
+    "args",
+    "shell",
+    "widens",
+    "killGrace",
+    "contextEnv",
+];
 const HTTP_FIELDS: &[&str] = &["url", "headers", "allowedEnvVars", "widens"];
 const WASM_FIELDS: &[&str] = &[
     "plugin",
@@ -38,11 +45,13 @@ const CLAUDE_ONLY_FIELDS: &[&str] = &[
 ];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 20] = [
+    let checks: [(&'static str, bool); 22] = [
         ("widens", raw.widens.is_some()),
         ("command", raw.command.is_some()),
         ("args", raw.args.is_some()),
         ("shell", raw.shell.is_some()),
+        ("killGrace", raw.kill_grace.is_some()),
+        ("contextEnv", raw.context_env.is_some()),
         ("url", raw.url.is_some()),
         ("headers", raw.headers.is_some()),
         ("allowedEnvVars", raw.allowed_env_vars.is_some()),
@@ -129,10 +138,23 @@ pub(super) fn build(
                     "`shell` has no effect with `args` (exec form runs no shell)".into(),
                 );
             }
+            let kill_grace = match raw.kill_grace {
+                None => DEFAULT_KILL_GRACE,
+                Some(secs) if secs.is_finite() && (0.0..=MAX_KILL_GRACE_SECS).contains(&secs) => {
+                    Duration::from_secs_f64(secs)
+                }
+                Some(secs) => {
+                    return Err(format!(
+                        "`killGrace` must be between 0 and {MAX_KILL_GRACE_SECS} seconds, found {secs}"
+                    ));
+                }
+            };
             HandlerSpec::Command(CommandSpec {
                 command,
                 args: raw.args.clone(),
                 shell,
+                kill_grace,
+                context_env: raw.context_env.unwrap_or(false),
             })
         }
         HandlerType::Http => {
@@ -267,20 +289,29 @@ pub(super) fn build(
         _ => RunMode::Sync,
     };
     let on_failure = raw.on_failure.unwrap_or_default();
-    if on_failure == OnFailure::Block && (mode != RunMode::Sync || !spec.honours_on_failure()) {
-        let why = if mode != RunMode::Sync {
-            "async hooks".to_string()
-        } else if spec.can_block() {
-            format!(
-                "`{}` (as in Claude Code: a failing check must not trap the agent in a loop)",
-                spec.name
-            )
-        } else {
-            format!("`{}`, which cannot block", spec.name)
-        };
+    if let Some(why) = super::on_failure::ignored(on_failure, mode, spec) {
         warn(
             "onFailure",
-            format!("`onFailure: \"block\"` is ignored on {why}"),
+            format!(
+                "`onFailure: \"{}\"` has no effect here, a failure is a notice: {why}",
+                on_failure.as_str()
+            ),
+        );
+    }
+    if matches!(on_failure, OnFailure::Ignore | OnFailure::Abort)
+        && layer
+            .file
+            .as_deref()
+            .is_some_and(crate::config::is_claude_settings_file)
+    {
+        warn(
+            "onFailure",
+            format!(
+                "`onFailure: \"{}\"` is hookhost's own: Claude Code knows only `continue` and \
+                 `block` and refuses this file's settings if it reads it; keep such hooks in a \
+                 hookhost file (`.hookhost/hooks.json`)",
+                on_failure.as_str()
+            ),
         );
     }
     if spec.timeout_blocks() && mode == RunMode::Sync && raw.on_failure == Some(OnFailure::Continue)

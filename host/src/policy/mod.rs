@@ -29,7 +29,9 @@ pub mod env;
 mod guard_entries;
 mod hook;
 pub mod limits;
+mod loop_brakes;
 pub mod models;
+mod on_failure;
 pub mod places;
 mod settings;
 mod spec;
@@ -38,7 +40,10 @@ pub mod urls;
 
 pub use admit::{Admission, Admitted};
 pub use embedded::FunctionHook;
-pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
+pub use on_failure::{FailureEffect, ignored as on_failure_ignored};
+pub use settings::{
+    DEFAULT_MAX_HOOK_DEPTH, DEFAULT_STOP_BLOCK_CAP, DEFAULT_STOP_ESCAPE_HATCH, Settings,
+};
 pub use spec::{
     CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook,
     HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,

@@ -15,6 +15,18 @@ use crate::config::{ConfigError, ConfigLayer, ConfigWarning, SourceKind};
 /// Claude Code's cap on consecutive Stop blocks in one session.
 pub const DEFAULT_STOP_BLOCK_CAP: u32 = 8;
 
+/// The sentence of `"stopEscapeHatch": true`.
+pub const DEFAULT_STOP_ESCAPE_HATCH: &str = "if you truly cannot fix this, explain why and stop";
+
+/// The longest `stopEscapeHatch` sentence, in characters.
+pub const MAX_STOP_ESCAPE_HATCH_CHARS: usize = 500;
+
+/// How deep hooks may nest when no file sets `maxHookDepth`.
+pub const DEFAULT_MAX_HOOK_DEPTH: u32 = 4;
+
+/// The largest `maxHookDepth`.
+pub const MAX_MAX_HOOK_DEPTH: u32 = 64;
+
 /// Settings that are not hooks, after precedence.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -38,6 +50,11 @@ pub struct Settings {
     pub env_allowlist: Vec<String>,
     /// Consecutive Stop blocks before hookhost overrides the block; 0 = no cap.
     pub stop_block_cap: u32,
+    /// `stopEscapeHatch`: the sentence added to the reason of a Stop or SubagentStop
+    /// block (`None`: off, the default).
+    pub stop_escape_hatch: Option<String>,
+    /// `maxHookDepth`: hookhost runs no hook when `HOOKHOST_DEPTH` is this or more.
+    pub max_hook_depth: u32,
     /// Managed `pluginAllowlist` and `requireAllowlistedPlugins`, checked by the sandbox
     /// on the bytes it compiles.
     pub plugin_allowlist: Arc<PluginAllowlist>,
@@ -91,6 +108,8 @@ pub(super) fn sets_settings(s: &RawSettings) -> bool {
         || s.env_allowlist.is_some()
         || s.stop_block_cap.is_some()
         || s.model_provider.is_some()
+        || s.stop_escape_hatch.is_some()
+        || s.max_hook_depth.is_some()
 }
 
 /// Managed `trustedWorkspaces` (union), `forbidWorkspaceTrust` and
@@ -296,6 +315,8 @@ pub(super) fn merge_settings(
             .or(stop_block_cap_override)
             .or_else(|| layers.iter().find_map(|l| l.settings.stop_block_cap))
             .unwrap_or(DEFAULT_STOP_BLOCK_CAP),
+        stop_escape_hatch: super::loop_brakes::escape_hatch(layers, errors),
+        max_hook_depth: super::loop_brakes::max_hook_depth(layers, errors),
         plugin_allowlist: Arc::new(plugin_allowlist),
         ceilings,
         managed_trust: ManagedTrust::default(),

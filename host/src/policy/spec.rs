@@ -56,7 +56,18 @@ pub struct CommandSpec {
     pub args: Option<Vec<String>>,
     /// The shell of the shell form.
     pub shell: Shell,
+    /// Between the `SIGTERM` and the `SIGKILL` to the hook's process group on a timeout
+    /// or a cancellation (`killGrace`).
+    pub kill_grace: Duration,
+    /// Whether the hook gets the event's context in its environment (`contextEnv`).
+    pub context_env: bool,
 }
+
+/// `killGrace` when unset: three seconds, as the founding article's runner.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(3);
+
+/// The longest `killGrace`, in seconds.
+pub const MAX_KILL_GRACE_SECS: f64 = 60.0;
 
 /// An HTTP hook.
 #[derive(Debug, Clone)]

@@ -128,7 +128,8 @@ fn the_time_ceiling_caps_command_and_http_hooks_too() {
     // The default was lowered to 1 s: `sleep 30` is stopped there, not after 600 s.
     assert_eq!(ids(&out), ["cmd-default:timeout"], "{out}");
     assert_eq!(
-        out["hooks"][0]["message"], "timed out after 1s; process group killed",
+        out["hooks"][0]["message"],
+        "timed out after 1s; SIGTERM sent to its process group; it ended within its killGrace (3s)",
         "{out}"
     );
 }

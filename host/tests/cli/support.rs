@@ -123,6 +123,7 @@ impl TestEnv {
             .env("HOOKHOST_DATA_DIR", &self.data)
             .env("HOOKHOST_CACHE_DIR", self.data.join("cache"))
             .env_remove("HOOKHOST_STOP_BLOCK_CAP")
+            .env_remove("HOOKHOST_DEPTH")
             // The project is the working directory unless a test says otherwise, even
             // when the tests run inside an agent's session.
             .env_remove("CLAUDE_PROJECT_DIR")

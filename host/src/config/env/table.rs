@@ -143,6 +143,12 @@ pub const VARIABLES: &[Variable] = &[
         Kind::Number,
         "digits; yields to a managed `stopBlockCap`",
     ),
+    v(
+        "HOOKHOST_DEPTH",
+        Kind::Number,
+        "digits, 0 to 1000000: how deep in hooks this hookhost runs (it hands the processes it \
+         starts its own + 1); anything else counts as past `maxHookDepth`",
+    ),
     v("HOOKHOST_MAX_PLUGIN_MB", Kind::Number, "digits, 1 to 4096"),
     v(
         "HOOKHOST_DISPATCH_DAEMON_IDLE_SECS",
@@ -168,6 +174,46 @@ pub const VARIABLES: &[Variable] = &[
         "HOOKHOST_EVENT",
         Kind::Internal,
         "set by hookhost for each command hook",
+    ),
+    v(
+        "HOOKHOST_TOOL_NAME",
+        Kind::Internal,
+        "set by hookhost for a command hook with `contextEnv`",
+    ),
+    v(
+        "HOOKHOST_TOOL_INPUT",
+        Kind::Internal,
+        "set by hookhost for a command hook with `contextEnv`",
+    ),
+    v(
+        "HOOKHOST_TOOL_RESULT",
+        Kind::Internal,
+        "set by hookhost for a command hook with `contextEnv`",
+    ),
+    v(
+        "HOOKHOST_TOOL_NAME_TRUNCATED",
+        Kind::Internal,
+        "set by hookhost when `HOOKHOST_TOOL_NAME` was cut",
+    ),
+    v(
+        "HOOKHOST_TOOL_INPUT_TRUNCATED",
+        Kind::Internal,
+        "set by hookhost when `HOOKHOST_TOOL_INPUT` was cut",
+    ),
+    v(
+        "HOOKHOST_TOOL_RESULT_TRUNCATED",
+        Kind::Internal,
+        "set by hookhost when `HOOKHOST_TOOL_RESULT` was cut",
+    ),
+    v(
+        "HOOKHOST_CWD",
+        Kind::Internal,
+        "set by hookhost for a command hook with `contextEnv`",
+    ),
+    v(
+        "HOOKHOST_CWD_TRUNCATED",
+        Kind::Internal,
+        "set by hookhost when `HOOKHOST_CWD` was cut",
     ),
     v(
         "HOOKHOST_ENV_FILE",
