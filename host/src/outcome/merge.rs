@@ -8,7 +8,7 @@ use super::{Decision, Executed, HookResult, HookStatus, Notice, Outcome, report}
 use crate::config::schema::OnFailure;
 use crate::event::{Channel, DecisionStyle, EventSpec, Exit2};
 use crate::handlers::output::{cap_text, cap_text_at};
-use crate::handlers::{Answer, Failure, Verdict};
+use crate::handlers::{Answer, Failure, FailureKind, Verdict};
 use crate::policy::{Hook, RunMode};
 
 /// A value proposed by a hook for a field only one hook can set.
@@ -69,8 +69,12 @@ impl MergeState {
 /// honours it ([`EventSpec::honours_on_failure`]: not Stop, SubagentStop, TaskCompleted,
 /// TeammateIdle, as in Claude Code). Every failure kind passes here, "could not start"
 /// (out of processes, descriptors, memory) included.
-fn fails_closed(hook: &Hook, spec: &EventSpec) -> bool {
-    hook.on_failure == OnFailure::Block && hook.mode == RunMode::Sync && spec.honours_on_failure()
+/// A failure of a kind that fails closed ([`FailureKind::fails_closed`]: a plugin not
+/// admitted) blocks there whatever `onFailure` says.
+fn fails_closed(hook: &Hook, spec: &EventSpec, kind: FailureKind) -> bool {
+    (hook.on_failure == OnFailure::Block || kind.fails_closed())
+        && hook.mode == RunMode::Sync
+        && spec.honours_on_failure()
 }
 
 /// Merges the results of an event's hooks (in config order) into an [`Outcome`].
@@ -83,12 +87,14 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
         let mut report = report(executed);
         if let HookResult::Ran(run) = result {
             match &run.verdict {
-                Verdict::Failed(Failure { message, .. }) => {
-                    if fails_closed(hook, spec) {
-                        let reason = format!(
-                            "hook `{}` failed and has `onFailure: \"block\"`: {message}",
-                            hook.id
-                        );
+                Verdict::Failed(Failure { message, kind }) => {
+                    if fails_closed(hook, spec, *kind) {
+                        let why = if kind.fails_closed() {
+                            "its plugin is not admitted, which fails closed"
+                        } else {
+                            "has `onFailure: \"block\"`"
+                        };
+                        let reason = format!("hook `{}` failed and {why}: {message}", hook.id);
                         state
                             .decisions
                             .push((blocking_decision(spec), Some(reason)));
