@@ -231,6 +231,9 @@ impl Dispatcher {
         {
             outcome.host_notice(format!("audit: {e}"));
         }
+        if invocation.spec.ends_session {
+            self.sessions.end_session(&invocation.session_id);
+        }
         Ok(outcome)
     }
 
