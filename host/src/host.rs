@@ -21,11 +21,13 @@ use crate::trust::{self, WorkspaceTrust};
 pub mod gate;
 mod places;
 mod reload;
+mod stored_good;
 
 pub use places::{HostFiles, host_owned_places};
 
 pub use reload::SourcesFingerprint;
 use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};
+use stored_good::StoredGood;
 
 /// What policy needs from the system to resolve `sources` (their project and home
 /// directories, the effective uid, real paths for the ceilings' symlink check), read
@@ -96,6 +98,11 @@ pub struct HostBuilder {
     /// `Some` through the reload gate ([`gate::Gate::apply`]): the runtime that makes the
     /// plugin checks ([`gate::plugin_checks`]).
     plugin_check: Option<Arc<handlers::wasm::WasmRuntime>>,
+    /// The data directory [`HostBuilder::standard_sources`] chose.
+    data: Option<PathBuf>,
+    /// `Some` with [`HostBuilder::last_good_on_disk`] (and through the reload gate): the
+    /// last good versions on disk.
+    stored: Option<stored_good::StoredGood>,
 }
 
 impl HostBuilder {
@@ -120,6 +127,8 @@ impl HostBuilder {
             env_notices: Vec::new(),
             last_good: None,
             plugin_check: None,
+            data: None,
+            stored: None,
         }
     }
 
@@ -140,6 +149,7 @@ impl HostBuilder {
         let workspaces = config::env::workspaces_of(Some(&self.sources.project_dir));
         let (data, notice) = data_dir_judged(&workspaces);
         self.env_notices.extend(notice);
+        self.data = Some(data.clone());
         if self.sessions.is_none() {
             self.sessions = Some(Arc::new(DiskStore::new(data.join("sessions"))));
         }
@@ -182,6 +192,21 @@ impl HostBuilder {
                 .map(|host| host.last_good.clone())
                 .unwrap_or_default(),
         );
+        self
+    }
+
+    /// Keeps the last good version of each config file on disk too (`last-good/` in the
+    /// data directory, [`StoredGood`]), and keeps it in force while the file is broken,
+    /// in this host and in every later one built with this (a daemon restarted, each
+    /// one-shot `hookhost dispatch`), with a notice naming the file and the error. A
+    /// version is stored once it passed every check of the reload gate: the checks of
+    /// every build, and the gate's plugin checks, made here with `wasm` whenever a
+    /// file's bytes are not those stored (a daemon's gate makes them on every build).
+    /// Not managed policy ([`stored_good::is_stored`]).
+    pub fn last_good_on_disk(mut self, wasm: Arc<handlers::wasm::WasmRuntime>) -> HostBuilder {
+        let data = self.data.clone().unwrap_or_else(data_dir);
+        self.stored = Some(StoredGood::in_data_dir(&data));
+        self.plugin_check.get_or_insert(wasm);
         self
     }
 
@@ -270,6 +295,14 @@ impl HostBuilder {
         let catalogue = Arc::new(self.catalogue);
         let sources = self.sources;
         let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
+        let mut stored = None;
+        if let Some(store) = &self.stored {
+            let found = stored_good::gather(store, &loaded, self.last_good.as_deref(), &catalogue);
+            if found.reload {
+                loaded = config::load_with(&sources, &catalogue, Some(&found.previous));
+            }
+            stored = Some(found);
+        }
         loaded.notices.extend(self.env_notices);
         let trust_store = match &self.trust {
             WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) => Some(store),
@@ -293,14 +326,23 @@ impl HostBuilder {
             };
             policy::resolve(loaded, catalogue.clone(), &options)
         };
-        let (policy, last_good, refused_plugins) = match &self.last_good {
-            None => (resolve(loaded), config::LastGood::new(), Vec::new()),
-            Some(previous) => resolve_keeping_last_good(loaded, previous, resolve, |policy| {
-                self.plugin_check
-                    .as_ref()
-                    .map(|wasm| gate::plugin_checks(policy, wasm))
-                    .unwrap_or_default()
-            }),
+        // A daemon's gate checks plugins at every build; a one-shot only when a stored
+        // file's bytes are not its stored version.
+        let check_plugins = self.last_good.is_some() || stored.as_ref().is_some_and(|s| s.changed);
+        let check = |policy: &Policy| match &self.plugin_check {
+            Some(wasm) if check_plugins => gate::plugin_checks(policy, wasm),
+            _ => Vec::new(),
+        };
+        let (policy, last_good, refused_plugins) = match (&stored, &self.last_good) {
+            (Some(found), _) => {
+                let kept = resolve_keeping_last_good(loaded, &found.previous, resolve, check);
+                if self.plugin_check.is_some() {
+                    stored_good::remember(self.stored.as_ref(), found, &kept.1);
+                }
+                kept
+            }
+            (None, Some(previous)) => resolve_keeping_last_good(loaded, previous, resolve, check),
+            (None, None) => (resolve(loaded), config::LastGood::new(), Vec::new()),
         };
         let policy = Arc::new(policy);
         let sessions = self.sessions.unwrap_or_else(|| {

@@ -12,7 +12,7 @@ mod parse;
 pub mod schema;
 mod sources;
 
-pub use load::{load, load_with};
+pub use load::{load, load_with, parse_layer};
 pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig};
 pub(crate) use parse::kind_of;
 pub use parse::parse_settings;

@@ -112,13 +112,21 @@ pub struct Gate<'a> {
 
 impl Gate<'_> {
     /// `builder`, gated: [`HostBuilder::reload_of`] the previous host, with the plugin
-    /// checks.
+    /// checks, and (over the standard sources) the last good versions on disk
+    /// ([`HostBuilder::last_good_on_disk`]).
     pub fn apply(&self, builder: HostBuilder) -> HostBuilder {
         let mut builder = builder.reload_of(self.previous);
         if builder.wasm.is_none() {
             builder.wasm = Some(self.wasm.clone() as Arc<dyn crate::handlers::WasmRunner>);
         }
         builder.plugin_check = Some(self.wasm.clone());
+        // The last good versions on disk, in the data directory of the standard sources
+        // (a daemon restarted keeps them in force).
+        if builder.stored.is_none()
+            && let Some(data) = &builder.data
+        {
+            builder.stored = Some(super::StoredGood::in_data_dir(data));
+        }
         builder
     }
 }
