@@ -216,6 +216,8 @@ impl Dispatcher {
             notices.push(notice);
         }
         let executed = self.run_selected(selected, &invocation).await;
+        // The orphans of hooks whose keeper was killed, adopted by the `hookhost` program.
+        crate::handlers::descendants::end_adopted();
         let mut outcome = merge(&invocation.spec, &executed);
         for notice in &self.policy.notices {
             outcome.host_notice(notice.clone());

@@ -8,7 +8,7 @@
 
 mod capture;
 pub mod command;
-mod descendants;
+pub mod descendants;
 mod exit_code;
 pub mod function;
 pub mod http;
