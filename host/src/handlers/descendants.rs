@@ -125,9 +125,12 @@ fn still_a_child(pid: u32) -> bool {
 fn children() -> Option<BTreeSet<u32>> {
     let mut found = BTreeSet::new();
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+        // The one reader: a regular file of at most 1 MiB (a pid is at most 8 bytes).
+        let path = task.path().join("children");
+        let Ok((list, _)) = crate::config::file::read_regular(&path, 1 << 20) else {
             continue;
         };
+        let list = String::from_utf8_lossy(&list);
         found.extend(
             list.split_whitespace()
                 .filter_map(|p| p.parse::<u32>().ok()),
