@@ -295,15 +295,17 @@ impl HostBuilder {
         let catalogue = Arc::new(self.catalogue);
         let sources = self.sources;
         let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
-        let mut stored = None;
-        if let Some(store) = &self.stored {
-            let found = stored_good::gather(store, &loaded, self.last_good.as_deref(), &catalogue);
-            if found.reload {
-                loaded = config::load_with(&sources, &catalogue, Some(&found.previous));
+        // A daemon's last good versions, with the stored ones where newer.
+        let mut found = None;
+        if let (Some(store), Some(memory)) = (&self.stored, self.last_good.as_deref()) {
+            let gathered = stored_good::gather(store, &loaded, Some(memory), &catalogue);
+            if gathered.reload {
+                loaded = config::load_with(&sources, &catalogue, Some(&gathered.previous));
             }
-            stored = Some(found);
+            found = Some(gathered);
         }
-        loaded.notices.extend(self.env_notices);
+        let env_notices = self.env_notices;
+        loaded.notices.extend(env_notices.iter().cloned());
         let trust_store = match &self.trust {
             WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) => Some(store),
             _ => None,
@@ -327,21 +329,33 @@ impl HostBuilder {
             policy::resolve(loaded, catalogue.clone(), &options)
         };
         // A daemon's gate checks plugins at every build; a one-shot only when a stored
-        // file's bytes are not its stored version.
-        let check_plugins = self.last_good.is_some() || stored.as_ref().is_some_and(|s| s.changed);
+        // file's bytes are not its stored version (`resolve_one_shot`).
         let check = |policy: &Policy| match &self.plugin_check {
-            Some(wasm) if check_plugins => gate::plugin_checks(policy, wasm),
-            _ => Vec::new(),
+            Some(wasm) => gate::plugin_checks(policy, wasm),
+            None => Vec::new(),
         };
-        let (policy, last_good, refused_plugins) = match (&stored, &self.last_good) {
-            (Some(found), _) => {
-                let kept = resolve_keeping_last_good(loaded, &found.previous, resolve, check);
-                if self.plugin_check.is_some() {
+        let (policy, last_good, refused_plugins) = match (&self.stored, &self.last_good) {
+            (Some(store), None) => {
+                let reload = |previous: &config::LastGood| {
+                    let mut loaded = config::load_with(&sources, &catalogue, Some(previous));
+                    loaded.notices.extend(env_notices.iter().cloned());
+                    loaded
+                };
+                let may_store = self.plugin_check.is_some();
+                stored_good::resolve_one_shot(
+                    store, loaded, &catalogue, reload, resolve, check, may_store,
+                )
+            }
+            (_, Some(memory)) => {
+                let previous = found.as_ref().map_or(&**memory, |f| &f.previous);
+                let kept = resolve_keeping_last_good(loaded, previous, resolve, check);
+                if let Some(found) = &found
+                    && self.plugin_check.is_some()
+                {
                     stored_good::remember(self.stored.as_ref(), found, &kept.1);
                 }
                 kept
             }
-            (None, Some(previous)) => resolve_keeping_last_good(loaded, previous, resolve, check),
             (None, None) => (resolve(loaded), config::LastGood::new(), Vec::new()),
         };
         let policy = Arc::new(policy);

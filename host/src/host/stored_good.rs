@@ -122,6 +122,25 @@ impl StoredGood {
             .join(format!("{}.good", hex::encode(hasher.finalize())))
     }
 
+    /// The digest of the stored version of `(kind, file)` (its header only, checked as
+    /// [`StoredGood::read`] checks the file; the body is read only when it is needed).
+    pub fn peek(&self, kind: SourceKind, file: &Path) -> Option<String> {
+        use std::io::Read;
+        if !is_stored(kind) {
+            return None;
+        }
+        let path = self.entry_path(kind, file);
+        let how = Open::read(CONFIG_CAP + HEADER_CAP)
+            .no_follow()
+            .rule(Rule::Private);
+        let (opened, _) = crate::config::file::open_checked(&path, &how).ok()?;
+        let mut head = Vec::new();
+        opened.take(HEADER_CAP).read_to_end(&mut head).ok()?;
+        let line = &head[..head.iter().position(|b| *b == b'\n')?];
+        let header: Header = serde_json::from_slice(line).ok()?;
+        (header.kind == kind.as_str() && header.file == file).then_some(header.sha256)
+    }
+
     /// The stored version of `(kind, file)`: `None` when there is none, or when the one
     /// there is refused (not this user's regular file, readable or writable by others,
     /// too large, of another source, or its bytes not of its digest; logged).
@@ -177,28 +196,37 @@ impl StoredGood {
     /// if its bytes are still those of `good` (else the next build judges them). Then
     /// the oldest versions go until the store is within its bounds. Failures are logged:
     /// the host still serves, it only remembers less.
-    pub fn write(&self, good: &GoodSource, stored: Option<&Stored>) {
+    pub fn write(&self, good: &GoodSource, stored: Option<&str>) {
         let layer = &good.layer;
         let (Some(file), Some(sha)) = (&layer.file, &layer.sha256) else {
             return;
         };
-        if !is_stored(layer.origin.kind) || stored.is_some_and(|s| &s.sha256 == sha) {
+        self.write_file(layer.origin.kind, file, sha, good.since, stored);
+    }
+
+    /// [`StoredGood::write`] of the version `sha` of `(kind, file)`, good since `since`.
+    fn write_file(
+        &self,
+        kind: SourceKind,
+        file: &Path,
+        sha: &str,
+        since: SystemTime,
+        stored: Option<&str>,
+    ) {
+        if !is_stored(kind) || stored == Some(sha) {
             return;
         }
         let Ok((bytes, _)) = crate::config::file::read_regular(file, CONFIG_CAP) else {
             return;
         };
-        if &sha256_hex(&bytes) != sha {
+        if sha256_hex(&bytes) != sha {
             return;
         }
         let header = Header {
-            kind: layer.origin.kind.as_str().into(),
-            file: file.clone(),
-            sha256: sha.clone(),
-            since: good
-                .since
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            kind: kind.as_str().into(),
+            file: file.to_path_buf(),
+            sha256: sha.to_string(),
+            since: since.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         };
         // A path that is not UTF-8 has no JSON header: not stored.
         let Ok(mut entry) = serde_json::to_vec(&header) else {
@@ -206,7 +234,7 @@ impl StoredGood {
         };
         entry.push(b'\n');
         entry.extend_from_slice(&bytes);
-        let path = self.entry_path(layer.origin.kind, file);
+        let path = self.entry_path(kind, file);
         if let Err(e) = crate::session::write_atomically(&path, &entry) {
             tracing::warn!(
                 "cannot store the last good version of {}: {e}",
@@ -248,8 +276,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// A file of a build: its source and path, its digest as loaded, what the store held.
-type Held = ((SourceKind, PathBuf), Option<String>, Option<Stored>);
+/// A file of a build: its source and path, its digest as loaded, the digest of the
+/// version the store held.
+type Held = ((SourceKind, PathBuf), Option<String>, Option<String>);
 
 /// What the store holds for the files of one build ([`gather`]).
 #[derive(Debug)]
@@ -298,24 +327,27 @@ pub(super) fn gather(
             continue;
         }
         let key = (kind, file.clone());
-        let entry = store.read(kind, file);
-        match &entry {
-            Some(stored) => {
-                if let Some(good) = stored.same_as(layer) {
-                    newer(&mut found.previous, &key, good);
-                } else {
-                    found.changed = true;
-                    if let Some(good) = stored.good(kind, file, catalogue) {
-                        // A version of the daemon's memory, newer in the store: load it
-                        // again in case it is one kept in force.
-                        let in_memory = found.previous.contains_key(&key);
-                        found.reload |= newer(&mut found.previous, &key, good) && in_memory;
-                    }
-                }
+        let stored_sha = store.peek(kind, file);
+        if stored_sha.is_some() && stored_sha == layer.sha256 {
+            // The version in force: only its age is of use.
+            if let Some(good) = store.read(kind, file).and_then(|s| s.same_as(layer)) {
+                newer(&mut found.previous, &key, good);
             }
-            None => found.changed = true,
+        } else {
+            found.changed = true;
+            if let Some(good) = stored_sha
+                .and_then(|_| store.read(kind, file))
+                .and_then(|s| s.good(kind, file, catalogue))
+            {
+                // A version of the daemon's memory, newer in the store: load it again in
+                // case it is one kept in force.
+                let in_memory = found.previous.contains_key(&key);
+                found.reload |= newer(&mut found.previous, &key, good) && in_memory;
+            }
         }
-        found.held.push((key, layer.sha256.clone(), entry));
+        found
+            .held
+            .push((key, layer.sha256.clone(), store.peek(kind, file)));
     }
     for failed in &loaded.failed {
         let Some(file) = &failed.file else { continue };
@@ -330,7 +362,7 @@ pub(super) fn gather(
         {
             found.reload |= newer(&mut found.previous, &key, good);
         }
-        found.held.push((key, None, entry));
+        found.held.push((key, None, entry.map(|s| s.sha256)));
     }
     found
 }
@@ -344,9 +376,106 @@ pub(super) fn remember(store: Option<&StoredGood>, found: &Found, good: &LastGoo
             && sha.is_some()
             && now.layer.sha256 == *sha
         {
-            store.write(now, entry.as_ref());
+            store.write(now, entry.as_deref());
         }
     }
+}
+
+/// The build of a one-shot host over the store: what [`gather`] and
+/// `resolve_keeping_last_good` do for a daemon, without holding a second copy of the
+/// config while nothing is broken. Each stored kind of file's stored digest is read (its
+/// header only); the config is resolved as loaded; the gate's plugin checks are made
+/// (`check`) only when a file's bytes are not its stored version. Only when a file that
+/// fails has a stored version of other bytes (or failed to load and has one) are those
+/// versions read, and the config loaded again with them (`reload`) and resolved keeping
+/// them in force. Each file that is good now and not stored is stored when `may_store`.
+pub(super) fn resolve_one_shot(
+    store: &StoredGood,
+    loaded: LoadedConfig,
+    catalogue: &EventCatalogue,
+    reload: impl Fn(&LastGood) -> LoadedConfig,
+    resolve: impl Fn(LoadedConfig) -> crate::policy::Policy,
+    check: impl Fn(&crate::policy::Policy) -> Vec<config::ConfigError>,
+    may_store: bool,
+) -> (crate::policy::Policy, LastGood, Vec<PathBuf>) {
+    // Each stored kind of file loaded: source and path, digest, location, stored digest.
+    let files: Vec<_> = loaded
+        .layers
+        .iter()
+        .filter(|l| is_stored(l.origin.kind))
+        .filter_map(|l| {
+            let file = l.file.clone()?;
+            let stored = store.peek(l.origin.kind, &file);
+            Some((
+                (l.origin.kind, file),
+                l.sha256.clone(),
+                l.origin.location.clone(),
+                stored,
+            ))
+        })
+        .collect();
+    let failed: Vec<(SourceKind, PathBuf)> = loaded
+        .failed
+        .iter()
+        .filter(|f| is_stored(f.kind))
+        .filter_map(|f| Some((f.kind, f.file.clone()?)))
+        .filter(|(kind, file)| store.peek(*kind, file).is_some())
+        .collect();
+    let changed = files.iter().any(|(_, sha, _, stored)| stored != sha);
+    let check = |policy: &crate::policy::Policy| if changed { check(policy) } else { Vec::new() };
+    let mut fallback = failed;
+    if fallback.is_empty() {
+        let policy = resolve(loaded);
+        let refused = check(&policy);
+        let erring = |location: &str| {
+            policy
+                .errors
+                .iter()
+                .chain(&refused)
+                .any(|e| e.location == location)
+        };
+        fallback.extend(
+            files
+                .iter()
+                .filter(|(_, sha, location, stored)| {
+                    erring(location) && stored.is_some() && stored != sha
+                })
+                .map(|(key, ..)| key.clone()),
+        );
+        if fallback.is_empty() {
+            if may_store {
+                let now = SystemTime::now();
+                for ((kind, file), sha, location, stored) in &files {
+                    if let Some(sha) = sha.as_deref().filter(|_| !erring(location)) {
+                        store.write_file(*kind, file, sha, now, stored.as_deref());
+                    }
+                }
+            }
+            return (policy, LastGood::new(), Vec::new());
+        }
+    }
+    // A broken file with a stored version of other bytes: the daemon's way.
+    let mut previous = LastGood::new();
+    for (kind, file) in fallback {
+        if let Some(good) = store
+            .read(kind, &file)
+            .and_then(|s| s.good(kind, &file, catalogue))
+        {
+            previous.insert((kind, file), good);
+        }
+    }
+    let loaded = reload(&previous);
+    let kept = super::reload::resolve_keeping_last_good(loaded, &previous, resolve, check);
+    if may_store {
+        for ((kind, file), sha, _, stored) in &files {
+            if let (Some(now), Some(sha)) = (kept.1.get(&(*kind, file.clone())), sha)
+                && now.layer.sha256.as_deref() == Some(sha.as_str())
+            {
+                store.write_file(*kind, file, sha, now.since, stored.as_deref());
+            }
+        }
+    }
+    kept
 }
 
 #[cfg(test)]
