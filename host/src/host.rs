@@ -22,12 +22,14 @@ pub mod gate;
 mod places;
 mod register;
 mod reload;
+mod stored_good;
 
 pub use places::{HostFiles, host_owned_places};
 pub use register::{Receipt, RegisterError, Registration};
 
 pub use reload::SourcesFingerprint;
 use reload::{LAST_GOOD_FILES, resolve_keeping_last_good};
+use stored_good::StoredGood;
 
 /// What policy needs from the system to resolve `sources` (their project and home
 /// directories, the effective uid, real paths for the ceilings' symlink check), read
@@ -112,6 +114,11 @@ pub struct HostBuilder {
     plugin_check: Option<Arc<handlers::wasm::WasmRuntime>>,
     /// The agent's `CLAUDE_ENV_FILE` ([`HostBuilder::agent_env_file`]), or why refused.
     agent_env_file: Option<Result<PathBuf, String>>,
+    /// The data directory [`HostBuilder::standard_sources`] chose.
+    data: Option<PathBuf>,
+    /// `Some` with [`HostBuilder::last_good_on_disk`] (and through the reload gate): the
+    /// last good versions on disk.
+    stored: Option<stored_good::StoredGood>,
 }
 
 impl HostBuilder {
@@ -138,6 +145,8 @@ impl HostBuilder {
             last_good: None,
             plugin_check: None,
             agent_env_file: None,
+            data: None,
+            stored: None,
         }
     }
 
@@ -158,6 +167,7 @@ impl HostBuilder {
         let workspaces = config::env::workspaces_of(Some(&self.sources.project_dir));
         let (data, notice) = data_dir_judged(&workspaces);
         self.env_notices.extend(notice);
+        self.data = Some(data.clone());
         if self.sessions.is_none() {
             self.sessions = Some(Arc::new(DiskStore::new(data.join("sessions"))));
         }
@@ -216,6 +226,21 @@ impl HostBuilder {
                 .map(|host| host.last_good.clone())
                 .unwrap_or_default(),
         );
+        self
+    }
+
+    /// Keeps the last good version of each config file on disk too (`last-good/` in the
+    /// data directory, [`StoredGood`]), and keeps it in force while the file is broken,
+    /// in this host and in every later one built with this (a daemon restarted, each
+    /// one-shot `hookhost dispatch`), with a notice naming the file and the error. A
+    /// version is stored once it passed every check of the reload gate: the checks of
+    /// every build, and the gate's plugin checks, made here with `wasm` whenever a
+    /// file's bytes are not those stored (a daemon's gate makes them on every build).
+    /// Not managed policy ([`stored_good::is_stored`]).
+    pub fn last_good_on_disk(mut self, wasm: Arc<handlers::wasm::WasmRuntime>) -> HostBuilder {
+        let data = self.data.clone().unwrap_or_else(data_dir);
+        self.stored = Some(StoredGood::in_data_dir(&data));
+        self.plugin_check.get_or_insert(wasm);
         self
     }
 
@@ -312,7 +337,17 @@ impl HostBuilder {
         let catalogue = Arc::new(self.catalogue);
         let sources = self.sources;
         let mut loaded = config::load_with(&sources, &catalogue, self.last_good.as_deref());
-        loaded.notices.extend(self.env_notices);
+        // A daemon's last good versions, with the stored ones where newer.
+        let mut found = None;
+        if let (Some(store), Some(memory)) = (&self.stored, self.last_good.as_deref()) {
+            let gathered = stored_good::gather(store, &loaded, Some(memory), &catalogue);
+            if gathered.reload {
+                loaded = config::load_with(&sources, &catalogue, Some(&gathered.previous));
+            }
+            found = Some(gathered);
+        }
+        let env_notices = self.env_notices;
+        loaded.notices.extend(env_notices.iter().cloned());
         let trust_store = match &self.trust {
             WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) => Some(store),
             _ => None,
@@ -335,14 +370,35 @@ impl HostBuilder {
             };
             policy::resolve(loaded, catalogue.clone(), &options)
         };
-        let (policy, last_good, refused_plugins) = match &self.last_good {
-            None => (resolve(loaded), config::LastGood::new(), Vec::new()),
-            Some(previous) => resolve_keeping_last_good(loaded, previous, resolve, |policy| {
-                self.plugin_check
-                    .as_ref()
-                    .map(|wasm| gate::plugin_checks(policy, wasm))
-                    .unwrap_or_default()
-            }),
+        // A daemon's gate checks plugins at every build; a one-shot only when a stored
+        // file's bytes are not its stored version (`resolve_one_shot`).
+        let check = |policy: &Policy| match &self.plugin_check {
+            Some(wasm) => gate::plugin_checks(policy, wasm),
+            None => Vec::new(),
+        };
+        let (policy, last_good, refused_plugins) = match (&self.stored, &self.last_good) {
+            (Some(store), None) => {
+                let reload = |previous: &config::LastGood| {
+                    let mut loaded = config::load_with(&sources, &catalogue, Some(previous));
+                    loaded.notices.extend(env_notices.iter().cloned());
+                    loaded
+                };
+                let may_store = self.plugin_check.is_some();
+                stored_good::resolve_one_shot(
+                    store, loaded, &catalogue, reload, resolve, check, may_store,
+                )
+            }
+            (_, Some(memory)) => {
+                let previous = found.as_ref().map_or(&**memory, |f| &f.previous);
+                let kept = resolve_keeping_last_good(loaded, previous, resolve, check);
+                if let Some(found) = &found
+                    && self.plugin_check.is_some()
+                {
+                    stored_good::remember(self.stored.as_ref(), found, &kept.1);
+                }
+                kept
+            }
+            (None, None) => (resolve(loaded), config::LastGood::new(), Vec::new()),
         };
         let policy = Arc::new(policy);
         let sessions = self.sessions.unwrap_or_else(|| {

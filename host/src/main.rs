@@ -16,6 +16,8 @@ fn main() -> ExitCode {
     // SAFETY: first thing in `main`: no other thread exists yet.
     unsafe { hookhost::config::env::forget_process_tunables() };
     survive_file_size_limit();
+    // Orphans of hooks whose keeper was killed come here, and end with the dispatch.
+    hookhost::handlers::descendants::adopt_orphans();
     // A panic anywhere is a host error: one line on stderr and exit 1, never Rust's 101
     // (not a hook-protocol answer) and never 2 (which blocks the agent under
     // `--format claude`).

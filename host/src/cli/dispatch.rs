@@ -81,7 +81,7 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     // claude` on a guarding event it blocks ([`unanswered`]).
     let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         one_shot(dispatch_stdin(&args, &stdin, |project| {
-            args.sources.host_for(project)
+            args.sources.host_guarded(project)
         }))
     }));
     let printed = match attempt {

@@ -144,6 +144,16 @@ impl SourceArgs {
         self.host_with(project, std::sync::Arc::new(one_shot_wasm()))
     }
 
+    /// The host of one dispatch about `project` ([`SourceArgs::host_for`]) that keeps the
+    /// last good version of each config file, stored on disk, in force while the file is
+    /// broken ([`HostBuilder::last_good_on_disk`]), as the daemons do.
+    fn host_guarded(&self, project: &std::path::Path) -> Result<Host, String> {
+        let wasm = std::sync::Arc::new(one_shot_wasm());
+        self.host_built(project, wasm.clone(), |builder| {
+            builder.last_good_on_disk(wasm)
+        })
+    }
+
     /// [`SourceArgs::host_for`] running wasm hooks in `wasm` (the dispatch daemon's warm
     /// one).
     fn host_with(

@@ -286,6 +286,40 @@ fn load_file(
     }
 }
 
+/// A config file's `text` (of digest `sha256`) parsed into a layer of `kind`, as
+/// [`load`] parses the file at `path`: what a stored last good version of it becomes.
+///
+/// # Errors
+///
+/// The text does not parse.
+pub fn parse_layer(
+    kind: SourceKind,
+    path: &Path,
+    text: &str,
+    sha256: String,
+    catalogue: &EventCatalogue,
+) -> Result<ConfigLayer, ConfigError> {
+    let mut loaded = LoadedConfig::default();
+    let source = Source {
+        kind,
+        file: Some(path.to_path_buf()),
+        location: path.display().to_string(),
+        base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        sha256: Some(sha256),
+    };
+    push_parsed(
+        &mut loaded,
+        source,
+        text,
+        is_claude_settings_file(path),
+        catalogue,
+    );
+    match loaded.layers.pop() {
+        Some(layer) => Ok(layer),
+        None => Err(loaded.errors.remove(0)),
+    }
+}
+
 fn push_parsed(
     loaded: &mut LoadedConfig,
     source: Source,

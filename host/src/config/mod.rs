@@ -15,7 +15,7 @@ pub mod schema;
 mod sources;
 
 pub(crate) use load::is_claude_settings_file;
-pub use load::{load, load_with};
+pub use load::{load, load_with, parse_layer};
 pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig};
 pub(crate) use parse::kind_of;
 pub use parse::parse_settings;

@@ -266,7 +266,8 @@ impl Dispatcher {
                     hook_concurrency()
                 )
             })?;
-        let mut child = tokio::process::Command::new(program)
+        let mut runner = tokio::process::Command::new(program);
+        runner
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -274,7 +275,8 @@ impl Dispatcher {
             // The caller's working directory, not the project's: relative `--settings`
             // files, and relative paths in inline `--settings` JSON, resolve against it,
             // and the runner must load the config the dispatch loaded.
-            .spawn()
+            ;
+        let mut child = crate::handlers::descendants::spawn_own(|| runner.spawn(), |c| c.id())
             .map_err(|e| format!("cannot start async runner `{shown}`: {e}"))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let written = stdin.write_all(bytes).await;
@@ -446,6 +448,7 @@ impl Dispatcher {
             }
         });
         futures_util::future::join_all(runs).await;
+        crate::handlers::descendants::end_adopted();
         Ok(())
     }
 

@@ -265,6 +265,8 @@ impl Dispatcher {
             None => self.run_selected(selected, &invocation).await,
             Some(why) => depth::skipped(selected, why),
         };
+        // The orphans of hooks whose keeper was killed, adopted by the `hookhost` program.
+        crate::handlers::descendants::end_adopted();
         match forward {
             Some((own, from, Ok(agent))) => {
                 notices.extend(env_forward::forward(&own, from, &agent));
@@ -292,6 +294,9 @@ impl Dispatcher {
             && let Err(e) = log.record(&invocation, &outcome)
         {
             outcome.host_notice(format!("audit: {e}"));
+        }
+        if invocation.spec.ends_session {
+            self.sessions.end_session(&invocation.session_id);
         }
         Ok(outcome)
     }

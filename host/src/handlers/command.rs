@@ -340,7 +340,7 @@ pub async fn run(
     // hook at once, as a named "could not start": waiting for other hooks to free what
     // ran out held the agent until the hook's timeout (600 s by default), and
     // `onFailure: "block"` decides what it means for the action.
-    let mut child = match command.spawn() {
+    let mut child = match super::descendants::spawn_own(|| command.spawn(), |c| c.id()) {
         Ok(child) => child,
         Err(e) => return super::start_failed(&format!("`{shown}`"), &e, started),
     };

@@ -21,17 +21,132 @@
 //! exits (its answer is in the pipe by then), and the host reads a pipe that something
 //! which escaped the keeper still holds for [`DRAIN`] at most.
 //!
-//! Limits: a process started on the hook's behalf by another process (a service
-//! manager, `at`, a container daemon) is not its descendant and is not ended; and if
-//! the keeper itself is killed with `SIGKILL`, the hook dies with it (its
-//! `PR_SET_PDEATHSIG`) but what the hook had started is re-parented above the keeper.
-//! A hook can do that on purpose (`kill -9 $PPID`, the same user):
-//! `tests/cli/attacks/second_round.rs` keeps that attack, ignored until a pid namespace
-//! or a cgroup holds the hook.
-//! Without `/proc/thread-self/children` the keeper ends the hook's process group only.
+//! A keeper killed with `SIGKILL` (a hook can do that on purpose: `kill -9 $PPID`, the
+//! same user) takes the hook with it (its `PR_SET_PDEATHSIG`), but what the hook had
+//! started is re-parented above the keeper. The `hookhost` program is therefore a child
+//! subreaper too ([`adopt_orphans`], called by the CLI only: a library's host leaves its
+//! embedder's children alone): those orphans are re-parented to it, and at the end of
+//! every dispatch it kills and reaps every child it did not start itself
+//! ([`end_adopted`]; it starts each of its own through [`spawn_own`], which records
+//! them). Limits: a process started on the hook's behalf by another process (a service
+//! manager, `at`, a container daemon) is not its descendant and is not ended; an orphan
+//! of a one-shot `hookhost` that is itself killed goes to init. Without
+//! `/proc/thread-self/children` the keeper ends the hook's process group only.
 
+use std::collections::BTreeSet;
 use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// Whether this process adopts its hooks' orphans ([`adopt_orphans`]).
+static ADOPTING: AtomicBool = AtomicBool::new(false);
+
+/// The children this process started itself ([`spawn_own`]): keepers, async runners,
+/// the dispatch daemon. Locked across each spawn and each sweep, so a child being
+/// started is never taken for an orphan.
+static OWN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+/// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): a hook's descendant
+/// orphaned by its keeper's death is re-parented here, and [`end_adopted`] ends it. Only
+/// for a program that starts every child of its own through [`spawn_own`] (the `hookhost`
+/// command line); whether the kernel agreed.
+pub fn adopt_orphans() -> bool {
+    // SAFETY: prctl with integer arguments has no memory-safety preconditions.
+    let set = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) } == 0;
+    ADOPTING.store(set, Ordering::SeqCst);
+    set
+}
+
+/// Starts a child of this process's own with `spawn` (its pid from `pid`) and records it,
+/// so that [`end_adopted`] never takes it for an orphan.
+///
+/// # Errors
+///
+/// What `spawn` returns.
+pub fn spawn_own<T>(
+    spawn: impl FnOnce() -> io::Result<T>,
+    pid: impl FnOnce(&T) -> Option<u32>,
+) -> io::Result<T> {
+    let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+    let child = spawn()?;
+    if let Some(pid) = pid(&child) {
+        own.insert(pid);
+    }
+    Ok(child)
+}
+
+/// Kills (`SIGKILL`) and reaps every child of this process that it did not start (the
+/// orphans of hooks whose keeper was killed, adopted as subreaper), then their children
+/// in turn, until none is left: each is waited for by its pid, so its own children are
+/// re-parented here before the next look. Children of its own that are gone are
+/// forgotten. Nothing unless [`adopt_orphans`] was called.
+pub fn end_adopted() {
+    if !ADOPTING.load(Ordering::SeqCst) {
+        return;
+    }
+    loop {
+        let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(children) = children() else { return };
+        // Forgotten only once reaped (no longer a child at all): a list read while it
+        // changed may miss a child that is still this process's own.
+        own.retain(|pid| children.contains(pid) || still_a_child(*pid));
+        let adopted: Vec<u32> = children.difference(&own).copied().collect();
+        if adopted.is_empty() {
+            return;
+        }
+        for pid in &adopted {
+            // SAFETY: kill has no memory-safety preconditions; the pid is an unreaped
+            // child of this process, so it cannot have been reused.
+            unsafe {
+                libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+        drop(own);
+        for pid in adopted {
+            loop {
+                // SAFETY: waitpid with a null status pointer.
+                let got = unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };
+                if got >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Whether `pid` is still a child of this process (running, or exited and not reaped).
+fn still_a_child(pid: u32) -> bool {
+    // SAFETY: waitid writes into valid local storage; WNOWAIT leaves the child as it is.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        ) == 0
+    }
+}
+
+/// The children of every thread of this process (`/proc/self/task/*/children`); `None`
+/// when they cannot be listed.
+fn children() -> Option<BTreeSet<u32>> {
+    let mut found = BTreeSet::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        // The one reader: a regular file of at most 1 MiB (a pid is at most 8 bytes).
+        let path = task.path().join("children");
+        let Ok((list, _)) = crate::config::file::read_regular(&path, 1 << 20) else {
+            continue;
+        };
+        let list = String::from_utf8_lossy(&list);
+        found.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    Some(found)
+}
 
 /// How long the host reads a hook's pipes after its keeper exited (only a process that
 /// escaped the keeper can still hold them).
@@ -293,5 +408,41 @@ unsafe fn kill_children() -> bool {
         }
         libc::close(fd);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The class of children `end_adopted` must not take for orphans: every process the
+    /// crate spawns (`.spawn()` of a `Command`), found in its source, is spawned through
+    /// `spawn_own`. (The demo's `cargo` builds run to their end with `.output()` or
+    /// `.status()` before any event is dispatched.)
+    #[test]
+    fn every_process_the_crate_spawns_is_its_own() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, found);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for (n, line) in text.lines().enumerate() {
+                        let code = line.split("//").next().unwrap_or("");
+                        // Built here, so that this line is not one of them.
+                        if code.contains(&[".spawn", "()"].concat()) {
+                            found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut found,
+        );
+        assert!(found.len() >= 3, "{found:#?}");
+        let stray: Vec<_> = found.iter().filter(|l| !l.contains("spawn_own(")).collect();
+        assert!(stray.is_empty(), "spawned outside `spawn_own`: {stray:#?}");
     }
 }

@@ -9,7 +9,7 @@
 mod capture;
 pub mod command;
 mod context_env;
-mod descendants;
+pub mod descendants;
 mod exit_code;
 pub mod function;
 pub mod http;
@@ -52,8 +52,24 @@ pub enum FailureKind {
     PluginError,
     /// The plugin hit a resource limit (fuel, memory).
     Limit,
-    /// Policy refused to run it (URL not allowed, digest mismatch).
+    /// Policy refused to run it (URL not allowed, a plugin file that is not a small
+    /// regular file).
     Refused,
+    /// The plugin file is not one policy admits: its digest is not the hook's `sha256`
+    /// pin, or managed policy's allowlist refuses it (replaced after it was admitted, or
+    /// never admitted). Checked at every load, so a plugin overwritten under a config that
+    /// did not change is caught at its next event; it fails closed
+    /// ([`FailureKind::fails_closed`]).
+    NotAdmitted,
+}
+
+impl FailureKind {
+    /// Whether a failure of this kind blocks on an event that honours `onFailure` (a sync
+    /// hook) whatever the hook's `onFailure` says: a guard that cannot be run as policy
+    /// admitted it is no guard, and the agent is not told to go ahead.
+    pub fn fails_closed(self) -> bool {
+        matches!(self, FailureKind::NotAdmitted)
+    }
 }
 
 /// A hook that did not produce an answer.

@@ -23,7 +23,7 @@ use super::{Host, HostBuilder, SourcesFingerprint};
 use crate::config::ConfigError;
 use crate::config::file::{FileError, read_regular, sha256_regular};
 use crate::handlers::FailureKind;
-use crate::handlers::wasm::{DEFAULT_MAX_PLUGIN_BYTES, PluginError, WasmRuntime};
+use crate::handlers::wasm::{DEFAULT_MAX_PLUGIN_BYTES, PluginCall, PluginError, WasmRuntime};
 use crate::policy::{HandlerSpec, Policy};
 
 /// Each check a changed config file passes before it replaces its last good version, in
@@ -48,9 +48,10 @@ pub enum Check {
     PluginDigest,
     /// Managed policy's plugin allowlist admits it.
     PluginAllowlist,
-    /// It loads: a component of this host's WIT version that compiles (or is in the
-    /// compile cache) and links. (Whether its `describe` answers under the hook's limits
-    /// is left to the hook's own load.)
+    /// It loads as the hook's first event would: a component of this host's WIT version
+    /// that compiles (or is in the compile cache) and links, and whose `describe` answers
+    /// under the hook's own fuel, memory and timeout (a load that times out is left to
+    /// the hook's own load: on a busy machine it says nothing about the file).
     PluginLoad,
 }
 
@@ -111,13 +112,21 @@ pub struct Gate<'a> {
 
 impl Gate<'_> {
     /// `builder`, gated: [`HostBuilder::reload_of`] the previous host, with the plugin
-    /// checks.
+    /// checks, and (over the standard sources) the last good versions on disk
+    /// ([`HostBuilder::last_good_on_disk`]).
     pub fn apply(&self, builder: HostBuilder) -> HostBuilder {
         let mut builder = builder.reload_of(self.previous);
         if builder.wasm.is_none() {
             builder.wasm = Some(self.wasm.clone() as Arc<dyn crate::handlers::WasmRunner>);
         }
         builder.plugin_check = Some(self.wasm.clone());
+        // The last good versions on disk, in the data directory of the standard sources
+        // (a daemon restarted keeps them in force).
+        if builder.stored.is_none()
+            && let Some(data) = &builder.data
+        {
+            builder.stored = Some(super::StoredGood::in_data_dir(data));
+        }
         builder
     }
 }
@@ -254,17 +263,19 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
                 }
             }
         }
-        match wasm.inspect(&spec.plugin) {
-            // No engine, or a load that ran out of time: nothing to judge the file on
-            // (the hook's own load, under its own timeout, says what happens).
+        let Some(call) = PluginCall::from_hook(hook) else {
+            continue;
+        };
+        // The load the hook's first event makes, `describe` under the hook's own limits.
+        match wasm.load_for_hook(&call) {
+            // No engine, or a load that ran out of time (a compile, or a `describe`, on a
+            // busy machine): nothing to judge the file on (the hook's own load, under its
+            // own timeout, says what happens).
             Ok(_) | Err(PluginError::Engine(_)) => {}
             Err(PluginError::Load {
                 kind: FailureKind::Timeout,
                 ..
             }) => {}
-            // `describe` ran here under `inspect`'s limits, not the hook's (a store of
-            // 1 GiB may not fit where the hook's does): the hook's own load judges it.
-            Err(PluginError::Load { message, .. }) if message.contains("`describe` failed") => {}
             Err(PluginError::Load { message, .. }) => {
                 let check = if message.starts_with("cannot read plugin") {
                     Check::PluginFile

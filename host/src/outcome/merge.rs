@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use super::{Decision, Executed, HookResult, HookStatus, Notice, Outcome, report};
 use crate::event::{Channel, DecisionStyle, EventSpec, Exit2};
 use crate::handlers::output::{cap_text, cap_text_at};
-use crate::handlers::{Answer, Failure, Verdict};
-use crate::policy::{FailureEffect, Hook};
+use crate::handlers::{Answer, Failure, FailureKind, Verdict};
+use crate::policy::{FailureEffect, Hook, RunMode};
 
 /// A value proposed by a hook for a field only one hook can set.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
                             .decisions
                             .push((blocking_decision(spec), Some(reason)));
                     } else {
-                        apply_failure(spec, hook, message, &mut outcome, &mut state);
+                        apply_failure(spec, hook, *kind, message, &mut outcome, &mut state);
                     }
                 }
                 Verdict::Answer(answer) => {
@@ -159,6 +159,7 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
 fn apply_failure(
     spec: &EventSpec,
     hook: &Hook,
+    kind: FailureKind,
     message: &str,
     outcome: &mut Outcome,
     state: &mut MergeState,
@@ -169,6 +170,19 @@ fn apply_failure(
             hook.id
         )
     };
+    // A plugin not admitted ([`FailureKind::fails_closed`]: its pin or the allowlist
+    // refused it after a change under the hook) blocks a sync hook of an event that honours
+    // `onFailure`, whatever `onFailure` says.
+    if kind.fails_closed() && hook.mode == RunMode::Sync && spec.honours_on_failure() {
+        let reason = format!(
+            "hook `{}` failed and its plugin is not admitted, which fails closed: {message}",
+            hook.id
+        );
+        state
+            .decisions
+            .push((blocking_decision(spec), Some(reason)));
+        return;
+    }
     match hook.failure_effect(spec) {
         FailureEffect::Block => state
             .decisions

@@ -145,4 +145,7 @@ impl SessionStore for SubscribingStore {
     fn consume_job(&self, session: &str, id: &str, digest: &str) -> Result<(), String> {
         self.inner.consume_job(session, id, digest)
     }
+    fn end_session(&self, session: &str) {
+        self.inner.end_session(session)
+    }
 }

@@ -12,6 +12,9 @@
 //!   so the name order is the queue order); never by a clock or a file time;
 //! - `jobs/<id>`: the jobs issued to detached runners and not run yet (the sha256 of the
 //!   job's bytes), removed by the runner that runs the job.
+//!
+//! A session's directory goes once it holds nothing, when the session ends, or after a
+//! week untouched, under both locks (see [`collect`]).
 
 use std::fs::File;
 use std::io::Read;
@@ -20,6 +23,10 @@ use std::sync::Arc;
 
 use super::private::{StoreAction, StoreError, open_private_file, private_dir, write_atomically};
 use super::{AsyncResult, MAX_QUEUED_RESULTS, MAX_RESULTS_PER_TAKE, SessionStore, session_key};
+
+mod collect;
+use collect::still_linked;
+pub use collect::{SESSION_MAX_IDLE, SWEEP_MOST};
 
 /// The length of a job id: 32 lowercase hex digits (128 random bits).
 pub const JOB_ID_LEN: usize = 32;
@@ -119,12 +126,32 @@ impl DiskStore {
         Ok(dir)
     }
 
-    /// Takes the session's lock, creating the session's directory and lock file.
+    /// Takes the session's lock, creating the session's directory and lock file. A lock
+    /// file removed (its directory collected) between its open and its lock is opened
+    /// again ([`collect`]).
     fn lock(&self, session: &str) -> Result<SessionLock, StoreError> {
-        let path = self.create_session_dir(session)?.join("seq");
-        let file = open_private_file(&path, true)?.expect("created");
-        lock_within(&file, &path)?;
-        Ok(SessionLock { file, path })
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let path = self.create_session_dir(session)?.join("seq");
+            let file = match open_private_file(&path, true) {
+                Ok(file) => file.expect("created"),
+                Err(StoreError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && tries < 4 =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            lock_within(&file, &path)?;
+            if still_linked(&file, &path) {
+                return Ok(SessionLock { file, path });
+            }
+            if tries >= 4 {
+                let why = "was removed each time it was locked".to_string();
+                return Err(StoreError::refused(&path, why));
+            }
+        }
     }
 
     /// Queues `result` under the session's lock, as `async/<seq>.json`.
@@ -197,6 +224,7 @@ impl DiskStore {
             // (or a claim not yet removed) keeps it: `rmdir` removes only empty ones.
             if let Ok(lock) = self.lock(session) {
                 let _ = std::fs::remove_dir(&queue);
+                self.collect_locked(&lock);
                 drop(lock);
             }
         }
@@ -344,25 +372,45 @@ impl SessionStore for DiskStore {
     ) -> Result<(), String> {
         let path = self.session_dir(session).join("stop-blocks");
         let what = |e: StoreError| format!("cannot record the Stop block count: {e}");
-        let mut file = match open_private_file(&path, false).map_err(what)? {
-            Some(file) => file,
-            // No file: the count is 0, and an update that keeps it 0 writes nothing
-            // (a Stop that does not block, in a session that never blocked).
-            None if update(0) == 0 => return Ok(()),
-            None => {
-                self.create_session_dir(session).map_err(what)?;
-                open_private_file(&path, true)
-                    .map_err(what)?
-                    .expect("created")
+        let mut tries = 0;
+        let mut file = loop {
+            tries += 1;
+            let file = match open_private_file(&path, false) {
+                Ok(Some(file)) => file,
+                // No file: the count is 0, and an update that keeps it 0 writes nothing
+                // (a Stop that does not block, in a session that never blocked).
+                Ok(None) if update(0) == 0 => return Ok(()),
+                Ok(None) => {
+                    self.create_session_dir(session).map_err(what)?;
+                    match open_private_file(&path, true) {
+                        Ok(file) => file.expect("created"),
+                        Err(_) if tries < 4 => continue,
+                        Err(e) => return Err(what(e)),
+                    }
+                }
+                Err(e) => return Err(what(e)),
+            };
+            lock_within(&file, &path).map_err(what)?;
+            // Removed with its directory between the open and the lock: open it again.
+            if still_linked(&file, &path) {
+                break file;
+            }
+            if tries >= 4 {
+                let why = "was removed each time it was locked".to_string();
+                return Err(what(StoreError::refused(&path, why)));
             }
         };
-        lock_within(&file, &path).map_err(what)?;
         let count = u32::try_from(read_count(&mut file)).unwrap_or(u32::MAX);
         let next = update(count);
         if next != count {
             write_count(&file, &path, next.into()).map_err(what)?;
         }
-        // The lock is released when the file is closed.
+        // The lock is released when the file is closed; a count back to 0 leaves a
+        // session that may hold nothing.
+        drop(file);
+        if next == 0 && count != 0 {
+            self.collect(session);
+        }
         Ok(())
     }
 
@@ -392,12 +440,27 @@ impl SessionStore for DiskStore {
         }
     }
 
+    fn end_session(&self, session: &str) {
+        self.end(session);
+    }
+
     fn consume_job(&self, session: &str, id: &str, digest: &str) -> Result<(), String> {
         let file = self.job_file(session, id)?;
         let lock = self
             .lock(session)
             .map_err(|e| format!("its record cannot be consumed: {e}"))?;
-        let recorded = match open_private_file(&file, false) {
+        let verdict = Self::consume_locked(&file, id, digest);
+        let _ = std::fs::remove_dir(file.parent().expect("a job's record is in `jobs`"));
+        self.collect_locked(&lock);
+        drop(lock);
+        verdict
+    }
+}
+
+impl DiskStore {
+    /// [`SessionStore::consume_job`] of the record `file`, under the session's lock.
+    fn consume_locked(file: &Path, id: &str, digest: &str) -> Result<(), String> {
+        let recorded = match open_private_file(file, false) {
             Ok(Some(mut opened)) => {
                 let mut text = String::new();
                 let _ = (&mut opened).take(128).read_to_string(&mut text);
@@ -416,9 +479,7 @@ impl SessionStore for DiskStore {
                 "the job `{id}` is not the one its dispatch issued (its content changed)"
             ));
         }
-        std::fs::remove_file(&file)
-            .map_err(|e| format!("its record `{}` cannot be consumed: {e}", file.display()))?;
-        drop(lock);
-        Ok(())
+        std::fs::remove_file(file)
+            .map_err(|e| format!("its record `{}` cannot be consumed: {e}", file.display()))
     }
 }

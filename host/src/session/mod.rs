@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 mod disk;
 mod private;
 
-pub use disk::{DiskStore, JOB_ID_LEN, MAX_PENDING_JOBS};
+pub use disk::{DiskStore, JOB_ID_LEN, MAX_PENDING_JOBS, SESSION_MAX_IDLE, SWEEP_MOST};
 pub use private::{
     PRIVATE_FILE_CAP, StoreAction, StoreError, open_private_file, private_dir, write_atomically,
 };
@@ -92,6 +92,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug + sealed::Sealed {
     ///
     /// Why the job must not run, as a sentence.
     fn consume_job(&self, session: &str, id: &str, digest: &str) -> Result<(), String>;
+    /// The session ended (`SessionEnd`, [`crate::event::EventSpec::ends_session`]): its
+    /// state goes, except the jobs of its async hooks not run yet; then the store sweeps
+    /// sessions untouched for [`SESSION_MAX_IDLE`] (a bounded number per sweep).
+    fn end_session(&self, session: &str);
 }
 
 /// The most async results queued for one session: a session that never dispatches

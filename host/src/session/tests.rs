@@ -308,7 +308,10 @@ fn counts_are_rewritten_in_place() {
         std::fs::read_to_string(&file).unwrap(),
         "00000000000000123457"
     );
+    store.update_stop_blocks("s", &mut |_| 7).unwrap();
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 20);
+    // Back to 0 the session holds nothing: its directory goes (`disk/collect.rs`).
     store.set_stop_blocks("s", 0);
     assert_eq!(store.stop_blocks("s"), 0);
-    assert_eq!(std::fs::metadata(&file).unwrap().len(), 20);
+    assert!(!store.session_dir("s").exists());
 }

@@ -173,12 +173,12 @@ fn previous_in_force(out: &Value) -> bool {
 }
 
 /// For each check: break the file, see the last good version enforced with its notice
-/// (and in `log`), fix it, see the fix enforced.
+/// (and in `log`, a daemon's), fix it, see the fix enforced.
 fn each_check_keeps_the_last_good(
     env: &TestEnv,
     file: &Path,
     call: &mut dyn FnMut(&str) -> Value,
-    log: &dyn Fn() -> String,
+    log: Option<&dyn Fn() -> String>,
 ) {
     assert_eq!(call("rm -rf /")["decision"], "deny", "the guard is armed");
     for (n, check) in Check::ALL.into_iter().enumerate() {
@@ -196,10 +196,12 @@ fn each_check_keeps_the_last_good(
                 "{check:?}: `{word}` in {notices}"
             );
         }
-        wait_until(&format!("the log to name {check:?}"), || {
-            let log = log();
-            log.contains(&file.display().to_string()) && log.contains(&words[0])
-        });
+        if let Some(log) = log {
+            wait_until(&format!("the log to name {check:?}"), || {
+                let log = log();
+                log.contains(&file.display().to_string()) && log.contains(&words[0])
+            });
+        }
         let version = format!("v{n}");
         fix(file, &version);
         wait_until(&format!("the daemon to see the fix of {check:?}"), || {
@@ -289,9 +291,41 @@ fn serve_keeps_the_last_good_config_for_every_check_of_the_gate() {
     fix(&file, "v-start");
     let mut serve = Serve::start(&env);
     let log = serve.log.clone();
-    each_check_keeps_the_last_good(&env, &file, &mut |c| serve.call(c), &|| {
-        std::fs::read_to_string(&log).unwrap_or_default()
-    });
+    each_check_keeps_the_last_good(
+        &env,
+        &file,
+        &mut |c| serve.call(c),
+        Some(&|| std::fs::read_to_string(&log).unwrap_or_default()),
+    );
+}
+
+/// The last good versions are on disk (`last-good/` in the data directory): a `serve`
+/// started after the file broke (each call here is a new daemon) enforces the last good
+/// version too, for every check of the gate.
+#[test]
+fn a_restarted_serve_keeps_the_last_good_config_for_every_check_of_the_gate() {
+    let env = TestEnv::new();
+    managed(&env);
+    let file = env.home.join("hooks.json");
+    fix(&file, "v-start");
+    each_check_keeps_the_last_good(&env, &file, &mut |c| Serve::start(&env).call(c), None);
+}
+
+/// The one-shot `hookhost dispatch` keeps the same guard as the daemons: each process
+/// enforces the last good version stored on disk while the file fails a check of the
+/// gate (the plugin checks made whenever a file's bytes are not its stored version).
+#[test]
+fn the_one_shot_dispatch_keeps_the_last_good_config_for_every_check_of_the_gate() {
+    let env = TestEnv::new();
+    managed(&env);
+    let file = env.home.join("hooks.json");
+    fix(&file, "v-start");
+    each_check_keeps_the_last_good(
+        &env,
+        &file,
+        &mut |c| env.dispatch("PreToolUse", bash_input(c)),
+        None,
+    );
 }
 
 #[test]
@@ -304,9 +338,12 @@ fn the_dispatch_daemon_keeps_the_last_good_config_for_every_check_of_the_gate() 
     wait_until("the dispatch daemon to listen", || {
         !sockets(&env).is_empty()
     });
-    each_check_keeps_the_last_good(&env, &file, &mut |c| daemon_dispatch(&env, c), &|| {
-        read_logs(&logs(&env))
-    });
+    each_check_keeps_the_last_good(
+        &env,
+        &file,
+        &mut |c| daemon_dispatch(&env, c),
+        Some(&|| read_logs(&logs(&env))),
+    );
     stop_daemons(&env);
 }
 

@@ -50,6 +50,7 @@ const BUILDS_A_HOST: &[&str] = &[
     ".host()",
     ".host(",
     ".host_for(",
+    ".host_guarded(",
     ".host_with(",
     ".host_reloading(",
     "Server::new(",

@@ -336,7 +336,8 @@ fn a_project_cannot_trust_itself_add_managed_settings_or_move_the_store() {
     }
 
     // Keys that would move sources or the trust store are not settings at all: the file
-    // is refused with its name and the key, and every other source still works.
+    // is refused with its name and the key (its last good version, the one above with
+    // the `p` marker, stays in force), and every other source still works.
     for key in [
         "HOOKHOST_MANAGED_DIR",
         "managedDir",
@@ -348,14 +349,17 @@ fn a_project_cannot_trust_itself_add_managed_settings_or_move_the_store() {
             json!({key: "/tmp/elsewhere", "hooks": {"PreToolUse": [{"hooks": [marker("p")]}]}}),
         );
         let out = env.dispatch("PreToolUse", bash_input("ls"));
-        assert_eq!(statuses(&out), ["u:ok"], "{key}");
+        assert_eq!(statuses(&out), ["p:ok", "u:ok"], "{key}");
         let notices = out["notices"].to_string();
         assert!(
-            notices.contains(&project_file) && notices.contains(&format!("unknown field `{key}`")),
+            notices.contains(&project_file)
+                && notices.contains(&format!("unknown field `{key}`"))
+                && notices.contains("stays in force"),
             "{key}: {notices}"
         );
     }
-    assert_eq!(ran(&env), "u\n".repeat(6));
+    // `p` ran only as its last good version, never in a version with a refused key.
+    assert_eq!(ran(&env), format!("{}{}", "p\n".repeat(5), "u\n".repeat(6)));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 mod allowlist;
 mod demo;
+mod gate;
 mod guest_fs;
 mod guest_fs_holes;
 mod hostile;

@@ -245,7 +245,13 @@ async fn sha256_is_checked_before_compiling() {
         message.contains("sha256") && message.contains(&digest) && message.contains("fake.wasm"),
         "{message}"
     );
-    assert_eq!(outcome.decision, Decision::None, "fail-open by default");
+    // A plugin that is not the one its pin admits fails closed (`notAdmitted`), whatever
+    // `onFailure` says: the guard it stands for cannot run as admitted.
+    assert_eq!(
+        outcome.decision,
+        Decision::Deny,
+        "not admitted: fails closed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

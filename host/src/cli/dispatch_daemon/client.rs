@@ -182,6 +182,6 @@ fn dispatch_here(input: &[u8]) -> Result<Printed, String> {
         return Ok(Printed::error("not a `hookhost dispatch` command line"));
     };
     super::super::one_shot(dispatch_stdin(&args, input, |project| {
-        args.sources.host_for(project)
+        args.sources.host_guarded(project)
     }))
 }

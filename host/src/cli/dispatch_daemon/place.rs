@@ -125,12 +125,14 @@ impl Place {
         // The daemon must not hold the caller's pipes: an agent reads a hook's stdout
         // until every writer has closed it. It leaves the caller's session itself
         // (`setsid` refuses a process group leader, so no `process_group` here).
-        let started = Command::new(exe)
+        let mut daemon = Command::new(exe);
+        daemon
             .args(std::env::args_os().skip(1))
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
             .stdout(Stdio::from(lock))
-            .stderr(log)
-            .spawn();
+            .stderr(log);
+        let started =
+            hookhost::handlers::descendants::spawn_own(|| daemon.spawn(), |c| Some(c.id()));
         if started.is_err() {
             let _ = std::fs::remove_file(&self.socket);
         }

@@ -496,7 +496,7 @@ pub(super) fn check_sha(
 ) -> Result<(), LoadError> {
     match expected {
         Some(expected) if !expected.eq_ignore_ascii_case(actual) => Err((
-            FailureKind::Refused,
+            FailureKind::NotAdmitted,
             format!(
                 "plugin `{}` refused: `sha256` is {expected} in config but the file's is {actual}",
                 path.display()
@@ -530,7 +530,7 @@ pub(super) fn admit(
     };
     list.admit(path, digest, signature)
         .map(drop)
-        .map_err(|message| (FailureKind::Refused, message))
+        .map_err(|message| (FailureKind::NotAdmitted, message))
 }
 
 /// Finds the `hookhost:hook` version of a component; refuses other versions, naming

@@ -32,6 +32,7 @@ mod cache_key;
 mod compiles;
 mod convert;
 mod engine;
+mod gate_load;
 mod grants;
 mod guest_fs;
 mod held;

@@ -73,12 +73,8 @@ fn a_guard_that_quotes_the_command_cannot_be_made_a_cannot_start() {
 /// Item 11: a hook's descendants end with it. A hook that kills its own keeper (its
 /// parent, `$PPID`, the same user) with SIGKILL first takes the keeper's subreaper away:
 /// the hook dies with it (`PR_SET_PDEATHSIG`), and the child it started before is
-/// re-parented to init and runs on.
+/// re-parented to `hookhost`, a subreaper too, which ends it with the dispatch.
 #[test]
-#[ignore = "gets through: a hook that SIGKILLs its keeper ($PPID) orphans its descendants \
-            to init (the keeper is the only subreaper; the host is not one); documented as a \
-            limit in handlers/descendants.rs, but a hook can do it on purpose. Needs a pid \
-            namespace (keeper as its init) or a cgroup"]
 fn a_hook_that_kills_its_keeper_leaves_no_descendant() {
     let env = TestEnv::new();
     env.project_hooks(hooks(

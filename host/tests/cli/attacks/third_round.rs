@@ -348,16 +348,10 @@ fn a_plugin_swapped_after_admission_lets_nothing_through_with_on_failure_block()
     plugin_swapped_after_admission(serde_json::json!({"onFailure": "block"}));
 }
 
-/// The same swap, the guard without `onFailure`: the daemon neither keeps the admitted
-/// plugin it loaded nor refuses the config; the guard fails, named (`refused`), and the
-/// outcome decides nothing.
+/// The same swap, the guard without `onFailure`: the plugin is admitted again at its
+/// load (every load), refused as `notAdmitted`, and a plugin that is not admitted fails
+/// closed whatever `onFailure` says (`FailureKind::fails_closed`).
 #[test]
-#[ignore = "gets through (by design of item 1, to judge): the plugin overwritten after \
-            admission makes the guard fail as `refused` (named in notices and hooks), but \
-            the decision is `none`; only `onFailure: block` turns it into a block. The \
-            reload gate (gate::plugin_checks) judges plugins only when a config file \
-            changes, and keeps no admitted plugin in force for a config whose bytes are \
-            unchanged"]
 fn a_plugin_swapped_after_admission_lets_nothing_through() {
     plugin_swapped_after_admission(serde_json::json!({}));
 }
@@ -399,15 +393,11 @@ fn plugin_swapped_after_admission(extra: serde_json::Value) {
     }
 }
 
-/// The last good version lives in the daemon's memory only: the daemon restarted (killed,
-/// or the dispatch daemon's idle exit) after the guard's file was replaced by a version
-/// the gate refuses (the guard dropped, a hook naming a missing plugin) builds that
-/// version as a first build, which the gate does not guard.
+/// The daemon restarted (killed, or the dispatch daemon's idle exit) after the guard's
+/// file was replaced by a version the gate refuses (the guard dropped, a hook naming a
+/// missing plugin): the last good version is on disk (`last-good/` in the data
+/// directory), and the new daemon keeps it in force.
 #[test]
-#[ignore = "gets through: gate::reload guards only a rebuild with a previous host of the \
-            same project; the last good versions (config::LastGood) are kept in memory, not \
-            on disk, so a daemon restarted after the file broke (or a one-shot dispatch) \
-            enforces the broken version: `rm -rf /` is not denied"]
 fn a_restarted_daemon_keeps_the_last_good_config() {
     use serde_json::json;
     let env = crate::support::TestEnv::new();
@@ -442,10 +432,6 @@ fn a_restarted_daemon_keeps_the_last_good_config() {
 /// its jobs run): its directory goes, so that sessions ids (any string a client sends)
 /// do not leave a directory each in the data directory for good.
 #[test]
-#[ignore = "gets through: DiskStore never removes a session's directory (nor `seq`, nor a \
-            `stop-blocks` of 0); every session id that once blocked a Stop, queued a result \
-            or issued a job keeps `sessions/<key>/` forever, and a client of `serve` can \
-            send any number of ids (inode growth without bound; no sweep exists)"]
 fn a_session_that_holds_nothing_leaves_no_directory() {
     let (_root, store) = store();
     store.set_stop_blocks("s", 1);
