@@ -295,8 +295,10 @@ const BUILT_IN: [Row; 31] = [
         .plain_stdout_context(),
     row("Setup", Some("trigger"), Notice, D::None, CONTEXT),
     row("InstructionsLoaded", Some("load_reason"), Ignored, D::None, &[]).discards_continue(),
+    // `updatedPrompt` (UserPromptSubmit) and `skip`/`skipResult` (PreToolUse) are hookhost's
+    // own, for embedders (`outcome::rewrite`); `--format claude` reports them in a message.
     row("UserPromptSubmit", None, Blocks, D::Block,
-        &[t("additionalContext"), p("sessionTitle"), p("suppressOriginalPrompt")])
+        &[t("additionalContext"), p("sessionTitle"), p("suppressOriginalPrompt"), p("updatedPrompt")])
         .plain_stdout_context()
         .timeout(Duration::from_secs(30)),
     row("UserPromptExpansion", Some("command_name"), Blocks, D::Block, CONTEXT)
@@ -305,7 +307,8 @@ const BUILT_IN: [Row; 31] = [
         .discards_continue()
         .timeout(Duration::from_secs(10)),
     row("PreToolUse", Some("tool_name"), Blocks, D::Permission,
-        &[t("permissionDecision"), t("permissionDecisionReason"), t("updatedInput"), t("additionalContext")]),
+        &[t("permissionDecision"), t("permissionDecisionReason"), t("updatedInput"), t("additionalContext"),
+          p("skip"), p("skipResult")]),
     row("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest,
         &[t("decision"), t("decision.behavior"), t("decision.message"), t("decision.interrupt"),
           t("decision.updatedInput"), w("decision.updatedPermissions")]),
@@ -468,6 +471,18 @@ impl Invocation {
         })
     }
 }
+
+/// The `hookSpecificOutput` keys that rewrite part of an event's input, each with the
+/// input field it replaces (`skipResult` stands for the response of a tool that does not
+/// run). The allow-list of each event ([`EventSpec::admit`]) says where a key counts; a
+/// transform chain hands the next hook the input with these fields replaced.
+pub const REWRITES: [(&str, &str); 5] = [
+    ("updatedInput", "tool_input"),
+    ("updatedToolOutput", "tool_response"),
+    ("updatedMCPToolOutput", "tool_response"),
+    ("updatedPrompt", "prompt"),
+    ("skipResult", "tool_response"),
+];
 
 /// Names of the built-in events, in the order of the reference table.
 pub fn built_in_names() -> impl Iterator<Item = &'static str> {

@@ -10,6 +10,7 @@ mod answer_bytes;
 mod async_hooks;
 mod attacks;
 mod audit;
+mod chain;
 mod claude_format;
 mod command;
 mod config;

@@ -1,0 +1,307 @@
+//! Rewrites: the outputs that replace part of an event's input (`updatedInput`,
+//! `updatedToolOutput`, `updatedPrompt`, `skip` with `skipResult`), how a transform
+//! chain passes them on, and their provenance ([`Rewrite`]: who changed what, as an
+//! RFC 6902 JSON Patch).
+//!
+//! One table ([`crate::event::REWRITES`]) says which output key rewrites which input field; the event's
+//! allow-list ([`crate::event::EventSpec::admit`]) says on which events a key counts. The
+//! merge and the dispatcher's chain runner both read a hook's rewrites through
+//! [`rewrites_of`], from what the allow-list admitted, so a chain never passes on a key
+//! the merge would drop.
+//!
+//! Several hooks rewriting the same field: the hooks of one chain compose (the last
+//! rewrite of the chain is the chain's), and the chain then competes as one rewrite with
+//! every other hook's or chain's: the highest `priority` (a chain's: its highest) wins,
+//! then the first in config order (a chain's: its first hook's).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{Executed, HookResult, Notice};
+use crate::event::{EventSpec, REWRITES};
+use crate::handlers::Verdict;
+use crate::policy::Hook;
+
+/// The outcome field a rewrite competes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Field {
+    /// `updatedInput` (also PermissionRequest's `decision.updatedInput`).
+    Input,
+    /// `updatedToolOutput` / `updatedMCPToolOutput`.
+    ToolOutput,
+    /// `updatedPrompt`.
+    Prompt,
+    /// `skip` (its value: `skipResult`, `null` without one).
+    Skip,
+}
+
+const FIELDS: [Field; 4] = [Field::Input, Field::ToolOutput, Field::Prompt, Field::Skip];
+
+/// What one hook's rewrite changed, for the outcome's `rewrites` and the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rewrite {
+    /// The hook's id.
+    pub hook: String,
+    /// The output key it rewrote with (`updatedInput`, `updatedToolOutput`,
+    /// `updatedMCPToolOutput`, `decision.updatedInput`, `updatedPrompt`, `skipResult`).
+    pub field: String,
+    /// What it changed, as an RFC 6902 JSON Patch of the event's input (paths such as
+    /// `/tool_input/command`, `/tool_response`, `/prompt`): applied in order to the input,
+    /// the patches of an outcome give the input its winning rewrites make.
+    pub patch: json_patch::Patch,
+}
+
+/// One rewrite a hook proposed.
+#[derive(Debug, Clone)]
+pub(super) struct Proposal {
+    pub field: Field,
+    pub key: &'static str,
+    pub value: Value,
+}
+
+/// The rewrites in a hook's admitted `hookSpecificOutput` (`specific`), with a notice
+/// for each one that is malformed: `updatedPrompt` must be a string; `skipResult` counts
+/// only with `skip: true`. The one reading of rewrites for the merge and the chain.
+pub(super) fn rewrites_of(specific: &Map<String, Value>) -> (Vec<Proposal>, Vec<String>) {
+    let mut proposals = Vec::new();
+    let mut problems = Vec::new();
+    for (key, value) in specific {
+        let (field, key) = match key.as_str() {
+            "updatedInput" => (Field::Input, "updatedInput"),
+            "updatedToolOutput" => (Field::ToolOutput, "updatedToolOutput"),
+            "updatedMCPToolOutput" => (Field::ToolOutput, "updatedMCPToolOutput"),
+            "updatedPrompt" if value.is_string() => (Field::Prompt, "updatedPrompt"),
+            "updatedPrompt" => {
+                problems.push("`updatedPrompt` must be a string; ignored".to_string());
+                continue;
+            }
+            "skip" => match value {
+                Value::Bool(true) => {
+                    let result = specific.get("skipResult").cloned().unwrap_or(Value::Null);
+                    proposals.push(Proposal {
+                        field: Field::Skip,
+                        key: "skipResult",
+                        value: result,
+                    });
+                    continue;
+                }
+                Value::Bool(false) => continue,
+                _ => {
+                    problems.push("`skip` must be true or false; ignored".to_string());
+                    continue;
+                }
+            },
+            "skipResult" if specific.get("skip") != Some(&Value::Bool(true)) => {
+                problems.push("`skipResult` without `skip: true` is ignored".to_string());
+                continue;
+            }
+            _ => continue,
+        };
+        proposals.push(Proposal {
+            field,
+            key,
+            value: value.clone(),
+        });
+    }
+    (proposals, problems)
+}
+
+/// The input field a rewrite key replaces (PermissionRequest's `decision.updatedInput`:
+/// `tool_input`, like `updatedInput`).
+fn input_field(key: &str) -> &'static str {
+    let key = key.strip_prefix("decision.").unwrap_or(key);
+    REWRITES
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or("tool_input", |(_, field)| field)
+}
+
+/// The input a chain hands the hook after `executed`: `input` with the hook's admitted
+/// rewrites applied (`tool_input` replaced by its `updatedInput`, `tool_response` by its
+/// `updatedToolOutput` or `skipResult`, `prompt` by its `updatedPrompt`), or `None` when
+/// it rewrote nothing (it failed, was skipped, or did not rewrite).
+pub fn rewritten(spec: &EventSpec, executed: &Executed, input: &Value) -> Option<Value> {
+    let HookResult::Ran(run) = &executed.result else {
+        return None;
+    };
+    let Verdict::Answer(answer) = &run.verdict else {
+        return None;
+    };
+    let mut scratch: Vec<Notice> = Vec::new();
+    let specific = super::merge::admitted(spec, &executed.hook, answer, &mut scratch);
+    let (proposals, _) = rewrites_of(&specific);
+    if proposals.is_empty() {
+        return None;
+    }
+    let mut next = input.clone();
+    let object = next.as_object_mut()?;
+    for p in proposals {
+        object.insert(input_field(p.key).to_string(), p.value);
+    }
+    Some(next)
+}
+
+/// A proposal with the hook that made it.
+#[derive(Debug, Clone)]
+struct Proposed {
+    hook: String,
+    priority: i64,
+    order: usize,
+    chain: Option<usize>,
+    key: &'static str,
+    value: Value,
+}
+
+/// The rewrites of one event's hooks, gathered in config order.
+#[derive(Debug, Default)]
+pub(super) struct Gathered {
+    proposed: Vec<(Field, Proposed)>,
+}
+
+/// The winning rewrite of one field: its value and the hook that made it last.
+#[derive(Debug)]
+pub(super) struct Won {
+    pub value: Value,
+    pub by: String,
+}
+
+/// What the rewrites of an event come to.
+#[derive(Debug, Default)]
+pub(super) struct Resolved {
+    pub input: Option<Won>,
+    pub tool_output: Option<Won>,
+    pub prompt: Option<Won>,
+    pub skip: Option<Won>,
+    /// The steps of the winning rewrites, in config order.
+    pub rewrites: Vec<Rewrite>,
+}
+
+impl Gathered {
+    /// Adds what `hook` proposed (in config order).
+    pub fn propose(&mut self, hook: &Hook, proposals: Vec<Proposal>) {
+        for p in proposals {
+            self.proposed.push((
+                p.field,
+                Proposed {
+                    hook: hook.id.clone(),
+                    priority: hook.priority,
+                    order: hook.order,
+                    chain: hook.chain,
+                    key: p.key,
+                    value: p.value,
+                },
+            ));
+        }
+    }
+
+    /// Adds the `updatedInput` of PermissionRequest's winning `decision` object, made by
+    /// the hook (id, priority, order): it competes alone, never as a step of a chain.
+    pub fn propose_decision_input(&mut self, hook: (String, i64, usize), value: Value) {
+        let (hook, priority, order) = hook;
+        self.proposed.push((
+            Field::Input,
+            Proposed {
+                hook,
+                priority,
+                order,
+                chain: None,
+                key: "decision.updatedInput",
+                value,
+            },
+        ));
+    }
+
+    /// Composes each chain's rewrites, picks the winner of each field (highest
+    /// priority, then config order), and diffs its steps against `input` (`Value::Null`
+    /// when unknown: a step is then diffed against an absent field).
+    pub fn resolve(self, input: &Value) -> Resolved {
+        let mut resolved = Resolved::default();
+        let mut steps: Vec<(usize, Rewrite)> = Vec::new();
+        for field in FIELDS {
+            // Units: one per hook outside a chain, one per chain (its steps in order).
+            let mut units: Vec<Vec<&Proposed>> = Vec::new();
+            for (_, p) in self.proposed.iter().filter(|(f, _)| *f == field) {
+                match units
+                    .iter_mut()
+                    .find(|u| p.chain.is_some() && u[0].chain == p.chain)
+                {
+                    Some(unit) => unit.push(p),
+                    None => units.push(vec![p]),
+                }
+            }
+            let rank = |unit: &Vec<&Proposed>| {
+                let priority = unit.iter().map(|p| p.priority).max().unwrap_or(0);
+                (priority, std::cmp::Reverse(unit[0].order))
+            };
+            let Some(winner) = units.into_iter().max_by_key(rank) else {
+                continue;
+            };
+            let mut before = input.get(input_field(winner[0].key)).cloned();
+            for step in &winner {
+                let name = input_field(step.key);
+                let doc = |value: Option<Value>| {
+                    let mut map = Map::new();
+                    if let Some(value) = value {
+                        map.insert(name.to_string(), value);
+                    }
+                    Value::Object(map)
+                };
+                let patch = json_patch::diff(&doc(before.take()), &doc(Some(step.value.clone())));
+                steps.push((
+                    step.order,
+                    Rewrite {
+                        hook: step.hook.clone(),
+                        field: step.key.to_string(),
+                        patch,
+                    },
+                ));
+                before = Some(step.value.clone());
+            }
+            let last = winner.last().expect("a unit has a step");
+            let won = Some(Won {
+                value: last.value.clone(),
+                by: last.hook.clone(),
+            });
+            match field {
+                Field::Input => resolved.input = won,
+                Field::ToolOutput => resolved.tool_output = won,
+                Field::Prompt => resolved.prompt = won,
+                Field::Skip => resolved.skip = won,
+            }
+        }
+        steps.sort_by_key(|(order, _)| *order);
+        resolved.rewrites = steps.into_iter().map(|(_, r)| r).collect();
+        resolved
+    }
+}
+
+/// What Claude Code cannot do of an outcome (`updatedPrompt`, `skip`), as messages for
+/// the user under `--format claude`: the prompt goes to the model as typed, and the tool
+/// runs. Each names the hook that asked.
+pub(super) fn unsupported_by_claude(outcome: &super::Outcome) -> Vec<String> {
+    let by = |key: &str| {
+        let hooks: Vec<String> = outcome
+            .rewrites
+            .iter()
+            .filter(|r| r.field == key)
+            .map(|r| format!("`{}`", r.hook))
+            .collect();
+        hooks.join(", ")
+    };
+    let mut messages = Vec::new();
+    if outcome.updated_prompt.is_some() {
+        messages.push(format!(
+            "hookhost: hook {} rewrote the prompt (`updatedPrompt`), which Claude Code \
+             cannot apply: the prompt was sent unchanged",
+            by("updatedPrompt")
+        ));
+    }
+    if outcome.skip {
+        messages.push(format!(
+            "hookhost: hook {} asked to answer this tool call without running it (`skip`), \
+             which Claude Code cannot do: the tool runs",
+            by("skipResult")
+        ));
+    }
+    messages
+}
