@@ -157,12 +157,14 @@ fn post_tool_use_chains_the_tool_output() {
     let rewrites = patches(&out);
     assert_eq!(rewrites.len(), 1);
     assert_eq!(rewrites[0].1, "updatedToolOutput");
+    let mut ops = rewrites[0].2.as_array().unwrap().clone();
+    ops.sort_by_key(|op| op["path"].to_string());
     assert_eq!(
-        rewrites[0].2,
-        json!([
-            {"op": "remove", "path": "/tool_response/stderr"},
-            {"op": "replace", "path": "/tool_response/stdout", "value": "token=[masked]"}
-        ])
+        ops,
+        [
+            json!({"op": "remove", "path": "/tool_response/stderr"}),
+            json!({"op": "replace", "path": "/tool_response/stdout", "value": "token=[masked]"})
+        ]
     );
 }
 
