@@ -74,16 +74,19 @@ fn fails_closed(hook: &Hook, spec: &EventSpec) -> bool {
     hook.on_failure == OnFailure::Block && hook.mode == RunMode::Sync && spec.honours_on_failure()
 }
 
-/// Merges the results of an event's hooks (in config order) into an [`Outcome`], its
-/// `rewrites` diffed against an absent input ([`merge_event`] diffs them against the
-/// event's input).
+/// Merges the results of an event's hooks (in config order) into an [`Outcome`], without
+/// `rewrites` (they are patches of the input, which [`merge_event`] is given).
 pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
-    merge_event(spec, &Value::Null, executed)
+    merge_inner(spec, None, executed)
 }
 
 /// Merges the results of an event's hooks (in config order) into an [`Outcome`]; each
 /// entry of its `rewrites` is a patch of `input` as the hook saw it.
 pub fn merge_event(spec: &EventSpec, input: &Value, executed: &[Executed]) -> Outcome {
+    merge_inner(spec, Some(input), executed)
+}
+
+fn merge_inner(spec: &EventSpec, input: Option<&Value>, executed: &[Executed]) -> Outcome {
     let mut outcome = Outcome::empty(&spec.name);
     let mut state = MergeState::default();
 

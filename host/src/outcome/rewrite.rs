@@ -212,9 +212,9 @@ impl Gathered {
     }
 
     /// Composes each chain's rewrites, picks the winner of each field (highest
-    /// priority, then config order), and diffs its steps against `input` (`Value::Null`
-    /// when unknown: a step is then diffed against an absent field).
-    pub fn resolve(self, input: &Value) -> Resolved {
+    /// priority, then config order), and diffs its steps against `input` (`None`: no
+    /// `rewrites`).
+    pub fn resolve(self, input: Option<&Value>) -> Resolved {
         let mut resolved = Resolved::default();
         let mut steps: Vec<(usize, Rewrite)> = Vec::new();
         for field in FIELDS {
@@ -234,6 +234,20 @@ impl Gathered {
                 (priority, std::cmp::Reverse(unit[0].order))
             };
             let Some(winner) = units.into_iter().max_by_key(rank) else {
+                continue;
+            };
+            let last = winner.last().expect("a unit has a step");
+            let won = Some(Won {
+                value: last.value.clone(),
+                by: last.hook.clone(),
+            });
+            match field {
+                Field::Input => resolved.input = won,
+                Field::ToolOutput => resolved.tool_output = won,
+                Field::Prompt => resolved.prompt = won,
+                Field::Skip => resolved.skip = won,
+            }
+            let Some(input) = input else {
                 continue;
             };
             let mut before = input.get(input_field(winner[0].key)).cloned();
@@ -256,17 +270,6 @@ impl Gathered {
                     },
                 ));
                 before = Some(step.value.clone());
-            }
-            let last = winner.last().expect("a unit has a step");
-            let won = Some(Won {
-                value: last.value.clone(),
-                by: last.hook.clone(),
-            });
-            match field {
-                Field::Input => resolved.input = won,
-                Field::ToolOutput => resolved.tool_output = won,
-                Field::Prompt => resolved.prompt = won,
-                Field::Skip => resolved.skip = won,
             }
         }
         steps.sort_by_key(|(order, _)| *order);
