@@ -58,7 +58,12 @@ fn main() {
 
     let chain = host(project.path(), &runtime, plugin, json!({"chain": true}));
     let parallel = host(project.path(), &runtime, plugin, json!({}));
-    let sequential = host(project.path(), &runtime, plugin, json!({"sequential": true}));
+    let sequential = host(
+        project.path(),
+        &runtime,
+        plugin,
+        json!({"sequential": true}),
+    );
     // Warm up (loads and compiles the plugin) and check what each mode answers.
     for _ in 0..3 {
         let out = dispatch(&rt, &chain, &input);
@@ -127,7 +132,11 @@ fn main() {
         "chain over parallel at p50: {:+.1}% wall, {:+.1}% CPU (target: under +10%: {})",
         (wall - 1.0) * 100.0,
         (cpu - 1.0) * 100.0,
-        if wall.min(cpu) < 1.10 { "met" } else { "NOT met" }
+        if wall.min(cpu) < 1.10 {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
     println!(
         "chain over sequential at p50: {:+.1}% CPU (the hand-over: input copy and \

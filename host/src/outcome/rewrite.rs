@@ -233,7 +233,16 @@ impl Gathered {
                 let priority = unit.iter().map(|p| p.priority).max().unwrap_or(0);
                 (priority, std::cmp::Reverse(unit[0].order))
             };
-            let Some(winner) = units.into_iter().max_by_key(rank) else {
+            // The first of equals stays (a hook that sets both `updatedToolOutput` and
+            // `updatedMCPToolOutput`: the first it said).
+            let best = units.into_iter().reduce(|best, unit| {
+                if rank(&unit) > rank(&best) {
+                    unit
+                } else {
+                    best
+                }
+            });
+            let Some(winner) = best else {
                 continue;
             };
             let last = winner.last().expect("a unit has a step");

@@ -332,3 +332,19 @@ fn the_chain_hands_on_only_what_the_allow_list_admits() {
         "hello, redacted"
     );
 }
+
+#[test]
+fn of_two_outputs_of_one_hook_the_first_it_said_stays() {
+    let out = merge_event(
+        &spec("PostToolUse"),
+        &input(),
+        &[said(
+            "PostToolUse",
+            hook(0, 0, None),
+            json!({"updatedMCPToolOutput": "mcp", "updatedToolOutput": "tool"}),
+        )],
+    );
+    assert_eq!(out.updated_tool_output, Some(json!("mcp")));
+    assert_eq!(out.rewrites.len(), 1);
+    assert_eq!(out.rewrites[0].field, "updatedMCPToolOutput");
+}
