@@ -30,8 +30,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1.0);
-    let rounds = 10;
-    let per_round = ((300.0 * scale) as usize).max(5);
+    // Many short rounds, so that a burst of load elsewhere hits every mode alike.
+    let rounds = 60;
+    let per_round = ((50.0 * scale) as usize).max(5);
     let plugin = hookhost_test_plugins::plugins::HOSTILE;
     let project = tempfile::tempdir().expect("tempdir");
     let cache = tempfile::tempdir().expect("tempdir");

@@ -133,12 +133,28 @@ pub fn rewritten(spec: &EventSpec, executed: &Executed, input: &Value) -> Option
     if proposals.is_empty() {
         return None;
     }
-    let mut next = input.clone();
-    let object = next.as_object_mut()?;
+    // The input with the rewritten fields in their places, the rest copied (the old
+    // values of the rewritten fields are not).
+    let object = input.as_object()?;
+    // One value per field: the first the hook said, as in the merge.
+    let mut replaced: Vec<(&'static str, Value)> = Vec::with_capacity(proposals.len());
     for p in proposals {
-        object.insert(input_field(p.key).to_string(), p.value);
+        let field = input_field(p.key);
+        if replaced.iter().all(|(f, _)| *f != field) {
+            replaced.push((field, p.value));
+        }
     }
-    Some(next)
+    let mut next = Map::with_capacity(object.len() + 1);
+    for (key, value) in object {
+        match replaced.iter().position(|(field, _)| field == key) {
+            Some(i) => next.insert(key.clone(), replaced.swap_remove(i).1),
+            None => next.insert(key.clone(), value.clone()),
+        };
+    }
+    for (field, value) in replaced {
+        next.insert(field.to_string(), value);
+    }
+    Some(Value::Object(next))
 }
 
 /// A proposal with the hook that made it.

@@ -345,6 +345,16 @@ fn of_two_outputs_of_one_hook_the_first_it_said_stays() {
         )],
     );
     assert_eq!(out.updated_tool_output, Some(json!("mcp")));
+    // And the chain hands on the same.
+    let done = said(
+        "PostToolUse",
+        hook(0, 0, Some(0)),
+        json!({"updatedMCPToolOutput": "mcp", "updatedToolOutput": "tool"}),
+    );
+    let next = rewritten(&spec("PostToolUse"), &done, &input()).unwrap();
+    assert_eq!(next["tool_response"], "mcp");
+    let keys: Vec<&String> = next.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["tool_name", "tool_input", "prompt", "tool_response"]);
     assert_eq!(out.rewrites.len(), 1);
     assert_eq!(out.rewrites[0].field, "updatedMCPToolOutput");
 }
