@@ -36,7 +36,11 @@ pub(super) fn logged(rewrites: &[Rewrite]) -> Option<Value> {
                     op
                 })
                 .collect();
-            json!({"hook": rewrite.hook, "field": rewrite.field, "patch": ops})
+            let mut entry = json!({"hook": rewrite.hook, "field": rewrite.field, "patch": ops});
+            if let Some(bytes) = rewrite.omitted_bytes {
+                entry["omittedBytes"] = json!(bytes);
+            }
+            entry
         })
         .collect();
     Some(Value::Array(entries))
@@ -73,6 +77,7 @@ mod tests {
             hook: "h".into(),
             field: "updatedInput".into(),
             patch: json_patch::diff(&before, &after),
+            omitted_bytes: None,
         };
         let line = serde_json::to_string(&Redacted(&logged(&[rewrite]).unwrap())).unwrap();
         assert!(!line.contains("plain-looking-value"), "{line}");

@@ -39,7 +39,7 @@ pub use bounds::{HOOK_TEXTS_CAP, LIST_TEXT_CAP, SHORT_TEXT_CAP};
 pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
 pub use merge::{merge, merge_event, stops_the_rest, unanswered};
 pub use report::report;
-pub use rewrite::{Rewrite, rewritten};
+pub use rewrite::{REWRITES_BUDGET, Rewrite, rewritten};
 
 use std::sync::Arc;
 

@@ -47,8 +47,52 @@ pub struct Rewrite {
     pub field: String,
     /// What it changed, as an RFC 6902 JSON Patch of the event's input (paths such as
     /// `/tool_input/command`, `/tool_response`, `/prompt`): applied in order to the input,
-    /// the patches of an outcome give the input its winning rewrites make.
+    /// the patches of an outcome give the input its winning rewrites make (unless one
+    /// was left out: `omittedBytes`).
     pub patch: json_patch::Patch,
+    /// About how many bytes the patch had when it was left out (empty) because the
+    /// outcome's patches were over [`REWRITES_BUDGET`] before it.
+    #[serde(rename = "omittedBytes", skip_serializing_if = "Option::is_none")]
+    pub omitted_bytes: Option<usize>,
+}
+
+/// Bytes the patches of one outcome's `rewrites` may hold together (about: strings and
+/// keys): a long chain of hooks that each rewrite a large input cannot make an outcome of
+/// megabytes per hook. Past it, a step is listed with an empty patch and its size.
+pub const REWRITES_BUDGET: usize = crate::handlers::output::OUTPUT_JSON_CAP;
+
+/// About how many bytes a JSON value takes (strings and keys counted, everything else a
+/// few bytes), without serializing it.
+fn approx_size(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => items.iter().map(approx_size).sum::<usize>() + 2,
+        Value::Object(map) => {
+            map.iter()
+                .map(|(k, v)| k.len() + 4 + approx_size(v))
+                .sum::<usize>()
+                + 2
+        }
+        _ => 8,
+    }
+}
+
+/// About how many bytes a patch takes.
+fn patch_size(patch: &json_patch::Patch) -> usize {
+    use json_patch::PatchOperation as Op;
+    patch
+        .0
+        .iter()
+        .map(|op| {
+            let value = match op {
+                Op::Add(op) => approx_size(&op.value),
+                Op::Replace(op) => approx_size(&op.value),
+                Op::Test(op) => approx_size(&op.value),
+                _ => 0,
+            };
+            op.path().as_str().len() + 32 + value
+        })
+        .sum()
 }
 
 /// One rewrite a hook proposed.
@@ -292,13 +336,26 @@ impl Gathered {
                         hook: step.hook.clone(),
                         field: step.key.to_string(),
                         patch,
+                        omitted_bytes: None,
                     },
                 ));
                 before = Some(step.value.clone());
             }
         }
         steps.sort_by_key(|(order, _)| *order);
-        resolved.rewrites = steps.into_iter().map(|(_, r)| r).collect();
+        let mut spent = 0usize;
+        resolved.rewrites = steps
+            .into_iter()
+            .map(|(_, mut rewrite)| {
+                let size = patch_size(&rewrite.patch);
+                spent = spent.saturating_add(size);
+                if spent > REWRITES_BUDGET {
+                    rewrite.patch = json_patch::Patch::default();
+                    rewrite.omitted_bytes = Some(size);
+                }
+                rewrite
+            })
+            .collect();
         resolved
     }
 }

@@ -358,3 +358,33 @@ fn of_two_outputs_of_one_hook_the_first_it_said_stays() {
     assert_eq!(out.rewrites.len(), 1);
     assert_eq!(out.rewrites[0].field, "updatedMCPToolOutput");
 }
+
+/// A long chain of large rewrites: the outcome's patches stay within the budget; the steps
+/// past it are listed with their hook and size, their patch left out.
+#[test]
+fn the_patches_of_an_outcome_are_bounded() {
+    let big = |i: usize| command(&format!("{i}{}", "x".repeat(256 << 10)));
+    let executed: Vec<Executed> = (0..40)
+        .map(|i| said("PreToolUse", hook(i, 0, Some(0)), big(i)))
+        .collect();
+    let out = merge_event(&spec("PreToolUse"), &input(), &executed);
+    assert_eq!(out.rewrites.len(), 40);
+    let kept: usize = out
+        .rewrites
+        .iter()
+        .map(|r| serde_json::to_string(&r.patch).unwrap().len())
+        .sum();
+    assert!(kept <= REWRITES_BUDGET, "{kept}");
+    let left_out = out.rewrites.iter().filter(|r| r.omitted_bytes.is_some());
+    assert!(left_out.count() >= 30);
+    assert!(out.rewrites[0].omitted_bytes.is_none());
+    assert!(out.rewrites[39].patch.0.is_empty());
+    assert!(out.rewrites[39].omitted_bytes.unwrap() > 256 << 10);
+    // The final rewrite itself is whole.
+    assert!(
+        out.updated_input.unwrap()["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("39x")
+    );
+}
