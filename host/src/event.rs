@@ -472,18 +472,6 @@ impl Invocation {
     }
 }
 
-/// The `hookSpecificOutput` keys that rewrite part of an event's input, each with the
-/// input field it replaces (`skipResult` stands for the response of a tool that does not
-/// run). The allow-list of each event ([`EventSpec::admit`]) says where a key counts; a
-/// transform chain hands the next hook the input with these fields replaced.
-pub const REWRITES: [(&str, &str); 5] = [
-    ("updatedInput", "tool_input"),
-    ("updatedToolOutput", "tool_response"),
-    ("updatedMCPToolOutput", "tool_response"),
-    ("updatedPrompt", "prompt"),
-    ("skipResult", "tool_response"),
-];
-
 /// Names of the built-in events, in the order of the reference table.
 pub fn built_in_names() -> impl Iterator<Item = &'static str> {
     BUILT_IN.iter().map(|row| row.name)

@@ -3,7 +3,7 @@
 //! chain passes them on, and their provenance ([`Rewrite`]: who changed what, as an
 //! RFC 6902 JSON Patch).
 //!
-//! One table ([`crate::event::REWRITES`]) says which output key rewrites which input field; the event's
+//! One table ([`crate::policy::chain::REWRITES`]) says which output key rewrites which input field; the event's
 //! allow-list ([`crate::event::EventSpec::admit`]) says on which events a key counts. The
 //! merge and the dispatcher's chain runner both read a hook's rewrites through
 //! [`rewrites_of`], from what the allow-list admitted, so a chain never passes on a key
@@ -18,9 +18,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Executed, HookResult, Notice};
-use crate::event::{EventSpec, REWRITES};
+use crate::event::EventSpec;
 use crate::handlers::Verdict;
 use crate::policy::Hook;
+use crate::policy::chain::REWRITES;
 
 /// The outcome field a rewrite competes for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

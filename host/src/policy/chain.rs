@@ -6,9 +6,22 @@
 //! `async` hook in a chain still starts in the background, but it cannot rewrite the
 //! input of the hooks after it: a warning, not an error, since the group keeps working.
 //! A chain on an event with no output that rewrites its input runs as `sequential`.
+//! What a chain hands on is [`REWRITES`] (read by `outcome::rewrite`).
 
 use crate::config::schema::RawMatcherGroup;
-use crate::event::{EventSpec, REWRITES};
+use crate::event::EventSpec;
+
+/// The `hookSpecificOutput` keys that rewrite part of an event's input, each with the
+/// input field it replaces (`skipResult` stands for the response of a tool that does not
+/// run). The allow-list of each event ([`EventSpec::admit`]) says where a key counts; a
+/// transform chain hands the next hook the input with these fields replaced.
+pub const REWRITES: [(&str, &str); 5] = [
+    ("updatedInput", "tool_input"),
+    ("updatedToolOutput", "tool_response"),
+    ("updatedMCPToolOutput", "tool_response"),
+    ("updatedPrompt", "prompt"),
+    ("skipResult", "tool_response"),
+];
 
 /// The warnings of a matcher group's `chain`, for `$.hooks.<Event>[i].chain`.
 pub(super) fn warnings(group: &RawMatcherGroup, spec: &EventSpec) -> Vec<String> {

@@ -23,7 +23,7 @@
 pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
-mod chain;
+pub mod chain;
 mod embedded;
 pub mod env;
 mod hook;
