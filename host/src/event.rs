@@ -249,8 +249,10 @@ const BUILT_IN: [Row; 34] = [
         .plain_stdout_context(),
     row("Setup", Some("trigger"), Notice, D::None, CONTEXT),
     row("InstructionsLoaded", Some("load_reason"), Ignored, D::None, &[]).discards_continue(),
+    // `updatedPrompt` (UserPromptSubmit) and `skip`/`skipResult` (PreToolUse) are hookhost's
+    // own, for embedders (`outcome::rewrite`); `--format claude` reports them in a message.
     row("UserPromptSubmit", None, Blocks, D::Block,
-        &[t("additionalContext"), p("sessionTitle"), p("suppressOriginalPrompt")])
+        &[t("additionalContext"), p("sessionTitle"), p("suppressOriginalPrompt"), p("updatedPrompt")])
         .plain_stdout_context()
         .timeout(Duration::from_secs(30)),
     row("UserPromptExpansion", Some("command_name"), Blocks, D::Block, CONTEXT)
@@ -259,7 +261,8 @@ const BUILT_IN: [Row; 34] = [
         .discards_continue()
         .timeout(Duration::from_secs(10)),
     row("PreToolUse", Some("tool_name"), Blocks, D::Permission,
-        &[t("permissionDecision"), t("permissionDecisionReason"), t("updatedInput"), t("additionalContext")]),
+        &[t("permissionDecision"), t("permissionDecisionReason"), t("updatedInput"), t("additionalContext"),
+          p("skip"), p("skipResult")]),
     row("PermissionRequest", Some("tool_name"), Ignored, D::PermissionRequest,
         &[t("decision"), t("decision.behavior"), t("decision.message"), t("decision.interrupt"),
           t("decision.updatedInput"), w("decision.updatedPermissions")]),

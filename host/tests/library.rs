@@ -271,3 +271,44 @@ async fn an_embedders_model_client_answers_prompt_hooks() {
     assert_eq!(asked[0].model, None, "the embedder's own default model");
     assert_eq!(asked[0].schema.as_ref().unwrap()["required"][0], "ok");
 }
+
+/// Function hooks of one chain (`FunctionHook::chain`) run in registration order, each
+/// given the input as the ones before it rewrote it; a function hook outside the chain
+/// gets the original input; a chain member with another matcher is an error.
+#[tokio::test]
+async fn function_hooks_chain_in_registration_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let append = |suffix: &'static str| {
+        move |input: Value| async move {
+            let command = input["tool_input"]["command"].as_str().unwrap_or("");
+            Ok(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "updatedInput": {"command": format!("{command}{suffix}")}}}))
+        }
+    };
+    let host = HostBuilder::new(dir.path())
+        .function_hook(FunctionHook::new("PreToolUse", "one", append(" 1")).chain("c"))
+        .function_hook(FunctionHook::new("PreToolUse", "alone", append(" x")).priority(-1))
+        .function_hook(FunctionHook::new("PreToolUse", "two", append(" 2")).chain("c"))
+        .build();
+    assert!(
+        host.policy().errors.is_empty(),
+        "{:?}",
+        host.policy().errors
+    );
+    let out = host.dispatch("PreToolUse", bash("ls")).await.unwrap();
+    assert_eq!(out.updated_input, Some(json!({"command": "ls 1 2"})));
+    assert_eq!(out.updated_input_by.as_deref(), Some("two"));
+    let steps: Vec<&str> = out.rewrites.iter().map(|r| r.hook.as_str()).collect();
+    assert_eq!(steps, ["one", "two"]);
+
+    let host = HostBuilder::new(dir.path())
+        .function_hook(FunctionHook::new("PreToolUse", "one", append(" 1")).chain("c"))
+        .function_hook(
+            FunctionHook::new("PreToolUse", "two", append(" 2"))
+                .chain("c")
+                .matcher("Bash"),
+        )
+        .build();
+    let errors = format!("{:?}", host.policy().errors);
+    assert!(errors.contains("joins the chain `c`"), "{errors}");
+}

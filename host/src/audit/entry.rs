@@ -40,6 +40,13 @@ pub struct Entry<'a> {
     /// The hook whose rewrite won.
     #[serde(rename = "updatedInputBy", skip_serializing_if = "Option::is_none")]
     updated_input_by: Option<&'a str>,
+    /// What each winning rewrite changed (hook, field, JSON Patch), redacted like
+    /// `toolInput`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::rewrites::redacted"
+    )]
+    rewrites: Option<serde_json::Value>,
     hooks: Vec<HookLine<'a>>,
     /// The line of an async hook's run, written after its event's line.
     #[serde(rename = "async", skip_serializing_if = "std::ops::Not::not")]
@@ -112,6 +119,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
         continue_: outcome.continue_,
         updated_input: outcome.updated_input.as_ref().map(Redacted),
         updated_input_by: outcome.updated_input_by.as_deref(),
+        rewrites: super::rewrites::logged(&outcome.rewrites),
         hooks: outcome
             .hooks
             .iter()

@@ -29,6 +29,7 @@
 
 mod entry;
 mod redact;
+mod rewrites;
 
 pub use entry::{Entry, entry, rfc3339};
 pub use redact::{REDACTED, Redacted, redact_text};

@@ -22,6 +22,11 @@ pub struct RawMatcherGroup {
     /// Run the handlers one after another in config order; a block stops the rest.
     #[serde(default)]
     pub sequential: Option<bool>,
+    /// A transform chain: run the handlers one after another in config order (as
+    /// `sequential`), each given the input as the handlers before it rewrote it
+    /// (`updatedInput`, `updatedToolOutput`, `updatedPrompt`, `skipResult`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<bool>,
 }
 
 /// The handler types a settings file may name.

@@ -3,7 +3,8 @@
 //! Matching hooks run in parallel and all finish before the merge (one hook's deny does
 //! not stop its siblings, as in Claude Code). A matcher group with `"sequential": true`
 //! runs its hooks one after another in config order, and a block stops the rest of that
-//! group. Each run has its own deadline. Command and HTTP hooks hold file descriptors
+//! group; with `"chain": true` each also gets the input as the hooks before it rewrote it
+//! (`outcome::rewritten`). Each run has its own deadline. Command and HTTP hooks hold file descriptors
 //! while they run, so at most [`hook_concurrency`] of them run at once in a process; the
 //! others wait for a slot (every hook still runs). Async hooks are started and reported
 //! as `async`; their results join a later outcome of the same session. After the merge,
@@ -44,7 +45,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::handlers::{HandlerRun, Handlers, Invocation};
-use crate::outcome::{Executed, HookResult, Outcome, merge, stops_the_rest};
+use crate::outcome::{Executed, HookResult, Outcome, merge_event, rewritten, stops_the_rest};
 use crate::policy::{Group, HandlerSpec, Hook, Policy, RunMode};
 use crate::session::SessionStore;
 
@@ -274,7 +275,7 @@ impl Dispatcher {
             Some((_, _, Err(refused))) => notices.push(refused),
             None => {}
         }
-        let mut outcome = merge(&invocation.spec, &executed);
+        let mut outcome = merge_event(&invocation.spec, &invocation.input, &executed);
         if let Some(why) = refused {
             depth::refuse(&invocation.spec, would_run, &why, &mut outcome);
         }
@@ -301,8 +302,9 @@ impl Dispatcher {
         Ok(outcome)
     }
 
-    /// The hooks that apply to an invocation, grouped as configured.
-    /// The configured hooks that apply to an invocation, grouped as configured.
+    /// The configured hooks that apply to an invocation, grouped as configured. In a
+    /// transform chain every hook is kept: its `if` is tested against the input as the
+    /// hooks before it rewrote it, when its turn comes (`run_sequential`).
     pub fn select(&self, invocation: &Invocation) -> Vec<(&Group, Vec<Arc<Hook>>)> {
         self.policy
             .groups(&invocation.spec.name)
@@ -368,6 +370,9 @@ impl Dispatcher {
         executed
     }
 
+    /// Runs a sequential group in config order; a block stops the rest. In a transform
+    /// chain ([`Hook::chain`]) each hook gets the input as the hooks before it rewrote
+    /// it ([`rewritten`]), and its `if` is tested against that input.
     async fn run_sequential(
         &self,
         hooks: Vec<Arc<Hook>>,
@@ -375,7 +380,12 @@ impl Dispatcher {
     ) -> Vec<Executed> {
         let mut executed = Vec::with_capacity(hooks.len());
         let mut stopped_by: Option<String> = None;
+        let mut invocation = invocation.clone();
         for hook in hooks {
+            if hook.chain.is_some() && !if_matches(&hook, &invocation) {
+                continue;
+            }
+            let invocation = &mut invocation;
             let done = match &stopped_by {
                 Some(blocker) => Executed {
                     hook,
@@ -395,6 +405,14 @@ impl Dispatcher {
             if stopped_by.is_none() && stops_the_rest(&invocation.spec, &done) {
                 stopped_by = Some(done.hook.id.clone());
             }
+            if stopped_by.is_none()
+                && done.hook.chain.is_some()
+                && let Some(input) = rewritten(&invocation.spec, &done, &invocation.input)
+            {
+                let next = Arc::make_mut(invocation);
+                next.input_json = input.to_string();
+                next.input = input;
+            }
             executed.push(done);
         }
         executed
@@ -409,6 +427,26 @@ impl Dispatcher {
             run_in_slot(&self.handlers, hook, invocation, &self.policy).await,
         ))
     }
+}
+
+/// Whether a hook's `if` lets it run on this input (a hook with `if` on an event without a
+/// tool call is kept: it is reported as skipped).
+fn if_matches(hook: &Hook, invocation: &Invocation) -> bool {
+    let Some(rule) = &hook.if_rule else {
+        return true;
+    };
+    if !invocation.spec.tool_event {
+        return true;
+    }
+    let input = &invocation.input;
+    let tool_name = input.get("tool_name").and_then(Value::as_str).unwrap_or("");
+    let tool_input = input.get("tool_input").unwrap_or(&Value::Null);
+    rule.matches(
+        tool_name,
+        tool_input,
+        &invocation.cwd,
+        &invocation.project_dir,
+    )
 }
 
 /// Creates the session's `CLAUDE_ENV_FILE` (0600, in a 0700 directory) when a command

@@ -216,26 +216,11 @@ pub(super) fn selected_hooks(group: &Group, invocation: &Invocation) -> Option<V
     if !crate::matcher::group_applies(&group.matcher, spec, &invocation.input) {
         return None;
     }
-    let tool_name = invocation
-        .input
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let tool_input = invocation.input.get("tool_input").unwrap_or(&Value::Null);
     Some(
         group
             .hooks
             .iter()
-            .filter(|hook| match &hook.if_rule {
-                None => true,
-                Some(_) if !spec.tool_event => true, // reported as skipped
-                Some(rule) => rule.matches(
-                    tool_name,
-                    tool_input,
-                    &invocation.cwd,
-                    &invocation.project_dir,
-                ),
-            })
+            .filter(|hook| group.chain || super::if_matches(hook, invocation))
             .cloned()
             .collect(),
     )

@@ -37,11 +37,11 @@ pub fn to_claude(spec: &EventSpec, outcome: &Outcome) -> ClaudeResponse {
             top.insert("stopReason".into(), json!(reason));
         }
     }
-    if !outcome.system_messages.is_empty() {
-        top.insert(
-            "systemMessage".into(),
-            json!(outcome.system_messages.join("\n")),
-        );
+    let messages: Vec<String> = (outcome.system_messages.iter().cloned())
+        .chain(super::rewrite::unsupported_by_claude(outcome))
+        .collect();
+    if !messages.is_empty() {
+        top.insert("systemMessage".into(), json!(messages.join("\n")));
     }
     match spec.decision {
         DecisionStyle::Permission if outcome.decision != Decision::None => {

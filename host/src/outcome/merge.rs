@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::rewrite::{Gathered, rewrites_of};
 use super::{Decision, Executed, HookResult, HookStatus, Notice, Outcome, report};
 use crate::event::{Channel, DecisionStyle, EventSpec, Exit2};
 use crate::handlers::output::{cap_text, cap_text_at};
@@ -47,8 +48,8 @@ fn propose(slot: &mut Option<Candidate>, candidate: Candidate) {
 #[derive(Default)]
 struct MergeState {
     decisions: Vec<(Decision, Option<String>)>,
-    updated_input: Option<Candidate>,
-    updated_output: Option<Candidate>,
+    /// `updatedInput`, `updatedToolOutput`, `updatedPrompt`, `skip` (`outcome::rewrite`).
+    rewrites: Gathered,
     /// Other event-specific fields, in first-seen order.
     extras: Vec<(String, Option<Candidate>)>,
     /// PermissionRequest `decision` objects, with the behavior each chose.
@@ -64,8 +65,19 @@ impl MergeState {
     }
 }
 
-/// Merges the results of an event's hooks (in config order) into an [`Outcome`].
+/// Merges the results of an event's hooks (in config order) into an [`Outcome`], without
+/// `rewrites` (they are patches of the input, which [`merge_event`] is given).
 pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
+    merge_inner(spec, None, executed)
+}
+
+/// Merges the results of an event's hooks (in config order) into an [`Outcome`]; each
+/// entry of its `rewrites` is a patch of `input` as the hook saw it.
+pub fn merge_event(spec: &EventSpec, input: &Value, executed: &[Executed]) -> Outcome {
+    merge_inner(spec, Some(input), executed)
+}
+
+fn merge_inner(spec: &EventSpec, input: Option<&Value>, executed: &[Executed]) -> Outcome {
     let mut outcome = Outcome::empty(&spec.name);
     let mut state = MergeState::default();
 
@@ -125,25 +137,27 @@ pub fn merge(spec: &EventSpec, executed: &[Executed]) -> Outcome {
     if let Some(c) = permission_object {
         // A rewrite inside the winning `decision` object is the input rewrite.
         if let Some(input) = c.value.get("updatedInput") {
-            propose(
-                &mut state.updated_input,
-                Candidate {
-                    value: input.clone(),
-                    ..c.clone()
-                },
-            );
+            let hook = (c.hook.clone(), c.priority, c.order);
+            state.rewrites.propose_decision_input(hook, input.clone());
         }
         outcome
             .hook_specific_output
             .insert("decision".into(), c.value);
     }
-    if let Some(c) = state.updated_input {
-        outcome.updated_input = Some(c.value);
-        outcome.updated_input_by = Some(c.hook);
+    let resolved = state.rewrites.resolve(input);
+    if let Some(won) = resolved.input {
+        outcome.updated_input = Some(won.value);
+        outcome.updated_input_by = Some(won.by);
     }
-    if let Some(c) = state.updated_output {
-        outcome.updated_tool_output = Some(c.value);
+    outcome.updated_tool_output = resolved.tool_output.map(|won| won.value);
+    outcome.updated_prompt = resolved
+        .prompt
+        .and_then(|won| won.value.as_str().map(str::to_string));
+    if let Some(won) = resolved.skip {
+        outcome.skip = true;
+        outcome.skip_result = Some(won.value);
     }
+    outcome.rewrites = resolved.rewrites;
     for (field, c) in state.extras {
         if let Some(c) = c {
             outcome.hook_specific_output.insert(field, c.value);
@@ -410,20 +424,26 @@ fn apply_answer(
     {
         outcome.additional_context.push(text.clone());
     }
+    let (rewrites, problems) = rewrites_of(&specific);
+    state.rewrites.propose(hook, rewrites);
+    for message in problems {
+        outcome.notices.push(Notice {
+            hook: hook.id.clone(),
+            message,
+        });
+    }
     for (field, value) in &specific {
         match field.as_str() {
             "additionalContext"
             | "permissionDecision"
             | "permissionDecisionReason"
             | "decision" => {}
-            "updatedInput" => propose(
-                &mut state.updated_input,
-                Candidate::new(hook, value.clone()),
-            ),
-            "updatedToolOutput" | "updatedMCPToolOutput" => propose(
-                &mut state.updated_output,
-                Candidate::new(hook, value.clone()),
-            ),
+            "updatedInput"
+            | "updatedToolOutput"
+            | "updatedMCPToolOutput"
+            | "updatedPrompt"
+            | "skip"
+            | "skipResult" => {}
             _ => state.propose_extra(field, Candidate::new(hook, value.clone())),
         }
     }

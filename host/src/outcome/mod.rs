@@ -32,13 +32,17 @@ mod claude;
 mod merge;
 mod refuse_only;
 mod report;
+mod rewrite;
+#[cfg(test)]
+mod rewrite_tests;
 #[cfg(test)]
 mod tests;
 
 pub use bounds::{HOOK_TEXTS_CAP, LIST_TEXT_CAP, SHORT_TEXT_CAP};
 pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
-pub use merge::{merge, stops_the_rest, unanswered};
+pub use merge::{merge, merge_event, stops_the_rest, unanswered};
 pub use report::report;
+pub use rewrite::{REWRITES_BUDGET, Rewrite, rewritten};
 
 use std::sync::Arc;
 
@@ -164,6 +168,23 @@ pub struct Outcome {
     pub updated_input_by: Option<String>,
     /// The rewritten tool output (PostToolUse).
     pub updated_tool_output: Option<Value>,
+    /// The rewritten prompt (UserPromptSubmit), for embedders that honour it; Claude Code
+    /// cannot, so `--format claude` reports it in a message instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_prompt: Option<String>,
+    /// Answer the tool call with `skipResult` without running the tool (PreToolUse), for
+    /// embedders that honour it; `--format claude` reports it in a message instead.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skip: bool,
+    /// The tool's answer when `skip` is true (`null` when the hook gave none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_result: Option<Value>,
+    /// What each rewrite that made `updatedInput`, `updatedToolOutput`, `updatedPrompt`
+    /// and `skipResult` changed, in config order: one entry per hook and field, with an
+    /// RFC 6902 JSON Patch of the input as that hook saw it (in a transform chain, as the
+    /// hooks before it rewrote it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<Rewrite>,
     /// Other event-specific fields (`sessionTitle`, `watchPaths`, PermissionRequest's
     /// `decision`, ...).
     pub hook_specific_output: Map<String, Value>,
@@ -187,6 +208,10 @@ impl Outcome {
             updated_input: None,
             updated_input_by: None,
             updated_tool_output: None,
+            updated_prompt: None,
+            skip: false,
+            skip_result: None,
+            rewrites: Vec::new(),
             hook_specific_output: Map::new(),
             notices: Vec::new(),
             hooks: Vec::new(),

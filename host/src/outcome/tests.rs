@@ -28,6 +28,7 @@ fn hook(id: &str, order: usize, priority: i64, on_failure: OnFailure) -> Arc<Hoo
         skip: None,
         order,
         widens: Vec::new(),
+        chain: None,
     })
 }
 

@@ -43,6 +43,7 @@ pub struct FunctionHook {
     timeout: Option<Duration>,
     priority: i64,
     on_failure: OnFailure,
+    chain: Option<String>,
     handler: FunctionSpec,
 }
 
@@ -63,6 +64,7 @@ impl FunctionHook {
             timeout: None,
             priority: 0,
             on_failure: OnFailure::Continue,
+            chain: None,
             handler: FunctionSpec {
                 handler: Arc::new(handler) as Arc<dyn FunctionHandler>,
             },
@@ -98,6 +100,15 @@ impl FunctionHook {
         self.on_failure = on_failure;
         self
     }
+
+    /// Joins the transform chain `name` of its event (`"chain": true` in config): the
+    /// function hooks of one chain run one after another in the order they were
+    /// registered, each given the input as the ones before it rewrote it. The hooks of a
+    /// chain share the matcher of its first hook (another matcher is an error).
+    pub fn chain(mut self, name: impl Into<String>) -> FunctionHook {
+        self.chain = Some(name.into());
+        self
+    }
 }
 
 /// Compiles registered functions into groups, after the configured hooks. `home` anchors
@@ -108,8 +119,10 @@ pub(super) fn build(
     first_order: usize,
     home: Option<&std::path::Path>,
 ) -> (Vec<(String, Group)>, Vec<ConfigError>) {
-    let mut groups = Vec::new();
+    let mut groups: Vec<(String, Group)> = Vec::new();
     let mut errors = Vec::new();
+    // (event, chain name, index in `groups`)
+    let mut chains: Vec<(&str, &str, usize)> = Vec::new();
     for (n, f) in functions.iter().enumerate() {
         let error = |message: String| ConfigError {
             location: "embedded hooks".into(),
@@ -139,7 +152,7 @@ pub(super) fn build(
                 continue;
             }
         };
-        let hook = Hook {
+        let mut hook = Hook {
             id: f.id.clone(),
             event: f.event.clone(),
             origin: Origin {
@@ -158,13 +171,34 @@ pub(super) fn build(
             status_message: None,
             order: first_order + n,
             widens: Vec::new(),
+            chain: None,
         };
+        if let Some(name) = f.chain.as_deref() {
+            let joined = chains
+                .iter()
+                .find(|(event, chain, _)| *event == f.event && *chain == name);
+            if let Some(&(_, _, index)) = joined {
+                let group = &mut groups[index].1;
+                if group.matcher_source != f.matcher {
+                    errors.push(error(format!(
+                        "joins the chain `{name}` with another matcher than its first hook's"
+                    )));
+                    continue;
+                }
+                hook.chain = group.hooks.first().map(|h| h.order);
+                group.hooks.push(Arc::new(hook));
+                continue;
+            }
+            chains.push((&f.event, name, groups.len()));
+            hook.chain = Some(hook.order);
+        }
         groups.push((
             f.event.clone(),
             Group {
                 matcher,
                 matcher_source: f.matcher.clone(),
-                sequential: false,
+                sequential: f.chain.is_some(),
+                chain: f.chain.is_some(),
                 hooks: vec![Arc::new(hook)],
             },
         ));

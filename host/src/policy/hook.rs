@@ -407,6 +407,7 @@ pub(super) fn build(
         skip,
         order,
         widens,
+        chain: None,
     };
     Ok((hook, warnings))
 }

@@ -24,6 +24,7 @@ mod admit;
 pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
+pub mod chain;
 mod embedded;
 pub mod env;
 mod guard_entries;
@@ -476,10 +477,19 @@ impl Resolution<'_> {
                 ),
             });
         }
+        let chain = raw_group.group.chain == Some(true);
+        for message in chain::warnings(&raw_group.group, spec) {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: format!("{group_path}.chain"),
+                message,
+            });
+        }
         let mut group = Group {
             matcher,
             matcher_source: raw_group.group.matcher.clone(),
-            sequential: raw_group.group.sequential.unwrap_or(false),
+            sequential: raw_group.group.sequential.unwrap_or(false) || chain,
+            chain,
             hooks: Vec::new(),
         };
         for (index, raw) in raw_group.group.hooks.iter().enumerate() {
@@ -487,7 +497,11 @@ impl Resolution<'_> {
                 Some(_) => format!("{group_path}.handler"),
                 None => format!("{group_path}.hooks[{index}]"),
             };
-            if let Some(hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
+            if let Some(mut hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
+                if chain {
+                    let first = group.hooks.first().map_or(hook.order, |h| h.order);
+                    Arc::make_mut(&mut hook).chain = Some(first);
+                }
                 group.hooks.push(hook.clone());
                 self.hooks.push(hook);
             }

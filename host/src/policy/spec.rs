@@ -23,6 +23,9 @@ pub struct Group {
     pub matcher_source: Option<String>,
     /// Run the hooks one after another; a block stops the rest.
     pub sequential: bool,
+    /// A transform chain (implies `sequential`): each hook gets the input as the hooks
+    /// before it rewrote it.
+    pub chain: bool,
     /// The hooks, in config order.
     pub hooks: Vec<Arc<Hook>>,
 }
@@ -207,6 +210,9 @@ pub struct Hook {
     /// The `hookSpecificOutput` keys that grant, consent or widen which its config lets it
     /// set (`widens`; see [`crate::event::EventSpec::admit`]).
     pub widens: Vec<String>,
+    /// The transform chain the hook belongs to, named by the config order of the chain's
+    /// first hook (`None`: not in a chain). The merge composes a chain's rewrites.
+    pub chain: Option<usize>,
 }
 
 /// Fields that belong to one handler type only.

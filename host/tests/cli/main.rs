@@ -13,6 +13,7 @@ mod answer_bytes;
 mod async_hooks;
 mod attacks;
 mod audit;
+mod chain;
 mod claude_format;
 mod claude_real;
 mod command;

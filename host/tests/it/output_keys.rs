@@ -26,7 +26,8 @@ type Key = (&'static str, Option<KeyClass>, Value);
 /// hookhost gives it (`None`: hookhost does not support it, so it is dropped) and a
 /// `hookSpecificOutput` that sets it. Sources: `shared/reference/claude-code-hooks.md`
 /// §1.3 and §1.9 (v2.1.240) and `claude-code-2.1.332.md` §2 (`permissionDisplay`,
-/// internal, 2.1.299). A key `a.b` is the key `b` of the object `a`.
+/// internal, 2.1.299). A key `a.b` is the key `b` of the object `a`. Plus hookhost's own
+/// keys for embedders ([`HOOKHOST_ONLY`]), which Claude Code does not know.
 fn reference() -> Vec<(&'static str, Vec<Key>)> {
     let ctx = |e: &str| {
         (
@@ -64,6 +65,11 @@ fn reference() -> Vec<(&'static str, Vec<Key>)> {
                     Some(P),
                     json!({"suppressOriginalPrompt": true}),
                 ),
+                (
+                    "updatedPrompt",
+                    Some(P),
+                    json!({"updatedPrompt": "redacted"}),
+                ),
             ],
         ),
         ("UserPromptExpansion", vec![ctx("UserPromptExpansion")]),
@@ -94,6 +100,12 @@ fn reference() -> Vec<(&'static str, Vec<Key>)> {
                     json!({"updatedInput": {"command": "ls -la"}}),
                 ),
                 ctx("PreToolUse"),
+                ("skip", Some(P), json!({"skip": true})),
+                (
+                    "skipResult",
+                    Some(P),
+                    json!({"skip": true, "skipResult": "cached"}),
+                ),
                 (
                     "permissionDisplay",
                     None,
@@ -289,7 +301,33 @@ fn shown_as(key: &str) -> Vec<&str> {
     }
 }
 
+/// hookhost's own keys, for embedders: in the outcome (`updatedPrompt`, `skip`,
+/// `skipResult`), never in the Claude Code output (a message says so instead).
+const HOOKHOST_ONLY: [(&str, &str); 3] = [
+    ("UserPromptSubmit", "updatedPrompt"),
+    ("PreToolUse", "skip"),
+    ("PreToolUse", "skipResult"),
+];
+
 fn shown(event: &str, outcome: &Outcome, key: &str) -> bool {
+    if HOOKHOST_ONLY.iter().any(|(_, k)| *k == key) {
+        let in_outcome = match key {
+            "updatedPrompt" => outcome.updated_prompt.is_some(),
+            _ => outcome.skip,
+        };
+        let spec = EventCatalogue::default().get(event).unwrap().clone();
+        let claude = to_claude(&spec, outcome).stdout;
+        assert!(
+            !claude.contains(&format!("\"{key}\"")),
+            "{event}: `{key}` reached the Claude Code output: {claude}"
+        );
+        assert_eq!(
+            claude.contains(&format!("`{key}`")),
+            in_outcome && key != "skipResult",
+            "{event}: the message about `{key}`: {claude}"
+        );
+        return in_outcome;
+    }
     let spec = EventCatalogue::default().get(event).unwrap().clone();
     let stdout = to_claude(&spec, outcome).stdout;
     let Ok(json) = serde_json::from_str::<Value>(&stdout) else {
@@ -441,4 +479,42 @@ async fn every_key_of_every_event_is_honoured_or_dropped_with_a_notice() {
         }
     }
     assert!(checked > 31 * 2, "{checked} keys checked");
+}
+
+/// hookhost's own keys count on their events only: on every other event of the
+/// catalogue they are dropped with a notice, from a command hook and a plugin alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookhost_only_keys_are_dropped_on_every_other_event() {
+    let project = tempfile::tempdir().unwrap();
+    let catalogue = EventCatalogue::default();
+    let mut checked = 0;
+    for event in catalogue.names() {
+        for (owner, key) in HOOKHOST_ONLY {
+            if owner == event {
+                continue;
+            }
+            let specific = if key == "skip" {
+                json!({"skip": true})
+            } else {
+                json!({ key: "x" })
+            };
+            let outcome = by_command(project.path(), event, &specific, None).await;
+            assert!(
+                notice(&outcome, "cmd", key).is_some(),
+                "{event} `{key}`: {outcome:#?}"
+            );
+            assert!(
+                outcome.updated_prompt.is_none() && !outcome.skip && outcome.rewrites.is_empty(),
+                "{event} `{key}`: {outcome:#?}"
+            );
+            let outcome = by_extras(project.path(), event, &specific).await;
+            assert!(
+                notice(&outcome, "plugin", key).is_some(),
+                "{event} extras `{key}`: {outcome:#?}"
+            );
+            assert!(!outcome.skip && outcome.updated_prompt.is_none());
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, catalogue.names().len() * 3 - 3);
 }

@@ -54,6 +54,17 @@ impl Hook for Hostile {
                 event.tool_name()
             ))),
             "count" => Ok(Response::context(format!("count={}", self.count))),
+            // Appends `arg` to what the event carries: `tool_input.command` (an input
+            // rewrite) or `prompt` (`updatedPrompt`), for transform chains.
+            "append" => Ok(match event.str_field("prompt") {
+                Some(prompt) => Response::none().with_extra("updatedPrompt", json!(format!("{prompt}{arg}"))),
+                None => {
+                    let mut input = event.tool_input().clone();
+                    let command = input["command"].as_str().unwrap_or("").to_string();
+                    input["command"] = json!(format!("{command}{arg}"));
+                    Response::rewrite_input(input)
+                }
+            }),
             "loop" => {
                 let mut x: u64 = 0;
                 loop {
