@@ -622,3 +622,31 @@ fn claude_env_file_naming_a_shell_startup_file_is_refused() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# the user's\n");
 }
+
+/// `CLAUDE_ENV_FILE` naming a file of another user (one that user sources): not
+/// appended to (the one reader's owner rule), said in a notice. Held.
+#[test]
+fn claude_env_file_of_another_user_is_not_appended_to() {
+    if !crate::skip::is_root_or_skip("claude_env_file_of_another_user", "a second uid") {
+        return;
+    }
+    let env = TestEnv::new();
+    env.user_hooks(hooks(
+        "SessionStart",
+        "",
+        json!([{"type": "command",
+                "command": "printf 'export %s=1\\n' PWNED >> \"$CLAUDE_ENV_FILE\""}]),
+    ));
+    let theirs = env.home.parent().unwrap().join("theirs.sh");
+    std::fs::write(&theirs, "").unwrap();
+    crate::support::chown_tree(&theirs, 65534);
+    let mut cmd = env.command();
+    cmd.args(["dispatch", "SessionStart"])
+        .env("CLAUDE_ENV_FILE", &theirs);
+    let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
+                       "source": "startup", "cwd": env.project});
+    let run = env.run_with(&mut cmd, &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "");
+    assert!(format!("{}{}", run.stdout, run.stderr).contains("CLAUDE_ENV_FILE"));
+}
