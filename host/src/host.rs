@@ -424,7 +424,11 @@ impl HostBuilder {
             self.session_files,
         )
         .with_audit(audit.map(AuditLog::new))
-        .with_agent_env_file(self.agent_env_file);
+        .with_agent_env_file(self.agent_env_file.map(|file| {
+            file.and_then(|path| {
+                places::agent_env_file_refusal(&path, &options.host_places).map_or(Ok(path), Err)
+            })
+        }));
         let mut watched = sources.watched_paths();
         let mut places = sources.watched_places();
         if let WorkspaceTrust::Store(store) | WorkspaceTrust::Environment(store) = &self.trust {

@@ -21,6 +21,11 @@ use crate::policy::{Group, Hook};
 pub const MAX_REGISTERED: usize = 256;
 /// The most hooks registered for one session (or for every session: the `None` scope).
 pub const MAX_REGISTERED_PER_SESSION: usize = 32;
+/// The most bytes one registration may take (as JSON): what the registry keeps of it
+/// (the registration, to admit it again on a reload, and its built hook) is bounded by
+/// this times [`MAX_REGISTERED`], whatever a client sends (a daemon reads lines of up
+/// to 16 MiB).
+pub const MAX_REGISTRATION_BYTES: usize = 64 << 10;
 /// Registered hooks are numbered after every configured one: their `order` (config
 /// order, the merge's tie-break) starts here.
 pub const FIRST_ORDER: usize = 1 << 32;
@@ -99,6 +104,11 @@ pub enum RegistryFull {
         "{MAX_REGISTERED_PER_SESSION} hooks are registered for this session, the most it keeps; unregister one first"
     )]
     Session,
+    /// The registration is over [`MAX_REGISTRATION_BYTES`].
+    #[error(
+        "a registration of {0} bytes is over the {MAX_REGISTRATION_BYTES} bytes the registry keeps of one"
+    )]
+    TooLarge(usize),
 }
 
 /// The registry of one host (shared by the hosts rebuilt from it).
@@ -126,6 +136,11 @@ impl Registry {
         source: Value,
         admit: impl FnOnce(HookId) -> Result<(String, Group), E>,
     ) -> Result<HookId, E> {
+        // Measured before anything is admitted or kept (a writer that counts, no copy).
+        let size = json_size(&source);
+        if size > MAX_REGISTRATION_BYTES {
+            return Err(RegistryFull::TooLarge(size).into());
+        }
         let mut next = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let now = self.current.load();
         if now.len() >= MAX_REGISTERED {
@@ -206,6 +221,25 @@ impl Registry {
         }
         self.current.store(Arc::new(copy));
         removed
+    }
+}
+
+/// The length of `value` as compact JSON, counted without holding the text.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
     }
 }
 

@@ -126,12 +126,8 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
     );
     let home = sources.home_dir.clone();
     for (var, dir, what) in [
-        (
-            "CLAUDE_CONFIG_DIR",
-            ".claude",
-            "Claude Code's user settings",
-        ),
-        ("CODEX_HOME", ".codex", "Codex's user settings"),
+        ("CLAUDE_CONFIG_DIR", ".claude", AGENT_SETTINGS[0]),
+        ("CODEX_HOME", ".codex", AGENT_SETTINGS[1]),
     ] {
         // The same choice `hookhost install` makes (`cli/install`), read through the one
         // reader of the environment; any absolute value is guarded (refusing more grants
@@ -167,4 +163,41 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
     places.sort_by(|a, b| a.path.cmp(&b.path));
     places.dedup();
     places
+}
+
+/// What the agents' user settings directories are called in [`host_owned_places`].
+const AGENT_SETTINGS: [&str; 2] = ["Claude Code's user settings", "Codex's user settings"];
+
+/// Why hookhost may not append the hooks' `export` lines to `file` as the agent's
+/// `CLAUDE_ENV_FILE` (`dispatch/env_forward.rs`): it is, or lies inside, a place hookhost
+/// owns (its user config, data directory, trust store, audit log, compile cache, managed
+/// policy, the project's `.hookhost/` …: lines appended there would be read as hookhost's
+/// own config or state). The agents' settings directories hold the agent's real env files
+/// (Claude Code's per-session ones), so inside them only a JSON or Markdown file (the
+/// settings, credentials, `CLAUDE.md` the agent reads as config) is refused. The file is
+/// compared as written and with its existing ancestors resolved.
+pub fn agent_env_file_refusal(file: &Path, places: &[HostPlace]) -> Option<String> {
+    let real = crate::policy::places::real_or_parent(
+        file,
+        crate::policy::ceiling::RealPath(crate::config::file::real_path),
+    );
+    let config_like = file
+        .extension()
+        .is_some_and(|e| e == "json" || e == "md" || e == "jsonl");
+    places.iter().find_map(|place| {
+        let inside = |path: &Path| path.starts_with(&place.path);
+        if !(inside(file) || real.as_deref().is_some_and(inside)) {
+            return None;
+        }
+        if AGENT_SETTINGS.contains(&place.what.as_str()) && !config_like {
+            return None;
+        }
+        Some(format!(
+            "CLAUDE_ENV_FILE `{}` is refused: it lies in {} (`{}`), which hookhost owns; \
+             the hooks' exported variables do not reach the agent",
+            crate::text::escape(&file.display().to_string()),
+            place.what,
+            place.path.display()
+        ))
+    })
 }

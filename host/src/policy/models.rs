@@ -21,6 +21,8 @@ pub struct ModelProvider {
     pub default_model: Option<String>,
     /// Where it was set (`<file>: $.modelProvider`), for messages.
     pub origin: String,
+    /// Whether managed policy set it: only then does it serve managed hooks.
+    pub managed: bool,
 }
 
 /// Whether `name` can be an environment variable's name: `[A-Za-z_][A-Za-z0-9_]*`.
@@ -82,6 +84,7 @@ pub(super) fn provider_of(
                     api_key_env: raw.api_key_env.clone(),
                     default_model: raw.default_model.clone(),
                     origin: format!("{}: $.modelProvider", layer.origin.location),
+                    managed: layer.origin.kind == crate::config::SourceKind::Managed,
                 });
             }
             Ok(()) => {}

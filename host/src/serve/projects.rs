@@ -90,6 +90,22 @@ impl Server {
         }
     }
 
+    /// How many project hosts other than `except`'s and the default project's hold
+    /// registered hooks (and so are never forgotten to make room).
+    pub(super) fn projects_holding_registrations(&self, except: &Path) -> usize {
+        let projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        projects
+            .iter()
+            .filter(|(key, _)| key.as_path() != except && **key != self.default_project)
+            .filter(|(_, project)| {
+                project
+                    .lock()
+                    .map(|p| !p.host.registered().is_empty())
+                    .unwrap_or(true)
+            })
+            .count()
+    }
+
     /// The host of a project, built on first use (with what forgotten projects left
     /// behind as its previous version). A first build that panics is not kept (the panic
     /// is its request's answer, and the next request builds again).

@@ -26,7 +26,8 @@ impl Server {
                 "bad request: `register` and `unregister` take no `event` or `input`".into(),
             );
         }
-        let host = match self.project_host(request.project.take(), false) {
+        let dir = request.project.take();
+        let host = match self.project_host(dir.clone(), false) {
             Ok((host, _)) => host,
             Err(message) => return fail(message),
         };
@@ -52,6 +53,22 @@ impl Server {
                 return fail("bad request: two different sessions".into());
             }
             registration.session = Some(session);
+        }
+        // A project host with registered hooks is never forgotten (that would unregister
+        // them), so the other projects that hold some are bounded here: beside the
+        // default project's host (never forgotten either) one place in the table is
+        // always left to forget when a new project is named.
+        let dir = dir.unwrap_or_else(|| self.default_project.clone());
+        let holding = self.projects_holding_registrations(&dir);
+        if dir != self.default_project
+            && host.registered().is_empty()
+            && holding + 3 > self.limits.projects
+        {
+            return fail(format!(
+                "registration refused: {holding} other projects hold registered hooks, the \
+                 most this daemon keeps (it keeps {} projects warm); unregister some first",
+                self.limits.projects
+            ));
         }
         match host.register_with_warnings(registration) {
             Ok(receipt) => {

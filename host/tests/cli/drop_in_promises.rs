@@ -40,7 +40,8 @@ fn a_session_start_hooks_exports_reach_claude_codes_env_file() {
         ]),
     ));
     // Claude Code's layout: a directory per session, one file per hook, not yet there.
-    let dir = env.home.join("session-env/s1");
+    // (Beside HOOKHOST_HOME, not in it: hookhost's own user config is refused.)
+    let dir = env.home.parent().unwrap().join("claude/session-env/s1");
     std::fs::create_dir_all(&dir).unwrap();
     let agent = dir.join("sessionstart-hook-0.sh");
     let run = claude_dispatch(&env, session_start(&env, "s1"), Some(&agent));
@@ -80,9 +81,11 @@ fn the_agents_env_file_is_never_written_through_a_symlink() {
         "",
         json!([{"type": "command", "command": "echo 'export FOO=1' >> \"$CLAUDE_ENV_FILE\""}]),
     ));
-    let target = env.home.join("bashrc");
+    let outside = env.home.parent().unwrap().join("claude");
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = outside.join("bashrc");
     std::fs::write(&target, "").unwrap();
-    let agent = env.home.join("hook-0.sh");
+    let agent = outside.join("hook-0.sh");
     std::os::unix::fs::symlink(&target, &agent).unwrap();
     let run = claude_dispatch(&env, session_start(&env, "s2"), Some(&agent));
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -44,7 +44,11 @@ pub struct Wanted<'a> {
 /// environment (which a repository can set through Claude Code's project `env` block) is
 /// honoured only for a loopback host or under an allowlist that names it. The key comes
 /// from the environment only (`apiKeyEnv`, default `ANTHROPIC_API_KEY` /
-/// `OPENAI_API_KEY`).
+/// `OPENAI_API_KEY`). A managed hook takes `modelProvider` from managed policy only and
+/// is held to managed `allowedHttpHookUrls` only ([`Settings::url_allowlist_for`]): a
+/// project's file cannot point a managed guard (and the key) at a server of its own. A
+/// variable `apiKeyEnv` names is held to `httpHookAllowedEnvVars`
+/// ([`Settings::env_var_limit_for`]), as the variables an HTTP hook's headers carry.
 ///
 /// # Errors
 ///
@@ -56,7 +60,19 @@ pub fn resolve(
     http: impl FnOnce() -> reqwest::Client,
     embedder: Option<&Arc<dyn ModelClient>>,
 ) -> Result<Resolved, ModelError> {
-    let configured = settings.model_provider.as_ref();
+    // A managed hook is held to managed policy alone: another file's `modelProvider` (a
+    // project's) chooses neither its provider nor its endpoint nor its key, and only
+    // managed `allowedHttpHookUrls` names hosts for it (as for a managed HTTP hook).
+    let configured = settings
+        .model_provider
+        .as_ref()
+        .filter(|p| p.managed || !wanted.managed);
+    let source = if wanted.managed {
+        crate::config::SourceKind::Managed
+    } else {
+        crate::config::SourceKind::User
+    };
+    let allowlist = settings.url_allowlist_for(source);
     let kind = wanted
         .provider
         .or(configured.map(|p| p.kind))
@@ -133,8 +149,7 @@ pub fn resolve(
             url::Host::Ipv4(a) => a.is_loopback(),
             url::Host::Ipv6(a) => a.is_loopback(),
         });
-        let named =
-            settings.allowed_http_hook_urls.is_some() || ceiling.is_some_and(|c| c.names_hosts());
+        let named = allowlist.is_some() || ceiling.is_some_and(|c| c.names_hosts());
         if !loopback && !named {
             return Err(refused(format!(
                 "`{base_var}` `{base}` is honoured only for a loopback host or under \
@@ -143,7 +158,7 @@ pub fn resolve(
             )));
         }
     }
-    if let Some(allowlist) = &settings.allowed_http_hook_urls
+    if let Some(allowlist) = allowlist
         && let Err(why) = allowlist.check(url.as_str())
     {
         let patterns: Vec<&str> = allowlist.patterns().collect();
@@ -157,9 +172,17 @@ pub fn resolve(
             .check(kind, Some(&url))
             .map_err(|e| refused(format!("model endpoint (from {origin}): {e}")))?;
     }
-    let key_var = config
-        .and_then(|c| c.api_key_env.clone())
-        .unwrap_or_else(|| key_var.to_string());
+    let chosen = config.and_then(|c| c.api_key_env.clone());
+    // A variable `apiKeyEnv` chose goes into a request header, as an HTTP hook's
+    // `allowedEnvVars` do: held to the same `httpHookAllowedEnvVars`.
+    if let (Some(name), Some(limit)) = (&chosen, settings.env_var_limit_for(source))
+        && !limit.contains(name)
+    {
+        return Err(refused(format!(
+            "`apiKeyEnv` `{name}` is not in `httpHookAllowedEnvVars` {limit:?}; not sent"
+        )));
+    }
+    let key_var = chosen.unwrap_or_else(|| key_var.to_string());
     // A declared variable through its reader; a name `apiKeyEnv` chose is a grant of the
     // settings to this hook (any name may be granted, as to an HTTP hook's headers).
     let key = match crate::config::env::declared(&key_var).map(|v| v.kind) {
@@ -296,6 +319,7 @@ mod tests {
                 api_key_env: None,
                 default_model: None,
                 origin: "test".into(),
+                managed: false,
             });
             s.allowed_http_hook_urls =
                 Some(UrlAllowlist::new(&["https://api.example.com/*".into()]));

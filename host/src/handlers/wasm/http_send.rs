@@ -1,13 +1,17 @@
-//! How a wasm plugin's outgoing request is sent: wasmtime-wasi-http 48's
-//! `default_send_request`, with one change, so that what a connection buffers follows
-//! the plugin's memory limit ([`super::held_responses`]). wasmtime's sender builds its
-//! hyper connection itself with hyper's default read buffer (about 400 KiB, whatever the
-//! limit; its own code marks the builder as not plumbed through), so it is reproduced
-//! here with `max_buf_size` set, rather than wrapped. The rest (connect and TLS with the
-//! webpki roots, the timeouts, the request line) is wasmtime's.
+//! How a wasm plugin's outgoing request is sent, in our own design, so that what a
+//! connection buffers follows the plugin's memory limit ([`super::held_responses`]).
+//!
+//! Modelled on wasmtime-wasi-http 48's `default_send_request` (read, not copied): it
+//! builds its hyper connection itself with hyper's default read buffer (about 400 KiB,
+//! whatever the limit; its code marks the builder as not plumbed through), so it cannot
+//! be wrapped. The guarantees are the same as there, plus the buffer: connect (TCP, TLS
+//! with the webpki roots, and the HTTP handshake, here under ONE connect timeout), a
+//! first-byte timeout, a between-bytes timeout, a request line that carries the path
+//! only (no proxy is addressed). The design differs: the hyper connection runs as its
+//! own task ([`ConnectionTask`]), aborted when the work handed to wasi-http is dropped,
+//! and the between-bytes timeout is one re-armed `Sleep` ([`TimedBody`]).
 
-use std::future::poll_fn;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -17,6 +21,8 @@ use http::{Request, Response};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions};
 
@@ -83,10 +89,47 @@ impl AsyncWrite for CappedReads {
 /// The connection's work, run by wasi-http beside the response.
 pub type Io = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
-/// hyper's incoming body with wasmtime's between-bytes timeout.
+/// The hyper connection, driven by a task of its own; dropping this aborts the task
+/// (and so closes the socket), whether the response arrived or not.
+struct ConnectionTask(JoinHandle<Result<(), hyper::Error>>);
+
+impl Drop for ConnectionTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Future for ConnectionTask {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(match ready!(Pin::new(&mut self.0).poll(cx)) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) if err.is_timeout() => Err(Error::HttpResponseTimeout),
+            Ok(Err(err)) => Err(err.into()),
+            Err(joined) => Err(Error::InternalError(Some(format!(
+                "connection task ended: {joined}"
+            )))),
+        })
+    }
+}
+
+/// hyper's incoming body, failing with [`Error::ConnectionReadTimeout`] when no frame
+/// came for `gap` (the sleep is pushed out by `gap` on each frame).
 pub struct TimedBody {
     incoming: Incoming,
-    timeout: tokio::time::Interval,
+    gap: Duration,
+    silence: Pin<Box<Sleep>>,
+}
+
+impl TimedBody {
+    fn new(incoming: Incoming, gap: Duration) -> Self {
+        TimedBody {
+            incoming,
+            gap,
+            silence: Box::pin(tokio::time::sleep(gap)),
+        }
+    }
 }
 
 impl Body for TimedBody {
@@ -97,22 +140,20 @@ impl Body for TimedBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
-        match Pin::new(&mut self.incoming).poll_frame(cx) {
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(if err.is_timeout() {
-                Error::HttpResponseTimeout
-            } else {
-                Error::from(err)
-            }))),
-            Poll::Ready(Some(Ok(frame))) => {
-                self.timeout.reset();
-                Poll::Ready(Some(Ok(frame)))
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.incoming).poll_frame(cx) {
+            if let Some(Ok(_)) = frame {
+                this.silence.as_mut().reset(Instant::now() + this.gap);
             }
-            Poll::Pending => {
-                ready!(self.timeout.poll_tick(cx));
-                Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
-            }
+            return Poll::Ready(frame.map(|f| {
+                f.map_err(|err| match err.is_timeout() {
+                    true => Error::HttpResponseTimeout,
+                    false => Error::from(err),
+                })
+            }));
         }
+        ready!(this.silence.as_mut().poll(cx));
+        Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -124,6 +165,59 @@ impl Body for TimedBody {
     }
 }
 
+/// Where a request goes: its host (an IPv6 address without brackets), its port (the
+/// default of its scheme when it names none) and whether it is TLS.
+struct Target {
+    host: String,
+    port: u16,
+    tls: bool,
+}
+
+impl Target {
+    fn of(uri: &http::Uri) -> Result<Self, Error> {
+        let authority = uri.authority().ok_or(Error::HttpRequestUriInvalid)?;
+        let tls = uri.scheme() == Some(&Scheme::HTTPS);
+        let host = authority.host();
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        Ok(Target {
+            host: host.to_owned(),
+            port: authority.port_u16().unwrap_or(if tls { 443 } else { 80 }),
+            tls,
+        })
+    }
+
+    /// A TCP connection to the target, wrapped in TLS (webpki roots) when it asks it.
+    async fn open(&self) -> Result<Box<dyn Stream>, Error> {
+        let tcp = TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(Error::Connect)?;
+        if !self.tls {
+            return Ok(Box::new(tcp));
+        }
+        // A DNS name or an IP address, as rustls reads them.
+        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
+            .map_err(|_| Error::HttpRequestUriInvalid)?;
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+        };
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map_err(Error::Tls)?;
+        Ok(Box::new(tls))
+    }
+}
+
+/// A timeout the plugin left unset: ten minutes (the call's deadline, applied by the
+/// caller, ends it sooner).
+const UNSET: Duration = Duration::from_secs(600);
+
 /// Sends `req` over a new connection whose read buffer is at most `read_buffer` bytes
 /// (8 KiB or more: hyper's floor) and whose reads take at most as much, so no body
 /// chunk is larger; answers the response and the connection's work.
@@ -132,107 +226,45 @@ pub async fn send(
     options: RequestOptions,
     read_buffer: usize,
 ) -> Result<(Response<TimedBody>, Io), Error> {
-    let uri = req.uri();
-    let authority = uri.authority().ok_or(Error::HttpRequestUriInvalid)?;
-    let use_tls = uri.scheme() == Some(&Scheme::HTTPS);
-    let authority = match authority.port() {
-        Some(_) => authority.to_string(),
-        None => format!("{authority}:{}", if use_tls { 443 } else { 80 }),
-    };
-    let never = Duration::from_secs(600);
-    let connect_timeout = options.connect_timeout.unwrap_or(never);
-    let first_byte_timeout = options.first_byte_timeout.unwrap_or(never);
-    let between_bytes_timeout = options
-        .between_bytes_timeout
-        .unwrap_or(never)
-        .max(Duration::new(0, 1));
-
-    let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(&authority))
-        .await
-        .map_err(|_| Error::ConnectionTimeout)?
-        .map_err(Error::Connect)?;
-    let stream: Box<dyn Stream> = if use_tls {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-        };
-        let config = rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-        let domain = server_name(&authority).ok_or(Error::HttpRequestUriInvalid)?;
-        Box::new(connector.connect(domain, tcp).await.map_err(Error::Tls)?)
-    } else {
-        Box::new(tcp)
-    };
+    let target = Target::of(req.uri())?;
     let read_buffer = read_buffer.max(8192);
-    let stream = CappedReads {
-        inner: stream,
-        cap: read_buffer,
-    };
-    let (mut sender, conn) = tokio::time::timeout(
-        connect_timeout,
+    let connect = async {
+        let stream = CappedReads {
+            inner: target.open().await?,
+            cap: read_buffer,
+        };
         hyper::client::conn::http1::Builder::new()
             .max_buf_size(read_buffer)
-            .handshake(TokioIo::new(stream)),
-    )
-    .await
-    .map_err(|_| Error::ConnectionTimeout)??;
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(Error::from)
+    };
+    let (mut sender, conn) =
+        tokio::time::timeout(options.connect_timeout.unwrap_or(UNSET), connect)
+            .await
+            .map_err(|_| Error::ConnectionTimeout)??;
+    // From here the connection runs on its own; `task` aborts it if this future is
+    // dropped before the response (the caller's deadline) or with the work it returns.
+    let task = ConnectionTask(tokio::spawn(conn));
 
     // The request line carries the path only (no proxy is addressed).
+    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
     *req.uri_mut() = http::Uri::builder()
-        .path_and_query(req.uri().path_and_query().map_or("/", |p| p.as_str()))
+        .path_and_query(path)
         .build()
         .map_err(|_| Error::HttpRequestUriInvalid)?;
 
-    let response = async move {
-        let res = tokio::time::timeout(first_byte_timeout, sender.send_request(req))
-            .await
-            .map_err(|_| Error::ConnectionReadTimeout)??;
-        let mut timeout = tokio::time::interval(between_bytes_timeout);
-        timeout.reset();
-        Ok::<_, Error>(res.map(|incoming| TimedBody { incoming, timeout }))
-    };
-    let mut response = pin!(response);
-    let mut conn = Some(conn);
-    // Waits for the response while driving the connection.
-    let res = poll_fn(|cx| match response.as_mut().poll(cx) {
-        Poll::Ready(res) => Poll::Ready(res),
-        Poll::Pending => {
-            let Some(fut) = conn.as_mut() else {
-                return Poll::Pending;
-            };
-            let done = ready!(Pin::new(fut).poll(cx));
-            conn = None;
-            match done {
-                Ok(()) => response.as_mut().poll(cx),
-                Err(err) => Poll::Ready(Err(Error::from(err))),
-            }
-        }
-    })
-    .await?;
-    let io: Io = Box::pin(async move {
-        let Some(conn) = conn.take() else {
-            return Ok(());
-        };
-        conn.await.map_err(|err| {
-            if err.is_timeout() {
-                Error::HttpResponseTimeout
-            } else {
-                err.into()
-            }
-        })
-    });
-    Ok((res, io))
-}
-
-/// The TLS server name of `authority` (`host:port`, an IPv6 host in brackets).
-fn server_name(authority: &str) -> Option<rustls::pki_types::ServerName<'static>> {
-    use rustls::pki_types::ServerName;
-    if let Ok(addr) = authority.parse::<std::net::SocketAddr>() {
-        return Some(ServerName::from(addr.ip()));
-    }
-    let host = authority
-        .rsplit_once(':')
-        .map_or(authority, |(host, _)| host);
-    ServerName::try_from(host).ok().map(|n| n.to_owned())
+    let first_byte = options.first_byte_timeout.unwrap_or(UNSET);
+    // Zero would time a body out before its first poll: the smallest wait instead.
+    let gap = options
+        .between_bytes_timeout
+        .unwrap_or(UNSET)
+        .max(Duration::from_nanos(1));
+    let response = tokio::time::timeout(first_byte, sender.send_request(req))
+        .await
+        .map_err(|_| Error::ConnectionReadTimeout)??;
+    Ok((
+        response.map(|incoming| TimedBody::new(incoming, gap)),
+        Box::pin(task),
+    ))
 }

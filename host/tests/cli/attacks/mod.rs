@@ -6,6 +6,7 @@
 mod daemons;
 mod environment;
 mod files;
+mod fourth_round;
 mod grants;
 mod if_rule;
 mod managed;

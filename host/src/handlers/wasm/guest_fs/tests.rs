@@ -135,3 +135,63 @@ fn the_rename_walk_finds_owned_names_at_any_depth_and_fails_closed_past_its_boun
     let tall = refusal("tall").unwrap();
     assert!(tall.contains("or 64 levels, too many to check"), "{tall}");
 }
+
+/// Issue 23, fourth round, against the rename walk: members its test does not make. A
+/// symlink loop (a link to the directory itself, to its parent, to `/`) is not followed
+/// and ends the walk; a name that is not UTF-8 fails closed (it cannot be reopened by a
+/// lossy name); 10,000 entries pass and the 10,001st refuses; an owned name that is a
+/// symlink or a FIFO (not a directory) still refuses.
+#[test]
+fn the_rename_walk_holds_against_loops_odd_names_and_its_entry_bound() {
+    use std::os::unix::ffi::OsStrExt;
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let parent = OwnedFd::from(File::open(&root_path).unwrap());
+    let refusal = |name: &str| walk::rename_refusal(&parent, name, &root_path.join(name));
+
+    std::fs::create_dir_all(root_path.join("loop/a")).unwrap();
+    std::os::unix::fs::symlink(".", root_path.join("loop/a/self")).unwrap();
+    std::os::unix::fs::symlink("..", root_path.join("loop/a/up")).unwrap();
+    std::os::unix::fs::symlink("/", root_path.join("loop/a/root")).unwrap();
+    assert_eq!(
+        refusal("loop"),
+        (None, 4),
+        "links are entries, not followed"
+    );
+
+    std::fs::create_dir_all(root_path.join("odd")).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"d\xff");
+    std::fs::create_dir_all(root_path.join("odd").join(name)).unwrap();
+    assert!(
+        refusal("odd").0.is_some(),
+        "a name it cannot reopen fails closed"
+    );
+
+    for (dir, owned) in [("linked", ".git"), ("fifo", "CLAUDE.md")] {
+        std::fs::create_dir_all(root_path.join(dir)).unwrap();
+        let at = root_path.join(dir).join(owned);
+        if dir == "fifo" {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&at)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        } else {
+            std::os::unix::fs::symlink("/nonexistent", &at).unwrap();
+        }
+        let why = refusal(dir)
+            .0
+            .unwrap_or_else(|| panic!("{dir}/{owned} let through"));
+        assert!(why.contains(owned), "{why}");
+    }
+
+    let bound = walk::MAX_RENAME_ENTRIES;
+    std::fs::create_dir_all(root_path.join("many")).unwrap();
+    for n in 0..bound {
+        std::fs::File::create(root_path.join("many").join(n.to_string())).unwrap();
+    }
+    assert_eq!(refusal("many"), (None, bound), "exactly the bound passes");
+    std::fs::File::create(root_path.join("many/one-more")).unwrap();
+    let why = refusal("many").0.expect("one past the bound refuses");
+    assert!(why.contains("more than 10000 entries"), "{why}");
+}
