@@ -58,7 +58,7 @@ fn the_demo_session_runs_the_example_plugins() {
             Some("none"),
             Some("none"), // fuel: the hook fails, the host goes on (fail open)
             Some("none"), // grant: the read is refused inside the sandbox
-            Some("none"), // allowlist: refused before compiling
+            Some("deny"), // allowlist: refused before compiling; a guard not admitted fails closed
             Some("block"),
             Some("none"),
         ],

@@ -110,7 +110,7 @@ fn script(dirs: &DemoDirs) -> Vec<Scripted> {
             json!({"tool_name": "Read", "tool_input": {"file_path": dirs.secret.display().to_string()}}),
         ),
         sandboxed(
-            "Grep: a plugin managed policy has not allowlisted (refused before compiling)",
+            "Grep: a plugin managed policy has not allowlisted (refused before compiling: the guard fails closed)",
             "PreToolUse",
             json!({"tool_name": "Grep", "tool_input": {"pattern": "TODO"}}),
         ),
