@@ -235,6 +235,7 @@ async fn an_embedders_model_client_answers_prompt_hooks() {
                         .to_string(),
                     input_tokens: 3,
                     output_tokens: 2,
+                    tool_calls: Vec::new(),
                 })
             })
         }

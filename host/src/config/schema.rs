@@ -223,6 +223,13 @@ pub struct RawHandler {
     /// `prompt`: keep the turn going on a block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continue_on_block: Option<bool>,
+    /// `agent`: the most model turns (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// `agent`: the most tokens (input + output) one run may spend, under managed
+    /// `ceilings.models.tokensPerEvent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
 }
 
 /// A model provider: who answers `prompt` hooks.
