@@ -176,6 +176,9 @@ impl Workspace {
                 _ => return Err(refused("leaves the workspace (`..`)")),
             }
         }
+        if rel.as_os_str().is_empty() {
+            rel.push(".");
+        }
         // The real path, symlinks resolved (cap-std refuses the same on open).
         let full = self.root.join(&rel);
         let real = match std::fs::canonicalize(&full) {
