@@ -11,8 +11,8 @@ use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
 use super::spec::{
-    AgentSpec, CommandSpec, DEFAULT_KILL_GRACE, HandlerSpec, Hook, HttpSpec, MAX_KILL_GRACE_SECS, PromptSpec,
-    RunMode, Shell, WasmSpec, is_framing_header,
+    AgentSpec, CommandSpec, DEFAULT_KILL_GRACE, HandlerSpec, Hook, HttpSpec, MAX_KILL_GRACE_SECS,
+    PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
 };
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
@@ -370,9 +370,7 @@ pub(super) fn build(
 
     let skip = match (&handler, raw.enabled) {
         (_, Some(false)) => Some("disabled in config (`enabled: false`)".to_string()),
-        (HandlerSpec::Unsupported(HandlerType::Prompt), _)
-            if spec.refuses_only() =>
-        {
+        (HandlerSpec::Unsupported(HandlerType::Prompt), _) if spec.refuses_only() => {
             warn(
                 "type",
                 format!(

@@ -133,8 +133,7 @@ impl ModelClient for ClientModel {
                 text: text.to_string(),
                 input_tokens: result["inputTokens"].as_u64().unwrap_or(0),
                 output_tokens: result["outputTokens"].as_u64().unwrap_or(0),
-                tool_calls: serde_json::from_value(result["toolCalls"].clone())
-                    .unwrap_or_default(),
+                tool_calls: serde_json::from_value(result["toolCalls"].clone()).unwrap_or_default(),
             })
         })
     }

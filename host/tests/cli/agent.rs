@@ -51,12 +51,22 @@ fn dispatch(env: &TestEnv, server: &ModelServer, event: &str, input: &Value) -> 
 fn an_agent_hook_reads_a_workspace_file_then_denies_quoting_it() {
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let env = TestEnv::new();
-        env.write("POLICY.md", "Rule 7: never run `make deploy` on a Friday.\n");
+        env.write(
+            "POLICY.md",
+            "Rule 7: never run `make deploy` on a Friday.\n",
+        );
         let server = ModelServer::start(vec![
             Reply::Tool("Read", json!({"file_path": "POLICY.md"})),
-            verdict(false, "POLICY.md: Rule 7: never run `make deploy` on a Friday."),
+            verdict(
+                false,
+                "POLICY.md: Rule 7: never run `make deploy` on a Friday.",
+            ),
         ]);
-        env.project_hooks(hooks("PreToolUse", "Bash", json!([agent_hook(wire, json!({}))])));
+        env.project_hooks(hooks(
+            "PreToolUse",
+            "Bash",
+            json!([agent_hook(wire, json!({}))]),
+        ));
         let out = dispatch(&env, &server, "PreToolUse", &bash_input("make deploy")).json();
         assert_eq!(out["decision"], "deny", "{wire:?} {out}");
         assert!(
@@ -70,13 +80,18 @@ fn an_agent_hook_reads_a_workspace_file_then_denies_quoting_it() {
         assert_eq!(requests.len(), 2, "{wire:?}");
         let tools = requests[0].tools();
         for name in ["Read", "Grep", "Glob", "LS", VERDICT_TOOL] {
-            assert!(tools.iter().any(|t| t == name), "{wire:?} {name}: {tools:?}");
+            assert!(
+                tools.iter().any(|t| t == name),
+                "{wire:?} {name}: {tools:?}"
+            );
         }
         assert!(requests[0].prompt().contains("make deploy"), "$ARGUMENTS");
         let results = requests[1].tool_results();
         assert_eq!(results.len(), 1, "{wire:?}");
         assert!(
-            results[0].0.contains("Rule 7: never run `make deploy` on a Friday."),
+            results[0]
+                .0
+                .contains("Rule 7: never run `make deploy` on a Friday."),
             "{wire:?} the file went back to the model: {results:?}"
         );
         assert!(!results[0].1, "not an error");
@@ -84,7 +99,11 @@ fn an_agent_hook_reads_a_workspace_file_then_denies_quoting_it() {
         let report = &out["hooks"][0];
         assert_eq!(report["type"], "agent");
         assert_eq!(report["turns"], 2, "{report}");
-        assert_eq!(report["tokens"], 2 * (INPUT_TOKENS + OUTPUT_TOKENS), "{report}");
+        assert_eq!(
+            report["tokens"],
+            2 * (INPUT_TOKENS + OUTPUT_TOKENS),
+            "{report}"
+        );
         assert!(report["durationMs"].is_number());
         let diagnostics = report["diagnostics"].as_str().unwrap();
         assert!(diagnostics.contains("Read POLICY.md"), "{diagnostics}");
@@ -130,7 +149,11 @@ fn paths_outside_the_workspace_symlinks_out_fifos_and_private_files_are_refused(
         script.push(Reply::Tool("Read", json!({"file_path": "ok.txt"})));
         script.push(verdict(true, ""));
         let server = ModelServer::start(script);
-        env.project_hooks(hooks("PreToolUse", "Bash", json!([agent_hook(wire, json!({}))])));
+        env.project_hooks(hooks(
+            "PreToolUse",
+            "Bash",
+            json!([agent_hook(wire, json!({}))]),
+        ));
         let out = dispatch(&env, &server, "PreToolUse", &bash_input("ls")).json();
         // The FIFO did not hang the run: it ended with the verdict, not the timeout.
         assert_eq!(out["hooks"][0]["status"], "ok", "{wire:?} {out}");
@@ -161,7 +184,10 @@ fn paths_outside_the_workspace_symlinks_out_fifos_and_private_files_are_refused(
             assert!(!text.contains("root:"), "{wire:?} /etc/passwd leaked");
         }
         let diagnostics = out["hooks"][0]["diagnostics"].as_str().unwrap();
-        assert!(diagnostics.contains("Read /etc/passwd (refused)"), "{diagnostics}");
+        assert!(
+            diagnostics.contains("Read /etc/passwd (refused)"),
+            "{diagnostics}"
+        );
     }
 }
 
@@ -181,7 +207,10 @@ fn max_turns_the_timeout_and_token_budgets_are_failures_under_on_failure() {
     assert_eq!(out["decision"], "none", "fail open by default: {out}");
     let report = &out["hooks"][0];
     assert_eq!(report["failure"], "limit", "{report}");
-    assert!(report["message"].as_str().unwrap().contains("maxTurns"), "{report}");
+    assert!(
+        report["message"].as_str().unwrap().contains("maxTurns"),
+        "{report}"
+    );
     assert_eq!(report["turns"], 2);
     assert_eq!(server.requests().len(), 2);
 
@@ -189,7 +218,10 @@ fn max_turns_the_timeout_and_token_budgets_are_failures_under_on_failure() {
     env.project_hooks(hooks(
         "PreToolUse",
         "Bash",
-        json!([agent_hook(Wire::Anthropic, json!({"maxTurns": 2, "onFailure": "block"}))]),
+        json!([agent_hook(
+            Wire::Anthropic,
+            json!({"maxTurns": 2, "onFailure": "block"})
+        )]),
     ));
     let out = dispatch(&env, &server, "PreToolUse", &bash_input("ls")).json();
     assert_eq!(out["decision"], "deny", "onFailure: block: {out}");
@@ -199,7 +231,10 @@ fn max_turns_the_timeout_and_token_budgets_are_failures_under_on_failure() {
     env.project_hooks(hooks(
         "PreToolUse",
         "Bash",
-        json!([agent_hook(Wire::Anthropic, json!({"timeout": 1, "onFailure": "block"}))]),
+        json!([agent_hook(
+            Wire::Anthropic,
+            json!({"timeout": 1, "onFailure": "block"})
+        )]),
     ));
     let out = dispatch(&env, &server, "PreToolUse", &bash_input("ls")).json();
     assert_eq!(out["hooks"][0]["status"], "timeout", "{out}");
@@ -217,7 +252,10 @@ fn max_turns_the_timeout_and_token_budgets_are_failures_under_on_failure() {
     let out = dispatch(&env, &server, "PreToolUse", &bash_input("ls")).json();
     let report = &out["hooks"][0];
     assert_eq!(report["failure"], "limit", "{report}");
-    assert!(report["message"].as_str().unwrap().contains("tokenBudget"), "{report}");
+    assert!(
+        report["message"].as_str().unwrap().contains("tokenBudget"),
+        "{report}"
+    );
     assert_eq!(server.requests().len(), 2);
 
     // Managed `ceilings.models.tokensPerEvent` holds agent hooks too.
@@ -230,10 +268,19 @@ fn max_turns_the_timeout_and_token_budgets_are_failures_under_on_failure() {
     ));
     let out = dispatch(&env, &server, "PreToolUse", &bash_input("ls")).json();
     let report = &out["hooks"][0];
-    assert!(report["message"].as_str().unwrap().contains("tokensPerEvent"), "{report}");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("tokensPerEvent"),
+        "{report}"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[1].body["max_tokens"], 1, "output capped to what is left");
+    assert_eq!(
+        requests[1].body["max_tokens"], 1,
+        "output capped to what is left"
+    );
 }
 
 #[test]
@@ -246,9 +293,15 @@ fn agent_hooks_are_refused_on_permission_request_at_load() {
     ));
     let run = env.run(&["validate"], "");
     assert_eq!(run.code, 1, "{}", run.stdout);
-    let project = env.project.join(".hookhost/hooks.json").display().to_string();
+    let project = env
+        .project
+        .join(".hookhost/hooks.json")
+        .display()
+        .to_string();
     let text = format!("{}{}", run.stdout, run.stderr);
-    let expected = format!("{project}: $.hooks.PermissionRequest[0].hooks[0]: `type`: agent hooks are refused on `PermissionRequest`");
+    let expected = format!(
+        "{project}: $.hooks.PermissionRequest[0].hooks[0]: `type`: agent hooks are refused on `PermissionRequest`"
+    );
     assert!(text.contains(&expected), "{text}");
 
     // `maxTurns` and `tokenBudget` are agent fields only, and at least 1.
@@ -260,7 +313,10 @@ fn agent_hooks_are_refused_on_permission_request_at_load() {
     ));
     let run = env.run(&["validate"], "");
     let text = format!("{}{}", run.stdout, run.stderr);
-    assert!(text.contains("hooks[0]: `maxTurns` must be at least 1"), "{text}");
+    assert!(
+        text.contains("hooks[0]: `maxTurns` must be at least 1"),
+        "{text}"
+    );
     assert!(
         text.contains("hooks[1]: `maxTurns` is not a field of a prompt hook"),
         "{text}"

@@ -262,7 +262,8 @@ fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
         .flatten()
         .any(|t| t["name"] == VERDICT_TOOL || t["function"]["name"] == VERDICT_TOOL);
     if let Some(why) = malformed_tools(body) {
-        let e = json!({"type": "error", "error": {"type": "invalid_request_error", "message": why}});
+        let e =
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": why}});
         return (400, Some(e));
     }
     if request.path == "/v1/messages" {
@@ -308,11 +309,7 @@ fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
         let uses_tool = content
             .as_array()
             .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_use"));
-        let stop = if uses_tool {
-            "tool_use"
-        } else {
-            "end_turn"
-        };
+        let stop = if uses_tool { "tool_use" } else { "end_turn" };
         return (
             200,
             Some(json!({

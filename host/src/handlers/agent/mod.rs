@@ -133,7 +133,8 @@ async fn converse(
         turns: Vec::new(),
     };
     let workspace = std::sync::Arc::new(Mutex::new(workspace));
-    let note = |f: &dyn Fn(&mut Progress)| f(&mut progress.lock().unwrap_or_else(|e| e.into_inner()));
+    let note =
+        |f: &dyn Fn(&mut Progress)| f(&mut progress.lock().unwrap_or_else(|e| e.into_inner()));
     for _ in 0..spec.max_turns {
         if let Some(budget) = spec.token_budget
             && model.tokens_used() >= budget

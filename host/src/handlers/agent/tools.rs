@@ -215,10 +215,7 @@ impl Workspace {
                 short(raw)
             )
         };
-        let meta = self
-            .dir
-            .metadata(rel)
-            .map_err(|e| io_error(raw, &e))?;
+        let meta = self.dir.metadata(rel).map_err(|e| io_error(raw, &e))?;
         if !meta.is_file() {
             return Err(not_regular());
         }
@@ -267,6 +264,15 @@ impl Workspace {
             let text = String::from_utf8_lossy(&line);
             let row = format!("{number:>6}\t{}\n", text.trim_end_matches('\r'));
             if out.len() + row.len() > cap {
+                // A first line longer than what is left: its head, so a read progresses.
+                if out.is_empty() {
+                    let mut end = cap;
+                    while !row.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    out.push_str(&row[..end]);
+                    out.push('\n');
+                }
                 truncated = true;
                 break;
             }
@@ -458,3 +464,7 @@ fn cap(mut text: String) -> String {
     }
     text
 }
+
+#[cfg(test)]
+#[path = "tools_tests.rs"]
+mod tests;

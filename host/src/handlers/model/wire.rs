@@ -185,9 +185,9 @@ fn anthropic_messages(request: &ModelRequest) -> Value {
                     let text = if text.is_empty() { "(no answer)" } else { text };
                     content.push(json!({"type": "text", "text": text}));
                 }
-                content.extend(calls.iter().map(|c| {
-                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input})
-                }));
+                content.extend(calls.iter().map(
+                    |c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}),
+                ));
                 json!({"role": "assistant", "content": content})
             }
             Turn::ToolResults { results } => {
@@ -227,9 +227,11 @@ fn openai_messages(request: &ModelRequest) -> Value {
                 }
                 messages.push(message);
             }
-            Turn::ToolResults { results } => messages.extend(results.iter().map(|r| {
-                json!({"role": "tool", "tool_call_id": r.id, "content": r.content})
-            })),
+            Turn::ToolResults { results } => messages.extend(
+                results
+                    .iter()
+                    .map(|r| json!({"role": "tool", "tool_call_id": r.id, "content": r.content})),
+            ),
             Turn::User { text } => messages.push(json!({"role": "user", "content": text})),
         }
     }
@@ -442,5 +444,71 @@ mod tests {
             Wire::OpenAi.endpoint("http://localhost:11434/v1/"),
             "http://localhost:11434/v1/chat/completions"
         );
+    }
+    /// A conversation with tools in both formats: the tools offered, a call and its result
+    /// sent back, and the calls read from each reply.
+    #[test]
+    fn tool_turns_in_both_formats() {
+        use super::super::{ToolDef, ToolResult};
+        let mut request = request();
+        request.schema = None;
+        request.tools = vec![ToolDef {
+            name: "Read".into(),
+            description: "read".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "a"}),
+        };
+        request.turns = vec![
+            Turn::Assistant {
+                text: String::new(),
+                calls: vec![call.clone()],
+            },
+            Turn::ToolResults {
+                results: vec![ToolResult {
+                    id: "c1".into(),
+                    content: "refused: no".into(),
+                    is_error: true,
+                }],
+            },
+        ];
+        let body = Wire::Anthropic.body(&request, "m");
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+        assert_eq!(body["messages"][1]["content"][0]["id"], "c1");
+        let result = &body["messages"][2]["content"][0];
+        assert_eq!(
+            (result["type"].as_str(), result["tool_use_id"].as_str()),
+            (Some("tool_result"), Some("c1"))
+        );
+        assert_eq!(result["is_error"], true);
+        let body = Wire::OpenAi.body(&request, "m");
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["tools"][0]["function"]["name"], "Read");
+        assert!(body.get("response_format").is_none());
+        let calls = &body["messages"][2]["tool_calls"];
+        assert_eq!(calls[0]["function"]["arguments"], r#"{"file_path":"a"}"#);
+        assert_eq!(body["messages"][3]["role"], "tool");
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+
+        let reply = Wire::Anthropic
+            .reply(
+                &json!({"content": [{"type": "tool_use", "id": "c1", "name": "Read",
+                                        "input": {"file_path": "a"}}]}),
+            )
+            .unwrap();
+        assert_eq!(reply.tool_calls, vec![call.clone()]);
+        let reply = Wire::OpenAi
+            .reply(
+                &json!({"choices": [{"message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "c1", "type": "function", "function":
+                    {"name": "Read", "arguments": "{\"file_path\": \"a\"}"}}]}}]}),
+            )
+            .unwrap();
+        assert_eq!(reply.tool_calls, vec![call]);
     }
 }
