@@ -97,7 +97,8 @@ pub fn defs() -> Vec<ToolDef> {
 pub struct Workspace {
     dir: Dir,
     root: PathBuf,
-    places: HostPlaces,
+    /// The host-owned places no read may reach (real paths), with what they are.
+    places: Vec<(PathBuf, String)>,
     read: usize,
     /// One line per call: the tool and the path it named (never what it read).
     pub log: Vec<String>,
@@ -117,6 +118,15 @@ impl Workspace {
             .map_err(|e| format!("the workspace `{}`: {e}", root.display()))?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority())
             .map_err(|e| format!("the workspace `{}`: {e}", root.display()))?;
+        // As the sandbox's guard compares them: by real path.
+        let places = places
+            .iter()
+            .filter(|p| p.guard == Guard::Any)
+            .map(|p| {
+                let real = std::fs::canonicalize(&p.path).unwrap_or_else(|_| p.path.clone());
+                (real, p.what.clone())
+            })
+            .collect();
         Ok(Workspace {
             dir,
             root,
@@ -199,9 +209,9 @@ impl Workspace {
         if let Some(what) = private_by_name(real) {
             return Err(format!("is {what}, private to the user"));
         }
-        for place in self.places.iter().filter(|p| p.guard == Guard::Any) {
-            if real.starts_with(&place.path) {
-                return Err(format!("is in {}, host-owned", place.what));
+        for (place, what) in &self.places {
+            if real.starts_with(place) {
+                return Err(format!("is in {what}, host-owned"));
             }
         }
         Ok(())
@@ -227,10 +237,23 @@ impl Workspace {
             .dir
             .open_with(rel, &options)
             .map_err(|e| io_error(raw, &e))?;
-        match file.metadata() {
-            Ok(meta) if meta.is_file() => Ok(file),
-            _ => Err(not_regular()),
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(not_regular());
         }
+        // What was opened, by the descriptor's own real path: a name swapped for a
+        // symlink after `resolve` looked cannot reach a private file either.
+        use std::os::fd::AsRawFd;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| io_error(raw, &e))?;
+        if !real.starts_with(&self.root) {
+            return Err(format!(
+                "refused: `{}` leads outside the workspace",
+                short(raw)
+            ));
+        }
+        self.visible(&real)
+            .map_err(|what| format!("refused: `{}` {what}", short(raw)))?;
+        Ok(file)
     }
 
     fn read(&mut self, input: &Value) -> Result<String, Refused> {

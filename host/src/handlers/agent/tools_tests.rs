@@ -37,8 +37,10 @@ fn every_tool_refuses_every_way_out_and_every_hidden_file() {
     // A host-owned place inside the workspace that refuses every grant.
     std::fs::create_dir(ws.join("owned")).unwrap();
     std::fs::write(ws.join("owned/key"), "KEY").unwrap();
+    // Named through a symlink, as a data directory may be: compared by real path.
+    symlink(&ws, outside.path().join("alias")).unwrap();
     let places = Arc::new(vec![HostPlace::new(
-        ws.join("owned"),
+        outside.path().join("alias/owned"),
         "the trust store",
         Guard::Any,
     )]);
