@@ -322,3 +322,52 @@ fn agent_hooks_are_refused_on_permission_request_at_load() {
         "{text}"
     );
 }
+
+/// Over `hookhost serve`, an agent hook whose provider is `embedder` asks the dispatching
+/// client with the tools and the conversation so far; the client's `toolCalls` run
+/// against the workspace and their results come back in the next request's `turns`.
+#[test]
+fn over_serve_the_dispatching_client_runs_an_agent_hooks_turns() {
+    let env = TestEnv::new();
+    env.write("RULES.txt", "no force pushes\n");
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "agent", "prompt": "Check $ARGUMENTS", "provider": "embedder"}]),
+    ));
+    let daemon = crate::serve::Daemon::start(&env);
+    let mut client = daemon.client();
+    client.request(json!(1), "PreToolUse", bash_input("git push --force"));
+    let asked = client.read();
+    let tools: Vec<&str> = asked["model"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"Read") && tools.contains(&VERDICT_TOOL),
+        "{asked}"
+    );
+    let read = json!({"id": "r1", "name": "Read", "input": {"file_path": "RULES.txt"}});
+    client.send(
+        &json!({"id": asked["id"], "modelResult": {"text": "", "toolCalls": [read]}}).to_string(),
+    );
+    let asked = client.read();
+    let turns = &asked["model"]["turns"];
+    assert_eq!(turns[0]["role"], "assistant", "{asked}");
+    assert_eq!(turns[1]["role"], "toolResults", "{asked}");
+    let content = turns[1]["results"][0]["content"].as_str().unwrap();
+    assert!(content.contains("no force pushes"), "{asked}");
+    let verdict = json!({"id": "v1", "name": VERDICT_TOOL,
+                         "input": {"ok": false, "reason": "RULES.txt says no", "impossible": false}});
+    client.send(
+        &json!({"id": asked["id"], "modelResult": {"text": "", "toolCalls": [verdict]}})
+            .to_string(),
+    );
+    let answer = client.read();
+    let out = &answer["outcome"];
+    assert_eq!(out["decision"], "deny", "{answer}");
+    assert_eq!(out["reason"], "RULES.txt says no");
+    assert_eq!(out["hooks"][0]["turns"], 2);
+}
