@@ -216,7 +216,7 @@ pub struct RawHandler {
     /// `prompt` / `agent`: the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// `prompt`: who answers (default: `modelProvider`, else the embedder's model, else
+    /// `prompt` / `agent`: who answers (default: `modelProvider`, else the embedder's model, else
     /// Anthropic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<ModelProviderKind>,
