@@ -256,7 +256,12 @@ fn max_turns_the_timeout_and_token_budgets_are_failures_under_on_failure() {
         report["message"].as_str().unwrap().contains("tokenBudget"),
         "{report}"
     );
-    assert_eq!(server.requests().len(), 2);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].body["max_tokens"], 1,
+        "output capped to what is left"
+    );
 
     // Managed `ceilings.models.tokensPerEvent` holds agent hooks too.
     let server = ModelServer::start(vec![looking(), looking(), verdict(true, "")]);

@@ -136,6 +136,10 @@ async fn converse(
     let note =
         |f: &dyn Fn(&mut Progress)| f(&mut progress.lock().unwrap_or_else(|e| e.into_inner()));
     for _ in 0..spec.max_turns {
+        if let Some(budget) = spec.token_budget {
+            // Output tokens asked for: at most what the hook's budget has left.
+            request.max_tokens = DEFAULT_MAX_TOKENS.min(budget.saturating_sub(model.tokens_used()));
+        }
         if let Some(budget) = spec.token_budget
             && model.tokens_used() >= budget
         {
