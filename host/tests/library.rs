@@ -235,6 +235,7 @@ async fn an_embedders_model_client_answers_prompt_hooks() {
                         .to_string(),
                     input_tokens: 3,
                     output_tokens: 2,
+                    tool_calls: Vec::new(),
                 })
             })
         }
@@ -270,6 +271,67 @@ async fn an_embedders_model_client_answers_prompt_hooks() {
     );
     assert_eq!(asked[0].model, None, "the embedder's own default model");
     assert_eq!(asked[0].schema.as_ref().unwrap()["required"][0], "ok");
+}
+
+/// The embedder's model runs agent hooks too: it is offered the tools, its calls run
+/// against the workspace, the results come back in `turns`, and its verdict tool call
+/// decides.
+#[tokio::test]
+async fn an_embedders_model_client_runs_agent_hooks_with_tools() {
+    use hookhost::handlers::model::{
+        ModelClient, ModelError, ModelReply, ModelRequest, ToolCall, Turn,
+    };
+
+    struct Verifier;
+    impl ModelClient for Verifier {
+        fn complete<'a>(
+            &'a self,
+            request: &'a ModelRequest,
+        ) -> futures_util::future::BoxFuture<'a, Result<ModelReply, ModelError>> {
+            let read = request.turns.iter().find_map(|turn| match turn {
+                Turn::ToolResults { results } => Some(results[0].content.clone()),
+                _ => None,
+            });
+            let call = match read {
+                None => ToolCall {
+                    id: "1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "RULES.txt"}),
+                },
+                Some(text) => ToolCall {
+                    id: "2".into(),
+                    name: "hook_verdict".into(),
+                    input: json!({"ok": false, "reason": format!("RULES.txt:{}", text.trim()),
+                                  "impossible": false}),
+                },
+            };
+            assert!(request.tools.iter().any(|t| t.name == "Grep"));
+            Box::pin(async move {
+                Ok(ModelReply {
+                    text: String::new(),
+                    input_tokens: 3,
+                    output_tokens: 2,
+                    tool_calls: vec![call],
+                })
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("RULES.txt"), "no pushes on Friday\n").unwrap();
+    let host = HostBuilder::new(dir.path())
+        .settings(
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "agent", "id": "verifier", "prompt": "Check $ARGUMENTS"}
+            ]}]}}"#,
+        )
+        .model_client(Arc::new(Verifier))
+        .build();
+    let out = host.dispatch("PreToolUse", bash("git push")).await.unwrap();
+    assert_eq!(out.decision, Decision::Deny, "{out:?}");
+    let reason = out.reason.as_deref().unwrap();
+    assert!(reason.contains("no pushes on Friday"), "{reason}");
+    assert_eq!(out.hooks[0].tokens, Some(10));
+    assert_eq!(out.hooks[0].turns, Some(2));
 }
 
 /// Function hooks of one chain (`FunctionHook::chain`) run in registration order, each

@@ -73,6 +73,8 @@ struct HookLine<'a> {
     memory_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turns: Option<u32>,
     message: Option<Message<'a>>,
 }
 
@@ -133,6 +135,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
                 fuel: h.fuel,
                 memory_bytes: h.memory_bytes,
                 tokens: h.tokens,
+                turns: h.turns,
                 message: h.message.as_deref().map(|message| {
                     messages = messages.saturating_add(message.len().min(VALUE_CAP * 4));
                     if messages > MESSAGES_BUDGET {

@@ -216,13 +216,20 @@ pub struct RawHandler {
     /// `prompt` / `agent`: the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// `prompt`: who answers (default: `modelProvider`, else the embedder's model, else
+    /// `prompt` / `agent`: who answers (default: `modelProvider`, else the embedder's model, else
     /// Anthropic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<ModelProviderKind>,
     /// `prompt`: keep the turn going on a block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continue_on_block: Option<bool>,
+    /// `agent`: the most model turns (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// `agent`: the most tokens (input + output) one run may spend, under managed
+    /// `ceilings.models.tokensPerEvent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
 }
 
 /// A model provider: who answers `prompt` hooks.

@@ -122,6 +122,14 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "provider": p.provider,
             "continueOnBlock": p.continue_on_block,
         }),
+        HandlerSpec::Agent(a) => json!({
+            "type": "agent",
+            "prompt": a.prompt,
+            "model": a.model,
+            "provider": a.provider,
+            "maxTurns": a.max_turns,
+            "tokenBudget": a.token_budget,
+        }),
         HandlerSpec::Unsupported(t) => json!({"type": t.as_str()}),
     };
     let workspace = matches!(hook.origin.kind, SourceKind::Project | SourceKind::Local);

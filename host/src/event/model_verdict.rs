@@ -72,6 +72,12 @@ impl EventSpec {
         let refusal = if blocks { FeedBack } else { NoEffect };
         rule(refusal, refusal)
     }
+
+    /// Whether `agent` hooks are refused here (at load): on PermissionRequest, as Claude
+    /// Code since 2.1.280 (a permission decision is not a multi-turn verifier's).
+    pub fn refuses_agent_hooks(&self) -> bool {
+        self.decision == DecisionStyle::PermissionRequest
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! hit a limit). Runners never panic and never block the action themselves: what a
 //! verdict means for the event is decided by the next stage, the outcome (merge rules).
 
+pub mod agent;
 mod capture;
 pub mod command;
 mod context_env;
@@ -29,7 +30,6 @@ use serde::Serialize;
 pub use crate::event::Invocation;
 pub use output::HookOutput;
 
-use crate::config::schema::HandlerType;
 use crate::policy::{HandlerSpec, Hook, Policy, Settings};
 
 /// Why a hook failed.
@@ -126,6 +126,8 @@ pub struct Usage {
     pub memory_bytes: Option<u64>,
     /// Model tokens, input and output (prompt hooks).
     pub tokens: Option<u64>,
+    /// Model turns taken (agent hooks).
+    pub turns: Option<u32>,
 }
 
 /// The result of running one hook once.
@@ -372,9 +374,7 @@ impl Handlers {
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
             // A `prompt` or `agent` hook on a refuse-only event counts as a block
             // (Claude Code 2.1.332, PreSkillShellCommand).
-            HandlerSpec::Prompt(_) | HandlerSpec::Unsupported(HandlerType::Agent)
-                if invocation.spec.refuses_only() =>
-            {
+            HandlerSpec::Prompt(_) | HandlerSpec::Agent(_) if invocation.spec.refuses_only() => {
                 HandlerRun {
                     verdict: Verdict::Answer(Answer {
                         blocking_error: Some(format!(
@@ -404,6 +404,21 @@ impl Handlers {
                     self.model.as_ref(),
                 );
                 prompt::run(spec, hook, invocation, resolved).await
+            }
+            HandlerSpec::Agent(spec) => {
+                let wanted = model::Wanted {
+                    provider: spec.provider,
+                    model: spec.model.as_deref(),
+                    managed: hook.origin.kind == crate::config::SourceKind::Managed,
+                };
+                let settings = &policy.settings;
+                let resolved = model::resolve(
+                    wanted,
+                    settings,
+                    || self.http_client(settings).clone(),
+                    self.model.as_ref(),
+                );
+                agent::run(spec, hook, invocation, resolved, &policy.host_places).await
             }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,

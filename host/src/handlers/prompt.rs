@@ -174,6 +174,8 @@ pub async fn run(
         prompt: substitute(&spec.prompt, &invocation.input_json),
         schema: Some(verdict_schema()),
         max_tokens: DEFAULT_MAX_TOKENS,
+        tools: Vec::new(),
+        turns: Vec::new(),
     };
     let ask = async {
         let first = model.complete(request.clone()).await?;

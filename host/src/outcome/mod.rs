@@ -121,6 +121,9 @@ pub struct HookReport {
     /// Model tokens spent, input and output (prompt hooks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+    /// Model turns taken (agent hooks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
     /// The class of its failure (`cannotStart`: no process, descriptor, socket, thread
     /// or instance could be created for it, `timeout`, `exitCode`, …); absent unless it
     /// failed.

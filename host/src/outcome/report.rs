@@ -18,6 +18,7 @@ pub fn report(executed: &Executed) -> HookReport {
         fuel: None,
         memory_bytes: None,
         tokens: None,
+        turns: None,
         failure: None,
         message: None,
         diagnostics: None,
@@ -34,6 +35,7 @@ pub fn report(executed: &Executed) -> HookReport {
             report.fuel = run.usage.fuel;
             report.memory_bytes = run.usage.memory_bytes;
             report.tokens = run.usage.tokens;
+            report.turns = run.usage.turns;
             report.diagnostics = run.diagnostics.clone();
             if let Verdict::Failed(Failure { kind, message }) = &run.verdict {
                 report.status = if *kind == FailureKind::Timeout {

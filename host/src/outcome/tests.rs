@@ -374,6 +374,7 @@ fn the_whole_outcome_is_bounded() {
             fuel: None,
             memory_bytes: None,
             tokens: None,
+            turns: None,
             failure: None,
             message: Some(text.clone()),
             diagnostics: Some(text.clone()),

@@ -11,8 +11,8 @@ use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
 use super::spec::{
-    CommandSpec, DEFAULT_KILL_GRACE, HandlerSpec, Hook, HttpSpec, MAX_KILL_GRACE_SECS, PromptSpec,
-    RunMode, Shell, WasmSpec, is_framing_header,
+    AgentSpec, CommandSpec, DEFAULT_KILL_GRACE, HandlerSpec, Hook, HttpSpec, MAX_KILL_GRACE_SECS,
+    PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
 };
 // `widens` is for command and HTTP hooks only: a plugin has no typed response field for a
 // key that widens, so a grant to one would be a promise the sandbox does not keep.
@@ -34,6 +34,9 @@ const WASM_FIELDS: &[&str] = &[
     "config",
 ];
 const PROMPT_FIELDS: &[&str] = &["prompt", "model", "provider", "continueOnBlock"];
+const AGENT_FIELDS: &[&str] = &["prompt", "model", "provider", "maxTurns", "tokenBudget"];
+/// Turns of an agent hook when `maxTurns` is not set (Claude Code's).
+pub const DEFAULT_MAX_TURNS: u32 = 50;
 const CLAUDE_ONLY_FIELDS: &[&str] = &[
     "server",
     "tool",
@@ -45,7 +48,7 @@ const CLAUDE_ONLY_FIELDS: &[&str] = &[
 ];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 22] = [
+    let checks: [(&'static str, bool); 24] = [
         ("widens", raw.widens.is_some()),
         ("command", raw.command.is_some()),
         ("args", raw.args.is_some()),
@@ -68,6 +71,8 @@ fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
         ("model", raw.model.is_some()),
         ("provider", raw.provider.is_some()),
         ("continueOnBlock", raw.continue_on_block.is_some()),
+        ("maxTurns", raw.max_turns.is_some()),
+        ("tokenBudget", raw.token_budget.is_some()),
     ];
     checks
         .iter()
@@ -100,7 +105,8 @@ pub(super) fn build(
         HandlerType::Http => HTTP_FIELDS,
         HandlerType::Wasm => WASM_FIELDS,
         HandlerType::Prompt => PROMPT_FIELDS,
-        HandlerType::McpTool | HandlerType::Agent => CLAUDE_ONLY_FIELDS,
+        HandlerType::Agent => AGENT_FIELDS,
+        HandlerType::McpTool => CLAUDE_ONLY_FIELDS,
     };
     if let Some(field) = present_fields(raw)
         .into_iter()
@@ -228,6 +234,32 @@ pub(super) fn build(
                 continue_on_block: raw.continue_on_block.unwrap_or(false),
             })
         }
+        HandlerType::Agent => {
+            if spec.refuses_agent_hooks() {
+                return Err(format!(
+                    "`type`: agent hooks are refused on `{}` (as in Claude Code since \
+                     2.1.280); use a `prompt` or `command` hook",
+                    spec.name
+                ));
+            }
+            let prompt = required(&raw.prompt, "prompt", raw.kind)?;
+            if raw.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+                return Err("`model` is empty".into());
+            }
+            if raw.max_turns == Some(0) {
+                return Err("`maxTurns` must be at least 1".into());
+            }
+            if raw.token_budget == Some(0) {
+                return Err("`tokenBudget` must be at least 1".into());
+            }
+            HandlerSpec::Agent(AgentSpec {
+                prompt,
+                model: raw.model.clone(),
+                provider: raw.provider,
+                max_turns: raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+                token_budget: raw.token_budget,
+            })
+        }
         other => HandlerSpec::Unsupported(other),
     };
 
@@ -240,10 +272,13 @@ pub(super) fn build(
         }
         (a, b) => a.or(b),
     };
-    let model_hook = matches!(handler, HandlerSpec::Prompt(_));
+    let model_hook = matches!(handler, HandlerSpec::Prompt(_) | HandlerSpec::Agent(_));
     let timeout = match timeout_secs {
-        // Claude Code: 30 s for prompt hooks (never above the event's own default, so
-        // that SessionEnd keeps its short budget), and a floor of 1 s.
+        // Claude Code: 30 s for prompt hooks, 60 s for agent hooks (never above the
+        // event's own default, so that SessionEnd keeps its short budget), a floor of 1 s.
+        None if matches!(handler, HandlerSpec::Agent(_)) => {
+            spec.default_timeout.min(Duration::from_secs(60))
+        }
         None if model_hook => spec.default_timeout.min(Duration::from_secs(30)),
         None => spec.default_timeout,
         Some(secs) if model_hook && secs.is_finite() && secs > 0.0 && secs < 1.0 => {
@@ -279,7 +314,8 @@ pub(super) fn build(
         _ if model_hook && (raw.run_async.is_some() || raw.async_rewake.is_some()) => {
             warn(
                 "async",
-                "prompt hooks always run in the foreground (as in Claude Code); `async` ignored"
+                "prompt and agent hooks always run in the foreground (as in Claude Code); \
+                 `async` ignored"
                     .into(),
             );
             RunMode::Sync
@@ -334,9 +370,7 @@ pub(super) fn build(
 
     let skip = match (&handler, raw.enabled) {
         (_, Some(false)) => Some("disabled in config (`enabled: false`)".to_string()),
-        (HandlerSpec::Unsupported(HandlerType::Prompt | HandlerType::Agent), _)
-            if spec.refuses_only() =>
-        {
+        (HandlerSpec::Unsupported(HandlerType::Prompt), _) if spec.refuses_only() => {
             warn(
                 "type",
                 format!(

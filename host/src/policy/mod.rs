@@ -46,8 +46,8 @@ pub use settings::{
     DEFAULT_MAX_HOOK_DEPTH, DEFAULT_STOP_BLOCK_CAP, DEFAULT_STOP_ESCAPE_HATCH, Settings,
 };
 pub use spec::{
-    CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec, Hook,
-    HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
+    AgentSpec, CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec,
+    Hook, HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
 };
 pub use urls::UrlAllowlist;
 

@@ -129,6 +129,21 @@ pub struct PromptSpec {
     pub continue_on_block: bool,
 }
 
+/// An agent hook: a read-only, workspace-confined tool loop that ends in a verdict.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// The prompt; `$ARGUMENTS` as in a prompt hook.
+    pub prompt: String,
+    /// The model as written.
+    pub model: Option<String>,
+    /// The provider the hook names, if any.
+    pub provider: Option<ModelProviderKind>,
+    /// The most model turns.
+    pub max_turns: u32,
+    /// The most tokens one run may spend (besides managed ceilings).
+    pub token_budget: Option<u64>,
+}
+
 /// What runs.
 #[derive(Debug, Clone)]
 pub enum HandlerSpec {
@@ -142,6 +157,8 @@ pub enum HandlerSpec {
     Function(FunctionSpec),
     /// A model judgement.
     Prompt(PromptSpec),
+    /// A model verifier with read-only tools.
+    Agent(AgentSpec),
     /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
     Unsupported(HandlerType),
 }
@@ -155,6 +172,7 @@ impl HandlerSpec {
             HandlerSpec::Wasm(_) => "wasm",
             HandlerSpec::Function(_) => "function",
             HandlerSpec::Prompt(_) => "prompt",
+            HandlerSpec::Agent(_) => "agent",
             HandlerSpec::Unsupported(t) => t.as_str(),
         }
     }
@@ -172,6 +190,10 @@ impl HandlerSpec {
             HandlerSpec::Prompt(p) => {
                 let short: String = p.prompt.chars().take(60).collect();
                 format!("prompt: {short}")
+            }
+            HandlerSpec::Agent(a) => {
+                let short: String = a.prompt.chars().take(60).collect();
+                format!("agent: {short}")
             }
             HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
         }

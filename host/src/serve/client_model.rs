@@ -88,13 +88,20 @@ impl ModelClient for ClientModel {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(id.clone(), tx);
             let _forget = Forget(self, id.clone());
-            let line = json!({"id": id, "model": {
+            let mut model = json!({
                 "model": request.model,
                 "system": request.system,
                 "prompt": request.prompt,
                 "schema": request.schema,
                 "maxTokens": request.max_tokens,
-            }});
+            });
+            // Agent hooks: the tools and the conversation so far; the client answers
+            // `toolCalls` (`[{id, name, input}]`) beside `text`.
+            if !request.tools.is_empty() {
+                model["tools"] = json!(request.tools);
+                model["turns"] = json!(request.turns);
+            }
+            let line = json!({"id": id, "model": model});
             let gone = || ModelError::new(FailureKind::CannotStart, "the client is gone");
             if !(self.send)(line.to_string()) {
                 return Err(gone());
@@ -126,6 +133,7 @@ impl ModelClient for ClientModel {
                 text: text.to_string(),
                 input_tokens: result["inputTokens"].as_u64().unwrap_or(0),
                 output_tokens: result["outputTokens"].as_u64().unwrap_or(0),
+                tool_calls: serde_json::from_value(result["toolCalls"].clone()).unwrap_or_default(),
             })
         })
     }

@@ -236,23 +236,27 @@ fn a_claude_code_settings_file_is_a_valid_source() {
         ]}]}
     });
     let file = env.write(".claude/settings.json", &settings.to_string());
-    let run = env.run(
-        &[
-            "dispatch",
-            "PreToolUse",
-            "--settings",
-            file.to_str().unwrap(),
-        ],
-        &bash_input("ls").to_string(),
-    );
+    // The agent hook runs: without a key it fails, open (tests/cli/agent.rs runs them).
+    let mut cmd = env.command();
+    cmd.args([
+        "dispatch",
+        "PreToolUse",
+        "--settings",
+        file.to_str().unwrap(),
+    ])
+    .env_remove("ANTHROPIC_API_KEY")
+    .env_remove("ANTHROPIC_BASE_URL");
+    let run = env.run_with(&mut cmd, &bash_input("ls").to_string());
     let out = run.json();
     assert_eq!(out["decision"], "deny");
-    assert_eq!(out["hooks"][1]["status"], "skipped");
+    assert_eq!(out["hooks"][1]["type"], "agent", "{out}");
+    assert_eq!(out["hooks"][1]["status"], "failed", "{out}");
     assert!(
         out["hooks"][1]["message"]
             .as_str()
             .unwrap()
-            .contains("does not run `agent` hooks")
+            .contains("ANTHROPIC_API_KEY"),
+        "{out}"
     );
 }
 

@@ -74,7 +74,7 @@ fn every_handler_kind(server: &str) -> Vec<(String, Value)> {
                 T::McpTool => json!({"type": "mcp_tool", "server": "s", "tool": "t"}),
                 // Against the server's chat-completions answer (`modelProvider` below).
                 T::Prompt => json!({"type": "prompt", "prompt": "is this safe?", "provider": "openai", "model": "m"}),
-                T::Agent => json!({"type": "agent", "prompt": "is this safe?"}),
+                T::Agent => json!({"type": "agent", "prompt": "is this safe?", "provider": "openai", "model": "m"}),
             };
             let mut hook = hook;
             hook["id"] = json!(name);

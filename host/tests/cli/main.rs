@@ -9,6 +9,7 @@ mod skip;
 #[path = "../common/model_server.rs"]
 mod model_server;
 
+mod agent;
 mod answer_bytes;
 mod async_hooks;
 mod attacks;

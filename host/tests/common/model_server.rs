@@ -5,6 +5,14 @@
 //! of that tool) and OpenAI chat completions (`POST …/chat/completions`: `model` and
 //! `messages` required; the answer in `choices[0].message.content`). No streaming. It
 //! records every request it was sent, and answers from a script the test writes.
+//!
+//! Tool use (agent hooks): a scripted [`Reply::Tool`] is a `tool_use` content block
+//! (Anthropic, `stop_reason: tool_use`) or an assistant message's `tool_calls` with JSON
+//! `arguments` (OpenAI, `finish_reason: tool_calls`); a [`Reply::Verdict`] to a request
+//! that offers the `hook_verdict` tool is a call of it. As the real APIs, a request is
+//! refused (400) when a tool is offered without a name or schema, or when a
+//! `tool_result` block (Anthropic) or a `role: tool` message (OpenAI) answers no call of
+//! the assistant message just before it.
 
 #![allow(dead_code)]
 
@@ -31,7 +39,12 @@ pub enum Reply {
     Error(u16, String),
     /// Never answer (the connection is held until the client gives up).
     Stall,
+    /// A call of the tool named, with this input.
+    Tool(&'static str, Value),
 }
+
+/// The name of the verdict tool agent hooks are offered.
+pub const VERDICT_TOOL: &str = "hook_verdict";
 
 /// One request the server was sent.
 #[derive(Debug, Clone)]
@@ -51,6 +64,40 @@ impl Recorded {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The tool results sent back in this request, in order, as `(content, is_error)`
+    /// (OpenAI has no error flag: `false`).
+    pub fn tool_results(&self) -> Vec<(String, bool)> {
+        let messages = self.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut results = Vec::new();
+        for message in &messages {
+            if message["role"] == "tool" {
+                let text = message["content"].as_str().unwrap_or_default().to_string();
+                results.push((text, false));
+            }
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" {
+                    let text = block["content"].as_str().unwrap_or_default().to_string();
+                    results.push((text, block["is_error"] == true));
+                }
+            }
+        }
+        results
+    }
+
+    /// The names of the tools offered (either wire format).
+    pub fn tools(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().or(t["function"]["name"].as_str()))
+            .map(str::to_string)
+            .collect()
     }
 
     /// The user message's text (either wire format).
@@ -152,6 +199,54 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, script: &Mutex<VecDeque
     let _ = stream.flush();
 }
 
+/// Why a conversation with tools is malformed, as the real APIs refuse it: a tool
+/// without a name or schema, or a tool result that answers no call of the assistant
+/// message just before it.
+fn malformed_tools(body: &Value) -> Option<String> {
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        let (name, schema) = match tool["type"].as_str() {
+            Some("function") => (&tool["function"]["name"], &tool["function"]["parameters"]),
+            _ => (&tool["name"], &tool["input_schema"]),
+        };
+        if !name.is_string() || !schema.is_object() {
+            return Some(format!("tools: a tool needs a name and a schema: {tool}"));
+        }
+    }
+    let mut calls: Vec<String> = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        if message["role"] == "assistant" {
+            calls.clear();
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                calls.push(call["id"].as_str().unwrap_or_default().to_string());
+                if call["function"]["arguments"].as_str().is_none() {
+                    return Some("tool_calls: arguments must be a JSON string".into());
+                }
+            }
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_use" {
+                    calls.push(block["id"].as_str().unwrap_or_default().to_string());
+                }
+            }
+            continue;
+        }
+        let mut answered = Vec::new();
+        if message["role"] == "tool" {
+            answered.push(message["tool_call_id"].as_str().unwrap_or_default());
+        }
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                answered.push(block["tool_use_id"].as_str().unwrap_or_default());
+            }
+        }
+        for id in answered {
+            if !calls.iter().any(|c| c == id) {
+                return Some(format!("a tool result answers `{id}`, which is no call"));
+            }
+        }
+    }
+    None
+}
+
 fn anthropic_error(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
@@ -160,6 +255,17 @@ fn anthropic_error(kind: &str, message: &str) -> Value {
 fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
     let body = &request.body;
     let model = body["model"].clone();
+    let calls = body["messages"].as_array().map_or(0, Vec::len);
+    let offers_verdict = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["name"] == VERDICT_TOOL || t["function"]["name"] == VERDICT_TOOL);
+    if let Some(why) = malformed_tools(body) {
+        let e =
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": why}});
+        return (400, Some(e));
+    }
     if request.path == "/v1/messages" {
         if request.header("x-api-key").is_none() {
             let e = anthropic_error("authentication_error", "x-api-key header is required");
@@ -185,18 +291,25 @@ fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
                 return (status, Some(anthropic_error("api_error", &message)));
             }
             Reply::Text(text) => json!([{"type": "text", "text": text}]),
+            Reply::Tool(name, input) => json!([
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": format!("toolu_{calls}"), "name": name, "input": input}
+            ]),
             Reply::Verdict(verdict) => match body["tool_choice"]["name"].as_str() {
                 Some(tool) => json!([{
                     "type": "tool_use", "id": "toolu_01", "name": tool, "input": verdict
                 }]),
+                None if offers_verdict => json!([{
+                    "type": "tool_use", "id": format!("toolu_{calls}"), "name": VERDICT_TOOL,
+                    "input": verdict
+                }]),
                 None => json!([{"type": "text", "text": verdict.to_string()}]),
             },
         };
-        let stop = if content[0]["type"] == "tool_use" {
-            "tool_use"
-        } else {
-            "end_turn"
-        };
+        let uses_tool = content
+            .as_array()
+            .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_use"));
+        let stop = if uses_tool { "tool_use" } else { "end_turn" };
         return (
             200,
             Some(json!({
@@ -212,21 +325,32 @@ fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
                                      "type": "invalid_request_error"}});
             return (400, Some(e));
         }
-        let content = match reply {
+        let call = |name: &str, input: &Value| {
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": format!("call_{calls}"), "type": "function",
+                "function": {"name": name, "arguments": input.to_string()}}]})
+        };
+        let message = match reply {
             Reply::Stall => return (0, None),
             Reply::Error(status, message) => {
                 let e = json!({"error": {"message": message, "type": "server_error"}});
                 return (status, Some(e));
             }
-            Reply::Text(text) => text,
-            Reply::Verdict(verdict) => verdict.to_string(),
+            Reply::Text(text) => json!({"role": "assistant", "content": text}),
+            Reply::Tool(name, input) => call(name, &input),
+            Reply::Verdict(verdict) if offers_verdict => call(VERDICT_TOOL, &verdict),
+            Reply::Verdict(verdict) => json!({"role": "assistant", "content": verdict.to_string()}),
+        };
+        let finish = if message["tool_calls"].is_array() {
+            "tool_calls"
+        } else {
+            "stop"
         };
         return (
             200,
             Some(json!({
                 "id": "chatcmpl-01", "object": "chat.completion", "created": 0, "model": model,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": content}}],
+                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                 "usage": {"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
                           "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}
             })),

@@ -16,6 +16,7 @@
 //! goes into a header marked sensitive.
 
 mod endpoint;
+mod turns;
 pub mod wire;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 pub use endpoint::{DEFAULT_ANTHROPIC_MODEL, Wanted, model_alias, resolve};
+pub use turns::{ToolCall, ToolDef, ToolResult, Turn};
 
 use super::FailureKind;
 use crate::config::schema::ModelProviderKind;
@@ -69,6 +71,11 @@ pub struct ModelRequest {
     pub schema: Option<Value>,
     /// The most output tokens to spend.
     pub max_tokens: u64,
+    /// Tools the model may call (agent hooks; empty: a single answer). With tools the
+    /// model must call one each turn.
+    pub tools: Vec<ToolDef>,
+    /// The conversation after `prompt`: the model's calls and the tools' results.
+    pub turns: Vec<Turn>,
 }
 
 /// A model's answer.
@@ -80,6 +87,8 @@ pub struct ModelReply {
     pub input_tokens: u64,
     /// Output tokens the provider counted.
     pub output_tokens: u64,
+    /// The tools the model called (only when the request offered tools).
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Why a model gave no answer.

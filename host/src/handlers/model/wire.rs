@@ -2,13 +2,18 @@
 //! {base}/v1/messages`, `x-api-key`, `anthropic-version: 2023-06-01`; structured output
 //! through one tool forced by `tool_choice`) and OpenAI-compatible chat completions
 //! (`POST {base}/chat/completions`, `Authorization: Bearer`; structured output through
-//! `response_format: json_schema`). The bodies are built and read by pure functions,
-//! unit-tested here; [`HttpModel`] sends them.
+//! `response_format: json_schema`). With tools (agent hooks) the conversation goes on:
+//! Anthropic `tools` with `tool_choice: any`, `tool_use` blocks answered by `tool_result`
+//! blocks; OpenAI `tools` of type `function` with `tool_choice: required`, an assistant
+//! message's `tool_calls` answered by `role: tool` messages. The bodies are built and read
+//! by pure functions, unit-tested here; [`HttpModel`] sends them.
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{ModelClient, ModelError, ModelReply, ModelRequest, RESPONSE_LIMIT, Secret};
+use super::{
+    ModelClient, ModelError, ModelReply, ModelRequest, RESPONSE_LIMIT, Secret, ToolCall, Turn,
+};
 use crate::handlers::FailureKind;
 
 /// The `anthropic-version` header sent.
@@ -47,9 +52,19 @@ impl Wire {
                     "model": model,
                     "max_tokens": request.max_tokens,
                     "system": request.system,
-                    "messages": [{"role": "user", "content": request.prompt}],
+                    "messages": anthropic_messages(request),
                 });
-                if let Some(schema) = &request.schema {
+                if !request.tools.is_empty() {
+                    body["tools"] = request
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            json!({"name": t.name, "description": t.description,
+                                   "input_schema": t.input_schema})
+                        })
+                        .collect();
+                    body["tool_choice"] = json!({"type": "any"});
+                } else if let Some(schema) = &request.schema {
                     body["tools"] = json!([{
                         "name": ANSWER_TOOL,
                         "description": "Report your verdict on the hook event.",
@@ -63,12 +78,20 @@ impl Wire {
                 let mut body = json!({
                     "model": model,
                     "max_tokens": request.max_tokens,
-                    "messages": [
-                        {"role": "system", "content": request.system},
-                        {"role": "user", "content": request.prompt},
-                    ],
+                    "messages": openai_messages(request),
                 });
-                if let Some(schema) = &request.schema {
+                if !request.tools.is_empty() {
+                    body["tools"] = request
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            json!({"type": "function", "function": {
+                                "name": t.name, "description": t.description,
+                                "parameters": t.input_schema}})
+                        })
+                        .collect();
+                    body["tool_choice"] = json!("required");
+                } else if let Some(schema) = &request.schema {
                     body["response_format"] = json!({
                         "type": "json_schema",
                         "json_schema": {"name": ANSWER_TOOL, "strict": true, "schema": schema},
@@ -104,10 +127,20 @@ impl Wire {
                         .collect::<Vec<_>>()
                         .join(""),
                 };
+                let tool_calls = content
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .map(|b| ToolCall {
+                        id: b["id"].as_str().unwrap_or_default().to_string(),
+                        name: b["name"].as_str().unwrap_or_default().to_string(),
+                        input: b["input"].clone(),
+                    })
+                    .collect();
                 Ok(ModelReply {
                     text,
                     input_tokens: count(&body["usage"]["input_tokens"]),
                     output_tokens: count(&body["usage"]["output_tokens"]),
+                    tool_calls,
                 })
             }
             Wire::OpenAi => {
@@ -118,16 +151,104 @@ impl Wire {
                         short(refusal)
                     )));
                 }
-                let text = message["content"]
-                    .as_str()
-                    .ok_or_else(|| invalid("the answer has no `choices[0].message.content`"))?;
+                let tool_calls: Vec<ToolCall> = message["tool_calls"]
+                    .as_array()
+                    .map(|calls| calls.iter().map(openai_call).collect())
+                    .unwrap_or_default();
+                let text = match message["content"].as_str() {
+                    Some(text) => text,
+                    None if !tool_calls.is_empty() => "",
+                    None => {
+                        return Err(invalid("the answer has no `choices[0].message.content`"));
+                    }
+                };
                 Ok(ModelReply {
                     text: text.to_string(),
                     input_tokens: count(&body["usage"]["prompt_tokens"]),
                     output_tokens: count(&body["usage"]["completion_tokens"]),
+                    tool_calls,
                 })
             }
         }
+    }
+}
+
+/// The Anthropic `messages`: the prompt, then the turns (`tool_use` and `tool_result`
+/// content blocks).
+fn anthropic_messages(request: &ModelRequest) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": request.prompt})];
+    for turn in &request.turns {
+        messages.push(match turn {
+            Turn::Assistant { text, calls } => {
+                let mut content: Vec<Value> = Vec::new();
+                if !text.is_empty() || calls.is_empty() {
+                    let text = if text.is_empty() { "(no answer)" } else { text };
+                    content.push(json!({"type": "text", "text": text}));
+                }
+                content.extend(calls.iter().map(
+                    |c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}),
+                ));
+                json!({"role": "assistant", "content": content})
+            }
+            Turn::ToolResults { results } => {
+                let content: Vec<Value> = results
+                    .iter()
+                    .map(|r| {
+                        json!({"type": "tool_result", "tool_use_id": r.id,
+                               "content": r.content, "is_error": r.is_error})
+                    })
+                    .collect();
+                json!({"role": "user", "content": content})
+            }
+            Turn::User { text } => json!({"role": "user", "content": text}),
+        });
+    }
+    Value::Array(messages)
+}
+
+/// The OpenAI `messages`: system, prompt, then the turns (`tool_calls` and `role: tool`).
+fn openai_messages(request: &ModelRequest) -> Value {
+    let mut messages = vec![
+        json!({"role": "system", "content": request.system}),
+        json!({"role": "user", "content": request.prompt}),
+    ];
+    for turn in &request.turns {
+        match turn {
+            Turn::Assistant { text, calls } => {
+                let mut message = json!({"role": "assistant", "content": text});
+                if !calls.is_empty() {
+                    message["tool_calls"] = calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function", "function": {
+                                "name": c.name, "arguments": c.input.to_string()}})
+                        })
+                        .collect();
+                }
+                messages.push(message);
+            }
+            Turn::ToolResults { results } => messages.extend(
+                results
+                    .iter()
+                    .map(|r| json!({"role": "tool", "tool_call_id": r.id, "content": r.content})),
+            ),
+            Turn::User { text } => messages.push(json!({"role": "user", "content": text})),
+        }
+    }
+    Value::Array(messages)
+}
+
+/// One entry of an OpenAI `tool_calls` array; `arguments` is a JSON string.
+fn openai_call(call: &Value) -> ToolCall {
+    let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+    ToolCall {
+        id: call["id"].as_str().unwrap_or_default().to_string(),
+        name: call["function"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        input: serde_json::from_str(arguments)
+            .unwrap_or_else(|_| Value::String(arguments.to_string())),
     }
 }
 
@@ -275,6 +396,8 @@ mod tests {
             prompt: "judge this".into(),
             schema: Some(json!({"type": "object"})),
             max_tokens: 100,
+            tools: Vec::new(),
+            turns: Vec::new(),
         }
     }
 
@@ -321,5 +444,71 @@ mod tests {
             Wire::OpenAi.endpoint("http://localhost:11434/v1/"),
             "http://localhost:11434/v1/chat/completions"
         );
+    }
+    /// A conversation with tools in both formats: the tools offered, a call and its result
+    /// sent back, and the calls read from each reply.
+    #[test]
+    fn tool_turns_in_both_formats() {
+        use super::super::{ToolDef, ToolResult};
+        let mut request = request();
+        request.schema = None;
+        request.tools = vec![ToolDef {
+            name: "Read".into(),
+            description: "read".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "a"}),
+        };
+        request.turns = vec![
+            Turn::Assistant {
+                text: String::new(),
+                calls: vec![call.clone()],
+            },
+            Turn::ToolResults {
+                results: vec![ToolResult {
+                    id: "c1".into(),
+                    content: "refused: no".into(),
+                    is_error: true,
+                }],
+            },
+        ];
+        let body = Wire::Anthropic.body(&request, "m");
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+        assert_eq!(body["messages"][1]["content"][0]["id"], "c1");
+        let result = &body["messages"][2]["content"][0];
+        assert_eq!(
+            (result["type"].as_str(), result["tool_use_id"].as_str()),
+            (Some("tool_result"), Some("c1"))
+        );
+        assert_eq!(result["is_error"], true);
+        let body = Wire::OpenAi.body(&request, "m");
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["tools"][0]["function"]["name"], "Read");
+        assert!(body.get("response_format").is_none());
+        let calls = &body["messages"][2]["tool_calls"];
+        assert_eq!(calls[0]["function"]["arguments"], r#"{"file_path":"a"}"#);
+        assert_eq!(body["messages"][3]["role"], "tool");
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+
+        let reply = Wire::Anthropic
+            .reply(
+                &json!({"content": [{"type": "tool_use", "id": "c1", "name": "Read",
+                                        "input": {"file_path": "a"}}]}),
+            )
+            .unwrap();
+        assert_eq!(reply.tool_calls, vec![call.clone()]);
+        let reply = Wire::OpenAi
+            .reply(
+                &json!({"choices": [{"message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "c1", "type": "function", "function":
+                    {"name": "Read", "arguments": "{\"file_path\": \"a\"}"}}]}}]}),
+            )
+            .unwrap();
+        assert_eq!(reply.tool_calls, vec![call]);
     }
 }

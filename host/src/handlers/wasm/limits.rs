@@ -131,6 +131,7 @@ pub(super) fn finish(
         fuel,
         memory_bytes: Some(store.data().limiter.peak as u64),
         tokens: None,
+        turns: None,
     };
     let refused = store.data().limiter.refused;
     let mut notes = Vec::new();
