@@ -101,6 +101,7 @@ pub fn parse_settings(
                 settings.http_hook_allowed_env_vars = typed(value, location, &path)?
             }
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
+            "mcpServers" => settings.mcp_servers = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
             "pluginAllowlist" => settings.managed.plugin_allowlist = typed(value, location, &path)?,
             "requireAllowlistedPlugins" => {
@@ -148,7 +149,7 @@ pub fn parse_settings(
                     format!(
                         "unknown field `{key}`, expected one of `hooks`, `disableAllHooks`, \
                          `allowManagedHooksOnly`, `allowedHttpHookUrls`, \
-                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `$schema` \
+                         `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `mcpServers`, `$schema` \
                          (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
                          `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`, \
                          `forbidEnvironmentTrust`, `auditLog`, `httpHookCaFile`)"

@@ -113,12 +113,15 @@ impl SourceOptions {
         }
     }
 
-    /// The project's hook files, as `(kind, path)`, highest precedence first.
-    pub fn project_files(&self) -> [(SourceKind, PathBuf); 2] {
+    /// The project's hook files, as `(kind, path)`, highest precedence first; last the
+    /// project's `.mcp.json` (Claude Code's: its `mcpServers` only), which like the
+    /// others counts in a trusted workspace only and is part of its trust fingerprint.
+    pub fn project_files(&self) -> [(SourceKind, PathBuf); 3] {
         let dir = self.project_dir.join(".hookhost");
         [
             (SourceKind::Local, dir.join("hooks.local.json")),
             (SourceKind::Project, dir.join("hooks.json")),
+            (SourceKind::Project, self.project_dir.join(".mcp.json")),
         ]
     }
 

@@ -113,6 +113,13 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "config": w.config,
         }),
         HandlerSpec::Function(_) => json!({"type": "function"}),
+        HandlerSpec::McpTool(m) => json!({
+            "type": "mcp_tool",
+            "server": m.server,
+            "definition": policy.settings.mcp_servers.get(&m.server).map(|(s, _)| format!("{s:?}")),
+            "tool": m.tool,
+            "input": m.input,
+        }),
         HandlerSpec::Unsupported(t) => json!({"type": t.as_str()}),
     };
     let workspace = matches!(hook.origin.kind, SourceKind::Project | SourceKind::Local);

@@ -12,6 +12,7 @@ mod descendants;
 mod exit_code;
 pub mod function;
 pub mod http;
+pub mod mcp;
 pub mod output;
 pub mod wasm;
 
@@ -198,6 +199,7 @@ pub struct Handlers {
     /// one-shot `hookhost dispatch` without HTTP hooks should not pay for.
     http: Arc<OnceLock<reqwest::Client>>,
     wasm: Option<Arc<dyn WasmRunner>>,
+    mcp: Arc<mcp::McpClients>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -214,7 +216,15 @@ impl Handlers {
         Handlers {
             http: Arc::default(),
             wasm,
+            mcp: mcp::McpClients::shared(),
         }
+    }
+
+    /// Connects `mcp_tool` hooks through `clients` (with the embedder's servers) instead
+    /// of the process's shared connections.
+    pub fn with_mcp(mut self, clients: Arc<mcp::McpClients>) -> Handlers {
+        self.mcp = clients;
+        self
     }
 
     /// The HTTP client of HTTP hooks: no redirects, no proxy, and TLS with the Mozilla
@@ -338,6 +348,10 @@ impl Handlers {
                 wasm.run(hook, invocation, policy).await
             }
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
+            HandlerSpec::McpTool(spec) => {
+                let http = self.http_client(&policy.settings);
+                mcp::run(&self.mcp, http, spec, hook, invocation, &policy.settings).await
+            }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,
                 format!("hookhost does not run `{}` hooks", t.as_str()),

@@ -23,14 +23,8 @@ const WASM_FIELDS: &[&str] = &[
     "instance",
     "config",
 ];
-const CLAUDE_ONLY_FIELDS: &[&str] = &[
-    "server",
-    "tool",
-    "input",
-    "prompt",
-    "model",
-    "continueOnBlock",
-];
+const MCP_TOOL_FIELDS: &[&str] = &["server", "tool", "input"];
+const CLAUDE_ONLY_FIELDS: &[&str] = &["prompt", "model", "continueOnBlock"];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
     let checks: [(&'static str, bool); 18] = [
@@ -83,7 +77,8 @@ pub(super) fn build(
         HandlerType::Command => COMMAND_FIELDS,
         HandlerType::Http => HTTP_FIELDS,
         HandlerType::Wasm => WASM_FIELDS,
-        HandlerType::McpTool | HandlerType::Prompt | HandlerType::Agent => CLAUDE_ONLY_FIELDS,
+        HandlerType::McpTool => MCP_TOOL_FIELDS,
+        HandlerType::Prompt | HandlerType::Agent => CLAUDE_ONLY_FIELDS,
     };
     if let Some(field) = present_fields(raw)
         .into_iter()
@@ -175,6 +170,40 @@ pub(super) fn build(
                 memory_bytes: limits.memory_mb.map(|mb| mb.saturating_mul(1 << 20)),
                 instance: raw.instance.unwrap_or_default(),
                 config: raw.config.clone(),
+            })
+        }
+        HandlerType::McpTool => {
+            let server = required(&raw.server, "server", raw.kind)?;
+            let tool = required(&raw.tool, "tool", raw.kind)?;
+            let input = match &raw.input {
+                None => serde_json::Map::new(),
+                Some(serde_json::Value::Object(map)) => map.clone(),
+                Some(other) => {
+                    return Err(format!(
+                        "`input` must be an object of the tool's arguments, found {}",
+                        match other {
+                            serde_json::Value::Array(_) => "an array",
+                            serde_json::Value::String(_) => "a string",
+                            serde_json::Value::Number(_) => "a number",
+                            serde_json::Value::Bool(_) => "a boolean",
+                            _ => "null",
+                        }
+                    ));
+                }
+            };
+            if !settings.mcp_servers.contains_key(&server) {
+                warn(
+                    "server",
+                    format!(
+                        "MCP server `{server}` is not in any `mcpServers` (of a trusted \
+                         workspace); the hook fails unless the embedder provides it"
+                    ),
+                );
+            }
+            HandlerSpec::McpTool(super::mcp::McpToolSpec {
+                server,
+                tool,
+                input,
             })
         }
         other => HandlerSpec::Unsupported(other),

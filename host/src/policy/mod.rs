@@ -28,6 +28,7 @@ mod embedded;
 pub mod env;
 mod hook;
 pub mod limits;
+pub mod mcp;
 pub mod places;
 mod settings;
 mod spec;

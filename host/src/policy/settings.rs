@@ -47,6 +47,8 @@ pub struct Settings {
     pub managed_broken: Option<String>,
     /// Managed `httpHookCaFile`: certificates HTTP hooks trust besides the system's.
     pub http_hook_ca_file: Option<PathBuf>,
+    /// `mcpServers` by name, each with the file that defined it ([`super::mcp`]).
+    pub mcp_servers: std::collections::BTreeMap<String, (super::mcp::McpServer, String)>,
 }
 
 /// Whether a layer sets anything besides hooks (what an untrusted workspace's files may
@@ -59,6 +61,7 @@ pub(super) fn sets_settings(s: &RawSettings) -> bool {
         || s.http_hook_allowed_env_vars.is_some()
         || s.env_allowlist.is_some()
         || s.stop_block_cap.is_some()
+        || s.mcp_servers.is_some()
 }
 
 /// Managed `trustedWorkspaces` (union), `forbidWorkspaceTrust` and
@@ -127,7 +130,8 @@ fn managed_governance(
                 memory_mb,
                 memory_bytes,
                 timeout,
-                handler_types
+                handler_types,
+                mcp_servers
             );
         }
     }
@@ -259,5 +263,6 @@ pub(super) fn merge_settings(
             .filter(managed)
             .find_map(|l| l.settings.managed.http_hook_ca_file.as_deref())
             .map(PathBuf::from),
+        mcp_servers: super::mcp::merge(layers, errors),
     }
 }

@@ -98,6 +98,8 @@ pub enum HandlerSpec {
     Wasm(WasmSpec),
     /// An in-process function registered by an embedder.
     Function(FunctionSpec),
+    /// A tool of an MCP server.
+    McpTool(super::mcp::McpToolSpec),
     /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
     Unsupported(HandlerType),
 }
@@ -110,6 +112,7 @@ impl HandlerSpec {
             HandlerSpec::Http(_) => "http",
             HandlerSpec::Wasm(_) => "wasm",
             HandlerSpec::Function(_) => "function",
+            HandlerSpec::McpTool(_) => "mcp_tool",
             HandlerSpec::Unsupported(t) => t.as_str(),
         }
     }
@@ -124,6 +127,7 @@ impl HandlerSpec {
             HandlerSpec::Http(h) => h.url.clone(),
             HandlerSpec::Wasm(w) => w.plugin.display().to_string(),
             HandlerSpec::Function(_) => "(in-process function)".into(),
+            HandlerSpec::McpTool(m) => format!("mcp {} {}", m.server, m.tool),
             HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
         }
     }

@@ -7,6 +7,7 @@ mod guest_fs_holes;
 mod hostile;
 mod lang;
 mod load;
+mod mcp;
 mod output_keys;
 mod places;
 mod raw;
