@@ -301,6 +301,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
                     }
                     if this.line > MAX_MESSAGE {
                         this.over.store(true, Ordering::Relaxed);
+                        // An error reports nothing read (AsyncRead's contract).
+                        buf.set_filled(before);
                         return Poll::Ready(Err(std::io::Error::other(
                             "an MCP message over 16 MiB",
                         )));
