@@ -120,6 +120,12 @@ impl EventSpec {
         self.can_block() && !ON_FAILURE_IGNORED_EVENTS.contains(&self.name.as_ref())
     }
 
+    /// Whether an `mcp_tool` hook's answer over 16 MiB refuses the action (PreToolUse, the
+    /// event of permission decisions; Claude Code 2.1.321) instead of failing the hook.
+    pub fn refuses_oversized_mcp(&self) -> bool {
+        self.decision == DecisionStyle::Permission
+    }
+
     /// Whether the event honours a `hookSpecificOutput` field (by any channel).
     pub fn honours(&self, field: &str) -> bool {
         self.output_key(field).is_some()

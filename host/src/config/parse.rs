@@ -105,6 +105,7 @@ pub fn parse_settings(
                 settings.http_hook_allowed_env_vars = typed(value, location, &path)?
             }
             "envAllowlist" => settings.env_allowlist = typed(value, location, &path)?,
+            "mcpServers" => settings.mcp_servers = typed(value, location, &path)?,
             "stopBlockCap" => settings.stop_block_cap = typed(value, location, &path)?,
             "modelProvider" => settings.model_provider = typed(value, location, &path)?,
             "stopEscapeHatch" => settings.stop_escape_hatch = typed(value, location, &path)?,
@@ -157,7 +158,7 @@ pub fn parse_settings(
                         "unknown field `{key}`, expected one of `hooks`, `disableAllHooks`, \
                          `allowManagedHooksOnly`, `allowedHttpHookUrls`, \
                          `httpHookAllowedEnvVars`, `envAllowlist`, `stopBlockCap`, `stopEscapeHatch`, \
-                         `maxHookDepth`, `modelProvider`, `$schema` \
+                         `maxHookDepth`, `modelProvider`, `mcpServers`, `$schema` \
                          (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
                          `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`, \
                          `forbidEnvironmentTrust`, `auditLog`, `httpHookCaFile`)"

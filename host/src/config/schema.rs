@@ -200,7 +200,7 @@ pub struct RawHandler {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
 
-    // Claude Code types hookhost accepts but does not run.
+    // mcp_tool (handlers::mcp); prompt and agent: accepted.
     /// `mcp_tool`: the MCP server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
@@ -387,6 +387,30 @@ pub struct RawSettings {
     pub max_hook_depth: Option<u32>,
     /// Managed-only settings (allowlist, ceilings, workspace trust); see [`RawManaged`].
     pub managed: RawManaged,
+    /// `mcpServers`: the MCP servers `mcp_tool` hooks call, by name (`.mcp.json`'s shape).
+    pub mcp_servers: Option<BTreeMap<String, RawMcpServer>>,
+}
+
+/// One MCP server, in the shape of Claude Code's `.mcp.json`: `command`/`args`/`env` for a
+/// stdio server, `type: "http"` and `url` for streamable HTTP.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawMcpServer {
+    /// `stdio` (the default when `command` is set) or `http`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The program of a stdio server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Variables added to the hook environment it starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// The endpoint of an HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// Settings that only managed policy may set. Other sources may not: a non-managed file
@@ -507,6 +531,10 @@ pub struct RawCeilings {
     /// Model providers, hosts and token budget of model hooks.
     #[serde(default)]
     pub models: Option<RawModelCeiling>,
+    /// MCP servers `mcp_tool` hooks outside managed policy may call: each entry is a
+    /// server's name, its stdio `command` or its http `url`, compared exactly.
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 /// A directory ceiling.

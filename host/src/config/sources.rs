@@ -114,13 +114,16 @@ impl SourceOptions {
     }
 
     /// The project's hook files, as `(kind, path)`, highest precedence first: beside
-    /// `hooks.json`, a [`FLAT_FILE`] in the founding article's flat format.
-    pub fn project_files(&self) -> [(SourceKind, PathBuf); 3] {
+    /// `hooks.json`, a [`FLAT_FILE`] in the founding article's flat format; last the
+    /// project's `.mcp.json` (Claude Code's: its `mcpServers` only), which like the
+    /// others counts in a trusted workspace only and is part of its trust fingerprint.
+    pub fn project_files(&self) -> [(SourceKind, PathBuf); 4] {
         let dir = self.project_dir.join(".hookhost");
         [
             (SourceKind::Local, dir.join("hooks.local.json")),
             (SourceKind::Project, dir.join("hooks.json")),
             (SourceKind::Project, dir.join(FLAT_FILE)),
+            (SourceKind::Project, self.project_dir.join(".mcp.json")),
         ]
     }
 

@@ -130,6 +130,13 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "maxTurns": a.max_turns,
             "tokenBudget": a.token_budget,
         }),
+        HandlerSpec::McpTool(m) => json!({
+            "type": "mcp_tool",
+            "server": m.server,
+            "definition": policy.settings.mcp_servers.get(&m.server).map(|(s, _)| format!("{s:?}")),
+            "tool": m.tool,
+            "input": m.input,
+        }),
         HandlerSpec::Unsupported(t) => json!({"type": t.as_str()}),
     };
     let workspace = matches!(hook.origin.kind, SourceKind::Project | SourceKind::Local);

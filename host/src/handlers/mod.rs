@@ -14,6 +14,7 @@ pub mod descendants;
 mod exit_code;
 pub mod function;
 pub mod http;
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod prompt;
@@ -223,6 +224,7 @@ pub struct Handlers {
     http: Arc<OnceLock<reqwest::Client>>,
     wasm: Option<Arc<dyn WasmRunner>>,
     model: Option<Arc<dyn model::ModelClient>>,
+    mcp: Arc<mcp::McpClients>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -241,6 +243,7 @@ impl Handlers {
             http: Arc::default(),
             wasm,
             model: None,
+            mcp: mcp::McpClients::shared(),
         }
     }
 
@@ -248,6 +251,13 @@ impl Handlers {
     /// name none when no `modelProvider` is set).
     pub fn with_model(mut self, client: Option<Arc<dyn model::ModelClient>>) -> Handlers {
         self.model = client;
+        self
+    }
+
+    /// Connects `mcp_tool` hooks through `clients` (with the embedder's servers) instead
+    /// of the process's shared connections.
+    pub fn with_mcp(mut self, clients: Arc<mcp::McpClients>) -> Handlers {
+        self.mcp = clients;
         self
     }
 
@@ -419,6 +429,10 @@ impl Handlers {
                     self.model.as_ref(),
                 );
                 agent::run(spec, hook, invocation, resolved, &policy.host_places).await
+            }
+            HandlerSpec::McpTool(spec) => {
+                let http = self.http_client(&policy.settings);
+                mcp::run(&self.mcp, http, spec, hook, invocation, &policy.settings).await
             }
             HandlerSpec::Unsupported(t) => HandlerRun::failed(
                 FailureKind::CannotStart,

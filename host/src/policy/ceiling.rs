@@ -26,6 +26,7 @@ pub struct Ceilings {
     timeout: Option<f64>,
     handler_types: RawHandlerTypes,
     models: Option<super::models::ModelCeiling>,
+    mcp_servers: Option<Vec<String>>,
 }
 
 fn mode_name(mode: DirMode) -> &'static str {
@@ -36,6 +37,33 @@ fn mode_name(mode: DirMode) -> &'static str {
 }
 
 impl Ceilings {
+    /// Whether `ceilings.mcpServers` lets a hook outside managed policy call `server`
+    /// (known as `name`): an entry equal to the name, the stdio command or the URL.
+    ///
+    /// # Errors
+    ///
+    /// Why not, naming the ceiling.
+    pub fn admits_mcp_server(
+        &self,
+        name: &str,
+        server: &super::mcp::McpServer,
+    ) -> Result<(), String> {
+        let Some(allowed) = &self.mcp_servers else {
+            return Ok(());
+        };
+        let target = match server {
+            super::mcp::McpServer::Stdio { command, .. } => command,
+            super::mcp::McpServer::Http { url } => url,
+        };
+        if allowed.iter().any(|a| a == name || a == target) {
+            Ok(())
+        } else {
+            Err(format!(
+                "managed `ceilings.mcpServers` {allowed:?} does not admit server `{name}` ({target})"
+            ))
+        }
+    }
+
     /// Validates the ceilings. Invalid entries are returned as `(JSON path, message)`;
     /// an invalid value is the strictest one, never absent: an invalid list entry is left
     /// out (the ceiling only gets lower), an invalid timeout (0, negative) is 0 s, which
@@ -95,6 +123,7 @@ impl Ceilings {
                 .models
                 .as_ref()
                 .map(|m| super::models::ModelCeiling::new(m, &mut errors)),
+            mcp_servers: raw.mcp_servers.clone(),
         };
         (ceilings, errors)
     }
@@ -665,5 +694,39 @@ mod tests {
         assert!(c.refuses_type(SourceKind::Local, "wasm").is_some());
         assert_eq!(c.refuses_type(SourceKind::User, "command"), None);
         assert_eq!(c.refuses_type(SourceKind::Managed, "command"), None);
+    }
+
+    #[test]
+    fn mcp_servers_ceiling_admits_by_name_command_or_url_only() {
+        use super::super::mcp::McpServer;
+        let stdio = McpServer::Stdio {
+            command: "/opt/mcp/time".into(),
+            args: vec![],
+            env: vec![],
+        };
+        let http = McpServer::Http {
+            url: "http://127.0.0.1:3001/mcp".into(),
+        };
+        let (open, _) = Ceilings::new(&RawCeilings::default());
+        assert!(open.admits_mcp_server("any", &stdio).is_ok());
+        let (c, errors) = Ceilings::new(&RawCeilings {
+            mcp_servers: Some(vec![
+                "fs".into(),
+                "/opt/mcp/time".into(),
+                "http://127.0.0.1:3001/mcp".into(),
+            ]),
+            ..RawCeilings::default()
+        });
+        assert!(errors.is_empty());
+        assert!(c.admits_mcp_server("fs", &http).is_ok());
+        assert!(c.admits_mcp_server("time", &stdio).is_ok());
+        assert!(c.admits_mcp_server("web", &http).is_ok());
+        let other = McpServer::Stdio {
+            command: "/opt/mcp/time2".into(),
+            args: vec![],
+            env: vec![],
+        };
+        let err = c.admits_mcp_server("t2", &other).unwrap_err();
+        assert!(err.contains("ceilings.mcpServers"), "{err}");
     }
 }

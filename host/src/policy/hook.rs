@@ -37,15 +37,7 @@ const PROMPT_FIELDS: &[&str] = &["prompt", "model", "provider", "continueOnBlock
 const AGENT_FIELDS: &[&str] = &["prompt", "model", "provider", "maxTurns", "tokenBudget"];
 /// Turns of an agent hook when `maxTurns` is not set (Claude Code's).
 pub const DEFAULT_MAX_TURNS: u32 = 50;
-const CLAUDE_ONLY_FIELDS: &[&str] = &[
-    "server",
-    "tool",
-    "input",
-    "prompt",
-    "model",
-    "provider",
-    "continueOnBlock",
-];
+const MCP_TOOL_FIELDS: &[&str] = &["server", "tool", "input"];
 
 fn present_fields(raw: &RawHandler) -> Vec<&'static str> {
     let checks: [(&'static str, bool); 24] = [
@@ -106,7 +98,7 @@ pub(super) fn build(
         HandlerType::Wasm => WASM_FIELDS,
         HandlerType::Prompt => PROMPT_FIELDS,
         HandlerType::Agent => AGENT_FIELDS,
-        HandlerType::McpTool => CLAUDE_ONLY_FIELDS,
+        HandlerType::McpTool => MCP_TOOL_FIELDS,
     };
     if let Some(field) = present_fields(raw)
         .into_iter()
@@ -260,7 +252,40 @@ pub(super) fn build(
                 token_budget: raw.token_budget,
             })
         }
-        other => HandlerSpec::Unsupported(other),
+        HandlerType::McpTool => {
+            let server = required(&raw.server, "server", raw.kind)?;
+            let tool = required(&raw.tool, "tool", raw.kind)?;
+            let input = match &raw.input {
+                None => serde_json::Map::new(),
+                Some(serde_json::Value::Object(map)) => map.clone(),
+                Some(other) => {
+                    return Err(format!(
+                        "`input` must be an object of the tool's arguments, found {}",
+                        match other {
+                            serde_json::Value::Array(_) => "an array",
+                            serde_json::Value::String(_) => "a string",
+                            serde_json::Value::Number(_) => "a number",
+                            serde_json::Value::Bool(_) => "a boolean",
+                            _ => "null",
+                        }
+                    ));
+                }
+            };
+            if !settings.mcp_servers.contains_key(&server) {
+                warn(
+                    "server",
+                    format!(
+                        "MCP server `{server}` is not in any `mcpServers` (of a trusted \
+                         workspace); the hook fails unless the embedder provides it"
+                    ),
+                );
+            }
+            HandlerSpec::McpTool(super::mcp::McpToolSpec {
+                server,
+                tool,
+                input,
+            })
+        }
     };
 
     let limit_timeout = raw.limits.as_ref().and_then(|l| l.timeout);

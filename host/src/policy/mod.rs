@@ -31,6 +31,7 @@ mod guard_entries;
 mod hook;
 pub mod limits;
 mod loop_brakes;
+pub mod mcp;
 pub mod models;
 mod on_failure;
 pub mod places;

@@ -72,6 +72,8 @@ pub struct Settings {
     pub http_hook_ca_file: Option<PathBuf>,
     /// `modelProvider` of the first layer that sets one.
     pub model_provider: Option<super::models::ModelProvider>,
+    /// `mcpServers` by name, each with the file that defined it ([`super::mcp`]).
+    pub mcp_servers: std::collections::BTreeMap<String, (super::mcp::McpServer, String)>,
 }
 
 impl Settings {
@@ -110,6 +112,7 @@ pub(super) fn sets_settings(s: &RawSettings) -> bool {
         || s.model_provider.is_some()
         || s.stop_escape_hatch.is_some()
         || s.max_hook_depth.is_some()
+        || s.mcp_servers.is_some()
 }
 
 /// Managed `trustedWorkspaces` (union), `forbidWorkspaceTrust` and
@@ -179,7 +182,8 @@ fn managed_governance(
                 memory_bytes,
                 timeout,
                 handler_types,
-                models
+                models,
+                mcp_servers
             );
         }
     }
@@ -332,5 +336,6 @@ pub(super) fn merge_settings(
             .find_map(|l| l.settings.managed.http_hook_ca_file.as_deref())
             .map(PathBuf::from),
         model_provider: super::models::provider_of(layers, errors),
+        mcp_servers: super::mcp::merge(layers, errors),
     }
 }

@@ -159,6 +159,8 @@ pub enum HandlerSpec {
     Prompt(PromptSpec),
     /// A model verifier with read-only tools.
     Agent(AgentSpec),
+    /// A tool of an MCP server.
+    McpTool(super::mcp::McpToolSpec),
     /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
     Unsupported(HandlerType),
 }
@@ -173,6 +175,7 @@ impl HandlerSpec {
             HandlerSpec::Function(_) => "function",
             HandlerSpec::Prompt(_) => "prompt",
             HandlerSpec::Agent(_) => "agent",
+            HandlerSpec::McpTool(_) => "mcp_tool",
             HandlerSpec::Unsupported(t) => t.as_str(),
         }
     }
@@ -195,6 +198,7 @@ impl HandlerSpec {
                 let short: String = a.prompt.chars().take(60).collect();
                 format!("agent: {short}")
             }
+            HandlerSpec::McpTool(m) => format!("mcp {} {}", m.server, m.tool),
             HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
         }
     }

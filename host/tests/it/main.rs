@@ -9,6 +9,7 @@ mod hostile;
 mod http_bodies;
 mod lang;
 mod load;
+mod mcp;
 mod output_keys;
 mod places;
 mod raw;
