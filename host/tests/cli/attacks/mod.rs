@@ -5,6 +5,7 @@
 
 mod daemons;
 mod environment;
+mod fifth_round;
 mod files;
 mod fourth_round;
 mod grants;
