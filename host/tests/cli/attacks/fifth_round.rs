@@ -576,3 +576,116 @@ fn a_grandchild_holding_stdout_past_kill_grace_is_ended() {
         !process_running("sleep 4242602")
     });
 }
+
+/// The session directories of `env`'s store (found by their 64-hex-digit names).
+fn session_dirs(env: &TestEnv) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![env.data.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                found.push(path);
+            } else if name != "cache" {
+                dirs.push(path);
+            }
+        }
+    }
+    found
+}
+
+const BLOCK: &str = r#"echo '{"decision": "block", "reason": "not done"}'"#;
+
+/// The collector meets a session holding 100,000 queued results and a store holding
+/// 100,000 other entries: `SessionEnd` answers, the session's state goes, and the sweep
+/// reads no more than its bound. Held (`session/disk/collect.rs`).
+#[test]
+fn the_collector_meets_a_hundred_thousand_entries() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": BLOCK}]}]}}));
+    let out = env.dispatch("Stop", json!({"session_id": "big"}));
+    assert_eq!(out["decision"], "block", "{out}");
+    let dirs = session_dirs(&env);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let session = &dirs[0];
+    let queue = session.join("async");
+    std::fs::create_dir_all(&queue).unwrap();
+    for i in 0..100_000 {
+        std::fs::File::create(queue.join(format!("{i:020}.json"))).unwrap();
+    }
+    let store = session.parent().unwrap();
+    for i in 0..100_000 {
+        std::fs::File::create(store.join(format!("junk-{i}"))).unwrap();
+    }
+    let mut cmd = env.command();
+    let run = run_until(
+        cmd.args(["dispatch", "SessionEnd"]),
+        &json!({"session_id": "big", "reason": "clear"}).to_string(),
+        Duration::from_secs(600),
+    )
+    .expect("the collector hung");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!queue.exists(), "the session's queue was kept");
+    // A new Stop in the same session starts from 0 again: its count went.
+    let out = env.dispatch("Stop", json!({"session_id": "big"}));
+    assert_eq!(out["decision"], "block", "{out}");
+}
+
+/// `SessionEnd` (collecting the session's directory) racing Stop blocks dispatched into
+/// the same session by other processes: every dispatch answers, and no count is written
+/// into a removed directory: once the racing ends, the cap counts from what the store
+/// holds (a block after the cap's worth of blocks in a row is let go). Held (the
+/// collector takes both locks without waiting; a lock on a removed file is taken again).
+#[test]
+fn the_collector_racing_dispatches_into_the_same_session_loses_no_count() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": BLOCK}]}]}}));
+    let stop = |env: &TestEnv| {
+        let mut cmd = env.command();
+        cmd.args(["dispatch", "Stop"])
+            .env("HOOKHOST_STOP_BLOCK_CAP", "1000");
+        env.run_with(&mut cmd, &json!({"session_id": "race"}).to_string())
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for _ in 0..10 {
+                    let run = stop(&env);
+                    assert_eq!(run.code, 0, "{}", run.stderr);
+                    assert_eq!(run.json()["decision"], "block", "{}", run.stdout);
+                }
+            });
+        }
+        scope.spawn(|| {
+            for _ in 0..10 {
+                let run = env.run(
+                    &["dispatch", "SessionEnd"],
+                    &json!({"session_id": "race", "reason": "clear"}).to_string(),
+                );
+                assert_eq!(run.code, 0, "{}", run.stderr);
+            }
+        });
+    });
+    // After the race: three blocks in a row under a cap of 3 from a fresh end.
+    let end = env.run(
+        &["dispatch", "SessionEnd"],
+        &json!({"session_id": "race", "reason": "clear"}).to_string(),
+    );
+    assert_eq!(end.code, 0, "{}", end.stderr);
+    let capped = |env: &TestEnv| {
+        let mut cmd = env.command();
+        cmd.args(["dispatch", "Stop"]).env("HOOKHOST_STOP_BLOCK_CAP", "3");
+        env.run_with(&mut cmd, &json!({"session_id": "race"}).to_string())
+            .json()["decision"]
+            .clone()
+    };
+    let decisions: Vec<Value> = (0..4).map(|_| capped(&env)).collect();
+    assert_eq!(
+        decisions,
+        [json!("block"), json!("block"), json!("block"), json!("none")]
+    );
+}
