@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::model_server::{ModelServer, Reply};
+use crate::serve::Daemon;
 use crate::support::{
     Run, TestEnv, bash_input, cap_memory, copy_env, deny_dangerous_bash, hooks, process_running,
     run_until, wait_until,
@@ -753,4 +754,93 @@ fn an_async_hook_that_kills_its_runner_does_not_outlive_it() {
             (the documented limit of handlers/descendants.rs; only a cgroup per hook would hold them)"]
 fn an_async_hook_that_kills_its_runner_and_keeper_leaves_no_orphan() {
     async_hook_killing_its_host("$R $PPID", 4242604);
+}
+
+/// Registrations over `serve`'s socket while the project's file is rewritten, valid and
+/// broken in turn, as fast as a writer can: every registration made during the storm
+/// denies at once and after the storm settles (a reload, good or refused, never drops
+/// the runtime registry). Held (`dispatch/registry.rs`, kept apart from the config).
+#[test]
+fn registrations_during_a_reload_storm_are_kept() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Read",
+        json!([{"type": "command", "command": "echo '{}'"}]),
+    ));
+    let daemon = Daemon::start(&env);
+    let mut client = daemon.client();
+    assert_eq!(
+        client.call("PreToolUse", bash_input("ls"))["decision"],
+        "none"
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut ids = Vec::new();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let text = if n % 2 == 0 {
+                    hooks(
+                        "PreToolUse",
+                        "Read",
+                        json!([{"type": "command", "command": format!("echo '{{}}' # {n}")}]),
+                    )
+                    .to_string()
+                } else {
+                    "{\"hooks\": {".to_string()
+                };
+                env.write(".hookhost/hooks.json", &text);
+            }
+        });
+        for i in 0..20 {
+            let deny = json!({"type": "command",
+                "command": format!("echo 'registered {i} says no' >&2; exit 2")});
+            client.send(
+                &json!({"id": i, "register": {"event": "PreToolUse", "matcher": "Bash", "hook": deny}})
+                    .to_string(),
+            );
+            let answer = client.read();
+            ids.push(
+                answer["registered"]["hookId"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{answer}")),
+            );
+            let out = client.call("PreToolUse", bash_input("rm -rf /"));
+            assert_eq!(
+                out["decision"], "deny",
+                "registration {i} during the storm: {out}"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Read",
+        json!([{"type": "command", "command": "echo '{}'"}]),
+    ));
+    // The settled file is read (its hook reported), and every registration still runs.
+    wait_until("the settled file to be in force", || {
+        let out = client.call(
+            "PreToolUse",
+            json!({"tool_name": "Read", "tool_input": {"file_path": "x"}}),
+        );
+        out["notices"].as_array().is_some_and(Vec::is_empty)
+            && out["hooks"].as_array().is_some_and(|h| h.len() == 1)
+    });
+    let out = client.call("PreToolUse", bash_input("rm -rf /"));
+    assert_eq!(out["decision"], "deny", "{out}");
+    let ran: Vec<&str> = out["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h["id"].as_str())
+        .collect();
+    for id in ids {
+        assert!(
+            ran.contains(&format!("registered:{id}").as_str()),
+            "registration {id} lost: {ran:?}"
+        );
+    }
 }
