@@ -844,3 +844,62 @@ fn registrations_during_a_reload_storm_are_kept() {
         );
     }
 }
+
+/// A guard of version `v`: denies `rm -rf` with the reason `guard v{v}`.
+fn versioned_guard(v: u32) -> Value {
+    hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": format!("echo 'guard v{v}' >&2; exit 2")}]),
+    )
+}
+
+/// A clock stepped back: version 1 of the project's file was stored while the clock was a
+/// year ahead (its header's `since` in the future; simulated by writing that header), a
+/// `serve` started then holds it; the clock is set right, the user writes version 2, a
+/// one-shot dispatch (the daemon not asked meanwhile) stores it, and the file breaks.
+/// Every host must then enforce version 2, the last good version written; `serve`
+/// compared the two versions' wall-clock `since` and kept version 1. Fixed at
+/// `host/stored_good.rs` `gather`: a version in memory dated after now is no witness of
+/// order (the store's version wins). A clock stepped back by less than the time between
+/// two versions still orders them by the clock.
+#[test]
+fn a_clock_stepped_back_does_not_make_serve_keep_an_older_version() {
+    let env = TestEnv::new();
+    env.project_hooks(versioned_guard(1));
+    let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+    assert!(out["reason"].to_string().contains("guard v1"), "{out}");
+    // Written while the clock was a year ahead.
+    let [entry] = &stored_files(&env)[..] else {
+        panic!("{:?}", stored_files(&env))
+    };
+    let text = std::fs::read_to_string(&entry).unwrap();
+    let (header, body) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(header).unwrap();
+    let ahead = header["since"].as_u64().unwrap() + 365 * 24 * 3600;
+    header["since"] = json!(ahead);
+    std::fs::write(&entry, format!("{header}\n{body}")).unwrap();
+    let daemon = Daemon::start(&env);
+    let mut client = daemon.client();
+    let out = client.call("PreToolUse", bash_input("rm -rf /"));
+    assert!(out["reason"].to_string().contains("guard v1"), "{out}");
+    // The clock set right: version 2, stored by a one-shot dispatch.
+    env.project_hooks(versioned_guard(2));
+    let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+    assert!(out["reason"].to_string().contains("guard v2"), "{out}");
+    env.write(".hookhost/hooks.json", "{\"hooks\": {");
+    let one_shot = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+    assert!(
+        one_shot["reason"].to_string().contains("guard v2"),
+        "{one_shot}"
+    );
+    let mut served = Value::Null;
+    wait_until("serve to see the broken file", || {
+        served = client.call("PreToolUse", bash_input("rm -rf /"));
+        served["notices"].to_string().contains("hooks.json")
+    });
+    assert!(
+        served["reason"].to_string().contains("guard v2"),
+        "serve keeps another version than the one-shot: {served}"
+    );
+}
