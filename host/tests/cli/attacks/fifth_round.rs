@@ -903,3 +903,31 @@ fn a_clock_stepped_back_does_not_make_serve_keep_an_older_version() {
         "serve keeps another version than the one-shot: {served}"
     );
 }
+
+/// A hook that leaves behind an orphan in a session of its own that stops itself
+/// (`SIGSTOP`: a stopped process acts on no `SIGTERM` until continued), and one that
+/// ignores `SIGTERM`: both are ended with the dispatch in the one-shot CLI. Held (the
+/// keeper and `end_adopted` end with `SIGKILL`, which a stopped process takes).
+#[test]
+fn a_stopped_orphan_is_ended_with_the_hook() {
+    let env = TestEnv::new();
+    let hook = "setsid sh -c 'touch s1; kill -STOP $$; exec sleep 4242605' >/dev/null 2>&1 & \
+                setsid sh -c 'trap \"\" TERM; touch s2; kill -STOP $$; sleep 4242606' >/dev/null 2>&1 & \
+                while [ ! -e s1 ] || [ ! -e s2 ]; do sleep 0.05; done; echo '{}'";
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "id": "stopper", "command": hook, "killGrace": 1}]),
+    ));
+    let mut cmd = env.command();
+    let run = run_until(
+        cmd.args(["dispatch", "PreToolUse"]),
+        &bash_input("ls").to_string(),
+        HANG,
+    )
+    .expect("hookhost hung on a stopped orphan");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    wait_until("the stopped orphans to be gone", || {
+        !process_running("sleep 4242605") && !process_running("sleep 4242606")
+    });
+}
