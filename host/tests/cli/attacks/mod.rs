@@ -6,6 +6,7 @@
 mod daemons;
 mod environment;
 mod fifth_round;
+mod fifth_round_handlers;
 mod files;
 mod fourth_round;
 mod grants;
