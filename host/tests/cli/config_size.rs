@@ -1,7 +1,7 @@
 //! Config size has a sane cost: the peak memory of a one-shot dispatch over thousands of
 //! `if` rules (distinct long ones, the smallest distinct ones, identical ones; nested and
-//! flat format) stays
-//! within a bound derived from the file's size (README, "Limits on config size"),
+//! flat format) stays within a bound derived from the file's size (README, "Limits on
+//! config size"),
 //! measured by `/usr/bin/time -f %M`, against the same dispatch with no hooks, for a
 //! command no rule names and for one whose program every rule names.
 
