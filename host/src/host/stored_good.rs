@@ -310,11 +310,14 @@ pub(super) fn gather(
         changed: false,
         held: Vec::new(),
     };
-    // Whether `good` went in (absent from memory, or newer than the version there).
+    // Whether `good` went in (absent from memory, or newer than the version there). A
+    // version in memory dated after now was dated by a clock since stepped back: it is
+    // no witness of order, and the store's other version (written later) wins.
+    let now = SystemTime::now();
     let newer = |previous: &mut LastGood, key: &(SourceKind, PathBuf), good: GoodSource| {
-        let newer = previous
-            .get(key)
-            .is_none_or(|kept| kept.since < good.since && kept.layer.sha256 != good.layer.sha256);
+        let newer = previous.get(key).is_none_or(|kept| {
+            kept.layer.sha256 != good.layer.sha256 && (kept.since < good.since || kept.since > now)
+        });
         if newer {
             previous.insert(key.clone(), good);
         }

@@ -1,6 +1,6 @@
 //! Caps in bytes as well as characters: a hook's output reaches an answer cut so that the
 //! answer stays small once escaped (JSON or a terminal), for every byte a hook can print
-//! and invalid UTF-8, through command, HTTP and wasm hooks, in hookhost's JSON and in
+//! and invalid UTF-8, through command, HTTP, wasm and prompt hooks, in hookhost's JSON and in
 //! `--format claude` (stdout and stderr).
 
 use serde_json::{Value, json};
@@ -139,4 +139,38 @@ fn wasm_hooks_returning_any_character_keep_the_answer_small() {
         std::fs::write(&flood, c.to_string().repeat(200_000)).unwrap();
         assert_bounded(&env, &format!("{c:?}"), 1);
     }
+}
+
+#[test]
+fn prompt_hooks_whose_model_answers_any_character_keep_the_answer_small() {
+    use crate::model_server::{ModelServer, Reply};
+    let env = TestEnv::new();
+    // The characters that grow when escaped (controls, quote, backslash, DEL, C1, bidi,
+    // BOM, replacement): two answers each, within the server's 200 connections.
+    let chars: Vec<char> = (0..=0x20u32)
+        .chain([0x22, 0x5c, 0x7f])
+        .chain(0x80..=0x9f)
+        .chain([0x202e, 0xfeff, 0xfffd])
+        .map(|c| char::from_u32(c).unwrap())
+        .collect();
+    let replies = chars
+        .iter()
+        .flat_map(|c| {
+            let x = c.to_string().repeat(20_000);
+            let verdict = json!({"ok": false, "reason": x, "impossible": false});
+            [Reply::Verdict(verdict.clone()), Reply::Verdict(verdict)]
+        })
+        .collect();
+    let server = ModelServer::start(replies);
+    let mut config = hooks(
+        "PreToolUse",
+        "*",
+        json!([{"type": "prompt", "id": "flood", "prompt": "safe?", "provider": "openai", "model": "m"}]),
+    );
+    config["modelProvider"] = json!({"kind": "openai", "baseUrl": format!("{}/v1", server.url)});
+    env.project_hooks(config);
+    for c in chars {
+        assert_bounded(&env, &format!("{c:?}"), 1);
+    }
+    assert!(server.requests().len() >= 2, "the model was not asked");
 }

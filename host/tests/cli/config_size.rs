@@ -1,6 +1,7 @@
 //! Config size has a sane cost: the peak memory of a one-shot dispatch over thousands of
-//! `if` rules (distinct long ones, the smallest distinct ones, identical ones) stays
-//! within a bound derived from the file's size (README, "Limits on config size"),
+//! `if` rules (distinct long ones, the smallest distinct ones, identical ones; nested and
+//! flat format) stays within a bound derived from the file's size (README, "Limits on
+//! config size"),
 //! measured by `/usr/bin/time -f %M`, against the same dispatch with no hooks, for a
 //! command no rule names and for one whose program every rule names.
 
@@ -38,14 +39,31 @@ fn peak_rss(env: &TestEnv, command: &str) -> u64 {
     kb * 1024
 }
 
-fn write_rules(env: &TestEnv, count: usize, rule: &dyn Fn(usize) -> String) -> u64 {
+/// Writes `count` rules in the nested format, or (`flat`) as as many rules of the flat
+/// format (`hooks.flat.json`, the other file removed); the file's size.
+fn write_rules(env: &TestEnv, count: usize, rule: &dyn Fn(usize) -> String, flat: bool) -> u64 {
     let hooks: Vec<_> = (0..count)
         .map(|n| json!({"type": "command", "command": "true", "if": rule(n)}))
         .collect();
+    let (nested, flat_file) = (
+        env.project.join(".hookhost/hooks.json"),
+        env.project.join(".hookhost/hooks.flat.json"),
+    );
+    if flat {
+        let _ = std::fs::remove_file(&nested);
+        let rules: Vec<_> = hooks
+            .into_iter()
+            .map(|h| json!({"event": "PreToolUse", "matcher": "Bash", "handler": h}))
+            .collect();
+        env.write(
+            ".hookhost/hooks.flat.json",
+            &json!({"hooks": rules}).to_string(),
+        );
+        return std::fs::metadata(flat_file).unwrap().len();
+    }
+    let _ = std::fs::remove_file(&flat_file);
     env.project_hooks(json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}}));
-    std::fs::metadata(env.project.join(".hookhost/hooks.json"))
-        .unwrap()
-        .len()
+    std::fs::metadata(nested).unwrap().len()
 }
 
 #[test]
@@ -65,12 +83,20 @@ fn memory_for_if_rules_is_proportional_to_the_file() {
     // The smallest distinct rules: the most rules per byte of file.
     let smallest = |n| format!("Bash(git a{n}*)");
     let identical = |_| "Bash(git push origin main *)".to_string();
-    for (what, count, rule) in [
-        ("distinct", 5_000, &distinct as &dyn Fn(usize) -> String),
-        ("smallest distinct", 4_000, &smallest),
-        ("identical", 5_000, &identical),
+    for (what, count, rule, flat) in [
+        (
+            "distinct",
+            5_000,
+            &distinct as &dyn Fn(usize) -> String,
+            false,
+        ),
+        ("smallest distinct", 4_000, &smallest, false),
+        ("identical", 5_000, &identical, false),
+        // The flat format: one rule (a group of its own) per hook.
+        ("distinct flat", 5_000, &distinct, true),
+        ("smallest distinct flat", 4_000, &smallest, true),
     ] {
-        let size = write_rules(&env, count, rule);
+        let size = write_rules(&env, count, rule, flat);
         for command in [other, same, "git status"] {
             let factor = FACTOR;
             let peak = peak_rss(&env, command);
@@ -146,7 +172,7 @@ fn serve_memory_over_reloads_is_proportional_to_the_file() {
     let baseline = high_water_mark(child.id());
     let mut size = 0;
     for round in 0..3 {
-        size = write_rules(&env, 20_000, &|n| format!("Bash(git r{round}a{n}*)"));
+        size = write_rules(&env, 20_000, &|n| format!("Bash(git r{round}a{n}*)"), false);
         crate::support::wait_until("the reload", || {
             call("git status").contains("config reloaded")
         });

@@ -5,6 +5,8 @@
 
 mod daemons;
 mod environment;
+mod fifth_round;
+mod fifth_round_handlers;
 mod files;
 mod fourth_round;
 mod grants;

@@ -141,6 +141,12 @@ fn claude_reads(code: Option<i32>, stdout: &str, on_failure_blocks: bool) -> Ver
 /// The guard under test (a command hook refusing `rm -rf /`) and an async hook whose
 /// runner the tests kill.
 fn guarded(env: &TestEnv) {
+    guarded_as(env, 0);
+}
+
+/// [`guarded`], version `version`: the same guard whose command differs by a comment, so
+/// that each version is a new last good version for the store to write.
+fn guarded_as(env: &TestEnv, version: usize) {
     let guard = env.script(
         "guard.sh",
         r#"input=$(cat); case "$input" in *'rm -rf /'*) echo "dangerous: refused" >&2; exit 2;; esac; echo '{}'"#,
@@ -148,7 +154,7 @@ fn guarded(env: &TestEnv) {
     let mut config = hooks(
         "PreToolUse",
         "Bash",
-        json!([{"type": "command", "command": guard}]),
+        json!([{"type": "command", "command": format!("{guard} # version {version}")}]),
     );
     config["hooks"]["PostToolUse"] = json!([{"matcher": "Bash", "hooks": [
         {"type": "command", "async": true, "command": "sleep 0.02; echo '{\"systemMessage\": \"checked\"}'"}
@@ -359,6 +365,9 @@ fn one_shot_dispatches_killed_at_random_points() {
 
     let mut seen = Seen::default();
     for round in 0..6 {
+        // A new version each round: the dispatches killed include ones writing it to the
+        // last good store (`host/stored_good.rs`).
+        guarded_as(&env, round + 1);
         let mut pending: Vec<_> = (0..8)
             .map(|i| {
                 let n = 1 + round * 8 + i;
@@ -410,6 +419,20 @@ fn one_shot_dispatches_killed_at_random_points() {
         let (tag, input) = request(n, true);
         let (code, stdout) = finish(start(env.command(), &input));
         assert_eq!(code, Some(2), "{what}: after the crashes: {stdout}");
+        seen.answers
+            .push((tag, true, claude_reads(code, &stdout, blocks)));
+    }
+    // The file broken after the crashes: whatever version the killed writers left in
+    // the last good store is a whole one, and it still guards.
+    env.write(".hookhost/hooks.json", "{\"hooks\": {");
+    for n in 104..108 {
+        let (tag, input) = request(n, true);
+        let (code, stdout) = finish(start(env.command(), &input));
+        assert_eq!(
+            code,
+            Some(2),
+            "{what}: a broken file after crashes in the store's writes: {stdout}"
+        );
         seen.answers
             .push((tag, true, claude_reads(code, &stdout, blocks)));
     }
