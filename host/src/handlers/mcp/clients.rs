@@ -84,7 +84,7 @@ impl McpClients {
         }
     }
 
-    pub(super) fn from_embedder(&self, name: &str) -> Option<McpServer> {
+    pub(super) fn embedder_server(&self, name: &str) -> Option<McpServer> {
         self.source.as_ref().and_then(|s| s.server(name))
     }
 

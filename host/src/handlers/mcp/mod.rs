@@ -47,7 +47,7 @@ pub async fn run(
         .mcp_servers
         .get(&spec.server)
         .map(|(server, _)| server.clone())
-        .or_else(|| clients.from_embedder(&spec.server))
+        .or_else(|| clients.embedder_server(&spec.server))
     else {
         return failed(
             FailureKind::CannotStart,
