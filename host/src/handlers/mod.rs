@@ -261,6 +261,29 @@ impl Handlers {
         self
     }
 
+    /// The model a `prompt` or `agent` hook asks: through [`model::resolve`], the one
+    /// check every model request passes (provider, key, URL allowlist, ceilings).
+    fn model_for(
+        &self,
+        provider: Option<crate::config::schema::ModelProviderKind>,
+        model: Option<&str>,
+        hook: &Hook,
+        policy: &Policy,
+    ) -> Result<model::Resolved, model::ModelError> {
+        let wanted = model::Wanted {
+            provider,
+            model,
+            managed: hook.origin.kind == crate::config::SourceKind::Managed,
+        };
+        let settings = &policy.settings;
+        model::resolve(
+            wanted,
+            settings,
+            || self.http_client(settings).clone(),
+            self.model.as_ref(),
+        )
+    }
+
     /// The HTTP client of HTTP hooks: no redirects, no proxy, and TLS with the Mozilla
     /// roots and the system's trusted certificates read from the system's fixed places.
     /// Nothing of it comes from the environment (a repository can set variables for
@@ -401,33 +424,11 @@ impl Handlers {
                 }
             }
             HandlerSpec::Prompt(spec) => {
-                let wanted = model::Wanted {
-                    provider: spec.provider,
-                    model: spec.model.as_deref(),
-                    managed: hook.origin.kind == crate::config::SourceKind::Managed,
-                };
-                let settings = &policy.settings;
-                let resolved = model::resolve(
-                    wanted,
-                    settings,
-                    || self.http_client(settings).clone(),
-                    self.model.as_ref(),
-                );
+                let resolved = self.model_for(spec.provider, spec.model.as_deref(), hook, policy);
                 prompt::run(spec, hook, invocation, resolved).await
             }
             HandlerSpec::Agent(spec) => {
-                let wanted = model::Wanted {
-                    provider: spec.provider,
-                    model: spec.model.as_deref(),
-                    managed: hook.origin.kind == crate::config::SourceKind::Managed,
-                };
-                let settings = &policy.settings;
-                let resolved = model::resolve(
-                    wanted,
-                    settings,
-                    || self.http_client(settings).clone(),
-                    self.model.as_ref(),
-                );
+                let resolved = self.model_for(spec.provider, spec.model.as_deref(), hook, policy);
                 agent::run(spec, hook, invocation, resolved, &policy.host_places).await
             }
             HandlerSpec::McpTool(spec) => {
