@@ -71,6 +71,7 @@ fn every_handler_kind(server: &str) -> Vec<(String, Value)> {
                 T::Command => json!({"type": "command", "command": "sleep 0.2; echo '{}'"}),
                 T::Http => json!({"type": "http", "url": format!("{server}/allow")}),
                 T::Wasm => json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
+                // Against the smallest stdio MCP server (`MCP_SERVER`, `mcpServers` below).
                 T::McpTool => json!({"type": "mcp_tool", "server": "s", "tool": "t"}),
                 // Against the server's chat-completions answer (`modelProvider` below).
                 T::Prompt => json!({"type": "prompt", "prompt": "is this safe?", "provider": "openai", "model": "m"}),
@@ -83,6 +84,29 @@ fn every_handler_kind(server: &str) -> Vec<(String, Value)> {
         })
         .collect()
 }
+
+/// The smallest stdio MCP server: answers `initialize` with the client's protocol
+/// version, lists one tool `t`, and answers every call with the hook output `{}`.
+const MCP_SERVER: &str = r#"import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "t", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        r = {"content": [{"type": "text", "text": "{}"}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
 
 /// What a limited dispatch showed about one hook.
 #[derive(Debug, PartialEq)]
@@ -152,6 +176,9 @@ fn a_hook_that_cannot_start_for_want_of_descriptors_fails_at_once_named_and_bloc
     let group: Vec<Value> = kinds.iter().map(|(_, hook)| hook.clone()).collect();
     let mut config = hooks("PreToolUse", "Bash", Value::Array(group));
     config["modelProvider"] = json!({"kind": "openai", "baseUrl": format!("{}/v1", server.url)});
+    let mcp = env.home.join("mcp_server.py");
+    std::fs::write(&mcp, MCP_SERVER).unwrap();
+    config["mcpServers"] = json!({"s": {"command": "python3", "args": [mcp]}});
     env.project_hooks(config);
     // The plugin is compiled once, without limits (the cache serves the limited runs).
     let warm = env.run(&["dispatch", "PreToolUse"], &bash_input("ls").to_string());
