@@ -38,6 +38,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::capture::Capture;
+use super::context_env::without_nul;
 pub use super::exit_code::{interpret_exit, interpret_exit_in};
 use super::output::cap_text;
 use super::{FailureKind, HandlerRun, Invocation, Usage, Verdict};
@@ -63,17 +64,6 @@ pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// kernel refuses any one argument or variable over 128 KiB (`E2BIG`), which would make
 /// every command hook fail to start; ids are UUIDs.
 pub const MAX_SESSION_ID_BYTES: usize = 4096;
-
-/// A value hookhost sets in a hook's environment or argv, without NUL bytes (which
-/// `execve` cannot carry: one would make the hook fail to start).
-pub fn without_nul(value: &OsStr) -> OsString {
-    let bytes = value.as_bytes();
-    if bytes.contains(&0) {
-        OsString::from_vec(bytes.iter().copied().filter(|&b| b != 0).collect())
-    } else {
-        value.to_os_string()
-    }
-}
 
 /// The session id as hooks get it (`CLAUDE_CODE_SESSION_ID`,
 /// `${CLAUDE_CODE_SESSION_ID}`): without NUL bytes, and cut at a character boundary to at

@@ -9,11 +9,11 @@
 //! a test checks that none of them is a name it would drop.
 
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use serde_json::Value;
 
 use super::Invocation;
-use super::command::without_nul;
 
 /// The most characters of one context value (`HOOKHOST_TOOL_INPUT`, …) a hook gets.
 pub const CONTEXT_VALUE_CHARS: usize = 10_000;
@@ -83,6 +83,17 @@ pub fn depth_var() -> (OsString, OsString) {
         .unwrap_or(crate::config::env::MAX_DEPTH_VALUE as u32)
         .saturating_add(1);
     (DEPTH.into(), depth.to_string().into())
+}
+
+/// A value hookhost sets in a hook's environment or argv, without NUL bytes (which
+/// `execve` cannot carry: one would make the hook fail to start).
+pub fn without_nul(value: &OsStr) -> OsString {
+    let bytes = value.as_bytes();
+    if bytes.contains(&0) {
+        OsString::from_vec(bytes.iter().copied().filter(|&b| b != 0).collect())
+    } else {
+        value.to_os_string()
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@
 //! matched hook into its [`HookReport`], [`merge`](merge()) applies the rules above, and
 //! `bounds` keeps the whole outcome bounded ([`Outcome::enforce_caps`]).
 
+mod admit;
 mod bounds;
 mod claude;
 mod merge;

@@ -173,7 +173,7 @@ pub fn rewritten(spec: &EventSpec, executed: &Executed, input: &Value) -> Option
         return None;
     };
     let mut scratch: Vec<Notice> = Vec::new();
-    let specific = super::merge::admitted(spec, &executed.hook, answer, &mut scratch);
+    let specific = super::admit::admitted(spec, &executed.hook, answer, &mut scratch);
     let (proposals, _) = rewrites_of(&specific);
     if proposals.is_empty() {
         return None;

@@ -2,12 +2,20 @@
 //! added to Stop block reasons) and `maxHookDepth` (the depth guard), each from the
 //! highest layer that sets it, a bad value reported with its file and ignored.
 
-use super::settings::{
-    DEFAULT_MAX_HOOK_DEPTH, DEFAULT_STOP_ESCAPE_HATCH, MAX_MAX_HOOK_DEPTH,
-    MAX_STOP_ESCAPE_HATCH_CHARS,
-};
 use crate::config::schema::StopEscapeHatch;
 use crate::config::{ConfigError, ConfigLayer};
+
+/// The sentence of `"stopEscapeHatch": true`.
+pub const DEFAULT_STOP_ESCAPE_HATCH: &str = "if you truly cannot fix this, explain why and stop";
+
+/// The longest `stopEscapeHatch` sentence, in characters.
+pub const MAX_STOP_ESCAPE_HATCH_CHARS: usize = 500;
+
+/// How deep hooks may nest when no file sets `maxHookDepth`.
+pub const DEFAULT_MAX_HOOK_DEPTH: u32 = 4;
+
+/// The largest `maxHookDepth`.
+pub const MAX_MAX_HOOK_DEPTH: u32 = 64;
 
 /// The `stopEscapeHatch` sentence of the highest layer that sets the key (`None`: off).
 pub(super) fn escape_hatch(

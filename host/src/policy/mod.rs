@@ -42,10 +42,9 @@ pub mod urls;
 
 pub use admit::{Admission, Admitted};
 pub use embedded::FunctionHook;
+pub use loop_brakes::{DEFAULT_MAX_HOOK_DEPTH, DEFAULT_STOP_ESCAPE_HATCH};
 pub use on_failure::{FailureEffect, ignored as on_failure_ignored};
-pub use settings::{
-    DEFAULT_MAX_HOOK_DEPTH, DEFAULT_STOP_BLOCK_CAP, DEFAULT_STOP_ESCAPE_HATCH, Settings,
-};
+pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
     AgentSpec, CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec,
     Hook, HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,

@@ -15,18 +15,6 @@ use crate::config::{ConfigError, ConfigLayer, ConfigWarning, SourceKind};
 /// Claude Code's cap on consecutive Stop blocks in one session.
 pub const DEFAULT_STOP_BLOCK_CAP: u32 = 8;
 
-/// The sentence of `"stopEscapeHatch": true`.
-pub const DEFAULT_STOP_ESCAPE_HATCH: &str = "if you truly cannot fix this, explain why and stop";
-
-/// The longest `stopEscapeHatch` sentence, in characters.
-pub const MAX_STOP_ESCAPE_HATCH_CHARS: usize = 500;
-
-/// How deep hooks may nest when no file sets `maxHookDepth`.
-pub const DEFAULT_MAX_HOOK_DEPTH: u32 = 4;
-
-/// The largest `maxHookDepth`.
-pub const MAX_MAX_HOOK_DEPTH: u32 = 64;
-
 /// Settings that are not hooks, after precedence.
 #[derive(Debug, Clone)]
 pub struct Settings {

@@ -29,7 +29,28 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
-use super::http_policy::Denied;
+/// Refused requests kept per call for the report; more are counted.
+const MAX_DENIED_RECORDS: usize = 20;
+
+/// Requests refused during a call: the first few targets and a count.
+#[derive(Debug, Default)]
+pub struct Denied {
+    /// `scheme://host[:port]` of the first refused requests, and why.
+    pub records: Vec<String>,
+    /// Refused requests beyond [`MAX_DENIED_RECORDS`].
+    pub more: usize,
+}
+
+impl Denied {
+    /// Keeps `record`, or counts it past the first few.
+    pub(super) fn push(&mut self, record: String) {
+        if self.records.len() < MAX_DENIED_RECORDS {
+            self.records.push(record);
+        } else {
+            self.more += 1;
+        }
+    }
+}
 
 /// What TLS may buffer for one `https` connection beyond hyper: a received record being
 /// deframed and the plaintext of one more (rustls's records are at most 16 KiB + 2 KiB).

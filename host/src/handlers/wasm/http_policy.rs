@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
-use super::held_responses::{Charge, ChargedBody, NetHeld, connection_bytes};
+use super::held_responses::{Charge, ChargedBody, Denied, NetHeld, connection_bytes};
 use super::http_send;
 use crate::policy::capability::{Live, Scheme};
 
@@ -18,29 +18,6 @@ pub const SLEEP_GRACE: std::time::Duration = std::time::Duration::from_millis(20
 
 /// Outgoing connections one store may have open at once.
 pub const MAX_CONNECTIONS: usize = 8;
-/// Refused requests kept per call for the report; more are counted.
-const MAX_DENIED_RECORDS: usize = 20;
-
-/// Requests refused during a call: the first few targets and a count.
-#[derive(Debug, Default)]
-pub struct Denied {
-    /// `scheme://host[:port]` of the first refused requests, and why.
-    pub records: Vec<String>,
-    /// Refused requests beyond [`MAX_DENIED_RECORDS`].
-    pub more: usize,
-}
-
-impl Denied {
-    /// Keeps `record`, or counts it past the first few.
-    pub(super) fn push(&mut self, record: String) {
-        if self.records.len() < MAX_DENIED_RECORDS {
-            self.records.push(record);
-        } else {
-            self.more += 1;
-        }
-    }
-}
-
 /// Gives back a connection slot when the connection (or its attempt) ends; its memory
 /// charge goes with it.
 struct ConnectionSlot {
