@@ -1,7 +1,7 @@
 //! The daemon's table of project hosts: each built on first use (with the last good
 //! versions of its files that other hosts keep), and bounded by evicting one not in use.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::Server;
@@ -59,7 +59,21 @@ impl Server {
     /// a forgotten project is rebuilt when named again).
     pub(super) fn make_room_for(&self, dir: &Path) {
         let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        if projects.len() < self.limits.projects || projects.contains_key(dir) {
+        self.make_room_in(&mut projects, dir);
+    }
+
+    /// [`Server::make_room_for`] on the table its caller holds locked: the check and the
+    /// insert that follows it are one step, so requests naming new projects at once
+    /// cannot each find room and together overfill the table.
+    fn make_room_in(
+        &self,
+        projects: &mut std::collections::HashMap<PathBuf, Arc<Mutex<Project>>>,
+        dir: &Path,
+    ) {
+        if dir == self.default_project
+            || projects.len() < self.limits.projects
+            || projects.contains_key(dir)
+        {
             return;
         }
         let idle = projects
@@ -140,6 +154,7 @@ impl Server {
             dirty: reloaded.dirty,
             notice: None,
         }));
+        self.make_room_in(&mut projects, dir);
         projects.insert(dir.to_path_buf(), project.clone());
         project
     }

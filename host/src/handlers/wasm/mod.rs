@@ -33,7 +33,7 @@ mod compiles;
 mod convert;
 mod engine;
 mod gate_load;
-mod git_dirs;
+mod gitdir_cache;
 mod grants;
 mod guest_fs;
 mod held;

@@ -441,8 +441,8 @@ pub struct State {
     pub fs_refused: Vec<String>,
     /// Refusals beyond those kept.
     pub fs_refused_more: usize,
-    /// Git directories found for the current call ([`super::git_dirs::GitDirs`]).
-    pub git_dirs: super::git_dirs::GitDirs,
+    /// Git directories found for the current call ([`super::gitdir_cache::GitDirs`]).
+    pub git_dirs: super::gitdir_cache::GitDirs,
     /// Bytes of wasi-http `fields` charged to the memory limit ([`super::held_fields`]).
     pub field_bytes: super::held::FieldBytes,
     /// Bytes of wasi-http outgoing bodies charged to the memory limit

@@ -1,7 +1,7 @@
 //! Unit tests of the guest's filesystem chokepoint.
 
 use super::*;
-use crate::handlers::wasm::git_dirs::{GitDirs, git_directory_of};
+use crate::handlers::wasm::gitdir_cache::{GitDirs, git_directory_of};
 
 /// Every method of `descriptor` in the WIT the linker defines is classified, and
 /// nothing else is: a method added to WASI fails here until it is.
