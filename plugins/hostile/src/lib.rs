@@ -57,7 +57,9 @@ impl Hook for Hostile {
             // Appends `arg` to what the event carries: `tool_input.command` (an input
             // rewrite) or `prompt` (`updatedPrompt`), for transform chains.
             "append" => Ok(match event.str_field("prompt") {
-                Some(prompt) => Response::none().with_extra("updatedPrompt", json!(format!("{prompt}{arg}"))),
+                Some(prompt) => {
+                    Response::none().with_extra("updatedPrompt", json!(format!("{prompt}{arg}")))
+                }
                 None => {
                     let mut input = event.tool_input().clone();
                     let command = input["command"].as_str().unwrap_or("").to_string();
