@@ -118,7 +118,7 @@ pub fn substitute(prompt: &str, input: &str) -> String {
 }
 
 /// What a verdict does on the invocation's event.
-pub fn answer(verdict: &ModelVerdict, spec: &PromptSpec, invocation: &Invocation) -> Answer {
+pub fn answer(verdict: &ModelVerdict, continue_on_block: bool, invocation: &Invocation) -> Answer {
     if verdict.ok {
         return Answer::default();
     }
@@ -133,7 +133,7 @@ pub fn answer(verdict: &ModelVerdict, spec: &PromptSpec, invocation: &Invocation
             .filter(|r| !r.trim().is_empty())
             .unwrap_or("the prompt hook's model said no"),
     );
-    let refusal = if spec.continue_on_block {
+    let refusal = if continue_on_block {
         rule.refusal_continuing
     } else {
         rule.refusal
@@ -194,19 +194,7 @@ pub async fn run(
             )
         })
     };
-    let outcome = tokio::time::timeout(hook.timeout, ask).await;
-    let verdict = match outcome {
-        Err(_) => Verdict::failed(
-            FailureKind::Timeout,
-            format!(
-                "{} gave no verdict within {:?}",
-                model.describe(),
-                hook.timeout
-            ),
-        ),
-        Ok(Err(e)) => Verdict::failed(e.kind, format!("{}: {}", model.describe(), e.message)),
-        Ok(Ok(verdict)) => Verdict::Answer(answer(&verdict, spec, invocation)),
-    };
+    let verdict = judged(hook, &model, spec.continue_on_block, invocation, ask).await;
     HandlerRun {
         verdict,
         exit_code: None,
@@ -216,6 +204,30 @@ pub async fn run(
             ..Usage::default()
         },
         diagnostics: Some(model.describe()),
+    }
+}
+
+/// The verdict `work` asks `model` for, within the hook's timeout, as the hook's
+/// answer: a timeout or a model error is a failure naming the model; a refusal does what
+/// [`answer`] says for the event. Prompt and agent hooks alike.
+pub(super) async fn judged(
+    hook: &Hook,
+    model: &Resolved,
+    continue_on_block: bool,
+    invocation: &Invocation,
+    work: impl std::future::Future<Output = Result<ModelVerdict, ModelError>>,
+) -> Verdict {
+    match tokio::time::timeout(hook.timeout, work).await {
+        Err(_) => Verdict::failed(
+            FailureKind::Timeout,
+            format!(
+                "{} gave no verdict within {:?}",
+                model.describe(),
+                hook.timeout
+            ),
+        ),
+        Ok(Err(e)) => Verdict::failed(e.kind, format!("{}: {}", model.describe(), e.message)),
+        Ok(Ok(verdict)) => Verdict::Answer(answer(&verdict, continue_on_block, invocation)),
     }
 }
 
@@ -279,7 +291,7 @@ mod tests {
                 provider: None,
                 continue_on_block,
             };
-            let answer = answer(&no(impossible), &prompt, &invocation);
+            let answer = answer(&no(impossible), prompt.continue_on_block, &invocation);
             let row =
                 format!("{event} continueOnBlock={continue_on_block} impossible={impossible}");
             assert_eq!(answer.blocking_error.is_some(), blocks, "{row}");
@@ -301,7 +313,10 @@ mod tests {
             provider: None,
             continue_on_block: false,
         };
-        assert_eq!(answer(&yes, &prompt, &invocation), Answer::default());
+        assert_eq!(
+            answer(&yes, prompt.continue_on_block, &invocation),
+            Answer::default()
+        );
     }
 
     #[test]

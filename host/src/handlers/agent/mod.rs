@@ -23,9 +23,9 @@ use super::model::{
 };
 use super::output::cap_text;
 use super::prompt::{parse_verdict, substitute, verdict_schema};
-use super::{FailureKind, HandlerRun, Invocation, Usage, Verdict};
+use super::{FailureKind, HandlerRun, Invocation, Usage};
 use crate::policy::places::HostPlaces;
-use crate::policy::{AgentSpec, Hook, PromptSpec};
+use crate::policy::{AgentSpec, Hook};
 
 const SYSTEM: &str = "You are a hook in a coding agent: a verifier that checks one event \
 of the agent's session against the user's instructions below. You may read the \
@@ -64,32 +64,9 @@ pub async fn run(
         Err(e) => return HandlerRun::failed(FailureKind::CannotStart, e, started),
     };
     let progress = Mutex::new(Progress::default());
-    let outcome = tokio::time::timeout(
-        hook.timeout,
-        converse(spec, invocation, &model, workspace, &progress),
-    )
-    .await;
-    let verdict = match outcome {
-        Err(_) => Verdict::failed(
-            FailureKind::Timeout,
-            format!(
-                "{} gave no verdict within {:?}",
-                model.describe(),
-                hook.timeout
-            ),
-        ),
-        Ok(Err(e)) => Verdict::failed(e.kind, format!("{}: {}", model.describe(), e.message)),
-        Ok(Ok(verdict)) => {
-            // An agent hook refuses as a prompt hook with `continueOnBlock: true`.
-            let as_prompt = PromptSpec {
-                prompt: String::new(),
-                model: None,
-                provider: None,
-                continue_on_block: true,
-            };
-            Verdict::Answer(super::prompt::answer(&verdict, &as_prompt, invocation))
-        }
-    };
+    // An agent hook refuses as a prompt hook with `continueOnBlock: true`.
+    let work = converse(spec, invocation, &model, workspace, &progress);
+    let verdict = super::prompt::judged(hook, &model, true, invocation, work).await;
     let progress = progress.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut diagnostics = format!("{}; {} turns", model.describe(), progress.turns);
     if !progress.log.is_empty() {
