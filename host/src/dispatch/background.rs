@@ -137,7 +137,6 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "tool": m.tool,
             "input": m.input,
         }),
-        HandlerSpec::Unsupported(t) => json!({"type": t.as_str()}),
     };
     let workspace = matches!(hook.origin.kind, SourceKind::Project | SourceKind::Local);
     let settings = &policy.settings;

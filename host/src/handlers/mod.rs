@@ -435,11 +435,6 @@ impl Handlers {
                 let http = self.http_client(&policy.settings);
                 mcp::run(&self.mcp, http, spec, hook, invocation, &policy.settings).await
             }
-            HandlerSpec::Unsupported(t) => HandlerRun::failed(
-                FailureKind::CannotStart,
-                format!("hookhost does not run `{}` hooks", t.as_str()),
-                started,
-            ),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config::schema::{HandlerType, OnFailure};
+use crate::config::schema::OnFailure;
 use crate::config::{Origin, SourceKind};
 use crate::event::EventCatalogue;
 use crate::handlers::{Answer, HandlerRun, HookOutput, Usage, Verdict};
@@ -24,7 +24,13 @@ fn hook(order: usize, priority: i64, chain: Option<usize>) -> Arc<Hook> {
             location: "hooks.json".into(),
         },
         config_path: String::new(),
-        handler: HandlerSpec::Unsupported(HandlerType::Prompt),
+        handler: HandlerSpec::Command(crate::policy::CommandSpec {
+            command: "true".into(),
+            args: None,
+            shell: crate::policy::Shell::Sh,
+            kill_grace: Duration::from_secs(3),
+            context_env: false,
+        }),
         if_rule: None,
         timeout: Duration::from_secs(1),
         on_failure: OnFailure::Continue,

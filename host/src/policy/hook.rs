@@ -395,23 +395,6 @@ pub(super) fn build(
 
     let skip = match (&handler, raw.enabled) {
         (_, Some(false)) => Some("disabled in config (`enabled: false`)".to_string()),
-        (HandlerSpec::Unsupported(HandlerType::Prompt), _) if spec.refuses_only() => {
-            warn(
-                "type",
-                format!(
-                    "hookhost does not run `{}` hooks; on `{}` one counts as a block (as in \
-                     Claude Code)",
-                    raw.kind.as_str(),
-                    spec.name
-                ),
-            );
-            None
-        }
-        (HandlerSpec::Unsupported(t), _) => {
-            let why = format!("hookhost does not run `{}` hooks", t.as_str());
-            warn("type", format!("{why}; skipped"));
-            Some(why)
-        }
         _ if raw.if_rule.is_some() && !spec.tool_event => {
             Some(format!("`if` never matches on `{}`", spec.name))
         }

@@ -10,9 +10,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::config::Origin;
-use crate::config::schema::{
-    HandlerType, InstanceMode, ModelProviderKind, OnFailure, RawCapabilities,
-};
+use crate::config::schema::{InstanceMode, ModelProviderKind, OnFailure, RawCapabilities};
 use crate::matcher::{IfRule, Matcher};
 /// A matcher group: the hooks that share a matcher.
 #[derive(Debug, Clone)]
@@ -161,8 +159,6 @@ pub enum HandlerSpec {
     Agent(AgentSpec),
     /// A tool of an MCP server.
     McpTool(super::mcp::McpToolSpec),
-    /// A type hookhost accepts in config but cannot run (`prompt`, `agent`, `mcp_tool`).
-    Unsupported(HandlerType),
 }
 
 impl HandlerSpec {
@@ -176,7 +172,6 @@ impl HandlerSpec {
             HandlerSpec::Prompt(_) => "prompt",
             HandlerSpec::Agent(_) => "agent",
             HandlerSpec::McpTool(_) => "mcp_tool",
-            HandlerSpec::Unsupported(t) => t.as_str(),
         }
     }
 
@@ -199,7 +194,6 @@ impl HandlerSpec {
                 format!("agent: {short}")
             }
             HandlerSpec::McpTool(m) => format!("mcp {} {}", m.server, m.tool),
-            HandlerSpec::Unsupported(t) => format!("({} hook)", t.as_str()),
         }
     }
 }
