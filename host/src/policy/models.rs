@@ -23,6 +23,9 @@ pub struct ModelProvider {
     pub origin: String,
     /// Whether managed policy set it: only then does it serve managed hooks.
     pub managed: bool,
+    /// Whether the user's own file or managed policy set it (not a project's, not
+    /// `--settings`): only then does its `baseUrl` receive the API key.
+    pub vouched: bool,
 }
 
 /// Whether `name` can be an environment variable's name: `[A-Za-z_][A-Za-z0-9_]*`.
@@ -85,6 +88,10 @@ pub(super) fn provider_of(
                     default_model: raw.default_model.clone(),
                     origin: format!("{}: $.modelProvider", layer.origin.location),
                     managed: layer.origin.kind == crate::config::SourceKind::Managed,
+                    vouched: matches!(
+                        layer.origin.kind,
+                        crate::config::SourceKind::Managed | crate::config::SourceKind::User
+                    ),
                 });
             }
             Ok(()) => {}

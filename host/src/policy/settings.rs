@@ -34,6 +34,10 @@ pub struct Settings {
     /// `httpHookAllowedEnvVars` of managed policy alone
     /// ([`Settings::env_var_limit_for`]).
     pub managed_http_hook_allowed_env_vars: Option<Vec<String>>,
+    /// `allowedHttpHookUrls` of the user's own files and managed policy only (never a
+    /// project's or `--settings`'): the endpoints besides a provider's own that a model
+    /// API key may be sent to (`handlers/model/endpoint.rs` `resolve`).
+    pub key_allowed_http_hook_urls: Option<UrlAllowlist>,
     /// Credential-looking env vars that command hooks still receive.
     pub env_allowlist: Vec<String>,
     /// Consecutive Stop blocks before hookhost overrides the block; 0 = no cap.
@@ -288,6 +292,20 @@ pub(super) fn merge_settings(
         any.then_some(all)
     };
     let managed_urls = managed_union(|l| l.settings.allowed_http_hook_urls.as_ref());
+    // Where a model key may go: named by the user's files or managed policy, never by a
+    // file the repository (or a command line in its settings) can write.
+    let key_urls = {
+        let mut any = false;
+        let mut all: Vec<String> = Vec::new();
+        let vouching = layers
+            .iter()
+            .filter(|l| matches!(l.origin.kind, SourceKind::Managed | SourceKind::User));
+        for list in vouching.filter_map(|l| l.settings.allowed_http_hook_urls.as_ref()) {
+            any = true;
+            all.extend(list.iter().cloned());
+        }
+        any.then_some(all)
+    };
     Settings {
         disable_all_hooks,
         managed_disable_all_hooks,
@@ -295,6 +313,7 @@ pub(super) fn merge_settings(
         allowed_http_hook_urls: allowed_urls.as_deref().map(UrlAllowlist::new),
         http_hook_allowed_env_vars: union(|l| l.settings.http_hook_allowed_env_vars.as_ref()),
         managed_allowed_http_hook_urls: managed_urls.as_deref().map(UrlAllowlist::new),
+        key_allowed_http_hook_urls: key_urls.as_deref().map(UrlAllowlist::new),
         managed_http_hook_allowed_env_vars: managed_union(|l| {
             l.settings.http_hook_allowed_env_vars.as_ref()
         }),

@@ -125,7 +125,13 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts a server that answers `replies` in order, then `{"ok": true}` for ever.
     pub fn start(replies: Vec<Reply>) -> ModelServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        ModelServer::start_on(std::net::Ipv4Addr::LOCALHOST, replies)
+    }
+
+    /// [`ModelServer::start`] on the address `ip` (a non-loopback one of this machine's,
+    /// for tests of what loopback changes).
+    pub fn start_on(ip: std::net::Ipv4Addr, replies: Vec<Reply>) -> ModelServer {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::from(replies)));

@@ -44,8 +44,11 @@ pub struct Wanted<'a> {
 /// environment (which a repository can set through Claude Code's project `env` block) is
 /// honoured only for a loopback host or under an allowlist that names it. The key comes
 /// from the environment only (`apiKeyEnv`, default `ANTHROPIC_API_KEY` /
-/// `OPENAI_API_KEY`). A managed hook takes `modelProvider` from managed policy only and
-/// is held to managed `allowedHttpHookUrls` only ([`Settings::url_allowlist_for`]): a
+/// `OPENAI_API_KEY`), and goes only to the provider's own host or to an endpoint the
+/// user's files or managed policy named (`key_withheld`): any other endpoint is asked
+/// without it ([`Resolved::key_withheld`] says why). A managed hook takes
+/// `modelProvider` from managed policy only and is held to managed `allowedHttpHookUrls`
+/// only ([`Settings::url_allowlist_for`]): a
 /// project's file cannot point a managed guard (and the key) at a server of its own. A
 /// variable `apiKeyEnv` names is held to `httpHookAllowedEnvVars`
 /// ([`Settings::env_var_limit_for`]), as the variables an HTTP hook's headers carry.
@@ -130,6 +133,7 @@ pub fn resolve(
             "https://api.openai.com/v1",
         ),
     };
+    let from_config = config.is_some_and(|c| c.base_url.is_some());
     let (base, origin) = match config.and_then(|c| c.base_url.clone()) {
         Some(base) => (base, config.map_or_else(String::new, |c| c.origin.clone())),
         None => match base_env.and_then(|v| v.into_string().ok()) {
@@ -172,6 +176,16 @@ pub fn resolve(
             .check(kind, Some(&url))
             .map_err(|e| refused(format!("model endpoint (from {origin}): {e}")))?;
     }
+    // Where the key may go: the provider's own host, or an endpoint the user's files or
+    // managed policy named; never one the environment or a project's file alone named.
+    let withheld = key_withheld(
+        &url,
+        default_base,
+        from_config.then_some(config).flatten(),
+        settings,
+        kind,
+    )
+    .map(|why| format!("the key is not sent to `{target}` (from {origin}): {why}"));
     let chosen = config.and_then(|c| c.api_key_env.clone());
     // A variable `apiKeyEnv` chose goes into a request header, as an HTTP hook's
     // `allowedEnvVars` do: held to the same `httpHookAllowedEnvVars`.
@@ -194,9 +208,11 @@ pub fn resolve(
         }
         None => crate::config::env::granted(&key_var).filter(|v| !v.is_empty()),
     }
+    .filter(|_| withheld.is_none())
     .and_then(|v| v.into_string().ok())
     .map(Secret::new);
-    if key.is_none() && wire == Wire::Anthropic {
+    // A server the key may not go to is asked without one (a local model needs none).
+    if key.is_none() && withheld.is_none() && wire == Wire::Anthropic {
         return Err(ModelError::new(
             FailureKind::CannotStart,
             format!("`{key_var}` is not set: the Anthropic API needs a key"),
@@ -218,15 +234,52 @@ pub fn resolve(
         wire,
         url,
         key,
+        withheld: withheld.clone(),
         client: http(),
     };
-    Ok(Resolved::new(
-        kind,
-        Some(model),
-        Some(endpoint),
-        Arc::new(client),
-        budget,
-    ))
+    Ok(
+        Resolved::new(kind, Some(model), Some(endpoint), Arc::new(client), budget)
+            .with_key_withheld(withheld),
+    )
+}
+
+/// Why the API key may not go to `url` (`None`: it may). The one rule of where a key
+/// goes: to the provider's own endpoint (`default_base`'s scheme, host and port), or to an
+/// endpoint the user's own files or managed policy chose: a `modelProvider.baseUrl` they
+/// set (`config`, when the endpoint is its `baseUrl`), their `allowedHttpHookUrls`
+/// ([`Settings::key_allowed_http_hook_urls`]), or managed `ceilings.models.hosts`. A base
+/// URL from the environment (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`: a repository sets
+/// them through Claude Code's project `env` block) or from a project's or `--settings`'
+/// file is still asked when policy lets it, but without the key: loopback included (a
+/// dev server the repository's code runs listens there).
+fn key_withheld(
+    url: &url::Url,
+    default_base: &str,
+    config: Option<&ModelProvider>,
+    settings: &Settings,
+    kind: ModelProviderKind,
+) -> Option<String> {
+    let own = url::Url::parse(default_base).is_ok_and(|own| own.origin() == url.origin());
+    let chosen_by_config = config.is_some_and(|c| c.vouched);
+    let allowlisted = settings
+        .key_allowed_http_hook_urls
+        .as_ref()
+        .is_some_and(|list| list.allows(url.as_str()));
+    let ceiling_names = settings
+        .ceilings
+        .as_ref()
+        .and_then(|c| c.models())
+        .is_some_and(|c| c.names_hosts() && c.check(kind, Some(url)).is_ok());
+    if own || chosen_by_config || allowlisted || ceiling_names {
+        return None;
+    }
+    Some(
+        "a key goes only to the provider's own host or to an endpoint the user's hooks.json \
+         or managed policy names (`allowedHttpHookUrls`, `modelProvider.baseUrl`, managed \
+         `ceilings.models.hosts`), never to one only the environment or a project's file \
+         names"
+            .into(),
+    )
 }
 
 #[cfg(test)]
@@ -320,6 +373,7 @@ mod tests {
                 default_model: None,
                 origin: "test".into(),
                 managed: false,
+                vouched: false,
             });
             s.allowed_http_hook_urls =
                 Some(UrlAllowlist::new(&["https://api.example.com/*".into()]));
@@ -336,6 +390,83 @@ mod tests {
                 .0,
             );
             assert!(refusal(kind, &s).contains("ceilings.models.hosts"));
+        }
+    }
+
+    /// The one rule of where a key goes, generated: every endpoint shape (the provider's
+    /// own, look-alikes of it, loopback, a LAN address, a public host) × every voucher
+    /// (none, each non-vouching file's `modelProvider`, the user's or managed
+    /// `modelProvider`, the user's/managed `allowedHttpHookUrls`, managed
+    /// `ceilings.models.hosts`). Only the provider's own origin and a vouched endpoint
+    /// get the key.
+    #[test]
+    fn the_key_goes_only_to_the_providers_own_host_or_a_vouched_endpoint() {
+        let endpoints: [(&str, bool); 9] = [
+            ("https://api.anthropic.com/v1/messages", true),
+            ("https://api.anthropic.com:443/v1/messages", true),
+            ("http://api.anthropic.com/v1/messages", false),
+            ("https://api.anthropic.com:8443/v1/messages", false),
+            ("https://api.anthropic.com.evil.example/v1/messages", false),
+            ("http://127.0.0.1:8080/v1/messages", false),
+            ("http://localhost:11434/v1/messages", false),
+            ("http://[::1]:8080/v1/messages", false),
+            ("http://192.0.2.7/v1/messages", false),
+        ];
+        for (endpoint, own) in endpoints {
+            let url = url::Url::parse(endpoint).unwrap();
+            let origin = url.origin().ascii_serialization();
+            let s = settings();
+            let go = |s: &Settings, config: Option<&ModelProvider>| {
+                key_withheld(
+                    &url,
+                    "https://api.anthropic.com",
+                    config,
+                    s,
+                    ModelProviderKind::Anthropic,
+                )
+                .is_none()
+            };
+            assert_eq!(go(&s, None), own, "{endpoint}, nothing vouches");
+            for vouched in [false, true] {
+                let provider = ModelProvider {
+                    kind: ModelProviderKind::Anthropic,
+                    base_url: Some(endpoint.into()),
+                    api_key_env: None,
+                    default_model: None,
+                    origin: "test".into(),
+                    managed: false,
+                    vouched,
+                };
+                assert_eq!(
+                    go(&s, Some(&provider)),
+                    own || vouched,
+                    "{endpoint}, modelProvider vouched: {vouched}"
+                );
+            }
+            let mut listed = settings();
+            listed.key_allowed_http_hook_urls = Some(UrlAllowlist::new(&[format!("{origin}/*")]));
+            assert!(go(&listed, None), "{endpoint} under the user's allowlist");
+            // The union every non-managed hook is held to (a project's list in it)
+            // vouches for nothing.
+            let mut union = settings();
+            union.allowed_http_hook_urls = Some(UrlAllowlist::new(&[format!("{origin}/*")]));
+            assert_eq!(
+                go(&union, None),
+                own,
+                "{endpoint} under a project's allowlist"
+            );
+            let mut ceiling = settings();
+            ceiling.ceilings = Some(
+                Ceilings::new(&RawCeilings {
+                    models: Some(RawModelCeiling {
+                        hosts: Some(vec![origin.clone()]),
+                        ..RawModelCeiling::default()
+                    }),
+                    ..RawCeilings::default()
+                })
+                .0,
+            );
+            assert!(go(&ceiling, None), "{endpoint} under ceilings.models.hosts");
         }
     }
 

@@ -157,6 +157,10 @@ pub struct Resolved {
     pub model: Option<String>,
     /// Where requests go (`None` for the embedder's model), for messages.
     pub endpoint: Option<String>,
+    /// Why the API key is not sent to [`Resolved::endpoint`] (`None`: it is, or there is
+    /// none to send): the endpoint is neither the provider's own nor one the user's
+    /// files or managed policy named ([`resolve`]).
+    pub key_withheld: Option<String>,
     client: Arc<dyn ModelClient>,
     budget: Option<u64>,
     used: AtomicU64,
@@ -168,6 +172,7 @@ impl std::fmt::Debug for Resolved {
             .field("kind", &self.kind)
             .field("model", &self.model)
             .field("endpoint", &self.endpoint)
+            .field("key_withheld", &self.key_withheld)
             .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
@@ -186,10 +191,17 @@ impl Resolved {
             kind,
             model,
             endpoint,
+            key_withheld: None,
             client,
             budget,
             used: AtomicU64::new(0),
         }
+    }
+
+    /// The same, saying why the key is not sent (set by [`resolve`] only).
+    pub(crate) fn with_key_withheld(mut self, why: Option<String>) -> Resolved {
+        self.key_withheld = why;
+        self
     }
 
     /// Tokens (input + output) spent so far by this run.

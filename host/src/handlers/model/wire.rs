@@ -270,6 +270,9 @@ pub struct HttpModel {
     pub url: url::Url,
     /// The key (`None`: send none; local OpenAI-compatible servers need none).
     pub key: Option<Secret>,
+    /// Why the key is not sent here ([`super::resolve`]), said when the server refuses
+    /// the request for want of it.
+    pub withheld: Option<String>,
     /// The HTTP hooks' client.
     pub client: reqwest::Client,
 }
@@ -368,12 +371,18 @@ impl HttpModel {
                 .as_ref()
                 .and_then(|b| b["error"]["message"].as_str().map(|m| short(&scrub(m))))
                 .unwrap_or_default();
-            return Err(ModelError::new(
-                FailureKind::Http,
-                format!("{where_} answered HTTP {status} {detail}")
-                    .trim_end()
-                    .to_string(),
-            ));
+            let mut message = format!("{where_} answered HTTP {status} {detail}")
+                .trim_end()
+                .to_string();
+            if let Some(why) = self.withheld.as_ref().filter(|_| {
+                matches!(
+                    status,
+                    reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN
+                )
+            }) {
+                message.push_str(&format!("; {why}"));
+            }
+            return Err(ModelError::new(FailureKind::Http, message));
         }
         let body = body.ok_or_else(|| {
             ModelError::new(

@@ -297,7 +297,10 @@ fn claude_env_file_in_a_place_hookhost_owns_is_refused() {
     let claude_settings = fake_home.join(".claude/settings.json");
     std::fs::write(&claude_settings, "{}").unwrap();
     std::fs::write(env.data.join("audit.jsonl"), "").unwrap();
-    let outside = env.home.parent().unwrap().join("agent-env.sh");
+    // The control: where Claude Code puts it (`~/.claude/session-env/<session>/…`).
+    let session_dir = fake_home.join(".claude/session-env/s");
+    std::fs::create_dir_all(&session_dir).unwrap();
+    let outside = session_dir.join("sessionstart-hook-0.sh");
     // The user config again, through a directory symlink (the final name is no link).
     let linked = env.home.parent().unwrap().join("linked-dir");
     std::os::unix::fs::symlink(&env.home, &linked).unwrap();
@@ -313,6 +316,7 @@ fn claude_env_file_in_a_place_hookhost_owns_is_refused() {
         let mut cmd = env.command();
         cmd.args(["dispatch", "SessionStart"])
             .env("HOME", &fake_home)
+            .env_remove("CLAUDE_CONFIG_DIR")
             .env("CLAUDE_ENV_FILE", target);
         let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
                            "source": "startup", "cwd": env.project});
@@ -326,7 +330,14 @@ fn claude_env_file_in_a_place_hookhost_owns_is_refused() {
             if target != env.data.join("audit.jsonl") {
                 assert_eq!(after, before, "{} changed", target.display());
             }
-            assert!(run.stdout.contains("which hookhost owns"), "{}", run.stdout);
+            // None is where Claude Code puts the file: the pin refuses them first.
+            assert!(
+                run.stdout.contains("CLAUDE_ENV_FILE")
+                    && (run.stdout.contains("which hookhost owns")
+                        || run.stdout.contains("not where Claude Code puts it")),
+                "{}",
+                run.stdout
+            );
         } else {
             assert!(
                 written,
@@ -336,6 +347,37 @@ fn claude_env_file_in_a_place_hookhost_owns_is_refused() {
             );
         }
     }
+}
+
+/// `CLAUDE_ENV_FILE` in Claude Code's own layout, under a `CLAUDE_CONFIG_DIR` that lies in
+/// hookhost's data directory: the pin lets the layout pass, the host-owned places do not.
+#[test]
+fn claude_env_file_in_claude_codes_layout_inside_a_host_owned_place_is_refused() {
+    let env = TestEnv::new();
+    env.user_hooks(hooks(
+        "SessionStart",
+        "",
+        json!([{"type": "command",
+                "command": "printf 'export %s=1\\n' PWNED >> \"$CLAUDE_ENV_FILE\""}]),
+    ));
+    let config_dir = env.data.join("claude");
+    let session_dir = config_dir.join("session-env/s");
+    std::fs::create_dir_all(&session_dir).unwrap();
+    let target = session_dir.join("sessionstart-hook-0.sh");
+    let mut cmd = env.command();
+    cmd.args(["dispatch", "SessionStart"])
+        .env("CLAUDE_CONFIG_DIR", &config_dir)
+        .env("CLAUDE_ENV_FILE", &target);
+    let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
+                       "source": "startup", "cwd": env.project});
+    let run = env.run_with(&mut cmd, &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !std::fs::read_to_string(&target)
+            .unwrap_or_default()
+            .contains("PWNED")
+    );
+    assert!(run.stdout.contains("which hookhost owns"), "{}", run.stdout);
 }
 
 /// `CLAUDE_ENV_FILE` naming a FIFO: opened without blocking and refused (not a regular
@@ -348,7 +390,10 @@ fn claude_env_file_as_a_fifo_is_refused_without_hanging() {
         "",
         json!([{"type": "command", "command": "echo 'export X=1' >> \"$CLAUDE_ENV_FILE\""}]),
     ));
-    let fifo = env.home.parent().unwrap().join("agent.fifo");
+    // In Claude Code's layout, so that the open (not the pin) meets the FIFO.
+    let config_dir = env.home.parent().unwrap().join("claude");
+    std::fs::create_dir_all(config_dir.join("session-env/s")).unwrap();
+    let fifo = config_dir.join("session-env/s/agent.fifo");
     let status = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -356,6 +401,7 @@ fn claude_env_file_as_a_fifo_is_refused_without_hanging() {
     assert!(status.success());
     let mut cmd = env.command();
     cmd.args(["dispatch", "SessionStart"])
+        .env("CLAUDE_CONFIG_DIR", &config_dir)
         .env("CLAUDE_ENV_FILE", &fifo);
     let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
                        "source": "startup", "cwd": env.project});
@@ -368,6 +414,7 @@ fn claude_env_file_as_a_fifo_is_refused_without_hanging() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let said = format!("{}{}", run.stdout, run.stderr);
     assert!(said.contains("CLAUDE_ENV_FILE"), "{said}");
+    assert!(!said.contains("not where Claude Code puts it"), "{said}");
 }
 
 /// `contextEnv`: the context variables (and their `_TRUNCATED` markers) set in hookhost's
@@ -565,62 +612,357 @@ fn registrations_on_ever_new_projects_do_not_grow_the_daemon_without_bound() {
     assert_eq!(client.read()["outcome"]["decision"], "none");
 }
 
-/// Model providers: a loopback `ANTHROPIC_BASE_URL` is honoured without any allowlist,
-/// but loopback is not the user's: a repository's `env` block can name the port of a
-/// dev server the agent started from the repository's own code (`npm run dev`), which
-/// then receives the user's key.
+/// The key the user's environment holds for OpenAI-compatible servers.
+const OPENAI_KEY: &str = "sk-openai-fourth-round-5555555555";
+
+/// An IPv4 address of this machine that is not loopback, if it has one that is up.
+fn non_loopback_ipv4() -> Option<std::net::Ipv4Addr> {
+    let mut found = None;
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a list we free below; each entry is read
+    // only while the list lives, and `ifa_addr` is checked for null and for AF_INET
+    // before it is read as a `sockaddr_in`.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return None;
+        }
+        let mut entry = list;
+        while !entry.is_null() && found.is_none() {
+            let ifa = &*entry;
+            let up = ifa.ifa_flags & (libc::IFF_UP as u32) != 0;
+            if up
+                && !ifa.ifa_addr.is_null()
+                && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET
+            {
+                let addr = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                let ip = std::net::Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr));
+                if !ip.is_loopback() && !ip.is_unspecified() {
+                    found = Some(ip);
+                }
+            }
+            entry = ifa.ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    found
+}
+
+/// One way a model endpoint reaches a prompt hook: what it writes (config files, the
+/// command line, the environment) for a server at `url`, whether the user's files or
+/// managed policy vouch for it (then the key goes), and the wire it speaks.
+struct Way {
+    name: &'static str,
+    openai: bool,
+    vouched: bool,
+    set: fn(&TestEnv, &str, &mut std::process::Command),
+}
+
+fn judge(provider: Option<&str>) -> Value {
+    let mut hook = prompt_hook();
+    if let Some(provider) = provider {
+        hook["provider"] = json!(provider);
+    }
+    hook["model"] = json!("m");
+    hook
+}
+
+fn user_judge(env: &TestEnv, provider: Option<&str>, extra: Value) {
+    let mut config = hooks("PreToolUse", "Bash", json!([judge(provider)]));
+    if let Value::Object(extra) = extra {
+        config.as_object_mut().unwrap().extend(extra);
+    }
+    env.user_hooks(config);
+}
+
+fn every_way() -> Vec<Way> {
+    vec![
+        Way {
+            name: "ANTHROPIC_BASE_URL, the default provider",
+            openai: false,
+            vouched: false,
+            set: |env, url, cmd| {
+                user_judge(env, None, json!({}));
+                cmd.env("ANTHROPIC_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "ANTHROPIC_BASE_URL, the hook's provider",
+            openai: false,
+            vouched: false,
+            set: |env, url, cmd| {
+                user_judge(env, Some("anthropic"), json!({}));
+                env.project_hooks(json!({"modelProvider": {"kind": "openai"}}));
+                cmd.env("ANTHROPIC_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "OPENAI_BASE_URL, the hook's provider",
+            openai: true,
+            vouched: false,
+            set: |env, url, cmd| {
+                user_judge(env, Some("openai"), json!({}));
+                cmd.env("OPENAI_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "OPENAI_BASE_URL, a project's modelProvider kind",
+            openai: true,
+            vouched: false,
+            set: |env, url, cmd| {
+                user_judge(env, None, json!({}));
+                env.project_hooks(json!({"modelProvider": {"kind": "openai"}}));
+                cmd.env("OPENAI_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "a project's modelProvider.baseUrl (anthropic)",
+            openai: false,
+            vouched: false,
+            set: |env, url, _| {
+                user_judge(env, None, json!({}));
+                env.project_hooks(json!({"modelProvider": {"kind": "anthropic", "baseUrl": url}}));
+            },
+        },
+        Way {
+            name: "a project's modelProvider.baseUrl (openai)",
+            openai: true,
+            vouched: false,
+            set: |env, url, _| {
+                user_judge(env, None, json!({}));
+                env.project_hooks(json!({"modelProvider": {"kind": "openai", "baseUrl": url}}));
+            },
+        },
+        Way {
+            name: "hooks.local.json's modelProvider.baseUrl",
+            openai: false,
+            vouched: false,
+            set: |env, url, _| {
+                user_judge(env, None, json!({}));
+                env.local_hooks(json!({"modelProvider": {"kind": "anthropic", "baseUrl": url}}));
+            },
+        },
+        Way {
+            name: "--settings' modelProvider.baseUrl",
+            openai: false,
+            vouched: false,
+            set: |env, url, cmd| {
+                user_judge(env, None, json!({}));
+                cmd.arg("--settings").arg(
+                    json!({"modelProvider": {"kind": "anthropic", "baseUrl": url}}).to_string(),
+                );
+            },
+        },
+        Way {
+            name: "ANTHROPIC_BASE_URL named by a project's allowedHttpHookUrls",
+            openai: false,
+            vouched: false,
+            set: |env, url, cmd| {
+                user_judge(env, None, json!({}));
+                env.project_hooks(json!({"allowedHttpHookUrls": [format!("{url}/*")]}));
+                cmd.env("ANTHROPIC_BASE_URL", url);
+            },
+        },
+        // The controls: the user's own file or managed policy names the endpoint.
+        Way {
+            name: "the user's modelProvider.baseUrl",
+            openai: false,
+            vouched: true,
+            set: |env, url, _| {
+                user_judge(
+                    env,
+                    None,
+                    json!({"modelProvider": {"kind": "anthropic", "baseUrl": url}}),
+                );
+            },
+        },
+        Way {
+            name: "ANTHROPIC_BASE_URL named by the user's allowedHttpHookUrls",
+            openai: false,
+            vouched: true,
+            set: |env, url, cmd| {
+                user_judge(
+                    env,
+                    None,
+                    json!({"allowedHttpHookUrls": [format!("{url}/*")]}),
+                );
+                cmd.env("ANTHROPIC_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "OPENAI_BASE_URL named by the user's allowedHttpHookUrls",
+            openai: true,
+            vouched: true,
+            set: |env, url, cmd| {
+                user_judge(
+                    env,
+                    Some("openai"),
+                    json!({"allowedHttpHookUrls": [format!("{url}/*")]}),
+                );
+                cmd.env("OPENAI_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "ANTHROPIC_BASE_URL named by managed ceilings.models.hosts",
+            openai: false,
+            vouched: true,
+            set: |env, url, cmd| {
+                user_judge(env, None, json!({}));
+                env.managed(json!({"ceilings": {"models": {"hosts": [url]}}}));
+                cmd.env("ANTHROPIC_BASE_URL", url);
+            },
+        },
+        Way {
+            name: "managed modelProvider.baseUrl",
+            openai: false,
+            vouched: true,
+            set: |env, url, _| {
+                user_judge(env, None, json!({}));
+                env.managed(json!({"modelProvider": {"kind": "anthropic", "baseUrl": url}}));
+            },
+        },
+    ]
+}
+
+/// Model providers: a loopback `ANTHROPIC_BASE_URL` was honoured without any allowlist
+/// and got the key, but loopback is not the user's: a repository's `env` block can name
+/// the port of a dev server the agent started from the repository's own code (`npm run
+/// dev`). Fixed at `handlers/model/endpoint.rs` `resolve` (`key_withheld`): the key goes
+/// only to the provider's own host or to an endpoint the user's `hooks.json` or managed
+/// policy names; any other endpoint is still asked where policy lets it (a local model
+/// needs no key), without the key. Generated: every way a base URL arrives (each
+/// provider kind's variable, the kind chosen by default, by the hook's `provider` or by
+/// a project's `modelProvider`; a project's, a local file's or `--settings`'
+/// `modelProvider.baseUrl`; a project's `allowedHttpHookUrls`) × a loopback and a
+/// non-loopback address; the user's and managed policy's ways are the controls.
 #[test]
-#[ignore = "gets through: a loopback ANTHROPIC_BASE_URL (repository-settable through Claude \
-            Code's env block) is honoured without an allowlist by design (README, model \
-            providers), so a server the repository's code runs on loopback gets the key; \
-            closing it means an allowlist even for loopback, which breaks local models \
-            without config: the lead's call"]
 fn a_loopback_base_url_from_the_environment_does_not_get_the_key() {
-    let env = TestEnv::new();
-    let server = ModelServer::start(vec![verdict(true, "")]);
-    env.user_hooks(hooks("PreToolUse", "Bash", json!([prompt_hook()])));
-    dispatch_model(&env, Some(&server.url), "PreToolUse", &bash_input("ls"));
-    let keys: Vec<_> = server
-        .requests()
-        .iter()
-        .filter_map(|r| r.header("x-api-key").map(str::to_string))
-        .collect();
-    assert!(
-        keys.is_empty(),
-        "the repository's loopback server got {keys:?}"
-    );
+    let mut addresses = vec![std::net::Ipv4Addr::LOCALHOST];
+    match non_loopback_ipv4() {
+        Some(ip) => addresses.push(ip),
+        None => crate::skip::skipped(
+            "attacks::fourth_round::a_loopback_base_url_from_the_environment_does_not_get_the_key",
+            "no non-loopback IPv4 address is up: the loopback half ran alone",
+        ),
+    }
+    for ip in addresses {
+        for way in every_way() {
+            let env = TestEnv::new();
+            let server = ModelServer::start_on(ip, vec![verdict(true, "")]);
+            let mut cmd = env.command();
+            cmd.args(["dispatch", "PreToolUse"])
+                .env_remove("OPENAI_BASE_URL")
+                .env_remove("ANTHROPIC_BASE_URL")
+                .env("ANTHROPIC_API_KEY", KEY)
+                .env("OPENAI_API_KEY", OPENAI_KEY);
+            (way.set)(&env, &server.url, &mut cmd);
+            let run = env.run_with(&mut cmd, &bash_input("ls").to_string());
+            let what = format!("{} at {ip}", way.name);
+            assert_eq!(run.code, 0, "{what}: {}", run.stderr);
+            let requests = server.requests();
+            let keyed = requests.iter().any(|r| {
+                r.header("x-api-key").is_some_and(|k| k.contains(KEY))
+                    || r.header("authorization")
+                        .is_some_and(|k| k.contains(OPENAI_KEY) || k.contains(KEY))
+            });
+            let key = if way.openai { OPENAI_KEY } else { KEY };
+            if way.vouched {
+                assert!(
+                    keyed,
+                    "{what}: the control got no key ({key}): {}",
+                    run.stdout
+                );
+            } else {
+                assert!(!keyed, "{what}: the server got the key");
+                if ip.is_loopback() {
+                    // Honoured on loopback (a local model needs no key), only keyless.
+                    assert!(!requests.is_empty(), "{what}: not asked: {}", run.stdout);
+                }
+            }
+        }
+    }
 }
 
 /// `CLAUDE_ENV_FILE` naming a shell start-up file outside every place hookhost owns
-/// (`~/.bashrc`): the hooks' `export` lines are appended to it, so they outlive the
-/// session and reach every later shell of the user.
+/// (`~/.bashrc`): the hooks' `export` lines were appended to it, so they outlived the
+/// session and reached every later shell of the user. Fixed at `host/places.rs`
+/// `claude_env_file_refusal`, where the variable is read: the file must be where Claude
+/// Code puts it, `<CLAUDE_CONFIG_DIR or ~/.claude>/session-env/<session>/<file>`, as
+/// written and with its directories resolved. Members: start-up files, `..` out of the
+/// layout, one level too shallow or too deep, a session directory that is a symlink to
+/// the home directory, a `CLAUDE_CONFIG_DIR` the repository points at the home directory;
+/// the control is Claude Code's own layout.
 #[test]
-#[ignore = "gets through: CLAUDE_ENV_FILE is judged as a path variable (absolute, outside \
-            the workspace, regular, the user's, no symlink) and against hookhost's own \
-            places, but any other file of the user's qualifies (~/.bashrc, ~/.profile); \
-            Claude Code's real files live under its config dir, yet pinning the variable \
-            to a layout hookhost does not own is the lead's call"]
 fn claude_env_file_naming_a_shell_startup_file_is_refused() {
     let env = TestEnv::new();
     let fake_home = env.home.parent().unwrap().join("fakehome");
-    std::fs::create_dir_all(&fake_home).unwrap();
-    let bashrc = fake_home.join(".bashrc");
-    std::fs::write(&bashrc, "# the user's\n").unwrap();
+    let layout = fake_home.join(".claude/session-env");
+    std::fs::create_dir_all(layout.join("s")).unwrap();
+    std::fs::create_dir_all(fake_home.join(".config/fish")).unwrap();
+    std::os::unix::fs::symlink(&fake_home, layout.join("linked")).unwrap();
+    let startup = [".bashrc", ".profile", ".zshenv", ".config/fish/config.fish"];
+    for name in startup {
+        std::fs::write(fake_home.join(name), "# the user's\n").unwrap();
+    }
     env.user_hooks(hooks(
         "SessionStart",
         "",
         json!([{"type": "command",
                 "command": "printf 'export %s=1\\n' PWNED >> \"$CLAUDE_ENV_FILE\""}]),
     ));
-    let mut cmd = env.command();
-    cmd.args(["dispatch", "SessionStart"])
-        .env("HOME", &fake_home)
-        .env("CLAUDE_ENV_FILE", &bashrc);
-    let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
-                       "source": "startup", "cwd": env.project});
-    let run = env.run_with(&mut cmd, &input.to_string());
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# the user's\n");
+    let run_with = |file: &Path, config_dir: Option<&Path>| {
+        let mut cmd = env.command();
+        cmd.args(["dispatch", "SessionStart"])
+            .env("HOME", &fake_home)
+            .env("CLAUDE_ENV_FILE", file);
+        match config_dir {
+            Some(dir) => cmd.env("CLAUDE_CONFIG_DIR", dir),
+            None => cmd.env_remove("CLAUDE_CONFIG_DIR"),
+        };
+        let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
+                           "source": "startup", "cwd": env.project});
+        let run = env.run_with(&mut cmd, &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run
+    };
+    let mut members: Vec<(std::path::PathBuf, Option<&Path>)> = startup
+        .iter()
+        .map(|name| (fake_home.join(name), None))
+        .collect();
+    members.extend([
+        (layout.join("s/../../../.bashrc"), None),
+        (layout.join("linked/.bashrc"), None),
+        (fake_home.join(".claude/.bashrc"), None),
+        (layout.join("s/deeper/.bashrc"), None),
+        (fake_home.join(".bashrc"), Some(fake_home.as_path())),
+    ]);
+    for (file, config_dir) in &members {
+        let run = run_with(file, *config_dir);
+        for name in startup {
+            assert_eq!(
+                std::fs::read_to_string(fake_home.join(name)).unwrap(),
+                "# the user's\n",
+                "{} (CLAUDE_CONFIG_DIR {config_dir:?}) reached {name}",
+                file.display()
+            );
+        }
+        assert!(
+            // (`..` is refused as the variable is read, the rest by the pin.)
+            run.stdout.contains("CLAUDE_ENV_FILE") && run.stdout.contains("refused"),
+            "{}: {}",
+            file.display(),
+            run.stdout
+        );
+    }
+    // The control: Claude Code's own layout, under `~/.claude` and under a
+    // `CLAUDE_CONFIG_DIR`.
+    let own = layout.join("s/sessionstart-hook-0.sh");
+    run_with(&own, None);
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), "export PWNED=1\n");
+    let elsewhere = env.home.parent().unwrap().join("claude-config");
+    std::fs::create_dir_all(elsewhere.join("session-env/s2")).unwrap();
+    let own = elsewhere.join("session-env/s2/sessionstart-hook-0.sh");
+    run_with(&own, Some(&elsewhere));
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), "export PWNED=1\n");
 }
 
 /// `CLAUDE_ENV_FILE` naming a file of another user (one that user sources): not
@@ -637,11 +979,15 @@ fn claude_env_file_of_another_user_is_not_appended_to() {
         json!([{"type": "command",
                 "command": "printf 'export %s=1\\n' PWNED >> \"$CLAUDE_ENV_FILE\""}]),
     ));
-    let theirs = env.home.parent().unwrap().join("theirs.sh");
+    // In Claude Code's layout, so that the owner rule (not the pin) meets it.
+    let config_dir = env.home.parent().unwrap().join("claude");
+    std::fs::create_dir_all(config_dir.join("session-env/s")).unwrap();
+    let theirs = config_dir.join("session-env/s/theirs.sh");
     std::fs::write(&theirs, "").unwrap();
     crate::support::chown_tree(&theirs, 65534);
     let mut cmd = env.command();
     cmd.args(["dispatch", "SessionStart"])
+        .env("CLAUDE_CONFIG_DIR", &config_dir)
         .env("CLAUDE_ENV_FILE", &theirs);
     let input = json!({"session_id": "s", "hook_event_name": "SessionStart",
                        "source": "startup", "cwd": env.project});
