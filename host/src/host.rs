@@ -200,7 +200,16 @@ impl HostBuilder {
             Err(notice) => self.env_notices.push(notice),
         }
         if self.agent_env_file.is_none() {
-            self.agent_env_file = config::env::path_var("CLAUDE_ENV_FILE", &workspaces).transpose();
+            // Pinned to Claude Code's own layout (`host/places.rs`).
+            let home = self.sources.home_dir.clone();
+            self.agent_env_file = config::env::path_var("CLAUDE_ENV_FILE", &workspaces)
+                .transpose()
+                .map(|file| {
+                    file.and_then(|path| {
+                        places::claude_env_file_refusal(&path, home.as_deref())
+                            .map_or(Ok(path), Err)
+                    })
+                });
         }
         self
     }
@@ -209,7 +218,9 @@ impl HostBuilder {
     /// Setup, CwdChanged, FileChanged) write to hookhost's own env file to `file` as well:
     /// the agent's, which it sources before its later Bash commands (whole lines, at most
     /// [`crate::dispatch::env_forward::MAX_FORWARD_BYTES`] per event, never through a
-    /// symlink). [`HostBuilder::standard_sources`] takes it from `CLAUDE_ENV_FILE`.
+    /// symlink). [`HostBuilder::standard_sources`] takes it from `CLAUDE_ENV_FILE`, only
+    /// where Claude Code puts it (`<CLAUDE_CONFIG_DIR or ~/.claude>/session-env/…`); a
+    /// file given here is the embedder's choice, held only to the host-owned places.
     pub fn agent_env_file(mut self, file: impl Into<PathBuf>) -> HostBuilder {
         self.agent_env_file = Some(Ok(file.into()));
         self

@@ -201,3 +201,64 @@ pub fn agent_env_file_refusal(file: &Path, places: &[HostPlace]) -> Option<Strin
         ))
     })
 }
+
+/// Why `file`, the environment's `CLAUDE_ENV_FILE`, is not where Claude Code itself puts
+/// it, or `None` when it is. Claude Code 2.1.332 creates one file per hook and event in
+/// `<config dir>/session-env/<session id>/<event>-hook-<n>.sh`, the config dir being
+/// `CLAUDE_CONFIG_DIR` or `~/.claude`, and sources it before each later Bash command; any
+/// other path (`~/.bashrc`, `~/.profile`, a file the repository's `env` block named) would
+/// carry the hooks' `export` lines past the session into every later shell. So the file
+/// must be exactly two plain names below `session-env` of that config dir, as written and
+/// with its existing ancestors resolved. Checked where the variable is read
+/// ([`crate::HostBuilder::standard_sources`]), beside [`agent_env_file_refusal`]; an
+/// embedder's explicit [`crate::HostBuilder::agent_env_file`] is its own choice.
+pub fn claude_env_file_refusal(file: &Path, home: Option<&Path>) -> Option<String> {
+    let mut config_dirs: Vec<PathBuf> = Vec::new();
+    config_dirs.extend(
+        config::env::path_var("CLAUDE_CONFIG_DIR", &[])
+            .ok()
+            .flatten(),
+    );
+    if config_dirs.is_empty() {
+        config_dirs.extend(home.map(|h| h.join(".claude")));
+    }
+    let real = crate::policy::ceiling::RealPath(crate::config::file::real_path);
+    let pinned = |path: &Path, dir: &Path| {
+        path.strip_prefix(dir.join("session-env"))
+            .is_ok_and(|rest| {
+                let parts: Vec<_> = rest.components().collect();
+                parts.len() == 2
+                    && parts
+                        .iter()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)))
+            })
+    };
+    let fits = config_dirs.iter().any(|dir| {
+        let real_dir = crate::policy::places::real_or_parent(dir, real);
+        // The directories resolved, the file's own name as written: a symlink there is
+        // the no-follow open's to refuse (`dispatch/env_forward.rs`), by that name.
+        let real_file = file
+            .parent()
+            .and_then(|parent| crate::policy::places::real_or_parent(parent, real))
+            .zip(file.file_name())
+            .map(|(parent, name)| parent.join(name));
+        pinned(file, dir)
+            && match (real_file, real_dir) {
+                (Some(f), Some(d)) => pinned(&f, &d),
+                _ => false,
+            }
+    });
+    if fits {
+        return None;
+    }
+    let expected = match config_dirs.first() {
+        Some(dir) => format!("`{}/session-env/<session>/<file>`", dir.display()),
+        None => "`$CLAUDE_CONFIG_DIR/session-env/<session>/<file>` (no home directory)".into(),
+    };
+    Some(format!(
+        "CLAUDE_ENV_FILE `{}` is refused: it is not where Claude Code puts it ({}); the \
+         hooks' exported variables do not reach the agent",
+        crate::text::escape(&file.display().to_string()),
+        crate::text::escape(&expected)
+    ))
+}

@@ -14,8 +14,14 @@ use crate::support::{Run, TestEnv, bash_input, hooks};
 /// to `agent_file` when given.
 fn claude_dispatch(env: &TestEnv, input: Value, agent_file: Option<&Path>) -> Run {
     let mut cmd = env.command();
+    // Claude Code's config dir, beside HOOKHOST_HOME (hookhost's own user config is
+    // refused): its env files are pinned to `<config dir>/session-env/<session>/`.
     cmd.args(["dispatch", "--format", "claude"])
-        .env("CLAUDE_PROJECT_DIR", &env.project);
+        .env("CLAUDE_PROJECT_DIR", &env.project)
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            env.home.parent().unwrap().join("claude"),
+        );
     match agent_file {
         Some(file) => cmd.env("CLAUDE_ENV_FILE", file),
         None => cmd.env_remove("CLAUDE_ENV_FILE"),
@@ -82,10 +88,10 @@ fn the_agents_env_file_is_never_written_through_a_symlink() {
         json!([{"type": "command", "command": "echo 'export FOO=1' >> \"$CLAUDE_ENV_FILE\""}]),
     ));
     let outside = env.home.parent().unwrap().join("claude");
-    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(outside.join("session-env/s2")).unwrap();
     let target = outside.join("bashrc");
     std::fs::write(&target, "").unwrap();
-    let agent = outside.join("hook-0.sh");
+    let agent = outside.join("session-env/s2/sessionstart-hook-0.sh");
     std::os::unix::fs::symlink(&target, &agent).unwrap();
     let run = claude_dispatch(&env, session_start(&env, "s2"), Some(&agent));
     assert_eq!(run.code, 0, "{}", run.stderr);
