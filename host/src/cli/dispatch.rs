@@ -129,7 +129,11 @@ async fn dispatch(
     let hookhost::dispatch::input::Input {
         value: input,
         repairs,
-    } = parse_input(stdin)?;
+    } = match parse_input(stdin) {
+        Ok(input) => input,
+        // An input hookhost refuses to read reaches no hook: it cannot guard.
+        Err(e) => return Ok(unreadable(args, stdin, &e)),
+    };
     let event = match (
         &args.event,
         input.get("hook_event_name").and_then(Value::as_str),
@@ -231,7 +235,7 @@ async fn dispatch(
 /// What `hookhost dispatch` prints when it could not dispatch at all (`why`: no runtime,
 /// a panic, its daemon lost and no dispatch in-process either, a config the host could
 /// not read for want of descriptors or memory; a host error that is an
-/// answer, such as input that is not JSON, stays exit 1, issue 15.9): under
+/// answer stays exit 1, issue 15.9; an input it refuses to read is [`unreadable`]): under
 /// `--format claude`, on an event that honours `onFailure` (`EventSpec::honours_on_failure`:
 /// PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse, …), Claude Code's block
 /// or deny for the event (exit 2 with the reason on stderr; PermissionRequest: a deny in
@@ -242,21 +246,60 @@ pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
     let Format::Claude = args.format else {
         return Printed::error(why);
     };
-    let named = args.event.clone().or_else(|| {
-        hookhost::dispatch::input::parse(stdin)
-            .ok()
-            .and_then(|input| {
-                input
-                    .value
-                    .get("hook_event_name")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-    });
+    let named = args
+        .event
+        .clone()
+        .or_else(|| match hookhost::dispatch::input::parse(stdin) {
+            Ok(input) => input
+                .value
+                .get("hook_event_name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            Err(_) => hookhost::dispatch::input::event_name_in_prefix(stdin),
+        });
     let catalogue = hookhost::event::EventCatalogue::default();
     let Some(spec) = named.as_deref().and_then(|name| catalogue.get(name)) else {
         return Printed::error(why);
     };
+    blocked_for(spec, why)
+}
+
+/// What `hookhost dispatch` prints for an input it refuses to read (over
+/// [`hookhost::dispatch::input::MAX_INPUT_BYTES`], or not JSON): the agent writes the
+/// input (a command padded past the limit), and a refused input reaches no hook, so under
+/// `--format claude` hookhost cannot guard: as [`unanswered`], the event's block where it
+/// can block. The event is the argument's, else the `hook_event_name` of the input's first
+/// [`hookhost::dispatch::input::EVENT_NAME_PREFIX`] bytes (the drop-in names no event on
+/// its command line); when neither names an event hookhost knows, it blocks too (exit 2:
+/// a block where the event can block, an error shown elsewhere). The Outcome format keeps
+/// the host error.
+fn unreadable(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
+    let Format::Claude = args.format else {
+        return Printed::error(why);
+    };
+    let named = args
+        .event
+        .clone()
+        .or_else(|| hookhost::dispatch::input::event_name_in_prefix(stdin));
+    let catalogue = hookhost::event::EventCatalogue::default();
+    match named.as_deref().and_then(|name| catalogue.get(name)) {
+        Some(spec) => blocked_for(spec, why),
+        None => Printed {
+            stdout: String::new(),
+            stderr: format!(
+                "hookhost could not check this action: {} (and no event it knows is named in \
+                 its first {} bytes); blocked (fail closed)\n",
+                escape(why),
+                hookhost::dispatch::input::EVENT_NAME_PREFIX
+            ),
+            code: 2,
+        },
+    }
+}
+
+/// Claude Code's block of `spec` for a dispatch that could not guard (`why`), where the
+/// event honours `onFailure`; elsewhere the host error.
+fn blocked_for(spec: &hookhost::event::EventSpec, why: &str) -> Printed {
     if !spec.honours_on_failure() {
         return Printed::error(why);
     }

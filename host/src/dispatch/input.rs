@@ -58,8 +58,7 @@ pub struct Input {
 pub fn parse(bytes: &[u8]) -> Result<Input, String> {
     if bytes.len() > MAX_INPUT_BYTES {
         return Err(format!(
-            "is {} bytes, more than the {MAX_INPUT_BYTES} hookhost reads",
-            bytes.len()
+            "is larger than the {MAX_INPUT_BYTES} bytes hookhost reads (MAX_INPUT_BYTES)"
         ));
     }
     let mut repairs = Vec::new();
@@ -216,6 +215,123 @@ fn end_of_container(bytes: &[u8], start: usize) -> usize {
     bytes.len()
 }
 
+/// How much of an input [`event_name_in_prefix`] reads: Claude Code writes
+/// `hook_event_name` right after the common fields (session id, transcript path, cwd,
+/// permission mode), before the tool's input.
+pub const EVENT_NAME_PREFIX: usize = 64 << 10;
+
+/// The top-level `hook_event_name` of an input that [`parse`] refused (larger than
+/// [`MAX_INPUT_BYTES`], or not JSON), read from its first [`EVENT_NAME_PREFIX`] bytes
+/// only: the keys of the top-level object one after another, each other value skipped
+/// whole (strings and nesting followed, so a string inside `tool_input` can never read
+/// as the key). `None` when the prefix does not reach it, when it is not a string, when
+/// it appears twice, or when the text is not an object's: the caller then cannot name
+/// the event (and blocks).
+pub fn event_name_in_prefix(bytes: &[u8]) -> Option<String> {
+    let bytes = &bytes[..bytes.len().min(EVENT_NAME_PREFIX)];
+    let mut at = skip_space(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    let mut found = None;
+    loop {
+        at = skip_space(bytes, at);
+        if bytes.get(at) != Some(&b'"') {
+            return found;
+        }
+        let Some(key_end) = end_of_string(bytes, at) else {
+            return found;
+        };
+        let key: Option<String> = serde_json::from_slice(&bytes[at..key_end]).ok();
+        at = skip_space(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return found;
+        }
+        at = skip_space(bytes, at + 1);
+        if key.as_deref() == Some("hook_event_name") {
+            if found.is_some() || bytes.get(at) != Some(&b'"') {
+                return None;
+            }
+            let end = end_of_string(bytes, at)?;
+            found = Some(serde_json::from_slice::<String>(&bytes[at..end]).ok()?);
+            at = end;
+        } else {
+            match end_of_value(bytes, at) {
+                Some(end) => at = end,
+                // A value past the prefix (the tool's input): nothing more to read.
+                None => return found,
+            }
+        }
+        at = skip_space(bytes, at);
+        match bytes.get(at) {
+            Some(b',') => at += 1,
+            _ => return found,
+        }
+    }
+}
+
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// Just past the string that opens at `at` (a `"`), escapes followed; `None` when it does
+/// not end within `bytes`.
+fn end_of_string(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Just past the value that starts at `at`: a string, a container (to its matching
+/// bracket, strings followed) or a scalar (to the next `,`, `}`, `]` or space); `None`
+/// when it does not end within `bytes`.
+fn end_of_value(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => end_of_string(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'"' => {
+                        i = end_of_string(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => {
+            let len = bytes[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))?;
+            Some(at + len)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +375,67 @@ mod tests {
         }
         let key = parsed(r#"{"k\udfff":1}"#);
         assert_eq!(key.value, json!({"k\u{fffd}": 1}));
+    }
+
+    /// The event name of a refused input, generated: the name before a value that runs
+    /// past the prefix or past the read limit, after every kind of value, with and
+    /// without spaces; never from inside a string or a nested value; not when it is
+    /// twice, not a string, beyond the prefix, or the text is no object.
+    #[test]
+    fn the_event_name_of_a_refused_input_is_read_from_its_prefix_only() {
+        let tail = format!("{{\"command\":\"rm -rf /{}", " ".repeat(EVENT_NAME_PREFIX));
+        let values = [
+            r#""s""#,
+            "12",
+            "-1.5e3",
+            "true",
+            "null",
+            r#"{"a":[1,{"b":"}"}],"c":"\"]"}"#,
+            r#"["hook_event_name","x"]"#,
+        ];
+        for value in values {
+            for space in ["", " ", "\n\t "] {
+                let text = format!(
+                    r#"{{{space}"cwd"{space}:{space}{value}{space},{space}"hook_event_name"{space}:{space}"PreToolUse"{space},"tool_input":{tail}"#
+                );
+                assert_eq!(
+                    event_name_in_prefix(text.as_bytes()).as_deref(),
+                    Some("PreToolUse"),
+                    "{value:?} {space:?}"
+                );
+            }
+        }
+        let escaped = r#"{"hook\u005fevent_name":"Stop","x":"#.to_string() + &tail;
+        assert_eq!(
+            event_name_in_prefix(escaped.as_bytes()).as_deref(),
+            Some("Stop")
+        );
+        let none = [
+            // Only inside a string or a nested value.
+            r#"{"tool_input":{"command":"\"hook_event_name\":\"SessionStart\""}"#.to_string()
+                + &tail,
+            r#"{"tool_input":{"hook_event_name":"SessionStart"},"x":"#.to_string() + &tail,
+            // Twice, or not a string.
+            r#"{"hook_event_name":"SessionStart","hook_event_name":"PreToolUse"}"#.into(),
+            r#"{"hook_event_name":["PreToolUse"]}"#.into(),
+            // Past the prefix.
+            format!(
+                r#"{{"pad":"{}","hook_event_name":"PreToolUse"}}"#,
+                " ".repeat(EVENT_NAME_PREFIX)
+            ),
+            // No object.
+            r#"["hook_event_name","PreToolUse"]"#.into(),
+            "garbage".into(),
+            String::new(),
+        ];
+        for text in none {
+            assert_eq!(
+                event_name_in_prefix(text.as_bytes()),
+                None,
+                "{}",
+                &text[..text.len().min(80)]
+            );
+        }
     }
 
     #[test]

@@ -71,16 +71,12 @@ fn nothing_to_say_prints_nothing() {
 
 /// Issue 15.9: every host error exits 1 under `--format claude` with one line on stderr:
 /// never 2 (which would block the agent) and never 101 (a panic is no protocol answer).
+/// An input hookhost refuses to read is not such an error: it cannot guard, and blocks
+/// (`second_round.rs`, `cli/dispatch.rs` `unreadable`), below.
 #[test]
 fn host_errors_exit_1_with_one_line() {
     let env = TestEnv::new();
-    let cases: [(&[&str], &[u8]); 4] = [
-        (&["dispatch", "--format", "claude"], b"{not json"),
-        (
-            &["dispatch", "--format", "claude"],
-            // Cut short (bytes that are not UTF-8 alone are repaired, not refused).
-            b"{\"hook_event_name\": \"PreToolUse\", \"x\": \"\xff",
-        ),
+    let cases: [(&[&str], &[u8]); 2] = [
         (&["dispatch", "--format", "claude", "NoSuchEvent"], b"{}"),
         (
             &["dispatch", "--format", "claude"],
@@ -106,6 +102,35 @@ fn host_errors_exit_1_with_one_line() {
         assert!(
             stderr.starts_with("hookhost: error: ") && !stderr.contains("hookhost: hookhost:"),
             "{stderr}"
+        );
+    }
+    // Input that is not JSON: no hook can see it, so it is no answer: blocked (exit 2,
+    // the reason on stderr), whether the event is named in what can be read or not.
+    let unreadable: [&[u8]; 3] = [
+        b"{not json",
+        // Cut short (bytes that are not UTF-8 alone are repaired, not refused).
+        b"{\"hook_event_name\": \"PreToolUse\", \"x\": \"\xff",
+        b"{\"hook_event_name\": \"PermissionRequest\", \"tool_input\": {\"command\": \"rm -rf /",
+    ];
+    for stdin in unreadable {
+        let run = crate::support::run_bytes(
+            env.command().args(["dispatch", "--format", "claude"]),
+            stdin,
+        );
+        let shown = String::from_utf8_lossy(stdin);
+        if shown.contains("PermissionRequest") {
+            // Claude Code denies a permission through JSON.
+            let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            let decision = &out["hookSpecificOutput"]["decision"];
+            assert_eq!(decision["behavior"], "deny", "{shown}: {out}");
+            assert!(decision["message"].to_string().contains("not valid JSON"));
+            continue;
+        }
+        assert_eq!(run.code, 2, "{shown}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("not valid JSON"),
+            "{shown}: {}",
+            run.stderr
         );
     }
 }

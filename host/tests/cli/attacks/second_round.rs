@@ -99,14 +99,14 @@ fn a_hook_that_kills_its_keeper_leaves_no_descendant() {
 }
 
 /// Item 1 (`--format claude` when the host cannot guard): an input larger than the
-/// 64 MiB hookhost reads is refused as a host error, exit 1, a non-blocking error that
-/// lets the tool run. The agent writes the input: a command padded past 64 MiB reaches
-/// no guard.
+/// 64 MiB hookhost reads was refused as a host error, exit 1, a non-blocking error that
+/// let the tool run. The agent writes the input: a command padded past 64 MiB reached no
+/// guard. Fixed at `cli/dispatch.rs` `unreadable`: an input hookhost refuses to read is
+/// "cannot guard" and blocks where the event can block, the event read from the
+/// input's first 64 KiB (`dispatch/input.rs` `event_name_in_prefix`), or blocked when
+/// none can be named. Members: the padding in the command, in another field, with the
+/// event after the padding (not named: blocked), on PermissionRequest (a JSON deny).
 #[test]
-#[ignore = "gets through: an input over MAX_INPUT_BYTES (64 MiB) exits 1 under --format claude \
-            (README: bad input is a host error, exit 1), so without the drop-in's onFailure \
-            (older install or Claude Code) the padded command runs unguarded; whether a refused \
-            input is 'cannot guard' (block) or 'an answer' (exit 1) is the lead's call"]
 fn an_input_padded_past_the_read_limit_is_not_let_through() {
     let env = TestEnv::new();
     env.managed(hooks(
@@ -115,14 +115,53 @@ fn an_input_padded_past_the_read_limit_is_not_let_through() {
         json!([{"type": "command", "id": "guard", "command": QUOTING_GUARD}]),
     ));
     let pad = " ".repeat(64 << 20);
+    // Each input built in turn (64 MiB each): the padding between two halves.
+    let halves = [
+        (
+            r#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"#,
+            r#""}}"#,
+        ),
+        (
+            r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /","description":""#,
+            r#""}}"#,
+        ),
+        (
+            r#"{"tool_input":{"command":"rm -rf /"#,
+            r#""},"hook_event_name":"PreToolUse","tool_name":"Bash"}"#,
+        ),
+    ];
+    for (before, after) in halves {
+        let stdin = format!("{before}{pad}{after}");
+        let run = run_bytes(
+            env.command().args(["dispatch", "--format", "claude"]),
+            stdin.as_bytes(),
+        );
+        assert_eq!(run.code, 2, "{before}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("67108864"),
+            "the limit is named: {}",
+            run.stderr
+        );
+    }
     let stdin = format!(
-        r#"{{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"rm -rf /{pad}"}}}}"#
+        r#"{{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{{"command":"rm -rf /{pad}"}}}}"#
     );
     let run = run_bytes(
         env.command().args(["dispatch", "--format", "claude"]),
         stdin.as_bytes(),
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["behavior"], "deny",
+        "{out}"
+    );
+    // An event that cannot block keeps the host error.
+    let stdin = format!(r#"{{"hook_event_name":"SessionEnd","reason":"{pad}"}}"#);
+    let run = run_bytes(
+        env.command().args(["dispatch", "--format", "claude"]),
+        stdin.as_bytes(),
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
 }
 
 /// Item 5 (crash-only audit) and item 1: an audit append past `RLIMIT_FSIZE` raised
