@@ -484,6 +484,10 @@ mod tests {
         assert_eq!(having(|e| e.timeout_blocks()), ["PreModelSwitch"]);
         assert_eq!(having(|e| e.refuses_only()), ["PreSkillShellCommand"]);
         assert_eq!(
+            having(|e| e.takes_defer()),
+            ["PreSkillShellCommand", "PreToolUse"]
+        );
+        assert_eq!(
             having(|e| e.is_guard()),
             ["PermissionRequest", "PreSkillShellCommand", "PreToolUse"]
         );

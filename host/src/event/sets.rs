@@ -18,7 +18,19 @@ const GUARD_EVENTS: [&str; 3] = ["PreToolUse", "PermissionRequest", "PreSkillShe
 /// nothing; `prompt` and `agent` hooks count as a block ([`crate::outcome`]).
 const REFUSE_ONLY_EVENTS: [&str; 1] = ["PreSkillShellCommand"];
 
+/// Events whose `permissionDecision` takes `defer` (Claude Code: PreToolUse; on
+/// PreSkillShellCommand a `defer` refuses). On every other event with a permission
+/// decision (PreModelSwitch takes allow, deny or ask; an embedder's own) a `defer` is read
+/// as `ask`, with a notice ([`crate::outcome`]'s refuse-only normalization).
+const DEFER_EVENTS: [&str; 2] = ["PreToolUse", "PreSkillShellCommand"];
+
 impl EventSpec {
+    /// Whether `permissionDecision: "defer"` is one of the event's answers
+    /// ([`DEFER_EVENTS`]).
+    pub fn takes_defer(&self) -> bool {
+        DEFER_EVENTS.contains(&self.name.as_ref())
+    }
+
     /// Whether a hook that times out blocks by default ([`TIMEOUT_BLOCKS_EVENTS`]).
     pub fn timeout_blocks(&self) -> bool {
         TIMEOUT_BLOCKS_EVENTS.contains(&self.name.as_ref())

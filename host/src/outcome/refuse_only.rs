@@ -1,6 +1,7 @@
 //! Events where a hook can only refuse ([`EventSpec::refuses_only`]: PreSkillShellCommand,
-//! Claude Code 2.1.332), and events where a timeout blocks ([`EventSpec::timeout_blocks`]:
-//! PreModelSwitch, 2.1.251).
+//! Claude Code 2.1.332), events where a timeout blocks ([`EventSpec::timeout_blocks`]:
+//! PreModelSwitch, 2.1.251), and events whose permission decisions have no `defer`
+//! ([`EventSpec::takes_defer`]: PreModelSwitch).
 //!
 //! On a refuse-only event every answer is read the way Claude Code reads it, so that
 //! scripts written for PreToolUse or PermissionRequest can be reused, and reduced to a
@@ -29,11 +30,31 @@ const ASKED: &str = "the hook asked for approval, which a skill can't wait for";
 /// Why a refuse-only answer that rewrites the input refuses.
 const CHANGED: &str = "the hook changed the command, which isn't supported here";
 
-/// The answer as the merge should read it on `spec`: unchanged on other events; on a
-/// refuse-only event, a `permissionDecision: "deny"` with its reason, or no decision.
+/// The answer as the merge should read it on `spec`: on a refuse-only event, a
+/// `permissionDecision: "deny"` with its reason, or no decision; on an event whose
+/// permission decisions have no `defer` ([`EventSpec::takes_defer`]: PreModelSwitch takes
+/// allow, deny or ask), a `defer` read as `ask` with a notice (passed on, Claude Code
+/// would refuse the whole answer and let the switch go ahead); otherwise unchanged.
 pub(super) fn normalize<'a>(spec: &EventSpec, answer: &'a Answer) -> Cow<'a, Answer> {
     if !spec.refuses_only() {
-        return Cow::Borrowed(answer);
+        let deferred = spec.decision == crate::event::DecisionStyle::Permission
+            && !spec.takes_defer()
+            && answer.output.specific.get("permissionDecision")
+                == Some(&Value::String("defer".into()));
+        if !deferred {
+            return Cow::Borrowed(answer);
+        }
+        let mut answer = answer.clone();
+        answer
+            .output
+            .specific
+            .insert("permissionDecision".into(), Value::String("ask".into()));
+        answer.output.warnings.push(format!(
+            "`permissionDecision: \"defer\"` is not an answer on {} (it takes allow, deny or \
+             ask): read as \"ask\"",
+            spec.name
+        ));
+        return Cow::Owned(answer);
     }
     let mut answer = answer.clone();
     let output = &mut answer.output;

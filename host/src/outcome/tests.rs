@@ -482,3 +482,44 @@ fn an_unanswered_event_blocks_where_on_failure_applies() {
         }
     }
 }
+
+/// `defer` only where the event takes it, generated over every event with a permission
+/// decision: elsewhere (PreModelSwitch) it reads as `ask`, with a notice, and never
+/// reaches the answer as `defer`.
+#[test]
+fn defer_is_an_answer_only_where_the_event_takes_it() {
+    let catalogue = EventCatalogue::default();
+    let mut checked = 0;
+    for name in catalogue.names() {
+        let spec = catalogue.get(name).unwrap();
+        if spec.decision != crate::event::DecisionStyle::Permission {
+            continue;
+        }
+        checked += 1;
+        let answer = json_answer(
+            json!({"hookSpecificOutput": {"permissionDecision": "defer",
+                                          "permissionDecisionReason": "later"}}),
+            name,
+        );
+        let out = merged(name, vec![(0, answer)]);
+        let expected = match (spec.refuses_only(), spec.takes_defer()) {
+            (true, _) => Decision::Deny,
+            (false, true) => Decision::Defer,
+            (false, false) => Decision::Ask,
+        };
+        assert_eq!(out.decision, expected, "{name}");
+        if !spec.takes_defer() {
+            assert!(
+                out.notices
+                    .iter()
+                    .any(|n| n.message.contains("read as \"ask\"")),
+                "{name}: {:?}",
+                out.notices
+            );
+        }
+    }
+    assert!(
+        checked >= 3,
+        "PreToolUse, PreModelSwitch, PreSkillShellCommand"
+    );
+}
