@@ -169,6 +169,8 @@ pub(super) fn parse(
             index,
             group,
             flat: Some(n),
+            unreadable: Vec::new(),
+            positions: None,
         });
     }
     Ok(groups)

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::schema::{RawEventGroup, RawMatcherGroup, RawSettings};
+use super::schema::{RawEventGroup, RawHandler, RawMatcherGroup, RawSettings};
 use super::{ConfigError, ConfigWarning};
 use crate::event::EventCatalogue;
 
@@ -190,19 +190,78 @@ fn parse_hooks(
             continue;
         }
         super::lenient::prepare_groups(&mut list, location, &path, claude_format, warnings);
-        let list: Vec<RawMatcherGroup> = typed(&list, location, &path)?;
-        groups.extend(
-            list.into_iter()
-                .enumerate()
-                .map(|(index, group)| RawEventGroup {
-                    event: event.clone(),
-                    index,
-                    group,
-                    flat: None,
-                }),
-        );
+        let read = match typed::<Vec<RawMatcherGroup>>(&list, location, &path) {
+            Ok(read) => read.into_iter().map(|g| (g, Vec::new(), None)).collect(),
+            // One entry that cannot be read does not take the file's other hooks with it.
+            Err(whole) => entry_by_entry(&list, location, &path).ok_or(whole)?,
+        };
+        groups.extend(read.into_iter().enumerate().map(
+            |(index, (group, unreadable, positions))| RawEventGroup {
+                event: event.clone(),
+                index,
+                group,
+                flat: None,
+                unreadable,
+                positions,
+            },
+        ));
     }
     Ok(groups)
+}
+
+/// A group as read entry by entry: the group, its entries that could not be read
+/// (`(JSON path, message)`) and the position of each kept hook in the file's list.
+type ReadGroup = (RawMatcherGroup, Vec<(String, String)>, Option<Vec<usize>>);
+
+/// An event's list of groups that does not read whole, read one group and one hook
+/// entry at a time: what reads is kept, what does not is named (file, entry, field) for
+/// the build to report, as a hook that cannot be built is. `None` when the list is not a
+/// list (the whole file's error then stands).
+fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGroup>> {
+    let mut read = Vec::new();
+    for (i, group) in list.as_array()?.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let whole = match typed::<RawMatcherGroup>(group, location, &at) {
+            Ok(group) => {
+                read.push((group, Vec::new(), None));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let entries = group.get("hooks").and_then(Value::as_array);
+        let mut shell = group.clone();
+        if let Some(fields) = shell.as_object_mut() {
+            fields.insert("hooks".into(), Value::Array(Vec::new()));
+        }
+        let kept = match (entries, typed::<RawMatcherGroup>(&shell, location, &at)) {
+            (Some(entries), Ok(kept)) => Some((entries, kept)),
+            _ => None,
+        };
+        let Some((entries, mut kept)) = kept else {
+            // The group itself cannot be read (its matcher, a `hooks` that is no list):
+            // none of its hooks are kept.
+            let empty = RawMatcherGroup {
+                matcher: None,
+                hooks: Vec::new(),
+                sequential: None,
+                chain: None,
+            };
+            read.push((empty, vec![(whole.path, whole.message)], Some(Vec::new())));
+            continue;
+        };
+        let (mut unreadable, mut positions) = (Vec::new(), Vec::new());
+        for (j, entry) in entries.iter().enumerate() {
+            match typed::<RawHandler>(entry, location, &format!("{at}.hooks[{j}]")) {
+                Ok(hook) => {
+                    kept.hooks.push(hook);
+                    positions.push(j);
+                }
+                Err(e) => unreadable.push((e.path, e.message)),
+            }
+        }
+        read.push((kept, unreadable, Some(positions)));
+    }
+    Some(read)
 }
 
 /// Deserializes `value`, turning serde's error into one that names the JSON path below
@@ -275,21 +334,6 @@ mod tests {
             ),
             (r#"{"nope": 1}"#, "$.nope", "unknown field `nope`"),
             (
-                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "x"}]}]}}"#,
-                "$.hooks.Stop[0].hooks[0].comand",
-                "unknown field `comand`",
-            ),
-            (
-                r#"{"hooks": {"Stop": [{"hooks": [{"type": "shell"}]}]}}"#,
-                "$.hooks.Stop[0].hooks[0].type",
-                "unknown variant `shell`",
-            ),
-            (
-                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "timeout": "5"}]}]}}"#,
-                "$.hooks.Stop[0].hooks[0].timeout",
-                "expected f64",
-            ),
-            (
                 r#"{"hooks": {"Stop": {}}}"#,
                 "$.hooks.Stop",
                 "expected a sequence",
@@ -300,6 +344,49 @@ mod tests {
             assert_eq!(e.location, "hooks.json");
             assert_eq!(&e.path, path, "{text}");
             assert!(e.message.contains(message), "{text}: {}", e.message);
+        }
+    }
+
+    /// An entry that cannot be read is left out and named (entry and field); the file's
+    /// other groups and hooks are kept, each at its position in the file.
+    #[test]
+    fn an_entry_that_cannot_be_read_takes_nothing_else_with_it() {
+        let good = r#"{"type": "command", "command": "true"}"#;
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                r#"{"type": "command", "comand": "x"}"#,
+                "$.hooks.Stop[0].hooks[1].comand",
+                "unknown field `comand`",
+            ),
+            (
+                r#"{"type": "shell"}"#,
+                "$.hooks.Stop[0].hooks[1].type",
+                "unknown variant `shell`",
+            ),
+            (
+                r#"{"type": "command", "timeout": "5"}"#,
+                "$.hooks.Stop[0].hooks[1].timeout",
+                "expected f64",
+            ),
+        ];
+        for (entry, path, message) in cases {
+            let text = format!(
+                r#"{{"hooks": {{"Stop": [{{"hooks": [{good}, {entry}, {good}]}},
+                                         {{"matcher": 7, "hooks": [{good}]}}],
+                               "PreToolUse": [{{"hooks": [{good}]}}]}}}}"#
+            );
+            let (s, _) = parse(&text).unwrap();
+            let stop: Vec<_> = s.groups.iter().filter(|g| g.event == "Stop").collect();
+            assert_eq!(stop[0].group.hooks.len(), 2, "{entry}");
+            assert_eq!(stop[0].positions, Some(vec![0, 2]), "{entry}");
+            assert_eq!(stop[0].unreadable.len(), 1, "{entry}");
+            assert_eq!(stop[0].unreadable[0].0, *path, "{entry}");
+            assert!(stop[0].unreadable[0].1.contains(message), "{entry}");
+            // A group that cannot be read keeps none of its hooks, and says why.
+            assert!(stop[1].group.hooks.is_empty());
+            assert_eq!(stop[1].unreadable[0].0, "$.hooks.Stop[1].matcher");
+            let other = s.groups.iter().find(|g| g.event == "PreToolUse").unwrap();
+            assert_eq!(other.group.hooks.len(), 1, "{entry}");
         }
     }
 

@@ -452,6 +452,10 @@ impl Resolution<'_> {
             Some(entry) => format!("$.hooks[{entry}]"),
             None => format!("$.hooks.{}[{}]", raw_group.event, raw_group.index),
         };
+        // Entries that could not be read are this group's entries that cannot be built.
+        for (path, message) in &raw_group.unreadable {
+            self.note_build_error(layer, path.clone(), message.clone());
+        }
         let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax)
         {
             Ok(m) => m,
@@ -495,7 +499,10 @@ impl Resolution<'_> {
         for (index, raw) in raw_group.group.hooks.iter().enumerate() {
             let path = match raw_group.flat {
                 Some(_) => format!("{group_path}.handler"),
-                None => format!("{group_path}.hooks[{index}]"),
+                None => {
+                    let at = raw_group.positions.as_ref().map_or(index, |p| p[index]);
+                    format!("{group_path}.hooks[{at}]")
+                }
             };
             if let Some(mut hook) = self.resolve_hook(layer, raw_group, spec, path, raw) {
                 if chain {

@@ -564,3 +564,95 @@ fn unknown_fields_of_a_claude_settings_file_are_kept_with_a_warning() {
         run.stderr
     );
 }
+
+/// A guard entry of a user or project file that cannot be loaded: Claude Code skips that
+/// whole settings file (its permissions with it); hookhost's files hold only hooks, so
+/// skipping the file would silently remove every other guard in it. hookhost disables
+/// only the entry, keeps the file's other hooks running, and names the file, the entry
+/// and the field in a notice (a `systemMessage` under `--format claude`). Generated:
+/// every guard event × the user's, the project's and the local file × every way an
+/// entry fails to load (its `if`, its matcher, a missing field, a field of the wrong
+/// type).
+#[test]
+fn an_unloadable_user_or_project_guard_entry_disables_only_itself_and_is_named() {
+    let guard_events = ["PreToolUse", "PermissionRequest", "PreSkillShellCommand"];
+    let broken: [(&str, Value, Value, &str); 4] = [
+        (
+            "if",
+            json!("Bash"),
+            json!({"type": "command", "command": "true", "if": "Bash("}),
+            "if",
+        ),
+        (
+            "matcher",
+            json!("(["),
+            json!({"type": "command", "command": "true"}),
+            "matcher",
+        ),
+        (
+            "missing",
+            json!("Bash"),
+            json!({"type": "command"}),
+            "command",
+        ),
+        (
+            "type",
+            json!("Bash"),
+            json!({"type": "command", "command": 7}),
+            "command",
+        ),
+    ];
+    for event in guard_events {
+        for file in ["user", "project", "local"] {
+            for (kind, matcher, entry, field) in &broken {
+                let env = TestEnv::new();
+                // (PermissionRequest denies in JSON only.)
+                let guard = if event == "PermissionRequest" {
+                    "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", \"decision\": {\"behavior\": \"deny\", \"message\": \"the other guard\"}}}'"
+                } else {
+                    "echo 'the other guard' >&2; exit 2"
+                };
+                let config = json!({"hooks": {event: [
+                    {"matcher": matcher, "hooks": [entry]},
+                    {"matcher": "Bash", "hooks": [{"type": "command", "id": "guard",
+                        "command": guard}]},
+                ]}});
+                let location = match file {
+                    "user" => {
+                        env.user_hooks(config);
+                        "hooks.json"
+                    }
+                    "project" => {
+                        env.project_hooks(config);
+                        ".hookhost/hooks.json"
+                    }
+                    _ => {
+                        env.local_hooks(config);
+                        ".hookhost/hooks.local.json"
+                    }
+                };
+                let mut input = json!({"session_id": "s", "hook_event_name": event,
+                    "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}});
+                if event == "PreSkillShellCommand" {
+                    input["command_name"] = json!("skill");
+                    input["invoked_by"] = json!("user");
+                }
+                let what = format!("{event} {file} {kind}");
+                let out = env.dispatch(event, input);
+                assert_eq!(
+                    out["decision"], "deny",
+                    "{what}: the other guard runs: {out:#}"
+                );
+                let notices = out["notices"].to_string();
+                assert!(
+                    notices.contains(location) && notices.contains(&format!("$.hooks.{event}[0]")),
+                    "{what}: names the file and the entry: {notices}"
+                );
+                assert!(
+                    notices.contains(field),
+                    "{what}: names `{field}`: {notices}"
+                );
+            }
+        }
+    }
+}
