@@ -169,8 +169,7 @@ pub(super) fn parse(
             index,
             group,
             flat: Some(n),
-            unreadable: Vec::new(),
-            positions: None,
+            left_out: None,
         });
     }
     Ok(groups)

@@ -191,27 +191,29 @@ fn parse_hooks(
         }
         super::lenient::prepare_groups(&mut list, location, &path, claude_format, warnings);
         let read = match typed::<Vec<RawMatcherGroup>>(&list, location, &path) {
-            Ok(read) => read.into_iter().map(|g| (g, Vec::new(), None)).collect(),
+            Ok(read) => read.into_iter().map(|g| (g, None)).collect(),
             // One entry that cannot be read does not take the file's other hooks with it.
             Err(whole) => entry_by_entry(&list, location, &path).ok_or(whole)?,
         };
-        groups.extend(read.into_iter().enumerate().map(
-            |(index, (group, unreadable, positions))| RawEventGroup {
-                event: event.clone(),
-                index,
-                group,
-                flat: None,
-                unreadable,
-                positions,
-            },
-        ));
+        groups.extend(
+            read.into_iter()
+                .enumerate()
+                .map(|(index, (group, left_out))| RawEventGroup {
+                    event: event.clone(),
+                    index,
+                    group,
+                    flat: None,
+                    left_out,
+                }),
+        );
     }
     Ok(groups)
 }
 
-/// A group as read entry by entry: the group, its entries that could not be read
-/// (`(JSON path, message)`) and the position of each kept hook in the file's list.
-type ReadGroup = (RawMatcherGroup, Vec<(String, String)>, Option<Vec<usize>>);
+/// A group as read entry by entry: the group, and (when something was left out) its
+/// entries that could not be read (`(JSON path, message)`) and the position of each kept
+/// hook in the file's list ([`RawEventGroup::left_out`]).
+type ReadGroup = (RawMatcherGroup, Option<(Vec<(String, String)>, Vec<usize>)>);
 
 /// An event's list of groups that does not read whole, read one group and one hook
 /// entry at a time: what reads is kept, what does not is named (file, entry, field) for
@@ -223,7 +225,7 @@ fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGr
         let at = format!("{path}[{i}]");
         let whole = match typed::<RawMatcherGroup>(group, location, &at) {
             Ok(group) => {
-                read.push((group, Vec::new(), None));
+                read.push((group, None));
                 continue;
             }
             Err(e) => e,
@@ -246,7 +248,7 @@ fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGr
                 sequential: None,
                 chain: None,
             };
-            read.push((empty, vec![(whole.path, whole.message)], Some(Vec::new())));
+            read.push((empty, Some((vec![(whole.path, whole.message)], Vec::new()))));
             continue;
         };
         let (mut unreadable, mut positions) = (Vec::new(), Vec::new());
@@ -259,7 +261,7 @@ fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGr
                 Err(e) => unreadable.push((e.path, e.message)),
             }
         }
-        read.push((kept, unreadable, Some(positions)));
+        read.push((kept, Some((unreadable, positions))));
     }
     Some(read)
 }
@@ -378,15 +380,18 @@ mod tests {
             let (s, _) = parse(&text).unwrap();
             let stop: Vec<_> = s.groups.iter().filter(|g| g.event == "Stop").collect();
             assert_eq!(stop[0].group.hooks.len(), 2, "{entry}");
-            assert_eq!(stop[0].positions, Some(vec![0, 2]), "{entry}");
-            assert_eq!(stop[0].unreadable.len(), 1, "{entry}");
-            assert_eq!(stop[0].unreadable[0].0, *path, "{entry}");
-            assert!(stop[0].unreadable[0].1.contains(message), "{entry}");
+            let (unreadable, positions) = stop[0].left_out.as_ref().unwrap();
+            assert_eq!(positions, &[0, 2], "{entry}");
+            assert_eq!(unreadable.len(), 1, "{entry}");
+            assert_eq!(unreadable[0].0, *path, "{entry}");
+            assert!(unreadable[0].1.contains(message), "{entry}");
             // A group that cannot be read keeps none of its hooks, and says why.
             assert!(stop[1].group.hooks.is_empty());
-            assert_eq!(stop[1].unreadable[0].0, "$.hooks.Stop[1].matcher");
+            let (unreadable, _) = stop[1].left_out.as_ref().unwrap();
+            assert_eq!(unreadable[0].0, "$.hooks.Stop[1].matcher");
             let other = s.groups.iter().find(|g| g.event == "PreToolUse").unwrap();
             assert_eq!(other.group.hooks.len(), 1, "{entry}");
+            assert!(other.left_out.is_none());
         }
     }
 

@@ -360,14 +360,8 @@ pub struct RawEventGroup {
     /// The index of its entry when it comes from a flat-format file (`$.hooks[N]`, one
     /// handler per entry: [`crate::config::flat`]); `None` in the nested shape.
     pub flat: Option<usize>,
-    /// Entries of the group that could not be read (a field of the wrong type, an
-    /// unknown field or handler type), as `(JSON path, message)`: they are left out and
-    /// reported as that entry's error when the hooks are built, so one entry never takes
-    /// the file's other hooks with it. Empty for a group read whole.
-    pub unreadable: Vec<(String, String)>,
-    /// The position in the file's `hooks` list of each hook of [`RawEventGroup::group`]
-    /// (`None`: its index; only differs when an entry was left out).
-    pub positions: Option<Vec<usize>>,
+    /// Entries left out unread (path, message) and each kept hook's position (`parse.rs`).
+    pub left_out: Option<(Vec<(String, String)>, Vec<usize>)>,
 }
 
 /// One settings source, parsed.

@@ -453,7 +453,7 @@ impl Resolution<'_> {
             None => format!("$.hooks.{}[{}]", raw_group.event, raw_group.index),
         };
         // Entries that could not be read are this group's entries that cannot be built.
-        for (path, message) in &raw_group.unreadable {
+        for (path, message) in raw_group.left_out.iter().flat_map(|(unread, _)| unread) {
             self.note_build_error(layer, path.clone(), message.clone());
         }
         let matcher = match Matcher::parse(raw_group.group.matcher.as_deref(), spec.matcher_syntax)
@@ -500,7 +500,7 @@ impl Resolution<'_> {
             let path = match raw_group.flat {
                 Some(_) => format!("{group_path}.handler"),
                 None => {
-                    let at = raw_group.positions.as_ref().map_or(index, |p| p[index]);
+                    let at = raw_group.left_out.as_ref().map_or(index, |(_, p)| p[index]);
                     format!("{group_path}.hooks[{at}]")
                 }
             };
