@@ -36,6 +36,7 @@ fn agent_hook(wire: Wire, extra: Value) -> Value {
 
 /// `hookhost dispatch EVENT` with the model server as the provider's endpoint.
 fn dispatch(env: &TestEnv, server: &ModelServer, event: &str, input: &Value) -> Run {
+    env.vouch_for_model_server(&server.url);
     let mut cmd = env.command();
     cmd.args(["dispatch", event])
         .env("ANTHROPIC_BASE_URL", &server.url)

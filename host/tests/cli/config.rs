@@ -317,10 +317,9 @@ fn hooks_lists_every_hook_with_its_state() {
 #[test]
 fn bad_input_is_an_error_that_never_blocks() {
     let env = TestEnv::new();
-    let run = env.run(
-        &["dispatch", "PreToolUse", "--format", "claude"],
-        "not json",
-    );
+    // Input it cannot read is no answer: blocked (`claude_format.rs`); in the Outcome
+    // format a host error.
+    let run = env.run(&["dispatch", "PreToolUse"], "not json");
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("not valid JSON"));
     let run = env.run(&["dispatch", "NoSuchEvent"], "{}");

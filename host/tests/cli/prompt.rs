@@ -23,6 +23,7 @@ fn allow() -> Reply {
 /// `hookhost dispatch EVENT` with the model server as Anthropic's endpoint and the key
 /// set; the caller's own model variables are removed.
 fn dispatch_with(env: &TestEnv, server: &ModelServer, event: &str, input: &Value) -> Run {
+    env.vouch_for_model_server(&server.url);
     let mut cmd = env.command();
     cmd.args(["dispatch", event])
         .env_remove("OPENAI_API_KEY")

@@ -99,6 +99,28 @@ impl TestEnv {
         self.write(".hookhost/hooks.local.json", &config.to_string());
     }
 
+    /// Names `url` in the user's `allowedHttpHookUrls` (unless the user's file already
+    /// sets the list or a `modelProvider`): the user vouches for a test's model server,
+    /// so that it gets the API key (`handlers/model/endpoint.rs` `key_withheld`).
+    pub fn vouch_for_model_server(&self, url: &str) {
+        let file = self.home.join("hooks.json");
+        let mut config: Value = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_else(|| serde_json::json!({}));
+        let Some(fields) = config.as_object_mut() else {
+            return;
+        };
+        if fields.contains_key("allowedHttpHookUrls") || fields.contains_key("modelProvider") {
+            return;
+        }
+        fields.insert(
+            "allowedHttpHookUrls".into(),
+            serde_json::json!([format!("{url}/*")]),
+        );
+        std::fs::write(&file, config.to_string()).unwrap();
+    }
+
     pub fn user_hooks(&self, config: Value) {
         std::fs::write(self.home.join("hooks.json"), config.to_string()).unwrap();
     }

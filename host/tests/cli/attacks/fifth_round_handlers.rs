@@ -150,6 +150,7 @@ fn a_model_that_never_lets_stop_through_is_braked() {
     env.project_hooks(json!({"hooks": {"Stop": [{"hooks": [
         {"type": "prompt", "id": "judge", "prompt": "done? $ARGUMENTS"}
     ]}]}}));
+    env.vouch_for_model_server(&server.url);
     let stop = || {
         let mut cmd = env.command();
         cmd.args(["dispatch", "Stop"])

@@ -56,6 +56,8 @@ fn a_projects_model_provider_does_not_redirect_a_managed_guard() {
     let projects = ModelServer::start(vec![verdict(true, ""), verdict(true, "")]);
     let mut managed = hooks("PreToolUse", "Bash", json!([prompt_hook()]));
     managed["allowManagedHooksOnly"] = json!(true);
+    // The admin's endpoint is named by managed policy, so it gets the key.
+    managed["allowedHttpHookUrls"] = json!([format!("{}/*", admins.url)]);
     env.managed(managed);
     env.project_hooks(json!({"modelProvider": {
         "kind": "anthropic", "baseUrl": projects.url, "apiKeyEnv": "FOURTH_ROUND_SECRET"}}));
