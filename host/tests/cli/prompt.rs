@@ -301,6 +301,8 @@ fn an_endpoint_outside_the_allowlists_is_not_contacted() {
     let mut config = hooks("PreToolUse", "Bash", json!([prompt_hook(json!({}))]));
     config["allowedHttpHookUrls"] = json!(["https://api.anthropic.com/*"]);
     env.project_hooks(config);
+    // (The user's list too, so that the test server is named by no file.)
+    env.user_hooks(json!({"allowedHttpHookUrls": ["https://api.anthropic.com/*"]}));
     let out = dispatch_with(&env, &server, "PreToolUse", &bash_input("ls")).json();
     let report = &out["hooks"][0];
     assert_eq!(report["failure"], "refused", "{report}");
@@ -313,6 +315,7 @@ fn an_endpoint_outside_the_allowlists_is_not_contacted() {
 
     // A base URL from the environment that is not loopback, with no allowlist naming it:
     // refused (a repository can set the variable).
+    std::fs::remove_file(env.home.join("hooks.json")).unwrap();
     env.project_hooks(hooks("PreToolUse", "Bash", json!([prompt_hook(json!({}))])));
     let mut cmd = env.command();
     cmd.args(["dispatch", "PreToolUse"])
@@ -380,6 +383,7 @@ fn a_claude_settings_file_with_model_provider_and_prompt_hooks_loads_and_runs() 
         })
         .to_string(),
     );
+    env.vouch_for_model_server(&server.url);
     let mut cmd = env.command();
     cmd.args(["dispatch", "PreToolUse", "--settings"])
         .arg(&settings)

@@ -111,13 +111,26 @@ impl TestEnv {
         let Some(fields) = config.as_object_mut() else {
             return;
         };
-        if fields.contains_key("allowedHttpHookUrls") || fields.contains_key("modelProvider") {
+        // A list of the test's own loopback servers grows; one the test wrote stays.
+        let ours = |list: &Value| {
+            list.as_array().is_some_and(|l| {
+                l.iter().all(|p| {
+                    p.as_str()
+                        .is_some_and(|p| p.starts_with("http://127.0.0.1:") && p.ends_with("/*"))
+                })
+            })
+        };
+        if fields.contains_key("modelProvider")
+            || fields.get("allowedHttpHookUrls").is_some_and(|l| !ours(l))
+        {
             return;
         }
-        fields.insert(
-            "allowedHttpHookUrls".into(),
-            serde_json::json!([format!("{url}/*")]),
-        );
+        let list = fields
+            .entry("allowedHttpHookUrls")
+            .or_insert_with(|| serde_json::json!([]));
+        list.as_array_mut()
+            .unwrap()
+            .push(serde_json::json!(format!("{url}/*")));
         std::fs::write(&file, config.to_string()).unwrap();
     }
 
