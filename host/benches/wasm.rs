@@ -1,17 +1,28 @@
 //! Benchmark: one PreToolUse hook with the same logic ("deny `rm -rf /`") as a wasm
 //! plugin (fresh store per event), as an `sh` command hook and as a `python3` command
-//! hook, dispatched in process through the same host, in one run; and compiling a
-//! plugin vs loading it from the compile cache. Prints a table with ratios.
+//! hook, dispatched in process through the same host, in one run; the sandbox call alone
+//! with a fresh store and with a warm session instance, beside Extism's call of a reused
+//! plugin instance running the same logic on the same input (the peer, issue 27); and
+//! compiling a plugin vs loading it from the compile cache. Prints tables with ratios.
 //!
 //! Run with `cargo bench -p hookhost --bench wasm` (builds `plugins/deny-dangerous-bash`
 //! for wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the iteration counts;
 //! `HOOKHOST_BENCH_ONLY=wasm` runs only the wasm rows (for profiling).
+//!
+//! The Extism peer is a separate program with its own workspace
+//! (`benches/extism-peer/`: Extism 1.30 brings its own wasmtime), built by
+//! `benches/extism-peer/run.sh`, which then runs this bench. When its binary and plugin
+//! are there (under `benches/extism-peer/target`, or `HOOKHOST_EXTISM_PEER_TARGET`), this
+//! bench starts it as a child process and times it in rounds interleaved with the
+//! sandbox rows; without them the peer rows are left out, saying so.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookhost::config::schema::InstanceMode;
 use hookhost::event::Invocation;
 use hookhost::handlers::wasm::{
     CompileCache, PluginCall, WasmRuntime, engine_config, instance_pool_available,
@@ -81,7 +92,7 @@ fn main() {
         "wasm hook, fresh store (dispatch)".to_string(),
         wasm.clone(),
     ));
-    let sandbox = sandbox_times(&runtime, &plugin, project.path(), &input, n(5000));
+    let sandbox = sandbox_rows(&root, &runtime, &plugin, project.path(), &input, n(5000));
     rows.push((
         "wasm hook, fresh store (sandbox call only)".to_string(),
         sandbox,
@@ -245,15 +256,25 @@ fn dispatch_times(
     times
 }
 
-fn sandbox_times(
+/// The sandbox call alone (`WasmRuntime::call`, as `hookhost plugin test` makes it): with
+/// a fresh store per call and with the hook's session instance, and the Extism peer when
+/// it is built, timed in interleaved rounds. Prints their table (wall and on-CPU time of
+/// the calling thread, and the ratios to Extism); returns the fresh-store wall times.
+fn sandbox_rows(
+    root: &Path,
     runtime: &WasmRuntime,
     plugin: &Path,
     project: &Path,
     input: &Value,
     n: usize,
 ) -> Vec<Duration> {
-    let call = PluginCall {
+    let fresh = PluginCall {
         label: "bench".into(),
+        ..PluginCall::new(plugin)
+    };
+    let warm = PluginCall {
+        label: "bench-session".into(),
+        instance: InstanceMode::Session,
         ..PluginCall::new(plugin)
     };
     let spec = EventCatalogue::default()
@@ -261,28 +282,187 @@ fn sandbox_times(
         .expect("event")
         .clone();
     let invocation = Invocation::new(spec, input.clone(), project).expect("invocation");
-    let mut times = Vec::with_capacity(n);
-    let mut cpu = Vec::with_capacity(n);
     // The call runs on this thread, as it does in the one-shot CLI.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    // Warm up both (the session instance is made here) and check the answer.
+    for call in [&fresh, &warm] {
+        for _ in 0..3 {
+            let run = rt.block_on(runtime.call(call, &invocation));
+            assert_eq!(run.output_json, Some(json!({})), "{run:?}");
+        }
+    }
+    let mut peer = Peer::start(root, &input.to_string());
+    let rounds = 40;
+    let per_round = (n / rounds).max(5);
+    let (mut fresh_s, mut warm_s, mut peer_s) = (Samples::default(), Samples::default(), None);
+    for _ in 0..rounds {
+        sandbox_batch(&rt, runtime, &fresh, &invocation, per_round, &mut fresh_s);
+        sandbox_batch(&rt, runtime, &warm, &invocation, per_round, &mut warm_s);
+        if let Some(peer) = &mut peer {
+            peer.batch(per_round, peer_s.get_or_insert_with(Samples::default));
+        }
+    }
+    let peer_row = peer_s.as_mut().map(|s| {
+        s.sort();
+        s
+    });
+    fresh_s.sort();
+    warm_s.sort();
+    println!(
+        "{:<48} {:>6} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9}",
+        "sandbox call only, interleaved rounds",
+        "n",
+        "wall p50",
+        "wall p90",
+        "wall p99",
+        "vs Extism",
+        "CPU p50",
+        "vs Extism"
+    );
+    let p50 = |d: &[Duration]| percentile(d, 0.5).as_secs_f64();
+    let base = peer_row.as_ref().map(|s| (p50(&s.wall), p50(&s.cpu)));
+    let mut table: Vec<(&str, &Samples)> = vec![
+        ("hookhost, fresh store per call", &fresh_s),
+        ("hookhost, warm session instance", &warm_s),
+    ];
+    if let Some(s) = &peer_row {
+        table.push(("Extism 1.30, reused plugin instance (peer)", s));
+    }
+    for (name, samples) in &table {
+        let ratio =
+            |x: f64, b: Option<f64>| b.map_or("-".to_string(), |b| format!("{:.2}×", x / b));
+        println!(
+            "{:<48} {:>6} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9}",
+            name,
+            samples.wall.len(),
+            fmt(percentile(&samples.wall, 0.5)),
+            fmt(percentile(&samples.wall, 0.9)),
+            fmt(percentile(&samples.wall, 0.99)),
+            ratio(p50(&samples.wall), base.map(|b| b.0)),
+            fmt(percentile(&samples.cpu, 0.5)),
+            ratio(p50(&samples.cpu), base.map(|b| b.1)),
+        );
+    }
+    match base {
+        Some((wall, cpu)) => {
+            let verdict = |r: f64, t: f64| if r <= t { "met" } else { "NOT met" };
+            let (w, c) = (p50(&warm_s.wall) / wall, p50(&warm_s.cpu) / cpu);
+            let (fw, fc) = (p50(&fresh_s.wall) / wall, p50(&fresh_s.cpu) / cpu);
+            println!(
+                "targets (issue 27, p50 vs Extism's reused instance): warm ≤ 0.5×: {} \
+                 (wall {w:.2}×, CPU {c:.2}×); fresh store ≤ 1.0×: {} (wall {fw:.2}×, CPU {fc:.2}×)",
+                verdict(w.min(c), 0.5),
+                verdict(fw.min(fc), 1.0),
+            );
+        }
+        None => println!(
+            "(no Extism peer: build it with benches/extism-peer/run.sh, which runs this bench)"
+        ),
+    }
+    println!();
+    fresh_s.wall
+}
+
+/// Wall and calling-thread CPU times.
+#[derive(Default)]
+struct Samples {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+}
+
+impl Samples {
+    fn sort(&mut self) {
+        self.wall.sort();
+        self.cpu.sort();
+    }
+}
+
+fn sandbox_batch(
+    rt: &tokio::runtime::Runtime,
+    runtime: &WasmRuntime,
+    call: &PluginCall,
+    invocation: &Invocation,
+    n: usize,
+    into: &mut Samples,
+) {
     for _ in 0..n {
         let (t, c) = (Instant::now(), thread_cpu_time());
-        let run = rt.block_on(runtime.call(&call, &invocation));
-        times.push(t.elapsed());
-        cpu.push(thread_cpu_time().saturating_sub(c));
+        let run = rt.block_on(runtime.call(call, invocation));
+        into.wall.push(t.elapsed());
+        into.cpu.push(thread_cpu_time().saturating_sub(c));
         std::hint::black_box(run);
     }
-    times.sort();
-    cpu.sort();
-    println!(
-        "  (sandbox call, on-CPU time of the calling thread: p50 {}, p90 {})",
-        fmt(percentile(&cpu, 0.5)),
-        fmt(percentile(&cpu, 0.9))
-    );
-    times
+}
+
+/// The Extism peer (`benches/extism-peer`), running as a child process: the same deny
+/// logic as an Extism plugin, one reused instance, timed by itself in batches.
+struct Peer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Peer {
+    /// Starts the peer on `input` if it has been built, and checks that it answers as the
+    /// hookhost plugin does (no opinion).
+    fn start(root: &Path, input: &str) -> Option<Peer> {
+        let target = std::env::var_os("HOOKHOST_EXTISM_PEER_TARGET")
+            .map_or_else(|| root.join("benches/extism-peer/target"), PathBuf::from);
+        let binary = target.join("release/extism-peer");
+        let plugin = target.join("wasm32-unknown-unknown/release/extism_deny_dangerous_bash.wasm");
+        if !binary.is_file() || !plugin.is_file() {
+            return None;
+        }
+        let mut child = Command::new(&binary)
+            .arg(&plugin)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the Extism peer starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        writeln!(stdin, "{input}").expect("the peer reads");
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).expect("the peer answers");
+        assert_eq!(
+            answer.trim(),
+            "{}",
+            "the Extism plugin must not deny this input"
+        );
+        println!(
+            "  peer: {} on {} ({} bytes)",
+            binary.display(),
+            plugin.display(),
+            std::fs::metadata(&plugin).map(|m| m.len()).unwrap_or(0)
+        );
+        Some(Peer {
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    fn batch(&mut self, n: usize, into: &mut Samples) {
+        writeln!(self.stdin, "{n}").expect("the peer reads");
+        for times in [&mut into.wall, &mut into.cpu] {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).expect("the peer answers");
+            times.extend(
+                line.split_whitespace()
+                    .map(|t| Duration::from_nanos(t.parse().expect("nanoseconds"))),
+            );
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// CPU time consumed by the calling thread.

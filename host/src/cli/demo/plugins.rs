@@ -36,6 +36,10 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
         include_str!("../../../../plugins/deny-dangerous-bash/src/lib.rs"),
     ),
     (
+        "deny-dangerous-bash/src/danger.rs",
+        include_str!("../../../../plugins/deny-dangerous-bash/src/danger.rs"),
+    ),
+    (
         "deny-dangerous-bash/cases.json",
         include_str!("../../../../plugins/deny-dangerous-bash/cases.json"),
     ),
