@@ -1,20 +1,35 @@
 //! The daemon and the one-shot CLI with sandboxed plugins, side by side in one run.
 //!
 //! 1. `hookhost serve` over a unix socket with one wasm hook (`deny-dangerous-bash` on
-//!    PreToolUse), with a fresh instance per event and then one instance per session:
-//!    round-trip latency with one client in lockstep, then throughput with 1, 4 and 16
-//!    concurrent clients, each keeping 8 requests in flight. Target: at least 20,000
-//!    events/s on 2 cores.
+//!    PreToolUse, audit log on), with a fresh instance per event and with one instance
+//!    per session, beside its baseline: a bare JSON-lines server on a unix socket that
+//!    parses each line and answers `{id, outcome}` (`daemon/echo.rs`, same runtime and
+//!    allocator, a process of its own). Round-trip latency with one lockstep client,
+//!    then throughput with 1, 4 and 16 lockstep clients and with 8 requests in flight
+//!    per client, the three servers interleaved round by round so that they share the
+//!    machine's noise. Targets (issue 27): at least 50% of the baseline's events/s with a
+//!    fresh instance per event and 70% with one per session, at 1, 4 and 16 lockstep
+//!    clients.
 //! 2. The one-shot `hookhost dispatch` with three wasm plugins and a warm compile cache,
 //!    answered by its dispatch daemon (the default) and in-process
 //!    (`HOOKHOST_DISPATCH_DAEMON=off`), interleaved with spawning one `sh` hook that
 //!    reads its stdin with `cat` and prints `{}`. Target: no slower than the shell hook.
+//! 3. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
+//!    (`HOOKHOST_BENCH_SOAK_SECS`) against one daemon; every answer must arrive exactly
+//!    once, and the daemon's memory is reported (`daemon/soak.rs`).
 //!
 //! Run with `cargo bench -p hookhost --bench daemon` (builds the example plugins for
-//! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts;
-//! `HOOKHOST_BENCH_ONLY=daemon` or `=one-shot` runs only that part (for profiling).
+//! wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the counts, `HOOKHOST_BENCH_ROUNDS`
+//! sets the interleaved rounds (default 3); `HOOKHOST_BENCH_ONLY=daemon` or `=one-shot`
+//! runs only that part (for profiling), `=soak` only the soak run.
 
+#[path = "daemon/allocs.rs"]
+mod allocs;
 mod common;
+#[path = "daemon/echo.rs"]
+mod echo;
+#[path = "daemon/soak.rs"]
+mod soak;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -26,7 +41,17 @@ use serde_json::{Value, json};
 
 use common::{percentile, start_dispatch_daemon, time_process};
 
+/// The daemon allocates with mimalloc (`host/src/allocator.rs`); so do the baseline
+/// server and the clients, in this binary (counting only for `allocs.rs`).
+#[global_allocator]
+static GLOBAL: allocs::Counting = allocs::Counting;
+
+/// Requests in flight per client in the pipelined rows.
 const WINDOW: usize = 8;
+/// The share of the baseline's events/s the daemon must reach with lockstep clients:
+/// with a fresh instance per event, and with one instance per session (issue 27).
+const TARGET_FRESH: f64 = 0.50;
+const TARGET_SESSION: f64 = 0.70;
 
 fn scaled(base: usize) -> usize {
     let scale: f64 = std::env::var("HOOKHOST_BENCH_N")
@@ -51,6 +76,7 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// A server process on a unix socket: `hookhost serve` or the baseline.
 struct Daemon {
     child: Child,
     socket: std::path::PathBuf,
@@ -63,9 +89,25 @@ impl Drop for Daemon {
     }
 }
 
-fn start_daemon(dir: &Path, settings: &Value) -> Daemon {
-    let socket = dir.join("bench.sock");
-    let child = Command::new(env!("CARGO_BIN_EXE_hookhost"))
+/// Spawns `command`, a server that will listen on `socket`, and waits until it does.
+fn spawn_server(mut command: Command, socket: std::path::PathBuf) -> Daemon {
+    let _ = std::fs::remove_file(&socket);
+    let child = command
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the server");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Daemon { child, socket }
+}
+
+fn start_daemon(dir: &Path, settings: &Value, name: &str) -> Daemon {
+    let socket = dir.join(format!("{name}.sock"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookhost"));
+    command
         .args([
             "serve",
             "--socket",
@@ -74,16 +116,16 @@ fn start_daemon(dir: &Path, settings: &Value) -> Daemon {
             &settings.to_string(),
         ])
         .current_dir(workspace(dir))
-        .envs(isolated_env(dir))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the daemon");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while UnixStream::connect(&socket).is_err() {
-        assert!(Instant::now() < deadline, "the daemon did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Daemon { child, socket }
+        .envs(isolated_env(dir));
+    spawn_server(command, socket)
+}
+
+/// The baseline: this binary again, as the bare server of `echo.rs`.
+fn start_echo(dir: &Path) -> Daemon {
+    let socket = dir.join("echo.sock");
+    let mut command = Command::new(std::env::current_exe().expect("the bench binary"));
+    command.env(echo::ECHO_VAR, &socket);
+    spawn_server(command, socket)
 }
 
 /// The project directory the hookhost processes run in: beside, not above, the state
@@ -138,13 +180,14 @@ fn client(socket: &Path, count: usize, window: usize, offset: usize) -> Vec<Dura
     times
 }
 
-fn throughput(socket: &Path, clients: usize, total: usize) -> f64 {
+/// Events/s of `clients` clients, each keeping `window` requests in flight.
+fn throughput(socket: &Path, clients: usize, total: usize, window: usize) -> f64 {
     let per_client = total / clients;
     let started = Instant::now();
     let threads: Vec<_> = (0..clients)
         .map(|c| {
             let socket = socket.to_path_buf();
-            std::thread::spawn(move || client(&socket, per_client, WINDOW, c * per_client))
+            std::thread::spawn(move || client(&socket, per_client, window, c * per_client))
         })
         .collect();
     for t in threads {
@@ -153,40 +196,131 @@ fn throughput(socket: &Path, clients: usize, total: usize) -> f64 {
     (per_client * clients) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Latency and throughput of `hookhost serve` running `settings`.
-fn bench_daemon(dir: &Path, settings: &Value, instance: &str) {
-    let daemon = start_daemon(dir, settings);
-    client(&daemon.socket, 300, 1, 0); // warm: compile, caches, connections
-    let mut latency = client(&daemon.socket, scaled(3000), 1, 0);
-    latency.sort();
-    println!("daemon round trip over a unix socket, one wasm hook, one instance per {instance}:");
+fn rounds() -> usize {
+    std::env::var("HOOKHOST_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3usize)
+        .max(1)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Latency and throughput of the baseline and of `hookhost serve` with a fresh instance
+/// per event and with one per session, interleaved.
+fn bench_daemons(servers: &[(&str, &Daemon)]) {
+    println!("round trip over a unix socket, 1 client, lockstep:");
     println!();
-    println!("| what | p50 µs | p90 µs | p99 µs |");
-    println!("|---|---:|---:|---:|");
-    println!(
-        "| 1 client, lockstep, {} requests | {:.1} | {:.1} | {:.1} |",
-        latency.len(),
-        us(percentile(&latency, 0.5)),
-        us(percentile(&latency, 0.9)),
-        us(percentile(&latency, 0.99))
-    );
-    println!();
-    println!("| concurrent clients ({WINDOW} in flight each) | events/s | vs target 20,000 |");
-    println!("|---:|---:|---:|");
-    for clients in [1, 4, 16] {
-        let rate = throughput(&daemon.socket, clients, scaled(40_000));
-        println!("| {clients} | {rate:.0} | {:.2}x |", rate / 20_000.0);
+    println!("| server | requests | p50 µs | p90 µs | p99 µs |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, daemon) in servers {
+        client(&daemon.socket, 300, 1, 0); // warm: compile, caches, connections
+        let mut latency = client(&daemon.socket, scaled(3000), 1, 0);
+        latency.sort();
+        println!(
+            "| {name} | {} | {:.1} | {:.1} | {:.1} |",
+            latency.len(),
+            us(percentile(&latency, 0.5)),
+            us(percentile(&latency, 0.9)),
+            us(percentile(&latency, 0.99))
+        );
     }
     println!();
+    let rounds = rounds();
+    for (window, what) in [(1, "lockstep"), (WINDOW, "8 requests in flight each")] {
+        // rates[client count][server] over the rounds
+        let counts = [1, 4, 16];
+        let mut rates = vec![vec![Vec::new(); servers.len()]; counts.len()];
+        for _ in 0..rounds {
+            for (c, clients) in counts.iter().enumerate() {
+                for (s, (_, daemon)) in servers.iter().enumerate() {
+                    let total = scaled(if window == 1 { 12_000 } else { 40_000 });
+                    rates[c][s].push(throughput(&daemon.socket, *clients, total, window));
+                }
+            }
+        }
+        println!(
+            "throughput, events/s, clients {what} (median of {rounds} interleaved rounds; \
+             each ratio is the median of the rounds' ratios to the baseline):"
+        );
+        println!();
+        let header: Vec<String> = servers.iter().map(|(n, _)| format!("{n} |")).collect();
+        println!("| clients | {}", header.join(" "));
+        println!("|---:|{}", "---:|".repeat(servers.len()));
+        for (c, clients) in counts.iter().enumerate() {
+            let base = &rates[c][0];
+            let cells: Vec<String> = (0..servers.len())
+                .map(|s| {
+                    let rate = median(&mut rates[c][s].clone());
+                    if s == 0 {
+                        return format!("{rate:.0}");
+                    }
+                    let mut ratios: Vec<f64> =
+                        rates[c][s].iter().zip(base).map(|(r, b)| r / b).collect();
+                    format!("{rate:.0} ({:.0}%)", 100.0 * median(&mut ratios))
+                })
+                .collect();
+            println!("| {clients} | {} |", cells.join(" | "));
+        }
+        println!();
+        if window == 1 {
+            for (s, target) in [(1, TARGET_FRESH), (2, TARGET_SESSION)] {
+                let Some((name, _)) = servers.get(s) else {
+                    continue;
+                };
+                let ratios: Vec<f64> = (0..counts.len())
+                    .map(|c| {
+                        let mut r: Vec<f64> = rates[c][s]
+                            .iter()
+                            .zip(&rates[c][0])
+                            .map(|(r, b)| r / b)
+                            .collect();
+                        median(&mut r)
+                    })
+                    .collect();
+                let shown: Vec<String> = ratios
+                    .iter()
+                    .map(|r| format!("{:.0}%", 100.0 * r))
+                    .collect();
+                let met = ratios.iter().all(|r| *r >= target);
+                println!(
+                    "{name} / baseline at 1, 4, 16 lockstep clients: {} (target: at least \
+                     {:.0}% each: {})",
+                    shown.join(", "),
+                    100.0 * target,
+                    if met { "met" } else { "NOT MET" }
+                );
+            }
+            println!();
+        }
+    }
 }
 
 fn main() {
+    // This binary is also the baseline server and the soak's client processes.
+    if let Some(socket) = std::env::var_os(echo::ECHO_VAR) {
+        echo::serve(Path::new(&socket));
+        return;
+    }
+    if let Some(socket) = std::env::var_os(soak::CLIENT_VAR) {
+        soak::client_process(Path::new(&socket));
+        return;
+    }
     // The example plugins, built for wasm32-wasip2 by the test-plugins artifacts crate.
     let plugins = Path::new(hookhost_test_plugins::plugins::DENY_DANGEROUS_BASH)
         .parent()
         .expect("the plugins' directory");
     let plugin = |name: &str| plugins.join(format!("{name}.wasm")).display().to_string();
     let dir = tempfile::tempdir().expect("tempdir");
+    // The in-process server of `allocs.rs` uses the same state directories as the
+    // daemons, never the user's own.
+    for (name, value) in isolated_env(dir.path()) {
+        // SAFETY: no other thread of this process runs yet.
+        unsafe { std::env::set_var(name, value) };
+    }
 
     println!(
         "hookhost daemon and one-shot benchmark (RUST_BACKTRACE={})",
@@ -194,18 +328,39 @@ fn main() {
     );
     println!();
 
-    // 1. The daemon, one wasm hook: a fresh instance per event (the default), then one
+    // 1. The daemon, one wasm hook: a fresh instance per event (the default), and one
     //    instance per session (`"instance": "session"`; the bench's requests spread
-    //    over 64 sessions).
+    //    over 64 sessions), beside the bare server.
     let only = std::env::var("HOOKHOST_BENCH_ONLY").unwrap_or_default();
-    for instance in ["event", "session"]
-        .into_iter()
-        .filter(|_| only != "one-shot")
-    {
-        let one_hook = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+    let one_hook = |instance: &str| {
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
             {"type": "wasm", "plugin": plugin("deny_dangerous_bash"), "instance": instance}
-        ]}]}});
-        bench_daemon(dir.path(), &one_hook, instance);
+        ]}]}})
+    };
+    if only == "soak" {
+        let daemon = start_daemon(dir.path(), &one_hook("event"), "soak");
+        client(&daemon.socket, 300, 1, 0); // warm
+        soak::run(&daemon.socket, daemon.child.id(), 256);
+        return;
+    }
+    if only != "one-shot" {
+        let echo = start_echo(dir.path());
+        let fresh = start_daemon(dir.path(), &one_hook("event"), "event");
+        let session = start_daemon(dir.path(), &one_hook("session"), "session");
+        bench_daemons(&[
+            ("bare JSON-lines server (baseline)", &echo),
+            ("serve, fresh instance per event", &fresh),
+            ("serve, one instance per session", &session),
+        ]);
+        println!("allocations per `serve` event (in process, lockstep, after a warm-up):");
+        println!();
+        println!("| instance | allocations | bytes allocated |");
+        println!("|---|---:|---:|");
+        for instance in ["event", "session"] {
+            let (count, bytes) = allocs::per_event(dir.path(), &one_hook(instance), scaled(2000));
+            println!("| {instance} | {count:.1} | {bytes:.0} |");
+        }
+        println!();
     }
     if only == "daemon" {
         return;

@@ -42,6 +42,12 @@ use std::time::Duration;
 /// Whether this process adopts its hooks' orphans ([`adopt_orphans`]).
 static ADOPTING: AtomicBool = AtomicBool::new(false);
 
+/// Whether this process ever started a child ([`spawn_own`], the one way it starts one).
+/// Until it has, nothing can be re-parented to it (an orphan is a descendant of a child
+/// of its own), so [`end_adopted`] has nothing to look for: a daemon that runs only wasm
+/// hooks does not read `/proc` after every event.
+static SPAWNED: AtomicBool = AtomicBool::new(false);
+
 /// The children this process started itself ([`spawn_own`]): keepers, async runners,
 /// the dispatch daemon. Locked across each spawn and each sweep, so a child being
 /// started is never taken for an orphan.
@@ -69,6 +75,8 @@ pub fn spawn_own<T>(
     pid: impl FnOnce(&T) -> Option<u32>,
 ) -> io::Result<T> {
     let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+    // Before the spawn: a sweep that starts after it must look.
+    SPAWNED.store(true, Ordering::SeqCst);
     let child = spawn()?;
     if let Some(pid) = pid(&child) {
         own.insert(pid);
@@ -80,9 +88,10 @@ pub fn spawn_own<T>(
 /// orphans of hooks whose keeper was killed, adopted as subreaper), then their children
 /// in turn, until none is left: each is waited for by its pid, so its own children are
 /// re-parented here before the next look. Children of its own that are gone are
-/// forgotten. Nothing unless [`adopt_orphans`] was called.
+/// forgotten. Nothing unless [`adopt_orphans`] was called and a child was ever started
+/// ([`spawn_own`]).
 pub fn end_adopted() {
-    if !ADOPTING.load(Ordering::SeqCst) {
+    if !ADOPTING.load(Ordering::SeqCst) || !SPAWNED.load(Ordering::SeqCst) {
         return;
     }
     loop {

@@ -20,6 +20,10 @@ use super::protocol::{Frame, READ_BUFFER, Request, RequestLines, parse_request};
 use super::{SHUTDOWN_WRITE_GRACE, Server, panic_message};
 use crate::outcome::Outcome;
 
+/// The capacity an answer line is serialized into: an outcome with one hook's report
+/// takes about 600 bytes.
+const ANSWER_CAPACITY: usize = 1024;
+
 /// An answer waiting to be written, with what it holds of its connection's bounds.
 struct Queued {
     text: String,
@@ -72,14 +76,20 @@ impl Server {
                     id: &'a Value,
                     outcome: &'a Outcome,
                 }
-                serde_json::to_string(&Answer {
-                    id: &request.id,
-                    outcome: &outcome,
-                })
-                .unwrap_or_else(|e| {
-                    json!({"id": request.id, "error": format!("cannot encode the outcome: {e}")})
-                        .to_string()
-                })
+                // Sized for a usual answer, so that it is written without regrowing.
+                let mut text = Vec::with_capacity(ANSWER_CAPACITY);
+                match serde_json::to_writer(
+                    &mut text,
+                    &Answer {
+                        id: &request.id,
+                        outcome: &outcome,
+                    },
+                ) {
+                    // serde_json writes UTF-8 only.
+                    Ok(()) => String::from_utf8(text).expect("JSON is UTF-8"),
+                    Err(e) => json!({"id": request.id, "error": format!("cannot encode the outcome: {e}")})
+                        .to_string(),
+                }
             }
             Err(e) => json!({"id": request.id, "error": e.to_string()}).to_string(),
         }

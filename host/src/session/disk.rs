@@ -180,6 +180,12 @@ impl DiskStore {
     /// case) this is one failed `open` of the queue's directory, without the lock.
     pub fn take_at_most(&self, session: &str, most: usize) -> Vec<AsyncResult> {
         let dir = self.session_dir(session);
+        // No directory, nothing queued (nor anything to warn of): one `lstat` on the path
+        // of most events, whose sessions never queued anything.
+        if std::fs::symlink_metadata(&dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Vec::new();
+        }
         let queue = dir.join("async");
         // A session's directory or queue swapped for a symlink (to another session's)
         // is refused, not followed: its results are not this session's to take.
