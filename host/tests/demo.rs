@@ -4,10 +4,14 @@
 use std::path::Path;
 use std::process::Stdio;
 
+use serde_json::json;
+
 #[path = "common/demo.rs"]
 mod demo_run;
+#[path = "common/skip.rs"]
+mod skip;
 
-use demo_run::{PLUGINS, demo_command, project_hooks, run_demo};
+use demo_run::{PLUGINS, demo_command, project_hooks, run_demo, time_server};
 
 /// `hookhost demo` on a machine that cannot build the plugins: the session with command
 /// hooks only.
@@ -41,6 +45,9 @@ fn the_demo_session_decides_every_step() {
             None,          // fuel (needs wasm)
             None,          // grant (needs wasm)
             None,          // allowlist (needs wasm)
+            Some("block"), // the stand-in judge refuses deleting the tests
+            None,          // MCP (no time server here)
+            None,          // MCP isError (no time server here)
             Some("block"), // Stop gate
             Some("none"),  // Stop after the tests
         ],
@@ -89,15 +96,51 @@ fn the_demo_session_decides_every_step() {
         steps
             .iter()
             .flat_map(|s| s.hooks())
-            .all(|h| h["type"] == "command")
+            .all(|h| h["type"] == "command" || h["id"] == "judge-prompt")
     );
+    // The prompt hook: the stand-in allows the first prompt and refuses deleting the
+    // tests, which blocks the prompt and ends the turn (§1.10: UserPromptSubmit).
+    let judged = steps[3].hook("judge-prompt");
+    assert_eq!(
+        (&judged["type"], &judged["status"]),
+        (&json!("prompt"), &json!("ok")),
+        "{judged}"
+    );
+    assert!(judged["tokens"].as_u64().unwrap() > 0, "{judged}");
+    let refused = steps[13].outcome();
+    assert_eq!(refused["decision"], "block", "{refused:#}");
+    assert_eq!(refused["continue"], false, "{refused:#}");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("stand-in judge (a fixed rule, not a model): "),
+        "{refused:#}"
+    );
+    assert!(
+        run.stdout
+            .contains("It is a stand-in, not a model; no API key and no network are used."),
+        "{}",
+        run.stdout
+    );
+    for skipped in &steps[14..16] {
+        assert!(
+            skipped
+                .caption
+                .contains("skipped: `HOOKHOST_DEMO_TIME_SERVER` names ")
+                && skipped.caption.ends_with("which is not an executable file"),
+            "{}",
+            skipped.caption
+        );
+    }
     // Its own trust store and audit log, in its directory.
     let trust_store = hookhost::trust::TrustStore::in_data_dir(&kept.join("data"))
         .path()
         .to_path_buf();
     assert!(trust_store.starts_with(root.path()) && trust_store.is_file());
     let audit = std::fs::read_to_string(kept.join("data/audit.jsonl")).unwrap();
-    assert_eq!(audit.lines().count(), 11, "{audit}");
+    assert_eq!(audit.lines().count(), 12, "{audit}");
+    assert!(audit.contains("\"tokens\""), "{audit}");
 }
 
 /// A second run over the same directory keeps the user's edits and judges trust again:
@@ -235,5 +278,89 @@ fn a_closed_stdout_ends_the_demo_quietly() {
     assert!(
         !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
         "{stderr}"
+    );
+}
+
+/// The prompt step runs against the demo's own stand-in with a key of its own, whatever
+/// the user's environment says: a real key and endpoint set by the user are neither
+/// used nor shown (the stand-in accepts only the demo's key, so the step would fail
+/// with the user's).
+#[test]
+fn the_prompt_step_uses_the_stand_in_never_the_users_key_or_endpoint() {
+    const REAL_KEY: &str = "sk-ant-api03-the-users-real-key-NEVER-SENT";
+    let root = tempfile::tempdir().unwrap();
+    let kept = root.path().join("demo");
+    let mut cmd = without_wasm(root.path());
+    cmd.env("ANTHROPIC_API_KEY", REAL_KEY)
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .env("HOOKHOST_DEMO_MODEL_KEY", "a-key-set-before-the-demo");
+    let run = run_demo(cmd, &kept);
+    let refused = &run.steps[13];
+    assert_eq!(refused.decision(), Some("block"), "{}", run.stdout);
+    assert_eq!(refused.hook("judge-prompt")["status"], "blocked");
+    assert!(
+        run.stdout
+            .contains("The stand-in judge answered 2 model requests."),
+        "{}",
+        run.stdout
+    );
+    let audit = std::fs::read_to_string(kept.join("data/audit.jsonl")).unwrap();
+    for text in [&run.stdout, &run.stderr, &audit] {
+        assert!(!text.contains(REAL_KEY), "{text}");
+        assert!(!text.contains("HOOKHOST_DEMO_MODEL_KEY="), "{text}");
+    }
+}
+
+/// With `mcp-server-time` installed (`.ci/run` puts it under the target dir), the MCP
+/// steps run against it: the `${tool_input.timezone}` call answers, and a timezone it
+/// refuses is its `isError`, a non-blocking error (the call proceeds, the agent is told).
+#[test]
+fn hookhost_demo_calls_the_time_server_when_it_is_installed() {
+    let test = "demo::hookhost_demo_calls_the_time_server_when_it_is_installed";
+    let Some(server) = time_server() else {
+        skip::skipped(
+            test,
+            "mcp-server-time is not installed (.ci/run installs it)",
+        );
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let mut cmd = without_wasm(root.path());
+    cmd.env("HOOKHOST_DEMO_TIME_SERVER", &server);
+    let run = run_demo(cmd, &root.path().join("demo"));
+    assert!(
+        run.stdout.contains(&format!(
+            "hookhost demo: mcp_tool hooks call {} (over stdio)",
+            server.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    let answered = &run.steps[14];
+    assert_eq!(answered.decision(), Some("none"), "{}", run.stdout);
+    let hook = answered.hook("time-check");
+    assert_eq!(
+        (&hook["type"], &hook["status"]),
+        (&json!("mcp_tool"), &json!("ok")),
+        "{hook}"
+    );
+    let refused = &run.steps[15];
+    assert_eq!(refused.decision(), Some("none"), "{}", run.stdout);
+    let hook = refused.hook("time-check");
+    assert_eq!(hook["status"], "failed", "{hook}");
+    assert!(
+        hook["message"]
+            .as_str()
+            .unwrap()
+            .contains("answered with isError"),
+        "{hook}"
+    );
+    assert!(
+        refused
+            .agent_sees
+            .iter()
+            .any(|l| l.contains("time-check") && l.contains("isError")),
+        "{:?}",
+        refused.agent_sees
     );
 }

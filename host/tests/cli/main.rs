@@ -17,6 +17,8 @@ mod audit;
 mod chain;
 mod claude_format;
 mod claude_real;
+mod claude_real_hooks;
+mod claude_settings_replay;
 mod command;
 mod config;
 mod config_size;

@@ -23,16 +23,34 @@ pub const PLUGINS: &[&str] = &[
 ];
 
 /// `hookhost demo` with nothing of the real user's: a home, data, cache and managed dir
-/// under `root`, which the demo must not write to either.
+/// under `root`, which the demo must not write to either. Its MCP steps are skipped
+/// (`HOOKHOST_DEMO_TIME_SERVER` names no program) unless a test points it at
+/// [`time_server`].
 pub fn demo_command(root: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
-    cmd.env("HOME", root.join("user-home"))
-        .env("HOOKHOST_HOME", root.join("user-config"))
-        .env("HOOKHOST_DATA_DIR", root.join("user-data"))
-        .env("HOOKHOST_MANAGED_DIR", root.join("user-managed"))
-        .env("HOOKHOST_CACHE_DIR", root.join("user-cache"))
-        .stdin(Stdio::null());
+    cmd.env(
+        "HOOKHOST_DEMO_TIME_SERVER",
+        root.join("no-time-server-here"),
+    )
+    .env("HOME", root.join("user-home"))
+    .env("HOOKHOST_HOME", root.join("user-config"))
+    .env("HOOKHOST_DATA_DIR", root.join("user-data"))
+    .env("HOOKHOST_MANAGED_DIR", root.join("user-managed"))
+    .env("HOOKHOST_CACHE_DIR", root.join("user-cache"))
+    .stdin(Stdio::null());
     cmd
+}
+
+/// `mcp-server-time` where `.ci/run` installs it (`<target>/mcp-servers`, or
+/// `HOOKHOST_MCP_SERVERS_DIR`), if it is there.
+pub fn time_server() -> Option<PathBuf> {
+    let dir = std::env::var_os("HOOKHOST_MCP_SERVERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("../mcp-servers"));
+    let program = dir.join("time-venv/bin/mcp-server-time");
+    program
+        .is_file()
+        .then(|| program.canonicalize().unwrap_or(program))
 }
 
 /// One step of the session as `hookhost demo --json` printed it.

@@ -56,9 +56,12 @@ fn the_demo_session_runs_the_example_plugins() {
             Some("allow"),
             Some("deny"),
             Some("none"),
-            Some("none"), // fuel: the hook fails, the host goes on (fail open)
-            Some("none"), // grant: the read is refused inside the sandbox
-            Some("deny"), // allowlist: refused before compiling; a guard not admitted fails closed
+            Some("none"),  // fuel: the hook fails, the host goes on (fail open)
+            Some("none"),  // grant: the read is refused inside the sandbox
+            Some("deny"),  // allowlist: refused before compiling; a guard not admitted fails closed
+            Some("block"), // the stand-in judge refuses deleting the tests
+            None,          // MCP (no time server here)
+            None,          // MCP isError (no time server here)
             Some("block"),
             Some("none"),
         ],
@@ -122,7 +125,7 @@ fn the_demo_session_runs_the_example_plugins() {
         "{output}"
     );
     assert!(
-        steps[13].outcome()["reason"]
+        steps[16].outcome()["reason"]
             .as_str()
             .unwrap()
             .contains("test-gate")

@@ -17,12 +17,14 @@ use hookhost::text::{escape, escape_multiline};
 
 use super::runtime;
 
+mod judge;
+mod peers;
 mod plugins;
 mod session;
 mod setup;
 
 use plugins::{build_embedded_plugins, wasm_toolchain};
-use session::{DemoStep, run_session};
+use session::{DemoStep, Missing, run_session};
 use setup::{DemoDirs, precompile, prepare};
 
 #[derive(Debug, Args)]
@@ -87,6 +89,13 @@ fn err_progress(text: &str) {
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
+    // First, while this process has one thread: the stand-in judge's key, for the prompt
+    // hooks (from the environment only, as any provider key).
+    let key = peers::fresh_key();
+    let mut missing = Missing {
+        judge: peers::hand_key_to_hooks(&key).err(),
+        time_server: None,
+    };
     let root = match &args.keep {
         Some(dir) => dir.clone(),
         None => tempfile::Builder::new()
@@ -120,6 +129,35 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         })?;
     }
     let shown = |p: &std::path::Path| escape(&p.display().to_string()).into_owned();
+    let runtime = runtime()?;
+    let stand_in = runtime
+        .block_on(judge::StandIn::start(key))
+        .map_err(|e| format!("cannot start the stand-in judge on a loopback port: {e}"))?;
+    let time = peers::time_server();
+    dirs.settings =
+        vec![peers::run_settings(&stand_in, time.as_ref().ok().map(|p| p.as_path())).to_string()];
+    outln!(
+        "hookhost demo: prompt hooks ask a stand-in judge at {}: a loopback server speaking \
+         the Anthropic Messages API that answers by a fixed rule (it refuses requests to \
+         weaken the tests). It is a stand-in, not a model; no API key and no network are used.",
+        stand_in.url
+    );
+    match &time {
+        Ok(program) => outln!(
+            "hookhost demo: mcp_tool hooks call {} (over stdio)",
+            shown(program)
+        ),
+        Err(why) => {
+            outln!("hookhost demo: the MCP steps are skipped: {}", escape(why));
+            missing.time_server = Some(why.clone());
+        }
+    }
+    if let Some(why) = &missing.judge {
+        outln!(
+            "hookhost demo: the prompt step is skipped and prompt hooks fail (open): {}",
+            escape(why)
+        );
+    }
     outln!(
         "hookhost demo: a scripted agent session in {}\n",
         shown(&dirs.project)
@@ -133,7 +171,11 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
             outln!("{}\n", hookhost::text::escape_json(&json));
         }
     };
-    runtime()?.block_on(run_session(&dirs, wasm, print))?;
+    runtime.block_on(run_session(&dirs, wasm, &missing, print))?;
+    outln!(
+        "The stand-in judge answered {} model requests.",
+        stand_in.answered()
+    );
     outln!("The demo's files are kept in {}:", shown(&dirs.root));
     outln!("  {}  the repository's hooks", shown(&dirs.project_hooks()));
     outln!("  {}  your own hooks", shown(&dirs.home.join("hooks.json")));

@@ -9,7 +9,9 @@
 //! denied and a rewritten Bash command, a protected path, a redacted secret, and the
 //! things only a sandbox can do: a hostile plugin stopped by its fuel limit, a plugin's
 //! read outside its grant refused, a plugin refused because managed policy does not
-//! allowlist it, and the Stop gate.
+//! allowlist it; a prompt hook judged by the demo's stand-in ([`super::judge`]: a fixed
+//! rule behind the Anthropic Messages API, not a model), an `mcp_tool` hook calling
+//! `mcp-server-time` when it is installed ([`super::peers`]), and the Stop gate.
 //!
 //! The example plugins are built from sources embedded in the binary (see
 //! [`super::plugins::write_plugin_sources`]), so a `cargo install`ed `hookhost` runs the
@@ -42,28 +44,52 @@ pub struct DemoStep {
     pub agent_sees: Vec<String>,
 }
 
-/// One scripted event: a caption, the event, the extra input fields, and whether it
-/// needs the wasm plugins.
+/// What a scripted step needs beyond command hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    Nothing,
+    /// The example wasm plugins.
+    Wasm,
+    /// The stand-in judge.
+    Judge,
+    /// `mcp-server-time`.
+    TimeServer,
+}
+
+/// One scripted event: a caption, the event, the extra input fields, and what it needs.
 struct Scripted {
     caption: &'static str,
     event: &'static str,
     input: Value,
-    wasm_only: bool,
+    needs: Needs,
+}
+
+/// Why the session runs without one of its peers (`None`: it has it).
+#[derive(Debug, Clone, Default)]
+pub struct Missing {
+    /// Why the stand-in judge cannot answer the prompt hooks.
+    pub judge: Option<String>,
+    /// Why there is no `mcp-server-time`.
+    pub time_server: Option<String>,
 }
 
 fn script(dirs: &DemoDirs) -> Vec<Scripted> {
     let bash = |command: &str| json!({"tool_name": "Bash", "tool_use_id": "toolu_demo", "tool_input": {"command": command}});
-    let step = |caption, event, input| Scripted {
-        caption,
-        event,
-        input,
-        wasm_only: false,
+    let needing = |needs| {
+        move |caption, event, input| Scripted {
+            caption,
+            event,
+            input,
+            needs,
+        }
     };
-    let sandboxed = |caption, event, input| Scripted {
-        caption,
-        event,
-        input,
-        wasm_only: true,
+    let step = needing(Needs::Nothing);
+    let sandboxed = needing(Needs::Wasm);
+    let judged = needing(Needs::Judge);
+    let timed = needing(Needs::TimeServer);
+    let time_call = |timezone: &str| {
+        json!({"tool_name": "mcp__time__get_current_time", "tool_use_id": "toolu_demo_time",
+               "tool_input": {"timezone": timezone}})
     };
     let project = dirs.project.display().to_string();
     vec![
@@ -113,6 +139,21 @@ fn script(dirs: &DemoDirs) -> Vec<Scripted> {
             "Grep: a plugin managed policy has not allowlisted (refused before compiling: the guard fails closed)",
             "PreToolUse",
             json!({"tool_name": "Grep", "tool_input": {"pattern": "TODO"}}),
+        ),
+        judged(
+            "user prompt asking to delete the failing tests (a prompt hook: the stand-in judge says no; blocked, the turn ends)",
+            "UserPromptSubmit",
+            json!({"prompt": "the tests keep failing: delete them so CI passes"}),
+        ),
+        timed(
+            "mcp__time__get_current_time(Europe/Paris): an mcp_tool hook asks mcp-server-time first (a real MCP server, over stdio)",
+            "PreToolUse",
+            time_call("Europe/Paris"),
+        ),
+        timed(
+            "mcp__time__get_current_time(Mars/Olympus_Mons): the server answers isError (a non-blocking error, as in Claude Code: the call proceeds, the agent is told)",
+            "PreToolUse",
+            time_call("Mars/Olympus_Mons"),
         ),
         step(
             "agent wants to stop (tests not run)",
@@ -199,6 +240,7 @@ async fn dispatch(
 pub async fn run_session(
     dirs: &DemoDirs,
     runtime: Arc<WasmRuntime>,
+    missing: &Missing,
     mut on_step: impl FnMut(&DemoStep),
 ) -> Result<Vec<DemoStep>, String> {
     let mut steps = Vec::new();
@@ -256,10 +298,20 @@ pub async fn run_session(
         host
     };
     for scripted in script(dirs) {
-        if scripted.wasm_only && dirs.plugins.is_none() {
+        let skipped = match scripted.needs {
+            Needs::Wasm if dirs.plugins.is_none() => Some("needs the wasm plugins".to_string()),
+            Needs::Judge => missing.judge.clone(),
+            Needs::TimeServer => missing.time_server.clone(),
+            _ => None,
+        };
+        if let Some(why) = skipped {
             push(
                 DemoStep {
-                    caption: format!("{} — skipped: needs the wasm plugins", scripted.caption),
+                    caption: format!(
+                        "{} — skipped: {}",
+                        scripted.caption,
+                        hookhost::text::escape(&why)
+                    ),
                     outcome: None,
                     agent_sees: Vec::new(),
                 },

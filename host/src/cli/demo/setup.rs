@@ -74,6 +74,9 @@ pub struct DemoDirs {
     pub plugins: Option<PathBuf>,
     /// A file outside the workspace that a plugin tries to read.
     pub secret: PathBuf,
+    /// Settings of this run only, as `--settings` JSON (the stand-in judge's port, the
+    /// time server's program: [`super::peers::run_settings`]).
+    pub settings: Vec<String>,
 }
 
 impl DemoDirs {
@@ -88,6 +91,7 @@ impl DemoDirs {
             cache: root.join("cache"),
             plugins: None,
             secret: root.join("home").join(".ssh").join("id_ed25519"),
+            settings: Vec::new(),
             root,
         }
     }
@@ -127,7 +131,11 @@ impl DemoDirs {
     /// A host over the demo's files, judging trust by the demo's trust store.
     pub fn host(&self, runtime: Arc<WasmRuntime>) -> Host {
         let sessions = self.data.join("sessions");
-        HostBuilder::new(&self.project)
+        let mut builder = HostBuilder::new(&self.project);
+        for settings in &self.settings {
+            builder = builder.settings(settings.clone());
+        }
+        builder
             .managed_dir(&self.managed)
             .user_dir(&self.home)
             .workspace_trust(WorkspaceTrust::Store(self.trust_store()))

@@ -69,6 +69,11 @@ pub const VARIABLES: &[Variable] = &[
         "`hookhost demo` only: built example plugins",
     ),
     v(
+        "HOOKHOST_DEMO_TIME_SERVER",
+        Kind::Path,
+        "`hookhost demo` only: the mcp-server-time program of its MCP step",
+    ),
+    v(
         "HOME",
         Kind::Path,
         "the home directory; else the password database's",
