@@ -322,7 +322,9 @@ fn a_model_grant_must_fall_within_the_model_ceiling() {
         };
         apply(
             &c,
-            &format!(r#"{{"type":"wasm","plugin":"p.wasm"{json},"capabilities":{{"model":{{"tokensPerEvent":{tokens}}}}}}}"#),
+            &format!(
+                r#"{{"type":"wasm","plugin":"p.wasm"{json},"capabilities":{{"model":{{"tokensPerEvent":{tokens}}}}}}}"#
+            ),
         )
     };
     assert!(with(500, "").is_ok());
@@ -331,7 +333,9 @@ fn a_model_grant_must_fall_within_the_model_ceiling() {
         e.contains("501") && e.contains("500") && e.contains("ceilings.models.tokensPerEvent"),
         "{e}"
     );
-    let e = with(10, r#""provider":"openai""#).map(|h| h.id).unwrap_err();
+    let e = with(10, r#""provider":"openai""#)
+        .map(|h| h.id)
+        .unwrap_err();
     assert!(e.contains("ceilings.models.providers"), "{e}");
     assert!(with(10, r#""provider":"anthropic","model":"haiku""#).is_ok());
 }

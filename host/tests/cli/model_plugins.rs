@@ -153,7 +153,10 @@ fn without_a_grant_the_plugin_gets_no_model() {
     );
     assert!(report.get("tokens").is_none(), "no live grant: {report}");
     assert!(server.requests().is_empty(), "the model was never asked");
-    assert_eq!(out["decision"], "deny", "fails closed under onFailure block: {out}");
+    assert_eq!(
+        out["decision"], "deny",
+        "fails closed under onFailure block: {out}"
+    );
 }
 
 #[test]
@@ -164,7 +167,9 @@ fn a_managed_ceiling_below_the_grant_refuses_the_hook() {
     env.user_hooks(hooks(
         "PreToolUse",
         "Bash",
-        json!([judge(json!({"capabilities": {"model": {"tokensPerEvent": 1000}}}))]),
+        json!([judge(
+            json!({"capabilities": {"model": {"tokensPerEvent": 1000}}})
+        )]),
     ));
     let run = dispatch(&env, &server, "ls");
     let text = format!("{}{}", run.stdout, run.stderr);
@@ -181,6 +186,10 @@ fn a_managed_ceiling_below_the_grant_refuses_the_hook() {
 fn a_plugin_waiting_on_a_silent_model_is_stopped_at_its_timeout() {
     let env = TestEnv::new();
     let server = ModelServer::start(vec![Reply::Stall]);
+    // Compiled into this environment's cache first: the hook's 1 s is for the call.
+    let plugin = hookhost_test_plugins::plugins::MODEL_JUDGE;
+    let inspect = env.run(&["plugin", "inspect", plugin], "");
+    assert_eq!(inspect.code, 0, "{}", inspect.stderr);
     env.user_hooks(hooks(
         "PreToolUse",
         "Bash",
@@ -194,5 +203,41 @@ fn a_plugin_waiting_on_a_silent_model_is_stopped_at_its_timeout() {
     assert_eq!(report["status"], "timeout", "{out}");
     let message = report["message"].as_str().unwrap();
     assert!(message.contains("timed out after 1 s"), "{message}");
-    assert_eq!(server.requests().len(), 1, "the call was sent, then cut off");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the call was sent, then cut off"
+    );
+}
+
+#[test]
+fn a_plugin_flooding_the_model_runs_out_of_fuel_and_sends_one_request() {
+    let env = TestEnv::new();
+    let server = ModelServer::start(vec![]);
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{
+            "type": "wasm",
+            "plugin": hookhost_test_plugins::plugins::HOSTILE_RAW,
+            "config": {"attack": "model-flood", "arg": "again?"},
+            "limits": {"fuel": 5_000_000},
+            "capabilities": {"model": {"tokensPerEvent": SPENT}}
+        }]),
+    ));
+    let out = dispatch(&env, &server, "ls").json();
+    let report = &out["hooks"][0];
+    assert_eq!(report["status"], "failed", "{out}");
+    assert_eq!(report["failure"], "limit", "{report}");
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("fuel exhausted") && message.contains("host calls"),
+        "{message}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the spent budget sent nothing more"
+    );
+    assert_eq!(report["tokens"], SPENT, "{report}");
 }

@@ -23,16 +23,38 @@ use crate::support::*;
 fn each_version_is_described_with_its_own_interfaces() {
     let (v1, _) = runtime().inspect(Path::new(plugins::GOLDEN_V0_1)).unwrap();
     let (v2, _) = runtime().inspect(Path::new(plugins::GOLDEN_V0_2)).unwrap();
-    assert_eq!((v1.wit_version.as_str(), v2.wit_version.as_str()), ("0.1.0", "0.2.0"));
+    assert_eq!(
+        (v1.wit_version.as_str(), v2.wit_version.as_str()),
+        ("0.1.0", "0.2.0")
+    );
     assert_eq!((v1.name.as_str(), v1.version.as_str()), ("golden", "0.1.0"));
     assert_eq!(v1.events, ["PreToolUse"]);
     assert_eq!(v1.exports, ["hookhost:hook/hook@0.1.0"]);
     assert_eq!(v2.exports, ["hookhost:hook/hook@0.2.0"]);
-    assert!(v1.imports.iter().any(|i| i == "hookhost:hook/host@0.1.0"), "{:?}", v1.imports);
-    assert!(v2.imports.iter().any(|i| i == "hookhost:hook/host@0.2.0"), "{:?}", v2.imports);
-    assert!(v2.imports.iter().any(|i| i == "hookhost:hook/model@0.2.0"), "{:?}", v2.imports);
-    assert!(!v1.imports.iter().any(|i| i.contains("model")), "{:?}", v1.imports);
-    assert!(!v1.capabilities.model, "a 0.1.0 plugin cannot declare the model");
+    assert!(
+        v1.imports.iter().any(|i| i == "hookhost:hook/host@0.1.0"),
+        "{:?}",
+        v1.imports
+    );
+    assert!(
+        v2.imports.iter().any(|i| i == "hookhost:hook/host@0.2.0"),
+        "{:?}",
+        v2.imports
+    );
+    assert!(
+        v2.imports.iter().any(|i| i == "hookhost:hook/model@0.2.0"),
+        "{:?}",
+        v2.imports
+    );
+    assert!(
+        !v1.imports.iter().any(|i| i.contains("model")),
+        "{:?}",
+        v1.imports
+    );
+    assert!(
+        !v1.capabilities.model,
+        "a 0.1.0 plugin cannot declare the model"
+    );
     assert!(v2.capabilities.model, "importing `model` declares it");
 }
 
@@ -65,7 +87,10 @@ async fn both_versions_run_side_by_side_and_answer_as_recorded() {
     for report in &outcome.hooks {
         assert_eq!(report.tokens, None, "no grant, no model: {report:?}");
         let logged = report.diagnostics.as_deref().unwrap_or_default();
-        assert!(logged.contains("log: [info] denied command=rm -rf x"), "{logged}");
+        assert!(
+            logged.contains("log: [info] denied command=rm -rf x"),
+            "{logged}"
+        );
     }
 }
 
@@ -124,7 +149,12 @@ impl ModelClient for Embedder {
         let deny = request.prompt.contains("curl");
         Box::pin(async move {
             Ok(ModelReply {
-                text: if deny { "DENY: it runs a download" } else { "ALLOW" }.into(),
+                text: if deny {
+                    "DENY: it runs a download"
+                } else {
+                    "ALLOW"
+                }
+                .into(),
                 input_tokens: 7,
                 output_tokens: 3,
                 tool_calls: Vec::new(),
@@ -152,7 +182,11 @@ async fn a_v0_2_plugin_asks_the_embedders_model_under_its_grant() {
         .wasm_runner(runtime())
         .model_client(embedder.clone())
         .build();
-    assert!(host.policy().errors.is_empty(), "{:?}", host.policy().errors);
+    assert!(
+        host.policy().errors.is_empty(),
+        "{:?}",
+        host.policy().errors
+    );
     let outcome = host
         .dispatch("PreToolUse", bash("curl x | sh"))
         .await
@@ -165,7 +199,11 @@ async fn a_v0_2_plugin_asks_the_embedders_model_under_its_grant() {
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].system, "Answer ALLOW or DENY, then why.");
     assert_eq!(asked[0].max_tokens, 50.min(64), "lowered to the grant");
-    assert!(asked[0].prompt.contains("`curl x | sh`"), "{}", asked[0].prompt);
+    assert!(
+        asked[0].prompt.contains("`curl x | sh`"),
+        "{}",
+        asked[0].prompt
+    );
     let outcome = host.dispatch("PreToolUse", bash("ls")).await.unwrap();
     assert_eq!(outcome.decision, Decision::None);
     assert_eq!(outcome.additional_context, ["golden 0.2.0 saw `ls`"]);

@@ -496,7 +496,10 @@ fn grants_the_plugin_did_not_declare_are_warnings_and_stay_off() {
 #[test]
 fn inspect_reports_version_exports_events_capabilities_and_digest() {
     let (info, _) = runtime().inspect(Path::new(plugins::TEST_GATE)).unwrap();
-    assert_eq!(info.wit_version, "0.2.0", "the SDK builds for the newest version");
+    assert_eq!(
+        info.wit_version, "0.2.0",
+        "the SDK builds for the newest version"
+    );
     assert_eq!(info.name, "test-gate");
     assert_eq!(info.events, ["Stop", "SubagentStop"]);
     assert_eq!(info.capabilities.dirs.len(), 1);

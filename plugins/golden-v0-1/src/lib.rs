@@ -51,7 +51,11 @@ impl Guest for Golden {
             extras_json: None,
         };
         if command.contains("rm -rf") {
-            log(Level::Info, "denied", &[("command".into(), command.clone())]);
+            log(
+                Level::Info,
+                "denied",
+                &[("command".into(), command.clone())],
+            );
             response.permission = Some(Permission::Deny);
             response.reason = Some(format!("golden 0.1.0: `{command}` deletes"));
         } else {

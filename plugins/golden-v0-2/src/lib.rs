@@ -77,7 +77,11 @@ impl Guest for Golden {
             }
         }
         if command.contains("rm -rf") {
-            log(Level::Info, "denied", &[("command".into(), command.clone())]);
+            log(
+                Level::Info,
+                "denied",
+                &[("command".into(), command.clone())],
+            );
             response.permission = Some(Permission::Deny);
             response.reason = Some(format!("golden 0.2.0: `{command}` deletes"));
         } else {

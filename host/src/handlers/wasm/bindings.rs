@@ -60,11 +60,11 @@ impl PluginPre<State> {
     ///
     /// The component lacks the exports of its version.
     pub fn new(pre: InstancePre<State>) -> wasmtime::Result<PluginPre<State>> {
-        let v0_2 = pre
+        let newer = pre
             .component()
             .get_export_index(None, &hook_export("0.2.0"))
             .is_some();
-        if v0_2 {
+        if newer {
             Ok(PluginPre::V0_2(v0_2::PluginWithModelPre::new(pre)?))
         } else {
             Ok(PluginPre::V0_1(v0_1::PluginPre::new(pre)?))

@@ -27,9 +27,10 @@ impl WasmRuntime {
             hook: None,
             time: COMPILE_BUDGET,
         };
-        let loaded = block_on(sandbox.load(path, None, None, &super::load::INSPECT_LIMITS, &budget))
-            .map_err(PluginError::Engine)?
-            .map_err(|(kind, message)| PluginError::Load { kind, message })?;
+        let loaded =
+            block_on(sandbox.load(path, None, None, &super::load::INSPECT_LIMITS, &budget))
+                .map_err(PluginError::Engine)?
+                .map_err(|(kind, message)| PluginError::Load { kind, message })?;
         Ok((loaded.info.clone(), loaded.cache_status.clone()))
     }
 

@@ -81,8 +81,8 @@ pub use model_call::{
 };
 pub use state::MAX_TABLE_ELEMENTS;
 
-use super::output::cap_text;
 use super::model::{ModelError, Resolved};
+use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
 use crate::config::SourceKind;
 use crate::config::schema::{InstanceMode, RawCapabilities};
@@ -549,7 +549,10 @@ impl Sandbox {
             home: home_dir(),
             places: &guard,
             model: live.model.map(|tokens| {
-                Arc::new(PluginModel::new(model.unwrap_or_else(model_call::unavailable), tokens))
+                Arc::new(PluginModel::new(
+                    model.unwrap_or_else(model_call::unavailable),
+                    tokens,
+                ))
             }),
         };
         let event = convert::event(invocation, call.config.as_ref());

@@ -12,8 +12,9 @@
 //!   `ceilings.models.tokensPerEvent`, for the hook on one event: the output tokens asked
 //!   for are lowered to what is left, and a spent budget answers `err` without sending.
 //! - **Metered**: the store's call hook charges the call as every host call
-//!   ([`super::hostcalls::meter`]); on top, the request's and the reply's bytes are
-//!   charged [`super::hostcalls::FUEL_PER_BYTE`] each. Calls and tokens go into the hook's
+//!   ([`super::hostcalls::meter`]); on top, the bytes of the request's text and of the
+//!   answer (the reply's text, or the error) are charged
+//!   [`super::hostcalls::FUEL_PER_BYTE`] each. Calls and tokens go into the hook's
 //!   report (`turns`, `tokens`) and the audit log, and a line of its diagnostics.
 //! - **Bounded**: a request is at most [`MAX_MODEL_REQUEST_BYTES`] in at most
 //!   [`MAX_MODEL_MESSAGES`] messages; a reply at most [`MAX_MODEL_REPLY_BYTES`] (cut,
@@ -132,9 +133,11 @@ pub(super) fn add(linker: &mut Linker<State>) -> wasmtime::Result<()> {
             Box::new(async move {
                 charge(&mut store, cost(request_bytes(&request)))?;
                 let answer = ask(&mut store, request).await?;
-                if let Ok(reply) = &answer {
-                    charge(&mut store, cost(reply.text.len()))?;
-                }
+                let back = match &answer {
+                    Ok(reply) => reply.text.len(),
+                    Err(message) => message.len(),
+                };
+                charge(&mut store, cost(back))?;
                 Ok((answer,))
             })
         },
@@ -174,10 +177,12 @@ async fn ask(
     let deadline = store.data().http_policy.deadline;
     let asked = resolved.complete(request);
     let reply = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, asked).await.map_err(|_| {
-            model.note("the hook's deadline passed while the model was answering");
-            wasmtime::Error::new(DeadlinePassed)
-        })?,
+        Some(deadline) => tokio::time::timeout_at(deadline, asked)
+            .await
+            .map_err(|_| {
+                model.note("the hook's deadline passed while the model was answering");
+                wasmtime::Error::new(DeadlinePassed)
+            })?,
         None => asked.await,
     };
     match reply {
@@ -353,7 +358,10 @@ mod tests {
         };
         let r = reply("ok".into(), "end_turn");
         assert_eq!((r.stop_reason, r.input_tokens), (StopReason::End, u32::MAX));
-        assert_eq!(reply("a".into(), "length").stop_reason, StopReason::MaxTokens);
+        assert_eq!(
+            reply("a".into(), "length").stop_reason,
+            StopReason::MaxTokens
+        );
         assert_eq!(
             reply("a".into(), "content_filter").stop_reason,
             StopReason::Refusal
