@@ -95,7 +95,7 @@ use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
 use limits::{CallOutcome, Limits, Phase, finish};
-use load::{Loaded, block_on};
+use load::Loaded;
 use state::State;
 
 /// The newest WIT package version this host implements.
@@ -356,7 +356,7 @@ impl WasmRuntime {
         let capped = !matches!(hook.origin.kind, SourceKind::Managed | SourceKind::Embedded);
         let ceilings = policy.settings.ceilings.as_ref().filter(|_| capped);
         let governance = (
-            Some(&policy.settings.plugin_allowlist),
+            Some(&*policy.settings.plugin_allowlist),
             ceilings,
             &policy.host_places,
         );
