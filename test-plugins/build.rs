@@ -15,6 +15,9 @@ const PLUGINS: &[(&str, &str)] = &[
     ("hostile", "HOSTILE"),
     ("hostile-raw", "HOSTILE_RAW"),
     ("wrong-version", "WRONG_VERSION"),
+    ("golden-v0-1", "GOLDEN_V0_1"),
+    ("golden-v0-2", "GOLDEN_V0_2"),
+    ("model-judge", "MODEL_JUDGE"),
 ];
 
 fn main() {

@@ -2,7 +2,7 @@
 //!
 //! A hookhost plugin is a WebAssembly component that runs in a sandbox with no more
 //! rights than the user granted it. This crate hides the component plumbing
-//! (wit-bindgen, the `hookhost:hook@0.1.0` world): implement [`Hook`] with a method per
+//! (wit-bindgen, the `hookhost:hook@0.2.0` world): implement [`Hook`] with a method per
 //! event you care about, return a [`Response`] built with its helpers, and
 //! [`register!`] the type.
 //!
@@ -75,6 +75,14 @@
 //! asked for and granted is live; anything else fails with a permission error in the
 //! guest (`std::fs`, `std::env::var`, `http::post` with the `http` feature).
 //!
+//! # The model
+//!
+//! A plugin may ask the model of its hook's provider: [`Event::ask_model`] for one
+//! question, [`model::complete`] for a conversation. The host gives it only when the
+//! hook's config grants `capabilities.model` (`{"tokensPerEvent": N}`); otherwise, or
+//! once the budget is spent, the call returns an error. A plugin that never calls it does
+//! not import it, and never gets it.
+//!
 //! # State
 //!
 //! By default every event runs in a fresh instance: `self` is `Default::default()` each
@@ -94,7 +102,9 @@ pub use serde_json::{self, Map, Value, json};
 #[doc(hidden)]
 pub mod __bindings {
     wit_bindgen::generate!({
-        world: "plugin",
+        // `plugin` and the `model` import: a plugin that never asks the model does not
+        // import it (the linker drops what is not called).
+        world: "plugin-with-model",
         path: "wit",
         pub_export_macro: true,
         export_macro_name: "__export_hookhost_plugin",
@@ -105,7 +115,7 @@ pub mod __bindings {
 use __bindings::hookhost::hook::types as wit;
 
 /// The `hookhost:hook` version this SDK builds plugins for.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// An error of a hook: the host reports it as a failed hook (never as a decision), and
 /// the hook's `onFailure` decides what that means.
@@ -300,6 +310,21 @@ impl Event {
                     .and_then(|c| serde_json::from_str(c).ok())
             })
             .as_ref()
+    }
+
+    /// Asks the model of the hook's provider one question and returns its answer.
+    /// `$ARGUMENTS` in `prompt` is replaced by the input JSON (`\$` is a literal `$`),
+    /// as in a prompt hook; nothing else of the event is sent. For instructions, several
+    /// messages or a token limit, use [`model::complete`].
+    ///
+    /// # Errors
+    ///
+    /// The model is not granted to the hook (`capabilities.model`), its token budget for
+    /// the event is spent, the provider is refused by policy or failed. A plugin still
+    /// waiting when the hook's time is up is stopped (a timeout, not an error).
+    pub fn ask_model(&self, prompt: &str) -> Result<model::Reply> {
+        let prompt = model::substitute(prompt, &self.input_json);
+        model::complete(&model::Request::new(prompt))
     }
 
     /// The hook's `config` deserialized into your type (`T::default()` when absent).
@@ -819,6 +844,165 @@ pub mod http {
     }
 }
 
+/// The model of the hook's provider (`hookhost:hook/model`): live only when the hook's
+/// config grants `capabilities.model`, within its token budget for the event.
+pub mod model {
+    /// Who wrote a message.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Role {
+        /// The plugin, speaking for the user.
+        User,
+        /// The model (an earlier answer, or the start of the one wanted).
+        Assistant,
+    }
+
+    /// A question to the model.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Request {
+        /// Instructions (empty: none).
+        pub system: String,
+        /// The conversation, oldest first; the first message is the user's.
+        pub messages: Vec<(Role, String)>,
+        /// The most output tokens (`None`: the host's default, 1024); the host lowers it
+        /// to what the budget has left.
+        pub max_tokens: Option<u32>,
+    }
+
+    impl Request {
+        /// One user message.
+        pub fn new(prompt: impl Into<String>) -> Request {
+            Request {
+                system: String::new(),
+                messages: vec![(Role::User, prompt.into())],
+                max_tokens: None,
+            }
+        }
+
+        /// Sets the instructions.
+        pub fn system(mut self, system: impl Into<String>) -> Request {
+            self.system = system.into();
+            self
+        }
+
+        /// Adds a message.
+        pub fn message(mut self, role: Role, text: impl Into<String>) -> Request {
+            self.messages.push((role, text.into()));
+            self
+        }
+
+        /// Caps the answer's output tokens.
+        pub fn max_tokens(mut self, tokens: u32) -> Request {
+            self.max_tokens = Some(tokens);
+            self
+        }
+    }
+
+    /// Why the model stopped.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum StopReason {
+        /// It finished.
+        End,
+        /// Out of output tokens (or cut by the host's cap): the text is incomplete.
+        MaxTokens,
+        /// It refused, or the provider filtered the answer.
+        Refusal,
+        /// The provider did not say.
+        Other,
+    }
+
+    /// The model's answer.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Reply {
+        /// The text.
+        pub text: String,
+        /// Input tokens counted.
+        pub input_tokens: u32,
+        /// Output tokens counted.
+        pub output_tokens: u32,
+        /// Why it stopped.
+        pub stop_reason: StopReason,
+    }
+
+    /// Asks the model once.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Event::ask_model`].
+    pub fn complete(request: &Request) -> super::Result<Reply> {
+        imp::complete(request)
+    }
+
+    /// `$ARGUMENTS` replaced by `input`; `\$` is a literal `$`.
+    pub(crate) fn substitute(prompt: &str, input: &str) -> String {
+        let mut out = String::with_capacity(prompt.len());
+        let mut rest = prompt;
+        while let Some(i) = rest.find(['\\', '$']) {
+            out.push_str(&rest[..i]);
+            let tail = &rest[i..];
+            if let Some(after) = tail.strip_prefix("\\$") {
+                out.push('$');
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("$ARGUMENTS") {
+                out.push_str(input);
+                rest = after;
+            } else {
+                out.push_str(&tail[..1]);
+                rest = &tail[1..];
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    mod imp {
+        use super::super::__bindings::hookhost::hook::model as wit;
+        use super::{Reply, Request, Role, StopReason};
+
+        pub(super) fn complete(request: &Request) -> crate::Result<Reply> {
+            let request = wit::Request {
+                system: request.system.clone(),
+                messages: request
+                    .messages
+                    .iter()
+                    .map(|(role, text)| wit::Message {
+                        role: match role {
+                            Role::User => wit::Role::User,
+                            Role::Assistant => wit::Role::Assistant,
+                        },
+                        text: text.clone(),
+                    })
+                    .collect(),
+                max_tokens: request.max_tokens,
+            };
+            let reply = wit::complete(&request).map_err(crate::Error)?;
+            Ok(Reply {
+                text: reply.text,
+                input_tokens: reply.input_tokens,
+                output_tokens: reply.output_tokens,
+                stop_reason: match reply.stop_reason {
+                    wit::StopReason::End => StopReason::End,
+                    wit::StopReason::MaxTokens => StopReason::MaxTokens,
+                    wit::StopReason::Refusal => StopReason::Refusal,
+                    wit::StopReason::Other => StopReason::Other,
+                },
+            })
+        }
+    }
+
+    /// A native build (the plugin's own unit tests) has no host to ask.
+    #[cfg(not(target_arch = "wasm32"))]
+    mod imp {
+        use super::{Reply, Request};
+
+        pub(super) fn complete(_: &Request) -> crate::Result<Reply> {
+            Err(crate::Error(
+                "the model is only available to a plugin running in hookhost".into(),
+            ))
+        }
+    }
+}
+
 /// Exports a [`Hook`] type as the plugin's implementation. Use it once per plugin crate,
 /// at the crate root.
 #[macro_export]
@@ -963,6 +1147,18 @@ mod tests {
                 .unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn ask_model_substitutes_arguments_only_where_written() {
+        assert_eq!(model::substitute("judge $ARGUMENTS", "{}"), "judge {}");
+        assert_eq!(model::substitute("no input", "{}"), "no input");
+        assert_eq!(
+            model::substitute(r"costs \$5 $ARGUMENTS$", "x"),
+            "costs $5 x$"
+        );
+        let ev = Event::new("PreToolUse", json!({}));
+        assert!(ev.ask_model("hi").unwrap_err().0.contains("only available"));
     }
 
     #[test]

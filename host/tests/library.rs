@@ -236,6 +236,7 @@ async fn an_embedders_model_client_answers_prompt_hooks() {
                     input_tokens: 3,
                     output_tokens: 2,
                     tool_calls: Vec::new(),
+                    stop_reason: None,
                 })
             })
         }
@@ -312,6 +313,7 @@ async fn an_embedders_model_client_runs_agent_hooks_with_tools() {
                     input_tokens: 3,
                     output_tokens: 2,
                     tool_calls: vec![call],
+                    stop_reason: None,
                 })
             })
         }

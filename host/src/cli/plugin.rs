@@ -267,6 +267,14 @@ fn describe(info: &PluginInfo, cache: &CacheStatus) -> String {
         "  http:       {}\n",
         list(&info.capabilities.http)
     ));
+    out.push_str(&format!(
+        "  model:      {}\n",
+        if info.capabilities.model {
+            "yes (imports hookhost:hook/model; needs `capabilities.model`)"
+        } else {
+            "no"
+        }
+    ));
     out.push_str(&format!("exports:      {}\n", list(&info.exports)));
     out.push_str(&format!("imports:      {}\n", list(&info.imports)));
     out.push_str(&format!("compile:      {}\n", escape(&cache_label(cache))));

@@ -1,5 +1,5 @@
 //! `hookhost plugin new`: scaffolds a plugin in Rust, Python or JavaScript from templates
-//! embedded in the binary. Each scaffold builds to a `hookhost:hook@0.1.0` component and
+//! embedded in the binary. Each scaffold builds to a `hookhost:hook@0.2.0` component and
 //! carries a unit test of its rules that passes out of the box.
 //!
 //! Nothing here depends on where the binary was built: a `cargo install`ed `hookhost`

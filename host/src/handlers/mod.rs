@@ -125,9 +125,11 @@ pub struct Usage {
     pub fuel: Option<u64>,
     /// Peak linear memory in bytes (wasm).
     pub memory_bytes: Option<u64>,
-    /// Model tokens, input and output (prompt hooks).
+    /// Model tokens, input and output (prompt and agent hooks; wasm hooks whose plugin
+    /// holds a model grant).
     pub tokens: Option<u64>,
-    /// Model turns taken (agent hooks).
+    /// Model turns taken (agent hooks), or model calls answered (wasm hooks whose plugin
+    /// holds a model grant).
     pub turns: Option<u32>,
 }
 
@@ -214,6 +216,20 @@ pub trait WasmRunner: Send + Sync + std::fmt::Debug {
         invocation: &'a Invocation,
         policy: &'a Policy,
     ) -> BoxFuture<'a, HandlerRun>;
+
+    /// Runs one wasm hook that grants its plugin the model (`capabilities.model`), with
+    /// `model`: the hook's provider, resolved through [`model::resolve`] (or why it
+    /// cannot be). A runner that offers plugins no model ignores it (the default).
+    fn run_with_model<'a>(
+        &'a self,
+        hook: &'a Hook,
+        invocation: &'a Invocation,
+        policy: &'a Policy,
+        model: Result<model::Resolved, model::ModelError>,
+    ) -> BoxFuture<'a, HandlerRun> {
+        drop(model);
+        self.run(hook, invocation, policy)
+    }
 }
 
 /// The shared state of the runners: one HTTP client, the wasm sandbox.
@@ -394,7 +410,7 @@ impl Handlers {
                 )
                 .await
             }
-            HandlerSpec::Wasm(_) => {
+            HandlerSpec::Wasm(spec) => {
                 let Some(wasm) = &self.wasm else {
                     return HandlerRun::failed(
                         FailureKind::CannotStart,
@@ -402,7 +418,13 @@ impl Handlers {
                         started,
                     );
                 };
-                wasm.run(hook, invocation, policy).await
+                if spec.capabilities.model.is_none() {
+                    return wasm.run(hook, invocation, policy).await;
+                }
+                // The plugin's model passes the one check of every model request, as a
+                // prompt hook's; the sandbox applies the grant's budget beneath it.
+                let model = self.model_for(spec.provider, spec.model.as_deref(), hook, policy);
+                wasm.run_with_model(hook, invocation, policy, model).await
             }
             HandlerSpec::Function(spec) => function::run(spec, hook, invocation).await,
             // A `prompt` or `agent` hook on a refuse-only event counts as a block

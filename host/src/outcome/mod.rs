@@ -119,10 +119,11 @@ pub struct HookReport {
     pub fuel: Option<u64>,
     /// Peak memory in bytes (wasm).
     pub memory_bytes: Option<u64>,
-    /// Model tokens spent, input and output (prompt hooks).
+    /// Model tokens spent, input and output (prompt and agent hooks, and wasm hooks whose
+    /// plugin asks the model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
-    /// Model turns taken (agent hooks).
+    /// Model turns taken (agent hooks), or model calls answered (wasm hooks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turns: Option<u32>,
     /// The class of its failure (`cannotStart`: no process, descriptor, socket, thread

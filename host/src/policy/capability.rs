@@ -110,6 +110,12 @@ pub fn validate(raw: &RawCapabilities) -> Result<(), (String, String)> {
     for (i, pattern) in raw.http.iter().enumerate() {
         HostPattern::parse(pattern).map_err(|e| (format!("capabilities.http[{i}]"), e))?;
     }
+    if raw.model.is_some_and(|m| m.tokens_per_event == 0) {
+        return Err((
+            "capabilities.model.tokensPerEvent".into(),
+            "must be at least 1 (a grant of no tokens is no grant)".into(),
+        ));
+    }
     Ok(())
 }
 
@@ -131,6 +137,9 @@ pub struct Declared {
     pub env: Vec<String>,
     /// Host patterns, or `*`.
     pub http: Vec<String>,
+    /// Whether it imports `hookhost:hook/model` (0.2.0 and later): a plugin declares the
+    /// model by importing it, since the import is what it would call.
+    pub model: bool,
 }
 
 /// A preopened directory that is live for one hook.
@@ -157,6 +166,9 @@ pub struct Live {
     pub http: Vec<HostPattern>,
     /// Declared host patterns (a request must match one of these too), `None` for `*`.
     pub http_declared: Option<Vec<HostPattern>>,
+    /// The model: the tokens per event granted (`capabilities.model.tokensPerEvent`),
+    /// when the plugin also imports `hookhost:hook/model`.
+    pub model: Option<u64>,
 }
 
 impl Live {
@@ -253,6 +265,17 @@ pub fn intersect(
         }
     }
     live.http_declared = (!any_host).then_some(declared_patterns);
+    if let Some(grant) = &raw.model {
+        if declared.model {
+            live.model = Some(grant.tokens_per_event);
+        } else {
+            warnings.push(
+                "model grant is not declared by the plugin (it does not import \
+                 `hookhost:hook/model`, which 0.1.0 plugins cannot); not live"
+                    .to_string(),
+            );
+        }
+    }
     Ok((live, warnings))
 }
 
@@ -310,6 +333,7 @@ mod tests {
                 .collect(),
             env: env.iter().map(|s| s.to_string()).collect(),
             http: http.iter().map(|s| s.to_string()).collect(),
+            model: None,
         }
     }
 
@@ -330,6 +354,7 @@ mod tests {
             }],
             env: vec!["TOKEN".into(), "NOT_GRANTED".into()],
             http: vec!["*.example.com".into(), "api.example.com".into()],
+            model: false,
         };
         let (live, warnings) = intersect(&raw, &declared, Path::new("/w"), None).unwrap();
         assert_eq!(
@@ -378,12 +403,43 @@ mod tests {
             ],
             env: vec![],
             http: vec!["*".into()],
+            model: false,
         };
         let (live, warnings) = intersect(&raw, &declared, Path::new("/w"), None).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert!(live.dirs[0].write);
         assert!(live.allows_http(Http, "127.0.0.1", Some(9000)));
         assert!(!live.allows_http(Http, "127.0.0.1", Some(9001)));
+    }
+
+    /// One check for both WIT versions: the model is live only when granted and
+    /// imported, and a 0.1.0 plugin (which cannot import it) never gets it.
+    #[test]
+    fn the_model_is_live_only_when_granted_and_imported() {
+        let mut raw = grants(&[], &[], &[]);
+        raw.model = Some(crate::config::schema::RawModelGrant {
+            tokens_per_event: 300,
+        });
+        let imports = Declared {
+            model: true,
+            ..Declared::default()
+        };
+        let (live, warnings) = intersect(&raw, &imports, Path::new("/w"), None).unwrap();
+        assert_eq!(live.model, Some(300));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let (live, warnings) =
+            intersect(&raw, &Declared::default(), Path::new("/w"), None).unwrap();
+        assert_eq!(live.model, None);
+        assert!(warnings[0].contains("hookhost:hook/model"), "{warnings:?}");
+        let (live, _) = intersect(&grants(&[], &[], &[]), &imports, Path::new("/w"), None).unwrap();
+        assert_eq!(live.model, None, "imported but not granted");
+        raw.model = Some(crate::config::schema::RawModelGrant {
+            tokens_per_event: 0,
+        });
+        assert_eq!(
+            validate(&raw).unwrap_err().0,
+            "capabilities.model.tokensPerEvent"
+        );
     }
 
     #[test]

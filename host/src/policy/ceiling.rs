@@ -208,6 +208,22 @@ impl Ceilings {
         let HandlerSpec::Wasm(spec) = &mut hook.handler else {
             return Ok(());
         };
+        if let (Some(grant), Some(models)) = (&spec.capabilities.model, &self.models) {
+            if let Some(kind) = spec.provider {
+                models
+                    .check(kind, None)
+                    .map_err(|e| format!("`provider`: {e}"))?;
+            }
+            if let Some(ceiling) = models.tokens_per_event
+                && grant.tokens_per_event > ceiling
+            {
+                return Err(format!(
+                    "`capabilities.model.tokensPerEvent` {} is above the managed ceiling of \
+                     {ceiling} (`ceilings.models.tokensPerEvent`)",
+                    grant.tokens_per_event
+                ));
+            }
+        }
         if let Some(ceilings) = &self.dirs {
             for (i, grant) in spec.capabilities.dirs.iter().enumerate() {
                 let path = expand_path(&grant.path, workspace, home)

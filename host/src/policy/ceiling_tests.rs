@@ -301,6 +301,45 @@ fn grants_must_fall_within_dir_env_and_http_ceilings() {
     }
 }
 
+/// A plugin's model grant is capped like a prompt hook's budget: above
+/// `ceilings.models.tokensPerEvent` the hook is refused naming both, and a provider
+/// outside `ceilings.models.providers` is refused at load.
+#[test]
+fn a_model_grant_must_fall_within_the_model_ceiling() {
+    let c = ceilings(RawCeilings {
+        models: Some(crate::config::schema::RawModelCeiling {
+            providers: Some(vec![crate::config::schema::ModelProviderKind::Anthropic]),
+            hosts: None,
+            tokens_per_event: Some(500),
+        }),
+        ..Default::default()
+    });
+    let with = |tokens: u64, extra: &str| {
+        let json = if extra.is_empty() {
+            String::new()
+        } else {
+            format!(",{extra}")
+        };
+        apply(
+            &c,
+            &format!(
+                r#"{{"type":"wasm","plugin":"p.wasm"{json},"capabilities":{{"model":{{"tokensPerEvent":{tokens}}}}}}}"#
+            ),
+        )
+    };
+    assert!(with(500, "").is_ok());
+    let e = with(501, "").map(|h| h.id).unwrap_err();
+    assert!(
+        e.contains("501") && e.contains("500") && e.contains("ceilings.models.tokensPerEvent"),
+        "{e}"
+    );
+    let e = with(10, r#""provider":"openai""#)
+        .map(|h| h.id)
+        .unwrap_err();
+    assert!(e.contains("ceilings.models.providers"), "{e}");
+    assert!(with(10, r#""provider":"anthropic","model":"haiku""#).is_ok());
+}
+
 #[test]
 fn resolved_dirs_fit_below_their_ceiling_and_its_mode() {
     let top = Path::new("/w/src");

@@ -32,6 +32,8 @@ const WASM_FIELDS: &[&str] = &[
     "limits",
     "instance",
     "config",
+    "model",
+    "provider",
 ];
 const PROMPT_FIELDS: &[&str] = &["prompt", "model", "provider", "continueOnBlock"];
 const AGENT_FIELDS: &[&str] = &["prompt", "model", "provider", "maxTurns", "tokenBudget"];
@@ -204,6 +206,25 @@ pub(super) fn build(
             let capabilities = raw.capabilities.clone().unwrap_or_default();
             super::capability::validate(&capabilities)
                 .map_err(|(field, message)| format!("`{field}`: {message}"))?;
+            if raw.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+                return Err("`model` is empty".into());
+            }
+            if capabilities.model.is_none() {
+                for (field, set) in [
+                    ("model", raw.model.is_some()),
+                    ("provider", raw.provider.is_some()),
+                ] {
+                    if set {
+                        warn(
+                            field,
+                            format!(
+                                "`{field}` names what a plugin's model requests use, but \
+                                 `capabilities.model` grants none; it has no effect"
+                            ),
+                        );
+                    }
+                }
+            }
             HandlerSpec::Wasm(WasmSpec {
                 plugin: resolve_plugin_path(&layer.base_dir, &plugin),
                 sha256,
@@ -212,6 +233,8 @@ pub(super) fn build(
                 memory_bytes: limits.memory_mb.map(|mb| mb.saturating_mul(1 << 20)),
                 instance: raw.instance.unwrap_or_default(),
                 config: raw.config.clone(),
+                model: raw.model.clone(),
+                provider: raw.provider,
             })
         }
         HandlerType::Prompt => {

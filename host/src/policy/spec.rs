@@ -112,6 +112,11 @@ pub struct WasmSpec {
     pub instance: InstanceMode,
     /// Plugin-specific settings.
     pub config: Option<Value>,
+    /// The model its plugin asks (`capabilities.model`), as written; `None`: the
+    /// provider's default.
+    pub model: Option<String>,
+    /// The provider its plugin's model requests go to, if the hook names one.
+    pub provider: Option<ModelProviderKind>,
 }
 
 /// A prompt hook: one model judgement (`{ok, reason, impossible}`) of the input.

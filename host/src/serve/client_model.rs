@@ -96,9 +96,12 @@ impl ModelClient for ClientModel {
                 "maxTokens": request.max_tokens,
             });
             // Agent hooks: the tools and the conversation so far; the client answers
-            // `toolCalls` (`[{id, name, input}]`) beside `text`.
+            // `toolCalls` (`[{id, name, input}]`) beside `text`. A plugin's conversation
+            // (`model.complete` with several messages) sends its turns without tools.
             if !request.tools.is_empty() {
                 model["tools"] = json!(request.tools);
+            }
+            if !request.tools.is_empty() || !request.turns.is_empty() {
                 model["turns"] = json!(request.turns);
             }
             let line = json!({"id": id, "model": model});
@@ -134,6 +137,9 @@ impl ModelClient for ClientModel {
                 input_tokens: result["inputTokens"].as_u64().unwrap_or(0),
                 output_tokens: result["outputTokens"].as_u64().unwrap_or(0),
                 tool_calls: serde_json::from_value(result["toolCalls"].clone()).unwrap_or_default(),
+                stop_reason: result["stopReason"]
+                    .as_str()
+                    .map(|s| s.chars().take(40).collect()),
             })
         })
     }

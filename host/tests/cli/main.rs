@@ -37,6 +37,7 @@ mod install_race;
 mod job_replay;
 mod loop_brakes;
 mod merge;
+mod model_plugins;
 mod parity;
 mod pipes;
 mod plugin;

@@ -13,7 +13,11 @@ fn inspect_shows_what_the_plugin_declares_and_its_digest() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let info = run.json();
     assert_eq!(info["name"], "deny-dangerous-bash");
-    assert_eq!(info["witVersion"], "0.1.0", "{info}");
+    assert_eq!(info["witVersion"], "0.2.0", "{info}");
+    assert_eq!(
+        info["capabilities"]["model"], false,
+        "it never asks the model: {info}"
+    );
     let digest = hookhost::handlers::wasm::sha256_hex(&std::fs::read(plugin).unwrap());
     assert_eq!(info["sha256"], digest);
     assert!(

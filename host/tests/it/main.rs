@@ -3,6 +3,7 @@
 mod allowlist;
 mod demo;
 mod gate;
+mod golden;
 mod guest_fs;
 mod guest_fs_holes;
 mod hostile;

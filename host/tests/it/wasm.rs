@@ -267,7 +267,9 @@ async fn a_plugin_for_another_wit_version_is_refused_naming_both_versions() {
     assert_eq!(report.status, HookStatus::Failed);
     let message = report.message.as_deref().unwrap();
     assert!(
-        message.contains("hookhost:hook@0.2.0") && message.contains("hookhost:hook@0.1.0"),
+        message.contains("hookhost:hook@0.3.0")
+            && message.contains("hookhost:hook@0.1.0")
+            && message.contains("hookhost:hook@0.2.0"),
         "{message}"
     );
     assert!(message.contains("wrong_version.wasm"), "{message}");
@@ -494,14 +496,17 @@ fn grants_the_plugin_did_not_declare_are_warnings_and_stay_off() {
 #[test]
 fn inspect_reports_version_exports_events_capabilities_and_digest() {
     let (info, _) = runtime().inspect(Path::new(plugins::TEST_GATE)).unwrap();
-    assert_eq!(info.wit_version, "0.1.0");
+    assert_eq!(
+        info.wit_version, "0.2.0",
+        "the SDK builds for the newest version"
+    );
     assert_eq!(info.name, "test-gate");
     assert_eq!(info.events, ["Stop", "SubagentStop"]);
     assert_eq!(info.capabilities.dirs.len(), 1);
     assert_eq!(info.capabilities.dirs[0].path, "${workspace}");
     assert!(!info.capabilities.dirs[0].write);
     assert!(
-        info.exports.iter().any(|e| e == "hookhost:hook/hook@0.1.0"),
+        info.exports.iter().any(|e| e == "hookhost:hook/hook@0.2.0"),
         "{:?}",
         info.exports
     );
@@ -519,7 +524,7 @@ fn inspect_reports_version_exports_events_capabilities_and_digest() {
         redact
             .imports
             .iter()
-            .any(|i| i == "hookhost:hook/host@0.1.0"),
+            .any(|i| i == "hookhost:hook/host@0.2.0"),
         "it logs: {:?}",
         redact.imports
     );

@@ -9,7 +9,7 @@ use std::io::Read;
 use serde_json::Value;
 
 wit_bindgen::generate!({
-    world: "plugin",
+    world: "plugin-with-model",
     path: "../../wit",
 });
 
@@ -487,6 +487,22 @@ impl Guest for Raw {
         let n = config["n"].as_u64().unwrap_or(1) as usize;
         match attack {
             "echo" => Ok(context(format!("raw echo {}", event.name))),
+            // Asks the model for ever, ignoring every answer: each call must cost fuel,
+            // and a spent budget must send nothing more.
+            "model-flood" => {
+                use hookhost::hook::model::{Message, Request, Role, complete};
+                let request = Request {
+                    system: String::new(),
+                    messages: vec![Message {
+                        role: Role::User,
+                        text: arg.to_string(),
+                    }],
+                    max_tokens: None,
+                };
+                loop {
+                    let _ = complete(&request);
+                }
+            }
             // Opens (and reads) a path: a FIFO without a writer blocks an `open`.
             "open" => match std::fs::File::open(arg) {
                 Ok(mut file) => {

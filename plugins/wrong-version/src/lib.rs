@@ -1,9 +1,9 @@
-//! A plugin built for a future `hookhost:hook@0.2.0`: the host must refuse it with a
+//! A plugin built for a future `hookhost:hook@0.3.0`: the host must refuse it with a
 //! message naming both versions.
 
 wit_bindgen::generate!({
     inline: r#"
-        package hookhost:hook@0.2.0;
+        package hookhost:hook@0.3.0;
 
         interface hook {
             record event { name: string, input-json: string }

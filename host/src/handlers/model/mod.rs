@@ -89,6 +89,9 @@ pub struct ModelReply {
     pub output_tokens: u64,
     /// The tools the model called (only when the request offered tools).
     pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped, as the provider said it (`end_turn`, `max_tokens`, `stop`,
+    /// `length`, `refusal`, `content_filter`, …), when it said.
+    pub stop_reason: Option<String>,
 }
 
 /// Why a model gave no answer.
@@ -163,6 +166,8 @@ pub struct Resolved {
     pub key_withheld: Option<String>,
     client: Arc<dyn ModelClient>,
     budget: Option<u64>,
+    /// Where the budget comes from, for the message when it is spent.
+    budget_from: &'static str,
     used: AtomicU64,
 }
 
@@ -194,6 +199,7 @@ impl Resolved {
             key_withheld: None,
             client,
             budget,
+            budget_from: "managed `ceilings.models.tokensPerEvent`",
             used: AtomicU64::new(0),
         }
     }
@@ -202,6 +208,21 @@ impl Resolved {
     pub(crate) fn with_key_withheld(mut self, why: Option<String>) -> Resolved {
         self.key_withheld = why;
         self
+    }
+
+    /// The same provider under a budget of at most `tokens` (input + output) for the run,
+    /// set by `from` (named when it is spent): the lower of it and the ceiling's.
+    pub fn within(mut self, tokens: u64, from: &'static str) -> Resolved {
+        if self.budget.is_none_or(|b| tokens < b) {
+            self.budget = Some(tokens);
+            self.budget_from = from;
+        }
+        self
+    }
+
+    /// The token budget of the run, if any.
+    pub fn budget(&self) -> Option<u64> {
+        self.budget
     }
 
     /// Tokens (input + output) spent so far by this run.
@@ -232,8 +253,8 @@ impl Resolved {
                 return Err(ModelError::new(
                     FailureKind::Limit,
                     format!(
-                        "the token budget of {budget} per event (managed \
-                         `ceilings.models.tokensPerEvent`) is spent"
+                        "the token budget of {budget} per event ({}) is spent",
+                        self.budget_from
                     ),
                 ));
             }

@@ -141,6 +141,7 @@ impl Wire {
                     input_tokens: count(&body["usage"]["input_tokens"]),
                     output_tokens: count(&body["usage"]["output_tokens"]),
                     tool_calls,
+                    stop_reason: body["stop_reason"].as_str().map(str::to_string),
                 })
             }
             Wire::OpenAi => {
@@ -167,6 +168,9 @@ impl Wire {
                     input_tokens: count(&body["usage"]["prompt_tokens"]),
                     output_tokens: count(&body["usage"]["completion_tokens"]),
                     tool_calls,
+                    stop_reason: body["choices"][0]["finish_reason"]
+                        .as_str()
+                        .map(str::to_string),
                 })
             }
         }

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
     UpdateDeadline,
 };
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::bindings::Plugin;
 use super::grants::OpenedDir;
 use super::held::{DescriptorShare, Descriptors};
 use super::hostcalls;
@@ -148,7 +147,7 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
                 .map_err(|e| format!("cannot link wasi-http's bodies: {e:#}"))?;
             linker.allow_shadowing(false);
         }
-        Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
+        super::bindings::add_to_linker(&mut linker)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;
         // Every guest path passes the filesystem's chokepoint, before the other wrappers.
         linker.allow_shadowing(true);

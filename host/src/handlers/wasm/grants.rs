@@ -221,6 +221,9 @@ pub(super) struct GrantCheck<'a> {
     pub(super) home: Option<&'a Path>,
     /// The host-owned places, the compile cache among them.
     pub(super) places: &'a Arc<PlaceGuard>,
+    /// The model of the call, when the hook's grant is live ([`super::model_call`]):
+    /// put into the store for each call.
+    pub(super) model: Option<Arc<super::model_call::PluginModel>>,
 }
 
 /// The real path of an open descriptor.
@@ -368,6 +371,7 @@ mod tests {
             workspace: Path::new("/nonexistent"),
             home: None,
             places,
+            model: None,
         }
     }
 

@@ -15,7 +15,8 @@
 //!   names it, so none can be left out.
 //! - **Bytes moved** by the host are charged on top, [`FUEL_PER_BYTE`] per byte: stream
 //!   reads and writes (stdout, files, HTTP bodies), positional file reads and writes,
-//!   opened paths, `host.log` records, and random bytes drawn. A plugin that floods the
+//!   opened paths, `host.log` records, the text of `model.complete` requests and replies
+//!   ([`super::model_call`]), and random bytes drawn. A plugin that floods the
 //!   host with work runs out of fuel as a wasm loop does.
 //! - **wasi-http** is linked only for hooks with an HTTP grant; for the others every
 //!   wasi-http function the component imports traps with [`HttpNotGranted`].
@@ -455,21 +456,23 @@ fn meter_files(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// `host.log`, charged per record and by its bytes.
+/// `host.log` of every WIT version, charged per record and by its bytes.
 fn meter_log(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    let mut host = linker.instance(&format!("hookhost:hook/host@{}", super::WIT_VERSION))?;
-    host.func_wrap(
-        "log",
-        |mut store: StoreContextMut<'_, State>,
-         (level, message, fields): (Level, String, Vec<(String, String)>)|
-         -> wasmtime::Result<()> {
-            let bytes =
-                message.len() + fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
-            charge(&mut store, FUEL_PER_LOG_RECORD.saturating_add(cost(bytes)))?;
-            store.data_mut().record_log(level, &message, &fields);
-            Ok(())
-        },
-    )?;
+    for version in super::WIT_VERSIONS {
+        let mut host = linker.instance(&format!("hookhost:hook/host@{version}"))?;
+        host.func_wrap(
+            "log",
+            |mut store: StoreContextMut<'_, State>,
+             (level, message, fields): (Level, String, Vec<(String, String)>)|
+             -> wasmtime::Result<()> {
+                let bytes =
+                    message.len() + fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+                charge(&mut store, FUEL_PER_LOG_RECORD.saturating_add(cost(bytes)))?;
+                store.data_mut().record_log(level, &message, &fields);
+                Ok(())
+            },
+        )?;
+    }
     Ok(())
 }
 

@@ -107,6 +107,7 @@ impl Sandbox {
         limits
             .arm(&mut instance.store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
+        instance.store.data_mut().model = grants.model.clone();
         let deadline = instance.store.data().http_policy.deadline;
         let result = Limits::bound(
             deadline,

@@ -127,14 +127,17 @@ pub(super) fn finish(
             .ok()
             .map(|left| limits.fuel.saturating_sub(left))
     };
+    // The call's model (a live grant): what it spent, and a line of diagnostics. Taken,
+    // so that a kept instance holds no model between events.
+    let model = store.data_mut().model.take();
     let usage = Usage {
         fuel,
         memory_bytes: Some(store.data().limiter.peak as u64),
-        tokens: None,
-        turns: None,
+        tokens: model.as_ref().map(|m| m.tokens_used()),
+        turns: model.as_ref().map(|m| m.answered()),
     };
     let refused = store.data().limiter.refused;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = model.iter().map(|m| m.summary()).collect();
     let result = match result {
         Ok(Ok(response)) => {
             // The guest survived a refused growth: say so, since it may have answered

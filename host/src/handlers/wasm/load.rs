@@ -14,7 +14,7 @@ use super::compiles::{Budget, Prepared};
 use super::hostcalls::stub_http;
 use super::limits::{Limits, Phase, classify_error};
 use super::state::State;
-use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSION};
+use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSIONS};
 use crate::config::file::{FileError, FileStamp, kind_name, open_regular, read_regular};
 use crate::handlers::FailureKind;
 use crate::policy::allowlist::PluginAllowlist;
@@ -70,6 +70,8 @@ pub struct DeclaredCapabilities {
     pub env: Vec<String>,
     /// Host patterns.
     pub http: Vec<String>,
+    /// Whether it imports `hookhost:hook/model` (0.2.0): how a plugin asks for the model.
+    pub model: bool,
 }
 
 /// A directory a plugin asks for.
@@ -94,6 +96,45 @@ impl DeclaredCapabilities {
                 .collect(),
             env: self.env.clone(),
             http: self.http.clone(),
+            model: self.model,
+        }
+    }
+}
+
+/// Why [`WasmRuntime::inspect`] could not load a plugin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    /// The wasm engine (or the runtime that drives it) could not be set up; no plugin
+    /// was read. The message says why.
+    #[error("{0}")]
+    Engine(String),
+    /// The plugin did not load. `kind` is what a hook running it would fail with
+    /// (`Refused` for a file that is not a regular file or is above the cap,
+    /// `CannotStart` for one that cannot be read or compiled, `Timeout` or `Limit` for a
+    /// `describe` stopped by its limits); the message names the file.
+    #[error("{message}")]
+    Load {
+        /// The failure class.
+        kind: FailureKind,
+        /// What happened, naming the file.
+        message: String,
+    },
+}
+
+impl From<PluginError> for String {
+    fn from(error: PluginError) -> String {
+        error.to_string()
+    }
+}
+
+/// `HOOKHOST_MAX_PLUGIN_MB` (1 to 4096), else [`DEFAULT_MAX_PLUGIN_BYTES`].
+pub(super) fn max_plugin_bytes_from_env() -> u64 {
+    match crate::config::env::number("HOOKHOST_MAX_PLUGIN_MB", 1, 4096) {
+        Ok(Some(mb)) => mb << 20,
+        Ok(None) => DEFAULT_MAX_PLUGIN_BYTES,
+        Err(notice) => {
+            tracing::warn!("{notice}");
+            DEFAULT_MAX_PLUGIN_BYTES
         }
     }
 }
@@ -293,6 +334,7 @@ impl Sandbox {
                     .collect(),
                 env: described.env,
                 http: described.http,
+                model: imports.iter().any(|i| i.starts_with(MODEL_IMPORT)),
             },
             imports,
             exports,
@@ -533,8 +575,12 @@ pub(super) fn admit(
         .map_err(|message| (FailureKind::NotAdmitted, message))
 }
 
-/// Finds the `hookhost:hook` version of a component; refuses other versions, naming
-/// both.
+/// The model interface, without its version.
+const MODEL_IMPORT: &str = "hookhost:hook/model@";
+
+/// Finds the `hookhost:hook` version of a component: one the host loads
+/// ([`WIT_VERSIONS`]), the same on every `hookhost:hook` interface it imports or exports
+/// (a 0.1.0 plugin cannot reach for 0.2.0's `model`); refuses others, naming them.
 pub(super) fn check_wit_version(
     imports: &[String],
     exports: &[String],
@@ -563,18 +609,36 @@ pub(super) fn check_wit_version(
             ),
         ));
     };
-    let others = imports.iter().chain(exports).filter_map(|n| version_of(n));
-    for found in std::iter::once(version.clone()).chain(others) {
-        if found != WIT_VERSION {
-            return Err((
-                FailureKind::Refused,
-                format!(
-                    "plugin `{}` was built for hookhost:hook@{found}, but this host supports hookhost:hook@{WIT_VERSION}; \
-                     rebuild it against hookhost-guest for {WIT_VERSION}",
-                    path.display()
-                ),
-            ));
-        }
+    let supported = WIT_VERSIONS
+        .iter()
+        .map(|v| format!("hookhost:hook@{v}"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let newest = WIT_VERSIONS[WIT_VERSIONS.len() - 1];
+    if !WIT_VERSIONS.contains(&version.as_str()) {
+        return Err((
+            FailureKind::Refused,
+            format!(
+                "plugin `{}` was built for hookhost:hook@{version}, but this host supports {supported}; \
+                 rebuild it against hookhost-guest for {newest}",
+                path.display()
+            ),
+        ));
+    }
+    let mixed = imports
+        .iter()
+        .chain(exports)
+        .find(|n| version_of(n).is_some_and(|v| v != version));
+    if let Some(other) = mixed {
+        return Err((
+            FailureKind::Refused,
+            format!(
+                "plugin `{}` exports hookhost:hook@{version} but also names `{other}`: one \
+                 plugin is built for one version (this host supports {supported}); rebuild \
+                 it against hookhost-guest for {newest}",
+                path.display()
+            ),
+        ));
     }
     Ok(version)
 }
@@ -591,10 +655,24 @@ mod tests {
         let imports = vec!["hookhost:hook/host@0.3.0".to_string()];
         let (kind, message) = check_wit_version(&imports, &exports, path).unwrap_err();
         assert_eq!(kind, FailureKind::Refused);
+        assert!(message.contains("hookhost:hook/host@0.3.0"), "{message}");
+        // Both versions load; a newer one is refused naming what is supported.
+        let v2 = vec!["hookhost:hook/hook@0.2.0".to_string()];
+        let model = vec!["hookhost:hook/model@0.2.0".to_string()];
+        assert_eq!(check_wit_version(&model, &v2, path).unwrap(), "0.2.0");
+        let v3 = vec!["hookhost:hook/hook@0.3.0".to_string()];
+        let (kind, message) = check_wit_version(&[], &v3, path).unwrap_err();
+        assert_eq!(kind, FailureKind::Refused);
         assert!(
-            message.contains("hookhost:hook@0.3.0") && message.contains("hookhost:hook@0.1.0"),
+            message.contains("hookhost:hook@0.3.0")
+                && message.contains("hookhost:hook@0.1.0")
+                && message.contains("hookhost:hook@0.2.0"),
             "{message}"
         );
+        // A 0.1.0 plugin cannot import 0.2.0's model.
+        let (kind, message) = check_wit_version(&model, &exports, path).unwrap_err();
+        assert_eq!(kind, FailureKind::Refused);
+        assert!(message.contains("hookhost:hook/model@0.2.0"), "{message}");
         let (kind, message) =
             check_wit_version(&[], &["wasi:cli/run@0.2.0".to_string()], path).unwrap_err();
         assert_eq!(kind, FailureKind::CannotStart);

@@ -69,14 +69,16 @@ fn holds_resource(resolve: &Resolve, ty: &Type) -> bool {
     }
 }
 
-/// The WIT of the kitchen sink: hookhost's package, then the fixture's world and its
-/// WASI dependencies.
+/// The WIT of the kitchen sink: hookhost's packages (every version the host loads),
+/// then the fixture's world and its WASI dependencies.
 fn kitchen_sink_wit() -> (Resolve, wit_parser::WorldId) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut resolve = Resolve::default();
-    resolve
-        .push_dir(manifest.join("../wit"))
-        .expect("hookhost's WIT parses");
+    for dir in ["../wit/v0.1.0", "../wit"] {
+        resolve
+            .push_dir(manifest.join(dir))
+            .expect("hookhost's WIT parses");
+    }
     let (package, _) = resolve
         .push_dir(manifest.join("tests/fixtures/kitchen-sink"))
         .expect("the kitchen-sink WIT parses");

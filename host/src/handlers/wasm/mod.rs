@@ -1,6 +1,6 @@
-//! The wasm sandbox: hooks as WASI 0.2 components of the `hookhost:hook@0.1.0` world
-//! (`wit/hook.wit`), run by wasmtime under fuel, memory, time, output and capability
-//! limits.
+//! The wasm sandbox: hooks as WASI 0.2 components of the `hookhost:hook` worlds (0.2.0 in
+//! `wit/hook.wit`, 0.1.0 in `wit/v0.1.0/`, loaded side by side), run by wasmtime under
+//! fuel, memory, time, output and capability limits.
 //!
 //! - One [`wasmtime::Engine`] (fuel and epoch interruption on) and one `Linker` with
 //!   WASI 0.2, wasi-http and the `host` import, created on the first wasm hook.
@@ -21,7 +21,8 @@
 //!   its value; `onFailure` decides what that means for the action.
 //! - Capabilities are deny-by-default: a directory, env var or HTTP host is live only
 //!   when the plugin declares it in `describe` and the config grants it
-//!   ([`crate::policy::capability`]).
+//!   ([`crate::policy::capability`]); the model (0.2.0) when the plugin imports
+//!   `hookhost:hook/model` and the config grants `capabilities.model` ([`model_call`]).
 //!
 //! The plugin's typed response becomes a [`HookOutput`](super::HookOutput), exactly what a command hook's
 //! JSON would have parsed to, so the merge treats both alike.
@@ -48,6 +49,7 @@ mod limits;
 mod load;
 #[cfg(test)]
 mod meter_tests;
+mod model_call;
 mod progress;
 mod session_key;
 mod state;
@@ -71,9 +73,15 @@ pub use held::{hook_descriptors, host_descriptors};
 pub use hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, FUEL_PER_LOG_RECORD};
 pub use http_policy::MAX_CONNECTIONS;
 pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
-pub use load::{DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginInfo};
+pub use load::{
+    DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginError, PluginInfo,
+};
+pub use model_call::{
+    MAX_MODEL_MESSAGES, MAX_MODEL_REPLY_BYTES, MAX_MODEL_REQUEST_BYTES, PluginModel,
+};
 pub use state::MAX_TABLE_ELEMENTS;
 
+use super::model::{ModelError, Resolved};
 use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
 use crate::config::SourceKind;
@@ -87,11 +95,15 @@ use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
 use limits::{CallOutcome, Limits, Phase, finish};
-use load::{Loaded, block_on};
+use load::Loaded;
 use state::State;
 
-/// The WIT package version this host implements.
-pub const WIT_VERSION: &str = "0.1.0";
+/// The newest WIT package version this host implements.
+pub const WIT_VERSION: &str = "0.2.0";
+
+/// Every WIT package version this host loads, oldest first: a plugin built for any of
+/// them runs beside the others ([`bindings`]).
+pub const WIT_VERSIONS: [&str; 2] = ["0.1.0", "0.2.0"];
 
 /// The exported interface every plugin must have, without its version.
 pub(super) const HOOK_EXPORT: &str = "hookhost:hook/hook";
@@ -199,7 +211,7 @@ impl WasmRuntime {
         WasmRuntime {
             cache_dir,
             instance_pool: true,
-            max_plugin_bytes: max_plugin_bytes_from_env(),
+            max_plugin_bytes: load::max_plugin_bytes_from_env(),
             on_compile: None,
             sandbox: OnceLock::new(),
         }
@@ -259,26 +271,6 @@ impl WasmRuntime {
         self.cache_dir.as_deref()
     }
 
-    /// Loads a plugin (compiling or reading the cache) and returns what it declares.
-    /// Blocks until done (`describe` runs in the plugin).
-    ///
-    /// # Errors
-    ///
-    /// [`PluginError::Load`] naming the file: unreadable or refused (not a regular file,
-    /// above the size cap), not a component, built for another WIT version, or its
-    /// `describe` failed; [`PluginError::Engine`] when no engine could be set up.
-    pub fn inspect(&self, path: &Path) -> Result<(PluginInfo, CacheStatus), PluginError> {
-        let sandbox = self.sandbox().map_err(PluginError::Engine)?;
-        let budget = compiles::Budget {
-            hook: None,
-            time: COMPILE_BUDGET,
-        };
-        let loaded = block_on(sandbox.load(path, None, None, &load::INSPECT_LIMITS, &budget))
-            .map_err(PluginError::Engine)?
-            .map_err(|(kind, message)| PluginError::Load { kind, message })?;
-        Ok((loaded.info.clone(), loaded.cache_status.clone()))
-    }
-
     /// Runs one plugin on one event outside any config: what `hookhost plugin test` does.
     pub async fn call(&self, call: &PluginCall, invocation: &Invocation) -> PluginRun {
         self.call_governed(call, invocation, None, None, &HostPlaces::default())
@@ -310,11 +302,25 @@ impl WasmRuntime {
         ceilings: Option<&Ceilings>,
         places: &HostPlaces,
     ) -> PluginRun {
+        let governance = (allowlist, ceilings, places);
+        self.governed(call, invocation, governance, None).await
+    }
+
+    /// [`WasmRuntime::call_governed`] with the model of the hook's provider (resolved
+    /// through [`crate::handlers::model::resolve`]) for a plugin the hook grants it to.
+    async fn governed(
+        &self,
+        call: &PluginCall,
+        invocation: &Invocation,
+        (allowlist, ceilings, places): Governance<'_>,
+        model: Option<Result<Resolved, ModelError>>,
+    ) -> PluginRun {
         let started = Instant::now();
         match self.sandbox() {
             Ok(sandbox) => {
+                let governance = (allowlist, ceilings, places);
                 sandbox
-                    .run(call, invocation, started, allowlist, ceilings, places)
+                    .run(call, invocation, started, governance, model)
                     .await
             }
             Err(e) => PluginRun {
@@ -331,7 +337,13 @@ impl WasmRuntime {
 
     /// [`WasmRunner::run`]: the hook's plugin call, admitted by managed policy's
     /// allowlist, with capability warnings put in front of its diagnostics.
-    async fn run_hook(&self, hook: &Hook, invocation: &Invocation, policy: &Policy) -> HandlerRun {
+    async fn run_hook(
+        &self,
+        hook: &Hook,
+        invocation: &Invocation,
+        policy: &Policy,
+        model: Option<Result<Resolved, ModelError>>,
+    ) -> HandlerRun {
         let started = Instant::now();
         let Some(call) = PluginCall::from_hook(hook) else {
             return HandlerRun::failed(
@@ -343,15 +355,12 @@ impl WasmRuntime {
         // Managed policy caps every source but itself (and embedders' own hooks).
         let capped = !matches!(hook.origin.kind, SourceKind::Managed | SourceKind::Embedded);
         let ceilings = policy.settings.ceilings.as_ref().filter(|_| capped);
-        let mut run = self
-            .call_governed(
-                &call,
-                invocation,
-                Some(&policy.settings.plugin_allowlist),
-                ceilings,
-                &policy.host_places,
-            )
-            .await;
+        let governance = (
+            Some(&*policy.settings.plugin_allowlist),
+            ceilings,
+            &policy.host_places,
+        );
+        let mut run = self.governed(&call, invocation, governance, model).await;
         if !run.warnings.is_empty() {
             let warnings: Vec<String> = run
                 .warnings
@@ -375,9 +384,26 @@ impl WasmRunner for WasmRuntime {
         invocation: &'a Invocation,
         policy: &'a Policy,
     ) -> BoxFuture<'a, HandlerRun> {
-        Box::pin(self.run_hook(hook, invocation, policy))
+        Box::pin(self.run_hook(hook, invocation, policy, None))
+    }
+
+    fn run_with_model<'a>(
+        &'a self,
+        hook: &'a Hook,
+        invocation: &'a Invocation,
+        policy: &'a Policy,
+        model: Result<Resolved, ModelError>,
+    ) -> BoxFuture<'a, HandlerRun> {
+        Box::pin(self.run_hook(hook, invocation, policy, Some(model)))
     }
 }
+
+/// Managed policy's allowlist and ceilings, and the host-owned places, for one call.
+type Governance<'a> = (
+    Option<&'a PluginAllowlist>,
+    Option<&'a Ceilings>,
+    &'a HostPlaces,
+);
 
 /// The engine and everything shared across plugins.
 struct Sandbox {
@@ -413,32 +439,6 @@ impl Drop for Sandbox {
 /// Why a load failed: the failure kind for the report, and the message.
 pub(super) type LoadError = (FailureKind, String);
 
-/// Why [`WasmRuntime::inspect`] could not load a plugin.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PluginError {
-    /// The wasm engine (or the runtime that drives it) could not be set up; no plugin
-    /// was read. The message says why.
-    #[error("{0}")]
-    Engine(String),
-    /// The plugin did not load. `kind` is what a hook running it would fail with
-    /// (`Refused` for a file that is not a regular file or is above the cap,
-    /// `CannotStart` for one that cannot be read or compiled, `Timeout` or `Limit` for a
-    /// `describe` stopped by its limits); the message names the file.
-    #[error("{message}")]
-    Load {
-        /// The failure class.
-        kind: FailureKind,
-        /// What happened, naming the file.
-        message: String,
-    },
-}
-
-impl From<PluginError> for String {
-    fn from(error: PluginError) -> String {
-        error.to_string()
-    }
-}
-
 impl Sandbox {
     fn new(
         cache_dir: Option<PathBuf>,
@@ -470,9 +470,8 @@ impl Sandbox {
         call: &PluginCall,
         invocation: &Invocation,
         started: Instant,
-        allowlist: Option<&PluginAllowlist>,
-        ceilings: Option<&Ceilings>,
-        places: &HostPlaces,
+        (allowlist, ceilings, places): Governance<'_>,
+        model: Option<Result<Resolved, ModelError>>,
     ) -> PluginRun {
         let failed = |kind, message: String, warnings| PluginRun {
             run: HandlerRun::failed(kind, message, started),
@@ -549,6 +548,12 @@ impl Sandbox {
             workspace: &invocation.project_dir,
             home: home_dir(),
             places: &guard,
+            model: live.model.map(|tokens| {
+                Arc::new(PluginModel::new(
+                    model.unwrap_or_else(model_call::unavailable),
+                    tokens,
+                ))
+            }),
         };
         let event = convert::event(invocation, call.config.as_ref());
         let outcome = match call.instance {
@@ -644,6 +649,7 @@ impl Sandbox {
         limits
             .arm(&mut store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
+        store.data_mut().model = grants.model.clone();
         Ok(store)
     }
 
@@ -671,18 +677,6 @@ impl Sandbox {
         })
         .await;
         Ok(finish(&mut store, limits, phase, result))
-    }
-}
-
-/// `HOOKHOST_MAX_PLUGIN_MB` (1 to 4096), else [`DEFAULT_MAX_PLUGIN_BYTES`].
-fn max_plugin_bytes_from_env() -> u64 {
-    match crate::config::env::number("HOOKHOST_MAX_PLUGIN_MB", 1, 4096) {
-        Ok(Some(mb)) => mb << 20,
-        Ok(None) => DEFAULT_MAX_PLUGIN_BYTES,
-        Err(notice) => {
-            tracing::warn!("{notice}");
-            DEFAULT_MAX_PLUGIN_BYTES
-        }
     }
 }
 

@@ -166,6 +166,7 @@ mod tests {
             }],
             env: vec!["A".into()],
             http: vec!["*".into()],
+            model: true,
         };
         intersect(&raw, &declared, project, Some(Path::new("/home/u")))
             .unwrap()

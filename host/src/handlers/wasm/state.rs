@@ -451,6 +451,9 @@ pub struct State {
     /// The most one resource-table entry may hold under this store's memory limit
     /// ([`entry_bytes`]).
     pub entry_bytes: usize,
+    /// The model of the current call, when the hook's grant makes it live
+    /// ([`super::model_call`]).
+    pub model: Option<Arc<super::model_call::PluginModel>>,
 }
 
 impl State {
@@ -487,6 +490,7 @@ impl State {
             field_bytes: Default::default(),
             body_bytes: Default::default(),
             entry_bytes,
+            model: None,
             http_policy: HttpPolicy::new(live, entry_bytes, limiter.net.clone()),
             limiter,
             stdout,
