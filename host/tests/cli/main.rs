@@ -8,6 +8,8 @@ mod skip;
 // A loopback model server speaking the Anthropic and OpenAI wire formats.
 #[path = "../common/model_server.rs"]
 mod model_server;
+#[path = "../common/mcp_peers.rs"]
+mod mcp_peers;
 
 mod agent;
 mod answer_bytes;
@@ -34,6 +36,7 @@ mod http;
 mod install_race;
 mod job_replay;
 mod loop_brakes;
+mod mcp_serve;
 mod merge;
 mod parity;
 mod pipes;
