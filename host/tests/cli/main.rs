@@ -6,10 +6,10 @@ mod support;
 #[path = "../common/skip.rs"]
 mod skip;
 // A loopback model server speaking the Anthropic and OpenAI wire formats.
-#[path = "../common/model_server.rs"]
-mod model_server;
 #[path = "../common/mcp_peers.rs"]
 mod mcp_peers;
+#[path = "../common/model_server.rs"]
+mod model_server;
 
 mod agent;
 mod answer_bytes;

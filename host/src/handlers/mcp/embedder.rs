@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_call_tool_result_reads_as_the_sdks_does() {
-        let value = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "x"},
+        let value = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "x", "mimeType": "image/png"},
                                        {"type": "text", "text": "b"}], "isError": true});
         let read = McpToolResult::from_json(&value).unwrap();
         assert_eq!(read.answer(), "a\nb");
