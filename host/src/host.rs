@@ -101,6 +101,7 @@ pub struct HostBuilder {
     session_files: Option<PathBuf>,
     wasm: Option<Arc<dyn WasmRunner>>,
     model: Option<Arc<dyn handlers::model::ModelClient>>,
+    mcp: Option<Arc<dyn handlers::mcp::McpProvider>>,
     functions: Vec<policy::FunctionHook>,
     trust: WorkspaceTrust,
     audit: Option<PathBuf>,
@@ -138,6 +139,7 @@ impl HostBuilder {
             session_files: None,
             wasm: None,
             model: None,
+            mcp: None,
             functions: Vec::new(),
             trust: WorkspaceTrust::Untrusted,
             audit: None,
@@ -300,6 +302,14 @@ impl HostBuilder {
         self
     }
 
+    /// Serves `mcp_tool` hooks from the embedder's own MCP servers: those whose `server`
+    /// the settings' `mcpServers` do not define and `provider` has. Managed
+    /// `ceilings.mcpServers` (by name) and `handlerTypes` still apply.
+    pub fn mcp_provider(mut self, provider: Arc<dyn handlers::mcp::McpProvider>) -> HostBuilder {
+        self.mcp = Some(provider);
+        self
+    }
+
     /// Answers model hooks (`prompt`) with the embedder's own model: those whose
     /// `provider` is `embedder`, and those that name none when no `modelProvider` is set.
     /// Managed `ceilings.models` (providers, token budget) still apply.
@@ -429,7 +439,9 @@ impl HostBuilder {
         let audit = policy.settings.audit_log.clone().or(self.audit);
         let dispatcher = Dispatcher::new(
             policy.clone(),
-            Handlers::new(Some(wasm)).with_model(self.model),
+            Handlers::new(Some(wasm))
+                .with_model(self.model)
+                .with_mcp_provider(self.mcp),
             sessions,
             self.launcher,
             self.session_files,

@@ -241,6 +241,7 @@ pub struct Handlers {
     wasm: Option<Arc<dyn WasmRunner>>,
     model: Option<Arc<dyn model::ModelClient>>,
     mcp: Arc<mcp::McpClients>,
+    mcp_provider: Option<Arc<dyn mcp::McpProvider>>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -248,6 +249,7 @@ impl std::fmt::Debug for Handlers {
         f.debug_struct("Handlers")
             .field("wasm", &self.wasm.is_some())
             .field("model", &self.model.is_some())
+            .field("mcp_provider", &self.mcp_provider.is_some())
             .finish()
     }
 }
@@ -260,6 +262,7 @@ impl Handlers {
             wasm,
             model: None,
             mcp: mcp::McpClients::shared(),
+            mcp_provider: None,
         }
     }
 
@@ -270,10 +273,10 @@ impl Handlers {
         self
     }
 
-    /// Connects `mcp_tool` hooks through `clients` (with the embedder's servers) instead
-    /// of the process's shared connections.
-    pub fn with_mcp(mut self, clients: Arc<mcp::McpClients>) -> Handlers {
-        self.mcp = clients;
+    /// Answers `mcp_tool` hooks whose server the settings' `mcpServers` do not define
+    /// with the embedder's servers that `provider` has.
+    pub fn with_mcp_provider(mut self, provider: Option<Arc<dyn mcp::McpProvider>>) -> Handlers {
+        self.mcp_provider = provider;
         self
     }
 
@@ -455,7 +458,17 @@ impl Handlers {
             }
             HandlerSpec::McpTool(spec) => {
                 let http = self.http_client(&policy.settings);
-                mcp::run(&self.mcp, http, spec, hook, invocation, &policy.settings).await
+                let embedder = self.mcp_provider.as_ref();
+                mcp::run(
+                    &self.mcp,
+                    embedder,
+                    http,
+                    spec,
+                    hook,
+                    invocation,
+                    &policy.settings,
+                )
+                .await
             }
         }
     }

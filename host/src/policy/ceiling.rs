@@ -48,16 +48,34 @@ impl Ceilings {
         name: &str,
         server: &super::mcp::McpServer,
     ) -> Result<(), String> {
-        let Some(allowed) = &self.mcp_servers else {
-            return Ok(());
-        };
         let target = match server {
             super::mcp::McpServer::Stdio { command, .. } => command,
             super::mcp::McpServer::Http { url } => url,
         };
-        if allowed.iter().any(|a| a == name || a == target) {
+        self.admits_mcp(name, Some(target))
+    }
+
+    /// Whether `ceilings.mcpServers` lets a hook outside managed policy call the
+    /// embedder's server `name`: an entry equal to the name (it has no command or URL).
+    ///
+    /// # Errors
+    ///
+    /// Why not, naming the ceiling.
+    pub fn admits_embedder_mcp_server(&self, name: &str) -> Result<(), String> {
+        self.admits_mcp(name, None)
+    }
+
+    fn admits_mcp(&self, name: &str, target: Option<&str>) -> Result<(), String> {
+        let Some(allowed) = &self.mcp_servers else {
+            return Ok(());
+        };
+        if allowed
+            .iter()
+            .any(|a| a == name || Some(a.as_str()) == target)
+        {
             Ok(())
         } else {
+            let target = target.unwrap_or("the embedder's");
             Err(format!(
                 "managed `ceilings.mcpServers` {allowed:?} does not admit server `{name}` ({target})"
             ))

@@ -123,8 +123,9 @@ impl Server {
         // Unbounded as a channel, bounded by the permits each queued answer holds.
         let (out, outgoing) = mpsc::unbounded_channel::<Queued>();
         let writer_task = tokio::spawn(write_answers(writer, outgoing, self.shutdown.clone()));
-        // The client's model, for prompt hooks whose provider is `embedder`.
-        let client_model = Arc::new(super::client_model::ClientModel::new({
+        // Requests back to the client: its model (prompt and agent hooks whose provider
+        // is `embedder`) and the MCP servers it names.
+        let client_calls = Arc::new(super::client_calls::ClientCalls::new({
             let out = out.clone();
             move |text| {
                 let queued = Queued {
@@ -211,9 +212,15 @@ impl Server {
                 }
             };
             drop(line);
-            if let Some(result) = request.model_result.take() {
+            use super::client_calls::Kind;
+            let answered = match (request.model_result.take(), request.mcp_result.take()) {
+                (Some(result), _) => Some((Kind::Model, result)),
+                (None, Some(result)) => Some((Kind::Mcp, result)),
+                (None, None) => None,
+            };
+            if let Some((kind, result)) = answered {
                 drop(held);
-                if let Err(message) = client_model.deliver(&request.id, result) {
+                if let Err(message) = client_calls.deliver(kind, &request.id, result) {
                     let _ = out.send(small(
                         json!({"id": request.id, "error": message}).to_string(),
                         slot,
@@ -252,9 +259,28 @@ impl Server {
                 continue;
             }
             let (server, out, bytes) = (self.clone(), out.clone(), bytes.clone());
-            let caller: Arc<dyn crate::handlers::model::ModelClient> = client_model.clone();
+            let caller: Arc<dyn crate::handlers::model::ModelClient> = client_calls.clone();
+            let servers = request.mcp_servers.take().unwrap_or_default();
+            let caller_mcp: Option<Arc<dyn crate::handlers::mcp::McpProvider>> =
+                (!servers.is_empty()).then(|| {
+                    Arc::new(super::client_mcp::ClientMcp::new(
+                        client_calls.clone(),
+                        servers,
+                    )) as _
+                });
             requests.spawn(async move {
-                let answer = server.answer_caught(&mut request);
+                let answer = async {
+                    match caller_mcp {
+                        Some(mcp) => {
+                            crate::handlers::mcp::with_caller_mcp(
+                                mcp,
+                                server.answer_caught(&mut request),
+                            )
+                            .await
+                        }
+                        None => server.answer_caught(&mut request).await,
+                    }
+                };
                 let text = crate::handlers::model::with_caller_model(caller, answer).await;
                 drop(request);
                 drop(held);
@@ -278,7 +304,7 @@ impl Server {
         }
         subscriptions.shutdown().await;
         // Its sender goes with it, so that the writer sees the end.
-        drop(client_model);
+        drop(client_calls);
         drop(out);
         if closed_idle {
             // A client that neither writes nor reads does not keep its slot through an

@@ -29,6 +29,8 @@
 //! cap) is answered with an error and the connection goes on with the next line. A
 //! request that panics is answered with an error; every other request carries on.
 
+mod client_calls;
+mod client_mcp;
 mod client_model;
 mod connection;
 mod projects;

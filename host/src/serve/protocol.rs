@@ -42,6 +42,13 @@ pub struct Request {
     /// The client's answer to a `model` request of the daemon (`id` is that request's).
     #[serde(default, rename = "modelResult")]
     pub model_result: Option<Value>,
+    /// The client's answer to an `mcpCall` request of the daemon (`id` is that request's).
+    #[serde(default, rename = "mcpResult")]
+    pub mcp_result: Option<Value>,
+    /// The MCP servers the client serves for this event's `mcp_tool` hooks (those the
+    /// settings' `mcpServers` do not define), called with `mcpCall` requests.
+    #[serde(default, rename = "mcpServers")]
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 /// A line that is not a valid request: the answer says why, with the request's id when

@@ -6,6 +6,8 @@ mod support;
 #[path = "../common/skip.rs"]
 mod skip;
 // A loopback model server speaking the Anthropic and OpenAI wire formats.
+#[path = "../common/mcp_peers.rs"]
+mod mcp_peers;
 #[path = "../common/model_server.rs"]
 mod model_server;
 
@@ -36,6 +38,7 @@ mod http;
 mod install_race;
 mod job_replay;
 mod loop_brakes;
+mod mcp_serve;
 mod merge;
 mod model_plugins;
 mod parity;

@@ -11,6 +11,10 @@ mod http_bodies;
 mod lang;
 mod load;
 mod mcp;
+mod mcp_bounds;
+mod mcp_embedder;
+#[path = "../common/mcp_peers.rs"]
+mod mcp_peers;
 mod output_keys;
 mod places;
 mod raw;

@@ -1,26 +1,28 @@
 //! Connections to MCP servers, kept per server (name and definition) for the life of the
 //! process: warm across a daemon's events, restarted when their server died, and gone
-//! with a one-shot `hookhost dispatch` (its servers are killed as it exits).
+//! with a one-shot `hookhost dispatch` (its servers are killed as it exits). A call that
+//! times out or passes a bound of [`super::intake`] drops its connection: the next call
+//! starts the server afresh.
 //!
 //! A stdio server is started here, through the same environment as command hooks
 //! ([`crate::handlers::command::hook_env`]: scrubbed of credentials, an absolute `PATH`)
 //! plus its own `env`, in its own process group, with its stderr kept to
-//! [`STDERR_KEEP`] bytes. Its stdout passes [`Bounded`], which refuses a message past
-//! [`super::MAX_MESSAGE`] before the protocol layer buffers it.
+//! [`STDERR_KEEP`] bytes. Its stdout, and every HTTP body of an HTTP server
+//! ([`super::http::BoundedHttp`]), pass [`super::intake::Metered`].
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Map, Value};
-use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+use tokio::io::AsyncReadExt;
 
-use super::{CallFailure, MAX_MESSAGE};
+use super::intake::{Intake, MeteredRead};
+use super::{CallFailure, McpToolResult};
 use crate::handlers::{FailureKind, Invocation};
 use crate::policy::Settings;
 use crate::policy::mcp::McpServer;
@@ -28,23 +30,12 @@ use crate::policy::mcp::McpServer;
 /// Bytes of a stdio server's stderr kept for the hook's report.
 pub const STDERR_KEEP: usize = 16 << 10;
 
-/// MCP servers an embedder provides, by name, besides those of `mcpServers` (which win).
-pub trait McpServerSource: Send + Sync {
-    /// The server called `name`, if the embedder has one.
-    fn server(&self, name: &str) -> Option<McpServer>;
-}
+/// A stdio server's process group, killed when dropped.
+struct Group(Option<i32>);
 
-struct Connection {
-    service: RunningService<RoleClient, ()>,
-    oversized: Arc<AtomicBool>,
-    stderr: Arc<Mutex<String>>,
-    /// The stdio server's process group, killed with the connection.
-    group: Option<u32>,
-}
-
-impl Drop for Connection {
+impl Drop for Group {
     fn drop(&mut self) {
-        if let Some(group) = self.group.and_then(|g| i32::try_from(g).ok()) {
+        if let Some(group) = self.0 {
             // SAFETY: killpg has no memory effects; the group is the server's own.
             unsafe {
                 libc::killpg(group, libc::SIGKILL);
@@ -53,18 +44,47 @@ impl Drop for Connection {
     }
 }
 
+struct Connection {
+    service: RunningService<RoleClient, ()>,
+    intake: Arc<Intake>,
+    stderr: Arc<Mutex<String>>,
+    /// A stdio server's process has exited.
+    exited: Arc<AtomicBool>,
+    /// Dropped (the group killed) with the connection; declared last, so the service
+    /// goes first.
+    _group: Group,
+}
+
+impl Connection {
+    /// Its server is gone (or the transport closed).
+    fn dead(&self) -> bool {
+        self.service.is_transport_closed() || self.exited.load(Ordering::Acquire)
+    }
+
+    fn usable(&self) -> bool {
+        !self.dead() && self.intake.overrun().is_none()
+    }
+}
+
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
 
-/// The connections of this process, and the embedder's servers.
+/// The connections of this process.
 #[derive(Default)]
 pub struct McpClients {
     slots: Mutex<HashMap<String, Slot>>,
-    source: Option<Arc<dyn McpServerSource>>,
 }
 
 impl std::fmt::Debug for McpClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClients").finish_non_exhaustive()
+    }
+}
+
+/// Drops `connection` from `slot` unless another has replaced it.
+async fn discard(slot: &Slot, connection: &Arc<Connection>) {
+    let mut held = slot.lock().await;
+    if held.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
+        *held = None;
     }
 }
 
@@ -76,19 +96,8 @@ impl McpClients {
         SHARED.get_or_init(Arc::default).clone()
     }
 
-    /// Connections of their own, with the embedder's servers.
-    pub fn with_source(source: Arc<dyn McpServerSource>) -> McpClients {
-        McpClients {
-            slots: Mutex::default(),
-            source: Some(source),
-        }
-    }
-
-    pub(super) fn embedder_server(&self, name: &str) -> Option<McpServer> {
-        self.source.as_ref().and_then(|s| s.server(name))
-    }
-
-    /// Calls `tool` on `server`, connecting (or reconnecting a dead connection) first.
+    /// Calls `tool` on `server`, connecting (or reconnecting a dead connection) first,
+    /// all within `timeout`.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn call(
         &self,
@@ -99,7 +108,15 @@ impl McpClients {
         invocation: &Invocation,
         settings: &Settings,
         http: &reqwest::Client,
-    ) -> Result<CallToolResult, CallFailure> {
+        timeout: Duration,
+    ) -> Result<McpToolResult, CallFailure> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let timed_out = || CallFailure {
+            kind: FailureKind::Timeout,
+            message: format!("no answer within {timeout:?}"),
+            stderr: None,
+            oversized: false,
+        };
         let key = format!("{name}\u{0}{server:?}");
         let slot = self
             .slots
@@ -108,45 +125,73 @@ impl McpClients {
             .entry(key)
             .or_default()
             .clone();
-        let connection = {
-            let mut held = slot.lock().await;
-            match held.as_ref() {
-                Some(c) if !c.service.is_transport_closed() => c.clone(),
-                _ => {
-                    *held = None;
-                    let c = Arc::new(connect(server, invocation, settings, http).await?);
-                    *held = Some(c.clone());
-                    c
-                }
-            }
-        };
-        let params = CallToolRequestParams {
-            meta: None,
-            name: tool.to_string().into(),
-            arguments: Some(arguments),
-            task: None,
-        };
-        match connection.service.peer().call_tool(params).await {
-            Ok(result) => Ok(result),
-            Err(e) => {
-                // A dead or broken connection is not kept: the next call restarts it.
+        // A warm connection found dead by the call (its server exited since the last
+        // event) is restarted once within this call.
+        let mut warm_tries = 1;
+        loop {
+            let connecting = async {
                 let mut held = slot.lock().await;
-                if held.as_ref().is_some_and(|c| Arc::ptr_eq(c, &connection)) {
-                    *held = None;
+                match held.as_ref() {
+                    Some(c) if c.usable() => Ok((c.clone(), true)),
+                    _ => {
+                        *held = None;
+                        let c = Arc::new(connect(server, invocation, settings, http).await?);
+                        *held = Some(c.clone());
+                        Ok((c, false))
+                    }
                 }
-                let oversized = connection.oversized.load(Ordering::Relaxed);
-                let stderr = stderr_of(&connection.stderr);
-                Err(CallFailure {
-                    kind: FailureKind::CannotStart,
-                    message: if oversized {
-                        format!("the server sent a message over {} MiB", MAX_MESSAGE >> 20)
-                    } else {
-                        crate::handlers::output::cap_text(&format!("not connected: {e}"))
-                    },
-                    stderr,
-                    oversized,
-                })
-            }
+            };
+            let (connection, warm) = match tokio::time::timeout_at(deadline, connecting).await {
+                Err(_) => return Err(timed_out()),
+                Ok(connected) => connected?,
+            };
+            connection.intake.begin_call();
+            let params = CallToolRequestParams {
+                meta: None,
+                name: tool.to_string().into(),
+                arguments: Some(arguments.clone()),
+                task: None,
+            };
+            let answered = tokio::time::timeout_at(deadline, async {
+                tokio::select! {
+                    result = connection.service.peer().call_tool(params) => result.map_err(Some),
+                    _ = connection.intake.tripped() => Err(None),
+                }
+            })
+            .await;
+            let failure = match answered {
+                Ok(Ok(result)) => return Ok(result.into()),
+                // A server that does not answer in time is not trusted with the next call.
+                Err(_) => timed_out(),
+                Ok(Err(e)) => {
+                    let overrun = connection.intake.overrun();
+                    if overrun.is_none() && warm && warm_tries > 0 && connection.dead() {
+                        warm_tries -= 1;
+                        discard(&slot, &connection).await;
+                        continue;
+                    }
+                    CallFailure {
+                        kind: if overrun.is_some() {
+                            FailureKind::Limit
+                        } else {
+                            FailureKind::CannotStart
+                        },
+                        message: match (overrun, e) {
+                            (Some(overrun), _) => overrun.describe(),
+                            (None, Some(e)) => {
+                                crate::handlers::output::cap_text(&format!("not connected: {e}"))
+                            }
+                            (None, None) => "not connected".into(),
+                        },
+                        stderr: stderr_of(&connection.stderr),
+                        oversized: overrun.is_some(),
+                    }
+                }
+            };
+            // A dead, broken, overrun or stuck connection is not kept: the next call
+            // restarts it.
+            discard(&slot, &connection).await;
+            return Err(failure);
         }
     }
 }
@@ -165,6 +210,29 @@ fn cannot_start(message: String) -> CallFailure {
     }
 }
 
+/// Why the handshake failed: a bound passed, or the transport's error.
+fn handshake_failed(
+    what: String,
+    e: impl std::fmt::Display,
+    intake: &Intake,
+    stderr: Option<String>,
+) -> CallFailure {
+    let overrun = intake.overrun();
+    CallFailure {
+        kind: if overrun.is_some() {
+            FailureKind::Limit
+        } else {
+            FailureKind::CannotStart
+        },
+        message: match overrun {
+            Some(overrun) => format!("{what}: {}", overrun.describe()),
+            None => crate::handlers::output::cap_text(&format!("{what}: {e}")),
+        },
+        stderr,
+        oversized: overrun.is_some(),
+    }
+}
+
 async fn connect(
     server: &McpServer,
     invocation: &Invocation,
@@ -174,19 +242,28 @@ async fn connect(
     match server {
         McpServer::Http { url } => {
             use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::common::client_side_sse::ExponentialBackoff;
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let intake = Arc::new(Intake::default());
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            // A dropped event stream is reopened twice at most (rmcp's default: forever).
+            config.retry_config = Arc::new(ExponentialBackoff {
+                max_times: Some(2),
+                base_duration: Duration::from_millis(500),
+            });
             let transport = StreamableHttpClientTransport::with_client(
-                http.clone(),
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                super::http::BoundedHttp::new(http.clone(), intake.clone()),
+                config,
             );
-            let service = rmcp::serve_client((), transport)
-                .await
-                .map_err(|e| cannot_start(format!("cannot connect to `{url}`: {e}")))?;
+            let service = rmcp::serve_client((), transport).await.map_err(|e| {
+                handshake_failed(format!("cannot connect to `{url}`"), e, &intake, None)
+            })?;
             Ok(Connection {
                 service,
-                oversized: Arc::default(),
+                intake,
                 stderr: Arc::default(),
-                group: None,
+                exited: Arc::default(),
+                _group: Group(None),
             })
         }
         McpServer::Stdio { command, args, env } => {
@@ -218,7 +295,9 @@ async fn connect(
             // orphans (`descendants::end_adopted`) leaves a warm server alone.
             let mut child = crate::handlers::descendants::spawn_own(|| server.spawn(), |c| c.id())
                 .map_err(|e| cannot_start(format!("cannot start `{command}`: {e}")))?;
-            let group = child.id();
+            // From here on, leaving early (an error, or the hook's timeout dropping this
+            // future) kills the server's group.
+            let group = Group(child.id().and_then(|g| i32::try_from(g).ok()));
             let (Some(stdin), Some(stdout), Some(mut err)) =
                 (child.stdin.take(), child.stdout.take(), child.stderr.take())
             else {
@@ -238,116 +317,28 @@ async fn connect(
                 }
             });
             // The child is reaped when it exits; its group is killed with the connection.
+            let exited = Arc::new(AtomicBool::new(false));
+            let reaped = exited.clone();
             tokio::spawn(async move {
                 let _ = child.wait().await;
+                reaped.store(true, Ordering::Release);
             });
-            let oversized = Arc::new(AtomicBool::new(false));
-            let reader = Bounded {
-                inner: stdout,
-                line: 0,
-                over: oversized.clone(),
-            };
-            let mut connection = Connection {
-                service: match rmcp::serve_client((), (reader, stdin)).await {
-                    Ok(service) => service,
-                    Err(e) => {
-                        let failure = CallFailure {
-                            kind: FailureKind::CannotStart,
-                            message: crate::handlers::output::cap_text(&format!(
-                                "cannot start `{command}`: {e}"
-                            )),
-                            stderr: stderr_of(&stderr),
-                            oversized: oversized.load(Ordering::Relaxed),
-                        };
-                        if let Some(g) = group.and_then(|g| i32::try_from(g).ok()) {
-                            // SAFETY: as in `Connection::drop`.
-                            unsafe {
-                                libc::killpg(g, libc::SIGKILL);
-                            }
-                        }
-                        return Err(failure);
-                    }
-                },
-                oversized,
-                stderr,
-                group: None,
-            };
-            connection.group = group;
-            Ok(connection)
-        }
-    }
-}
-
-/// A server's stdout that fails once one line (one JSON-RPC message) passes
-/// [`MAX_MESSAGE`] bytes, setting `over`.
-struct Bounded<R> {
-    inner: R,
-    line: usize,
-    over: Arc<AtomicBool>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(Ok(())) => {
-                for &byte in &buf.filled()[before..] {
-                    if byte == b'\n' {
-                        this.line = 0;
-                    } else {
-                        this.line += 1;
-                    }
-                    if this.line > MAX_MESSAGE {
-                        this.over.store(true, Ordering::Relaxed);
-                        // An error reports nothing read (AsyncRead's contract).
-                        buf.set_filled(before);
-                        return Poll::Ready(Err(std::io::Error::other(
-                            "an MCP message over 16 MiB",
-                        )));
-                    }
+            let intake = Arc::new(Intake::default());
+            let reader = MeteredRead::new(stdout, intake.clone());
+            let service = match rmcp::serve_client((), (reader, stdin)).await {
+                Ok(service) => service,
+                Err(e) => {
+                    let what = format!("cannot start `{command}`");
+                    return Err(handshake_failed(what, e, &intake, stderr_of(&stderr)));
                 }
-                Poll::Ready(Ok(()))
-            }
-            other => other,
+            };
+            Ok(Connection {
+                service,
+                intake,
+                stderr,
+                exited,
+                _group: group,
+            })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    async fn read_all(data: Vec<u8>) -> (std::io::Result<usize>, bool) {
-        let over = Arc::new(AtomicBool::new(false));
-        let mut reader = Bounded {
-            inner: std::io::Cursor::new(data),
-            line: 0,
-            over: over.clone(),
-        };
-        let mut sink = Vec::new();
-        let read = reader.read_to_end(&mut sink).await;
-        (read, over.load(Ordering::Relaxed))
-    }
-
-    #[tokio::test]
-    async fn a_message_past_the_bound_fails_the_stream_and_shorter_ones_pass() {
-        // Many messages that together pass the bound, each under it: read whole.
-        let mut many = Vec::new();
-        for _ in 0..3 {
-            many.extend(std::iter::repeat_n(b'x', MAX_MESSAGE - 1));
-            many.push(b'\n');
-        }
-        let (read, over) = read_all(many).await;
-        assert_eq!(read.unwrap(), 3 * MAX_MESSAGE);
-        assert!(!over);
-        // One message a byte past it: refused, and said so.
-        let (read, over) = read_all(vec![b'x'; MAX_MESSAGE + 1]).await;
-        assert!(read.is_err());
-        assert!(over);
     }
 }

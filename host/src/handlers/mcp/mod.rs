@@ -2,10 +2,15 @@
 //! `${path}` placeholders filled from the event's input JSON) and read the tool's text
 //! like a command hook's stdout ([`super::output::classify_stdout`], the one parser).
 //!
-//! Servers are found by name in the merged `mcpServers` ([`crate::policy::mcp`]), then
-//! with the embedder ([`McpServerSource`]). Connections live in [`clients`]: a daemon
-//! keeps them warm across events and restarts one whose server died; a one-shot
-//! `hookhost dispatch` starts the servers its hooks name and stops them when it exits.
+//! Servers are found by name: first in the merged `mcpServers` ([`crate::policy::mcp`]),
+//! then among the embedder's ([`McpProvider`]: the daemon client that dispatched the
+//! event, then the one given to [`crate::HostBuilder::mcp_provider`]). Every server,
+//! whatever its source, passes [`admitted`] (managed `ceilings.mcpServers`, and an HTTP
+//! server's URL `allowedHttpHookUrls`) before it is contacted. Connections to the
+//! settings' servers live in [`clients`]: a daemon keeps them warm across events and
+//! restarts one whose server died; a one-shot `hookhost dispatch` starts the servers its
+//! hooks name and stops them when it exits. Every byte read from them passes
+//! [`intake`].
 //!
 //! Every problem is a non-blocking failure to which `onFailure` applies: an unknown or
 //! refused server, one that cannot start or dies, a timeout, `isError: true`, an answer
@@ -15,11 +20,16 @@
 //! since 2.1.321).
 
 mod clients;
+mod embedder;
+mod http;
+pub mod intake;
 mod substitute;
 
+use std::sync::Arc;
 use std::time::Instant;
 
-pub use clients::{McpClients, McpServerSource};
+pub use clients::McpClients;
+pub use embedder::{McpCall, McpProvider, McpToolResult, caller_mcp, with_caller_mcp};
 pub use substitute::{MAX_INPUT_BYTES, substitute};
 
 use super::output::{Stdout, classify_stdout};
@@ -28,12 +38,37 @@ use crate::policy::mcp::{McpServer, McpToolSpec};
 use crate::policy::{Hook, Settings};
 
 /// The largest JSON-RPC message read from a server: 16 MiB, Claude Code's bound on an
-/// `mcp_tool` hook's answer. A longer line fails the connection as it passes the bound.
+/// `mcp_tool` hook's answer. A longer one fails the connection as it passes the bound.
 pub const MAX_MESSAGE: usize = 16 << 20;
+
+/// Where a hook's server is.
+enum Route {
+    /// Defined in the settings' `mcpServers`: hookhost connects.
+    Settings(McpServer),
+    /// The embedder's: it answers the call.
+    Embedder(Arc<dyn McpProvider>),
+}
+
+/// The server called `name`: the settings' first, then the dispatching daemon client's,
+/// then the embedder's given to the host.
+fn route(
+    name: &str,
+    settings: &Settings,
+    embedder: Option<&Arc<dyn McpProvider>>,
+) -> Option<Route> {
+    if let Some((server, _)) = settings.mcp_servers.get(name) {
+        return Some(Route::Settings(server.clone()));
+    }
+    caller_mcp()
+        .filter(|p| p.has_server(name))
+        .or_else(|| embedder.filter(|p| p.has_server(name)).cloned())
+        .map(Route::Embedder)
+}
 
 /// Runs an `mcp_tool` hook once.
 pub async fn run(
     clients: &McpClients,
+    embedder: Option<&Arc<dyn McpProvider>>,
     http: &reqwest::Client,
     spec: &McpToolSpec,
     hook: &Hook,
@@ -43,12 +78,7 @@ pub async fn run(
     let started = Instant::now();
     let failed = |kind, message: String| HandlerRun::failed(kind, message, started);
     let what = format!("MCP server `{}` (tool `{}`)", spec.server, spec.tool);
-    let Some(server) = settings
-        .mcp_servers
-        .get(&spec.server)
-        .map(|(server, _)| server.clone())
-        .or_else(|| clients.embedder_server(&spec.server))
-    else {
+    let Some(route) = route(&spec.server, settings, embedder) else {
         return failed(
             FailureKind::CannotStart,
             format!(
@@ -57,7 +87,7 @@ pub async fn run(
         );
     };
     let managed = hook.origin.kind == crate::config::SourceKind::Managed;
-    if let Err(why) = admitted(&server, &spec.server, managed, settings) {
+    if let Err(why) = admitted(&route, &spec.server, managed, settings) {
         return failed(
             FailureKind::Refused,
             format!("{what}: {why}; not contacted"),
@@ -72,23 +102,33 @@ pub async fn run(
             );
         }
     };
-    let call = clients.call(
-        &spec.server,
-        &server,
-        &spec.tool,
-        arguments,
-        invocation,
-        settings,
-        http,
-    );
-    let result = match tokio::time::timeout(hook.timeout, call).await {
-        Err(_) => {
-            return failed(
-                FailureKind::Timeout,
-                format!("{what}: no answer within {:?}", hook.timeout),
-            );
+    let called = match route {
+        Route::Settings(server) => {
+            clients
+                .call(
+                    &spec.server,
+                    &server,
+                    &spec.tool,
+                    arguments,
+                    invocation,
+                    settings,
+                    http,
+                    hook.timeout,
+                )
+                .await
         }
-        Ok(Err(failure)) => {
+        Route::Embedder(provider) => {
+            let call = McpCall {
+                server: spec.server.clone(),
+                tool: spec.tool.clone(),
+                arguments,
+            };
+            embedder_call(provider.as_ref(), &call, hook.timeout).await
+        }
+    };
+    let result = match called {
+        Ok(result) => result,
+        Err(failure) => {
             let mut run = failed(failure.kind, format!("{what}: {}", failure.message));
             run.diagnostics = failure.stderr;
             if failure.oversized && invocation.spec.refuses_oversized_mcp() {
@@ -102,7 +142,6 @@ pub async fn run(
             }
             return run;
         }
-        Ok(Ok(result)) => result,
     };
     let done = |verdict| HandlerRun {
         verdict,
@@ -111,8 +150,8 @@ pub async fn run(
         usage: Usage::default(),
         diagnostics: None,
     };
-    let text = result_text(&result);
-    if result.is_error == Some(true) {
+    let text = result.answer();
+    if result.is_error {
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         return done(Verdict::failed(
             FailureKind::PluginError,
@@ -120,6 +159,42 @@ pub async fn run(
         ));
     }
     done(verdict(&text, &what, hook, invocation))
+}
+
+/// One call to an embedder's server, within `timeout`; an answer over [`MAX_MESSAGE`]
+/// is refused as a server's would be.
+async fn embedder_call(
+    provider: &dyn McpProvider,
+    call: &McpCall,
+    timeout: std::time::Duration,
+) -> Result<McpToolResult, CallFailure> {
+    let failure = |kind, message: String, oversized| CallFailure {
+        kind,
+        message,
+        stderr: None,
+        oversized,
+    };
+    match tokio::time::timeout(timeout, provider.call_tool(call)).await {
+        Err(_) => Err(failure(
+            FailureKind::Timeout,
+            format!("the embedder's server gave no answer within {timeout:?}"),
+            false,
+        )),
+        Ok(Err(why)) => Err(failure(
+            FailureKind::CannotStart,
+            super::output::cap_text(&format!("the embedder's server failed: {why}")),
+            false,
+        )),
+        Ok(Ok(result)) if result.len() > MAX_MESSAGE => Err(failure(
+            FailureKind::Limit,
+            format!(
+                "the embedder's server answered with more than {} MiB",
+                MAX_MESSAGE >> 20
+            ),
+            true,
+        )),
+        Ok(Ok(result)) => Ok(result),
+    }
 }
 
 /// The tool's answer read as a command hook's stdout (exit 0). With `onFailure: "block"`
@@ -167,34 +242,23 @@ fn no_hook_field(output: &super::HookOutput) -> bool {
         && output.specific.is_empty()
 }
 
-/// The text of a tool's result: its text contents, one per line; else its structured
-/// content as JSON. Images, audio and resources are not text and are left out.
-fn result_text(result: &rmcp::model::CallToolResult) -> String {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
-    if texts.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        return structured.to_string();
-    }
-    texts.join("\n")
-}
-
-/// Whether this host may use `server`: managed `ceilings.mcpServers`, and for an HTTP
-/// server the same `allowedHttpHookUrls` check as HTTP hooks.
-fn admitted(
-    server: &McpServer,
-    name: &str,
-    managed: bool,
-    settings: &Settings,
-) -> Result<(), String> {
+/// Whether this host may use the server called `name`: managed `ceilings.mcpServers`
+/// (for hooks outside managed policy), and for an HTTP server the same
+/// `allowedHttpHookUrls` check as HTTP hooks. An embedder's server is held to the
+/// ceiling by its name.
+fn admitted(route: &Route, name: &str, managed: bool, settings: &Settings) -> Result<(), String> {
+    let server = match route {
+        Route::Settings(server) => Some(server),
+        Route::Embedder(_) => None,
+    };
     if let Some(ceilings) = settings.ceilings.as_ref().filter(|_| !managed) {
-        ceilings.admits_mcp_server(name, server)?;
+        match server {
+            Some(server) => ceilings.admits_mcp_server(name, server)?,
+            None => ceilings.admits_embedder_mcp_server(name)?,
+        }
     }
-    if let (McpServer::Http { url }, Some(allowlist)) = (server, &settings.allowed_http_hook_urls)
+    if let (Some(McpServer::Http { url }), Some(allowlist)) =
+        (server, &settings.allowed_http_hook_urls)
         && let Err(why) = allowlist.check(url)
     {
         let patterns: Vec<&str> = allowlist.patterns().collect();
@@ -212,6 +276,7 @@ pub(crate) struct CallFailure {
     message: String,
     /// The server's stderr so far (stdio), capped.
     stderr: Option<String>,
-    /// The server sent a message over [`MAX_MESSAGE`].
+    /// The server passed a bound of [`intake`] (or the embedder's answer was over
+    /// [`MAX_MESSAGE`]).
     oversized: bool,
 }
