@@ -22,6 +22,8 @@
 
 // The demo's stand-in server, the same file (it uses only std, tokio, hyper and serde_json).
 #[path = "../src/cli/demo/judge.rs"]
+// Its unit tests are the binary's: under this harness-less bench their imports go unused.
+#[cfg_attr(test, allow(unused_imports))]
 #[allow(dead_code)]
 mod judge;
 

@@ -305,10 +305,10 @@ fn sandbox_rows(
             peer.batch(per_round, peer_s.get_or_insert_with(Samples::default));
         }
     }
-    let peer_row = peer_s.as_mut().map(|s| {
+    if let Some(s) = peer_s.as_mut() {
         s.sort();
-        s
-    });
+    }
+    let peer_row = peer_s.as_mut();
     fresh_s.sort();
     warm_s.sort();
     println!(

@@ -120,7 +120,6 @@ pub fn per_event(dir: &Path, settings: &Value, events: usize) -> (f64, f64) {
         COUNTING.store(false, Ordering::Relaxed);
         let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations;
         let bytes = BYTES.load(Ordering::Relaxed) - bytes;
-        drop(exchange);
         drop(client_writer);
         drop(answers);
         served.await.expect("the connection");

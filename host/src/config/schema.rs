@@ -308,8 +308,12 @@ pub struct RawEventGroup {
     /// handler per entry: [`crate::config::flat`]); `None` in the nested shape.
     pub flat: Option<usize>,
     /// Entries left out unread (path, message) and each kept hook's position (`parse.rs`).
-    pub left_out: Option<(Vec<(String, String)>, Vec<usize>)>,
+    pub left_out: Option<LeftOut>,
 }
+
+/// What a group's reading left out: the entries left unread (path, message) and each kept
+/// hook's position in the file's list.
+pub type LeftOut = (Vec<(String, String)>, Vec<usize>);
 
 /// One settings source, parsed.
 #[derive(Debug, Clone, Default)]

@@ -240,6 +240,8 @@ fn replay(env: &TestEnv, args: &[&str]) -> (Vec<(i32, String)>, ModelServer) {
         } else {
             run.json()
         };
+        // The harness prints this with a failing check: which event of the session it was.
+        eprintln!("replayed {}: exit {}", step.event, run.code);
         (step.check)(&run, &out);
         answers.push((run.code, run.stdout));
     }

@@ -130,7 +130,8 @@ fn a_spent_budget_is_an_error_and_nothing_more_is_sent() {
     assert_eq!(report["turns"], 1, "{report}");
     assert_eq!(server.requests().len(), 1, "the refused call was not sent");
     assert_eq!(out["decision"], "none", "onFailure continue: {out}");
-    let line = &env.audit_entries().last().unwrap()["hooks"][0];
+    let entries = env.audit_entries();
+    let line = &entries.last().unwrap()["hooks"][0];
     assert_eq!(line["tokens"], SPENT, "{line}");
 }
 

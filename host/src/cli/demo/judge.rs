@@ -282,7 +282,7 @@ impl Shared {
         };
         let messages_ok = body["messages"].as_array().is_some_and(|m| !m.is_empty());
         if !body["model"].is_string()
-            || !body["max_tokens"].as_u64().is_some_and(|n| n > 0)
+            || body["max_tokens"].as_u64().is_none_or(|n| n == 0)
             || !messages_ok
         {
             return error(

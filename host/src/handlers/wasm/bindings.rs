@@ -62,7 +62,7 @@ impl PluginPre<State> {
     pub fn new(pre: InstancePre<State>) -> wasmtime::Result<PluginPre<State>> {
         let newer = pre
             .component()
-            .get_export_index(None, &hook_export("0.2.0"))
+            .get_export_index(None, hook_export("0.2.0"))
             .is_some();
         if newer {
             Ok(PluginPre::V0_2(v0_2::PluginWithModelPre::new(pre)?))
