@@ -254,17 +254,16 @@ pub fn decode(bytes: &[u8]) -> Option<Printed> {
 /// non-blocking error that lets the action go ahead where the drop-in has no
 /// `onFailure: "block"`; elsewhere the host error (exit 1).
 pub fn blocked(event: Option<&str>, stdin: &[u8], why: &str) -> Printed {
-    let named =
-        event
-            .map(str::to_string)
-            .or_else(|| match hookhost::dispatch::input::parse(stdin) {
-                Ok(input) => input
-                    .value
-                    .get("hook_event_name")
-                    .and_then(serde_json::Value::as_str)
-                    .map(str::to_string),
-                Err(_) => hookhost::dispatch::input::event_name_in_prefix(stdin),
-            });
+    let named = event.map(str::to_string).or_else(|| {
+        match hookhost::dispatch::input::parse(stdin) {
+            Ok(input) => input
+                .value
+                .get("hook_event_name")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+            Err(_) => hookhost::dispatch::input::event_name_in_prefix(stdin),
+        }
+    });
     let catalogue = hookhost::event::EventCatalogue::default();
     let Some(spec) = named.as_deref().and_then(|name| catalogue.get(name)) else {
         return Printed::error(why);
