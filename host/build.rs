@@ -1,5 +1,4 @@
-//! Links the `hookhost` binary (and `hookhost-dispatch`, the small client of the dispatch
-//! daemon, started per event too) as position-dependent executables on Linux.
+//! Links the `hookhost` binary as a position-dependent executable on Linux.
 //!
 //! `hookhost dispatch` is started once per agent event, so its start-up is paid on every
 //! hook. As a PIE, the dynamic loader must apply ~58,000 relative relocations to the
@@ -11,7 +10,6 @@ fn main() {
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if target_os == "linux" {
         println!("cargo:rustc-link-arg-bin=hookhost=-no-pie");
-        println!("cargo:rustc-link-arg-bin=hookhost-dispatch=-no-pie");
     }
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -56,9 +56,23 @@ fn parse_input(stdin: &[u8]) -> Result<hookhost::dispatch::input::Input, String>
     hookhost::dispatch::input::parse(stdin).map_err(|e| format!("the input on stdin {e}"))
 }
 
-/// What one `hookhost dispatch` prints and its exit status (the daemon's callers share
-/// it: [`super::dispatch_daemon::link`]).
-pub use super::dispatch_daemon::link::Printed;
+/// What one `hookhost dispatch` prints and its exit status.
+pub struct Printed {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: u8,
+}
+
+impl Printed {
+    /// A host error, as `main` reports one.
+    pub fn error(message: &str) -> Printed {
+        Printed {
+            stdout: String::new(),
+            stderr: super::error_text(message),
+            code: super::ERROR_EXIT,
+        }
+    }
+}
 
 pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     let stdin = read_stdin()?;
@@ -229,10 +243,25 @@ async fn dispatch(
 /// drop-in has no `onFailure: "block"` (an older install, an older Claude Code);
 /// elsewhere, and for the Outcome format, the host error (exit 1).
 pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
-    match args.format {
-        Format::Claude => super::dispatch_daemon::link::blocked(args.event.as_deref(), stdin, why),
-        Format::Outcome => Printed::error(why),
-    }
+    let Format::Claude = args.format else {
+        return Printed::error(why);
+    };
+    let named = args
+        .event
+        .clone()
+        .or_else(|| match hookhost::dispatch::input::parse(stdin) {
+            Ok(input) => input
+                .value
+                .get("hook_event_name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            Err(_) => hookhost::dispatch::input::event_name_in_prefix(stdin),
+        });
+    let catalogue = hookhost::event::EventCatalogue::default();
+    let Some(spec) = named.as_deref().and_then(|name| catalogue.get(name)) else {
+        return Printed::error(why);
+    };
+    blocked_for(spec, why)
 }
 
 /// What `hookhost dispatch` prints for an input it refuses to read (over
@@ -254,7 +283,7 @@ fn unreadable(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
         .or_else(|| hookhost::dispatch::input::event_name_in_prefix(stdin));
     let catalogue = hookhost::event::EventCatalogue::default();
     match named.as_deref().and_then(|name| catalogue.get(name)) {
-        Some(spec) => super::dispatch_daemon::link::blocked_for(spec, why),
+        Some(spec) => blocked_for(spec, why),
         None => Printed {
             stdout: String::new(),
             stderr: format!(
@@ -265,6 +294,24 @@ fn unreadable(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
             ),
             code: 2,
         },
+    }
+}
+
+/// Claude Code's block of `spec` for a dispatch that could not guard (`why`), where the
+/// event honours `onFailure`; elsewhere the host error.
+fn blocked_for(spec: &hookhost::event::EventSpec, why: &str) -> Printed {
+    if !spec.honours_on_failure() {
+        return Printed::error(why);
+    }
+    let response = hookhost::outcome::to_claude(spec, &hookhost::outcome::unanswered(spec, why));
+    Printed {
+        stdout: if response.stdout.is_empty() {
+            String::new()
+        } else {
+            response.stdout + "\n"
+        },
+        stderr: response.stderr,
+        code: response.exit_code as u8,
     }
 }
 

@@ -255,12 +255,14 @@ fn one_shot_wasm() -> WasmRuntime {
 /// "block"). A dispatch that cannot run at all (no runtime, a panic) on an event that
 /// honours `onFailure` blocks instead (`dispatch::unanswered`): no answer must not read as
 /// "go ahead" where the drop-in has no `onFailure: "block"`.
-pub const ERROR_EXIT: u8 = dispatch_daemon::link::ERROR_EXIT;
+pub const ERROR_EXIT: u8 = 1;
 
 /// How a host error is reported on stderr: one line, with every control character
 /// escaped (messages quote config values, paths and plugin output).
 pub fn error_text(message: &str) -> String {
-    dispatch_daemon::link::error_text(message)
+    let message = message.strip_prefix("hookhost: ").unwrap_or(message);
+    let message = message.strip_prefix("error: ").unwrap_or(message);
+    format!("hookhost: error: {}\n", hookhost::text::escape(message))
 }
 
 /// Makes every panic print one line on stderr (`hookhost: error: internal error …`)

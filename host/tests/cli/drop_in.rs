@@ -459,11 +459,8 @@ fn install_merges_the_drop_in_and_uninstall_removes_exactly_it() {
         .as_str()
         .unwrap()
         .to_string();
-    // The small client of the dispatch daemon is built beside this `hookhost`, so the
-    // drop-in runs it (README "The dispatch daemon").
     assert!(
-        ours.ends_with("/hookhost-dispatch' --format claude")
-            || ours.ends_with("/hookhost-dispatch --format claude"),
+        ours.ends_with("hookhost dispatch --format claude"),
         "{ours}"
     );
     for event in [

@@ -26,7 +26,6 @@ mod config;
 mod config_size;
 mod connections;
 mod descendants;
-mod dispatch_client;
 mod dispatch_daemon;
 mod drop_in;
 mod drop_in_promises;

@@ -34,7 +34,6 @@
 use std::time::Duration;
 
 mod client;
-pub mod link;
 mod place;
 mod server;
 mod wire;
@@ -56,7 +55,17 @@ const DEFAULT_IDLE: Duration = Duration::from_secs(600);
 const MAX_DAEMONS: usize = 16;
 /// A daemon's log is emptied when a new daemon starts with it beyond this size.
 const LOG_CAP: u64 = 1 << 20;
-use link::MAX_INPUT;
+/// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
+const MAX_SOCKET_PATH: usize = 100;
+/// Variables that differ on every call by design (W3C trace context, which Claude Code
+/// sets when it propagates traces): a daemon keyed by them would serve one call, so a
+/// caller with one set dispatches in-process. So does one with `CLAUDE_ENV_FILE` (one file
+/// per session and hook, [`client::forward`]).
+const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
+/// The largest stdin a daemon takes, the one-shot process's own cap; a caller with more
+/// answers in-process with the same error (the daemon must not hold what any process of
+/// the user claims to send).
+const MAX_INPUT: usize = hookhost::dispatch::input::MAX_INPUT_BYTES;
 /// Requests a daemon serves at once, lowered to a quarter of `RLIMIT_NOFILE`
 /// (`hookhost::serve::slots::connection_cap`); beyond, it stops accepting until one is
 /// answered (the callers wait in the socket's backlog). One client process holds at most a

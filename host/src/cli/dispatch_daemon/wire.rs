@@ -1,5 +1,4 @@
-//! The answer on the wire: exit code, the lengths of stdout and stderr, then both
-//! (read by [`super::link::decode`]).
+//! The answer on the wire: exit code, the lengths of stdout and stderr, then both.
 
 use super::super::dispatch::Printed;
 
@@ -14,9 +13,25 @@ pub(super) fn encode(printed: &Printed) -> Vec<u8> {
     bytes
 }
 
+/// The answer in `bytes`, if they are exactly one whole answer.
+pub(super) fn decode(bytes: &[u8]) -> Option<Printed> {
+    let (&code, rest) = bytes.split_first()?;
+    let (stdout_len, rest) = rest.split_first_chunk::<4>()?;
+    let (stderr_len, rest) = rest.split_first_chunk::<4>()?;
+    let stdout_len = u32::from_le_bytes(*stdout_len) as usize;
+    if rest.len() != stdout_len.checked_add(u32::from_le_bytes(*stderr_len) as usize)? {
+        return None;
+    }
+    let (stdout, stderr) = rest.split_at(stdout_len);
+    Some(Printed {
+        stdout: String::from_utf8_lossy(stdout).into_owned(),
+        stderr: String::from_utf8_lossy(stderr).into_owned(),
+        code,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::link::decode;
     use super::*;
 
     #[test]

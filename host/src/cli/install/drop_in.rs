@@ -33,35 +33,27 @@ pub(super) fn blocks_on_failure(agent: Agent, event: &str) -> bool {
             .is_some_and(|spec| spec.honours_on_failure())
 }
 
-/// The arguments of the small client's drop-in (`hookhost-dispatch --format claude`: the
-/// same call as `hookhost` with [`DISPATCH_ARGS`]).
-pub(super) const CLIENT_ARGS: &str = "--format claude";
-/// The small client of the dispatch daemon, installed beside `hookhost`.
-pub(super) const CLIENT: &str = "hookhost-dispatch";
-
 /// Whether `command` is a drop-in `hookhost install` writes: the plain form, an absolute
-/// path to a `hookhost` binary (quoted or not), the same with the small client
-/// (`hookhost-dispatch --format claude`), or exactly `custom`.
+/// path to a `hookhost` binary (quoted or not), or exactly `custom`.
 pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
     if custom.is_some_and(|c| c == command) {
         return true;
     }
-    [("hookhost", DISPATCH_ARGS), (CLIENT, CLIENT_ARGS)]
-        .into_iter()
-        .any(|(name, args)| {
-            let Some(program) = command.strip_suffix(args).and_then(|p| p.strip_suffix(' ')) else {
-                return false;
-            };
-            if program == name {
-                return true;
-            }
-            let unquoted = program
-                .strip_prefix('\'')
-                .and_then(|p| p.strip_suffix('\''))
-                .map(|p| p.replace(r"'\''", "'"))
-                .unwrap_or_else(|| program.to_string());
-            unquoted.starts_with('/') && Path::new(&unquoted).file_name() == Some(name.as_ref())
-        })
+    let Some(program) = command.strip_suffix(DISPATCH_ARGS) else {
+        return false;
+    };
+    let Some(program) = program.strip_suffix(' ') else {
+        return false;
+    };
+    if program == "hookhost" {
+        return true;
+    }
+    let unquoted = program
+        .strip_prefix('\'')
+        .and_then(|p| p.strip_suffix('\''))
+        .map(|p| p.replace(r"'\''", "'"))
+        .unwrap_or_else(|| program.to_string());
+    unquoted.starts_with('/') && Path::new(&unquoted).file_name() == Some("hookhost".as_ref())
 }
 
 /// Whether a handler already hands its events to hookhost (any form, including one the
@@ -245,9 +237,6 @@ mod tests {
             "hookhost dispatch --format claude",
             "/usr/local/bin/hookhost dispatch --format claude",
             "'/home/a b/.cargo/bin/hookhost' dispatch --format claude",
-            "hookhost-dispatch --format claude",
-            "/usr/local/bin/hookhost-dispatch --format claude",
-            "'/home/a b/.cargo/bin/hookhost-dispatch' --format claude",
         ] {
             assert!(is_installed_form(ours, None), "{ours}");
         }
@@ -256,9 +245,6 @@ mod tests {
             "./hookhost-wrapper dispatch --format claude",
             "hookhost dispatch --format claude; rm -rf ~",
             "echo hookhost dispatch --format claude",
-            "hookhost-dispatch dispatch --format claude",
-            "/usr/local/bin/hookhost --format claude",
-            "./hookhost-dispatch --format claude",
         ] {
             assert!(!is_installed_form(theirs, None), "{theirs}");
         }

@@ -23,7 +23,7 @@ use clap::Args;
 
 use hookhost::text::escape;
 
-use drop_in::{CLIENT, CLIENT_ARGS, DISPATCH_ARGS, add_drop_in, remove_drop_in};
+use drop_in::{DISPATCH_ARGS, add_drop_in, remove_drop_in};
 use settings::{read_settings, render, write_settings};
 
 /// The events the drop-in handles in Claude Code.
@@ -69,10 +69,8 @@ pub struct InstallArgs {
     /// This settings file instead (for example the target of a symlinked one).
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
-    /// The hook command to write (default: `hookhost-dispatch --format claude`, the small
-    /// client of the dispatch daemon, when it is installed beside this binary, else
-    /// `hookhost dispatch --format claude`; by absolute path when the name on the PATH is
-    /// another program).
+    /// The hook command to write (default: `hookhost dispatch --format claude`, with the
+    /// absolute path of this binary when `hookhost` on the PATH is another one).
     #[arg(long, value_name = "CMD")]
     command: Option<String>,
     /// Show the change as a diff; write nothing.
@@ -143,51 +141,41 @@ impl InstallArgs {
         Ok((dir.join(file_name), false))
     }
 
-    /// The hook command: `--command`, else the small client of the dispatch daemon when
-    /// it sits beside this binary (`hookhost-dispatch --format claude`: the same call, at
-    /// the cost of a small process instead of this one when the daemon answers; README
-    /// "The dispatch daemon"), else `hookhost dispatch --format claude`; by its plain
-    /// name when that name on the PATH is this very program, else by its absolute path,
-    /// quoted for the shell.
+    /// The hook command: `--command`, else `hookhost …` when the `hookhost` on the PATH
+    /// is this binary, else this binary's absolute path, quoted for the shell.
     fn command(&self) -> Result<(String, Option<String>), String> {
-        use std::os::unix::fs::PermissionsExt;
         if let Some(command) = &self.command {
             return Ok((command.clone(), None));
         }
         let exe = std::env::current_exe()
             .and_then(|p| p.canonicalize())
             .map_err(|e| format!("cannot find this program's path ({e}); pass `--command`"))?;
-        let client = exe.with_file_name(CLIENT).canonicalize().ok().filter(|c| {
-            std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        });
-        let (program, name, args) = match client {
-            Some(client) => (client, CLIENT, CLIENT_ARGS),
-            None => (exe, "hookhost", DISPATCH_ARGS),
-        };
         let on_path = hookhost::config::env::var("PATH").and_then(|path| {
             std::env::split_paths(&path)
-                .map(|dir| dir.join(name))
+                .map(|dir| dir.join("hookhost"))
                 .find(|candidate| candidate.is_file())
         });
-        if on_path.and_then(|p| p.canonicalize().ok()).as_ref() == Some(&program) {
-            return Ok((format!("{name} {args}"), None));
+        if on_path.and_then(|p| p.canonicalize().ok()).as_ref() == Some(&exe) {
+            return Ok((format!("hookhost {DISPATCH_ARGS}"), None));
         }
-        let program_text = program.to_str().ok_or_else(|| {
+        let exe_text = exe.to_str().ok_or_else(|| {
             format!(
                 "this program's path `{}` is not UTF-8; pass `--command`",
-                escape(&program.display().to_string())
+                escape(&exe.display().to_string())
             )
         })?;
         let note = format!(
-            "`{name}` on your PATH is not this one, so the hook runs it by its path, {}; \
+            "`hookhost` on your PATH is not this binary, so the hook runs it by its path, {}; \
              after `cargo install --path host --locked` (or with `--command`) it can be plain \
-             `{name}`",
-            escape(program_text)
+             `hookhost`",
+            escape(exe_text)
         );
-        Ok((format!("{} {args}", shell_quote(program_text)), Some(note)))
+        Ok((
+            format!("{} {DISPATCH_ARGS}", shell_quote(exe_text)),
+            Some(note),
+        ))
     }
 }
-
 /// `text` as one shell word.
 fn shell_quote(text: &str) -> String {
     let plain = !text.is_empty()

@@ -70,10 +70,8 @@ fn every_read_of_the_environment_is_here() {
     // Reads outside config/env.rs: (file, the line's text, why it is not a choice).
     const ALLOWED: &[(&str, &str, &str)] = &[];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = rust_files(&src);
-    every_program_is_in(&src, &files);
     let mut hits = Vec::new();
-    for file in files {
+    for file in rust_files(&src) {
         let relative = file
             .strip_prefix(&src)
             .unwrap()
@@ -153,43 +151,6 @@ fn every_variable_the_code_names_is_declared() {
         undeclared.is_empty(),
         "not declared in config::env::VARIABLES (or with another kind): {undeclared:#?}"
     );
-}
-
-/// The scans of `src` cover every program of the crate: each `[[bin]]` of its manifest
-/// (`hookhost`, and `hookhost-dispatch`, the small client of the dispatch daemon) is a
-/// file of `files`, and so is every file a `#[path]` attribute compiles into one.
-fn every_program_is_in(src: &Path, files: &[PathBuf]) {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).unwrap();
-    let programs: Vec<PathBuf> = manifest
-        .split("[[bin]]")
-        .skip(1)
-        .map(|section| {
-            let path = section
-                .lines()
-                .take_while(|line| !line.starts_with('['))
-                .find_map(|line| line.trim().strip_prefix("path = \"")?.strip_suffix('"'))
-                .expect("every [[bin]] names its path");
-            manifest_dir.join(path)
-        })
-        .collect();
-    assert!(programs.len() >= 2, "the programs: {programs:?}");
-    let attribute = regex::Regex::new(r#"#\[path = "([^"]+)"\]"#).unwrap();
-    let mut compiled = programs;
-    for file in files {
-        let text = std::fs::read_to_string(file).unwrap();
-        for c in attribute.captures_iter(&text) {
-            compiled.push(file.parent().unwrap().join(&c[1]));
-        }
-    }
-    for file in compiled {
-        let file = file.canonicalize().unwrap_or(file);
-        assert!(
-            file.starts_with(src) && files.iter().any(|f| f.canonicalize().unwrap() == file),
-            "{} is compiled into a program but not scanned",
-            file.display()
-        );
-    }
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
