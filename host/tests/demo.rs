@@ -293,7 +293,7 @@ fn the_prompt_step_uses_the_stand_in_never_the_users_key_or_endpoint() {
     let mut cmd = without_wasm(root.path());
     cmd.env("ANTHROPIC_API_KEY", REAL_KEY)
         .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-        .env("HOOKHOST_DEMO_MODEL_KEY", "a-key-set-before-the-demo");
+        .env("DEMO_JUDGE_API_KEY", "a-key-set-before-the-demo");
     let run = run_demo(cmd, &kept);
     let refused = &run.steps[13];
     assert_eq!(refused.decision(), Some("block"), "{}", run.stdout);
@@ -307,7 +307,7 @@ fn the_prompt_step_uses_the_stand_in_never_the_users_key_or_endpoint() {
     let audit = std::fs::read_to_string(kept.join("data/audit.jsonl")).unwrap();
     for text in [&run.stdout, &run.stderr, &audit] {
         assert!(!text.contains(REAL_KEY), "{text}");
-        assert!(!text.contains("HOOKHOST_DEMO_MODEL_KEY="), "{text}");
+        assert!(!text.contains("DEMO_JUDGE_API_KEY="), "{text}");
     }
 }
 

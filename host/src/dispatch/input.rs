@@ -491,6 +491,6 @@ mod tests {
             assert!(parse(text.as_bytes()).is_err(), "{text}");
         }
         let big = vec![b' '; MAX_INPUT_BYTES + 1];
-        assert!(parse(&big).unwrap_err().contains("more than"));
+        assert!(parse(&big).unwrap_err().contains("larger than"));
     }
 }

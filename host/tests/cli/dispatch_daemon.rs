@@ -89,7 +89,7 @@ pub(crate) fn hook_parent(run: &Run) -> u32 {
     assert_eq!(run.code, 0, "dispatch failed: {}", run.stderr);
     let message = run.json()["systemMessages"][0]
         .as_str()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no systemMessage: {}\n{}", run.stdout, run.stderr))
         .to_string();
     message.split_whitespace().nth(1).unwrap().parse().unwrap()
 }

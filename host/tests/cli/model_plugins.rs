@@ -31,6 +31,8 @@ fn verdict(ok: bool, reason: &str) -> Reply {
 }
 
 fn dispatch(env: &TestEnv, server: &ModelServer, command: &str) -> Run {
+    // The user's hooks.json names the loopback server, as a user must for the key to go.
+    env.vouch_for_model_server(&server.url);
     let mut cmd = env.command();
     cmd.args(["dispatch", "PreToolUse"])
         .env_remove("OPENAI_API_KEY")
@@ -60,7 +62,7 @@ fn a_plugin_asks_the_model_and_denies_when_it_says_no() {
     assert_eq!(out["reason"], "it deletes the repository");
     let report = &out["hooks"][0];
     assert_eq!(report["type"], "wasm");
-    assert_eq!(report["status"], "ok", "{report}");
+    assert_eq!(report["status"], "blocked", "a deny is a block: {report}");
     assert_eq!(report["tokens"], SPENT, "{report}");
     assert_eq!(report["turns"], 1, "one call answered: {report}");
     let diagnostics = report["diagnostics"].as_str().unwrap_or_default();

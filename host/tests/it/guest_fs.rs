@@ -24,7 +24,10 @@ use crate::support::*;
 fn descriptor_methods() -> Vec<String> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut resolve = wit_parser::Resolve::default();
-    resolve.push_dir(manifest.join("../wit")).unwrap();
+    // The fixture imports hookhost's interfaces of both WIT versions.
+    for dir in ["../wit/v0.1.0", "../wit"] {
+        resolve.push_dir(manifest.join(dir)).unwrap();
+    }
     resolve
         .push_dir(manifest.join("tests/fixtures/kitchen-sink"))
         .unwrap();

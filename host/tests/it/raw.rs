@@ -1,5 +1,5 @@
 //! Hostile components assembled instruction by instruction: a core module written with
-//! `wasm-encoder` that implements the `plugin` world of `wit/hook.wit` through the
+//! `wasm-encoder` that implements the `plugin` world of `wit/v0.1.0/hook.wit` through the
 //! canonical ABI by hand, wrapped into a component with `wit-component`. No toolchain
 //! and no SDK stands between the attacker and the host: these do what compiled
 //! languages do not emit (growing tables, many memories, spinning in `describe`).
@@ -223,7 +223,8 @@ pub fn component(kind: Raw, dir: &Path) -> PathBuf {
         return path;
     }
     let mut resolve = wit_parser::Resolve::default();
-    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    // Built for 0.1.0 (frozen in wit/v0.1.0), which hookhost keeps loading beside 0.2.0.
+    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/v0.1.0");
     let (package, _) = resolve.push_dir(&wit).expect("the WIT parses");
     let world = resolve
         .select_world(&[package], Some("plugin"))

@@ -2,9 +2,11 @@
 //! (`POST /v1/messages`) and answers prompt hooks with a **fixed rule, not a model**, so
 //! that `hookhost demo` shows a prompt hook on a machine with no API key and no network.
 //!
-//! The wire format is the real one, as a prompt hook's request meets it: `x-api-key`
-//! required (401 `authentication_error` without it or with another key than the one the
-//! demo handed its hooks), `anthropic-version` required (400), a JSON body of at most
+//! The wire format is the real one, as a prompt hook's request meets it: an `x-api-key`
+//! other than the one the demo handed its hooks is a 401 `authentication_error`; none at
+//! all is taken, as a local server takes it (hookhost sends a key only to an endpoint the
+//! user's own files or managed policy name, and the demo's comes from `--settings`),
+//! `anthropic-version` required (400), a JSON body of at most
 //! 1 MiB (413 above) with `model`, `max_tokens` and `messages` (400 otherwise), any other
 //! path a 404 `not_found_error`. Structured output is answered in the shape it was asked
 //! for: a forced tool (`tool_choice: {"type": "tool", "name": …}`, what hookhost sends) with
@@ -36,7 +38,7 @@ use wasmtime_wasi_http::io::TokioIo;
 
 /// The variable the demo's prompt hooks take their key from (`modelProvider.apiKeyEnv`):
 /// a key of the demo's own, never the user's `ANTHROPIC_API_KEY`.
-pub const KEY_VAR: &str = "HOOKHOST_DEMO_MODEL_KEY";
+pub const KEY_VAR: &str = "DEMO_JUDGE_API_KEY";
 
 /// The largest request body read.
 const BODY_LIMIT: usize = 1 << 20;
@@ -237,13 +239,7 @@ impl Shared {
         }
         let headers = request.headers();
         match headers.get("x-api-key").map(|k| k.as_bytes()) {
-            None => {
-                return error(
-                    StatusCode::UNAUTHORIZED,
-                    "authentication_error",
-                    "x-api-key header is required",
-                );
-            }
+            None => {}
             Some(key) if key != self.key.as_bytes() => {
                 return error(
                     StatusCode::UNAUTHORIZED,

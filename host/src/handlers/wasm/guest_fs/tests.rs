@@ -9,9 +9,11 @@ use crate::handlers::wasm::gitdir_cache::{GitDirs, git_directory_of};
 fn every_descriptor_method_of_the_wit_is_classified() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut resolve = wit_parser::Resolve::default();
-    resolve
-        .push_dir(manifest.join("../wit"))
-        .expect("hookhost's WIT parses");
+    for dir in ["../wit/v0.1.0", "../wit"] {
+        resolve
+            .push_dir(manifest.join(dir))
+            .expect("hookhost's WIT parses");
+    }
     resolve
         .push_dir(manifest.join("tests/fixtures/kitchen-sink"))
         .expect("the kitchen-sink WIT parses");
