@@ -8,9 +8,7 @@
 //! ([`PluginPre`], [`Plugin`]) serves both.
 
 use wasmtime::Store;
-use wasmtime::component::{HasSelf, InstancePre, Linker};
-
-use super::state::State;
+use wasmtime::component::InstancePre;
 
 /// The `hookhost:hook@0.1.0` bindings (world `plugin`).
 pub mod v0_1 {
@@ -53,13 +51,13 @@ pub enum PluginPre<T: 'static> {
     V0_2(v0_2::PluginWithModelPre<T>),
 }
 
-impl PluginPre<State> {
+impl<T: Send + 'static> PluginPre<T> {
     /// The template of a linked component: of the version whose `hook` it exports.
     ///
     /// # Errors
     ///
     /// The component lacks the exports of its version.
-    pub fn new(pre: InstancePre<State>) -> wasmtime::Result<PluginPre<State>> {
+    pub fn new(pre: InstancePre<T>) -> wasmtime::Result<PluginPre<T>> {
         let newer = pre
             .component()
             .get_export_index(None, hook_export("0.2.0"))
@@ -76,7 +74,7 @@ impl PluginPre<State> {
     /// # Errors
     ///
     /// Instantiation failed (a trap, a limit, no pool slot).
-    pub async fn instantiate_async(&self, store: &mut Store<State>) -> wasmtime::Result<Plugin> {
+    pub async fn instantiate_async(&self, store: &mut Store<T>) -> wasmtime::Result<Plugin> {
         Ok(match self {
             PluginPre::V0_1(pre) => Plugin::V0_1(pre.instantiate_async(store).await?),
             PluginPre::V0_2(pre) => Plugin::V0_2(pre.instantiate_async(store).await?),
@@ -116,9 +114,9 @@ impl Guest<'_> {
     /// # Errors
     ///
     /// A trap, a limit or the deadline.
-    pub async fn call_handle(
+    pub async fn call_handle<T: Send>(
         &self,
-        store: &mut Store<State>,
+        store: &mut Store<T>,
         event: &Event,
     ) -> wasmtime::Result<Result<Response, String>> {
         match self {
@@ -132,26 +130,13 @@ impl Guest<'_> {
     /// # Errors
     ///
     /// A trap, a limit or the deadline.
-    pub async fn call_describe(&self, store: &mut Store<State>) -> wasmtime::Result<PluginInfo> {
+    pub async fn call_describe<T: Send>(
+        &self,
+        store: &mut Store<T>,
+    ) -> wasmtime::Result<PluginInfo> {
         match self {
             Guest::V0_1(g) => g.call_describe(store).await,
             Guest::V0_2(g) => g.call_describe(store).await,
         }
-    }
-}
-
-/// Links the imports of both versions: 0.1.0's `types` and `host`, 0.2.0's `types` (the
-/// same types), `host` and `model` ([`super::model_call`]).
-pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    v0_1::Plugin::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
-    // 0.2.0's `types` declares types only: an instance with nothing to define.
-    linker.instance("hookhost:hook/types@0.2.0")?;
-    v0_2::hookhost::hook::host::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
-    super::model_call::add(linker)
-}
-
-impl v0_2::hookhost::hook::host::Host for State {
-    fn log(&mut self, level: Level, message: String, fields: Vec<(String, String)>) {
-        self.record_log(level, &message, &fields);
     }
 }

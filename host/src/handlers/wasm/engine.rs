@@ -6,25 +6,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::Linker;
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
     UpdateDeadline,
 };
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use super::bindings::{v0_1, v0_2};
 use super::grants::OpenedDir;
 use super::held::{DescriptorShare, Descriptors};
 use super::hostcalls;
+use super::limits::MAX_WASM_STACK;
 use super::state::{CappedPipe, Clock, State};
 use super::{OUTPUT_CAP, Sandbox};
 use crate::policy::capability::Live;
 
 /// Epoch tick: the granularity of wall-clock deadlines.
 pub(super) const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// Stack available to wasm code.
-pub(super) const MAX_WASM_STACK: usize = 512 * 1024;
 
 /// Bytes of linear memory (and of tables) a pooled slot resets by copy and keeps
 /// resident between instances; a plugin's dirty pages above this are returned to the
@@ -147,7 +146,7 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
                 .map_err(|e| format!("cannot link wasi-http's bodies: {e:#}"))?;
             linker.allow_shadowing(false);
         }
-        super::bindings::add_to_linker(&mut linker)
+        add_hookhost_imports(&mut linker)
             .map_err(|e| format!("cannot link the host interface: {e}"))?;
         // Every guest path passes the filesystem's chokepoint, before the other wrappers.
         linker.allow_shadowing(true);
@@ -263,4 +262,14 @@ impl Sandbox {
         });
         Ok(store)
     }
+}
+
+/// Links hookhost's own imports of both WIT versions: 0.1.0's `types` and `host`, 0.2.0's
+/// `types` (the same types), `host` and `model` ([`super::model_call`]).
+fn add_hookhost_imports(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    v0_1::Plugin::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
+    // 0.2.0's `types` declares types only: an instance with nothing to define.
+    linker.instance("hookhost:hook/types@0.2.0")?;
+    v0_2::hookhost::hook::host::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
+    super::model_call::add(linker)
 }

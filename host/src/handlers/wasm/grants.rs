@@ -223,7 +223,7 @@ pub(super) struct GrantCheck<'a> {
     pub(super) places: &'a Arc<PlaceGuard>,
     /// The model of the call, when the hook's grant is live ([`super::model_call`]):
     /// put into the store for each call.
-    pub(super) model: Option<Arc<super::model_call::PluginModel>>,
+    pub(super) model: Option<Arc<super::model_budget::PluginModel>>,
 }
 
 /// The real path of an open descriptor.

@@ -11,12 +11,14 @@ use wasmtime::{Store, Trap};
 
 use super::OUTPUT_CAP;
 use super::bindings;
-use super::engine::MAX_WASM_STACK;
 use super::held::entry_bytes;
 use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
 use super::state::{MAX_TABLE_ELEMENTS, Refused, State, resource_table_cap};
 use crate::handlers::output::cap_text;
 use crate::handlers::{FailureKind, Usage};
+
+/// Stack available to wasm code.
+pub(super) const MAX_WASM_STACK: usize = 512 * 1024;
 
 /// How long after the deadline the outer bound of a call ends it when nothing inside
 /// did: a call blocked in a host call that the epoch deadline cannot interrupt.

@@ -49,6 +49,7 @@ mod limits;
 mod load;
 #[cfg(test)]
 mod meter_tests;
+mod model_budget;
 mod model_call;
 mod progress;
 mod session_key;
@@ -76,9 +77,8 @@ pub use instances::{MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_PER_HOOK};
 pub use load::{
     DEFAULT_MAX_PLUGIN_BYTES, DeclaredCapabilities, DeclaredDir, PluginError, PluginInfo,
 };
-pub use model_call::{
-    MAX_MODEL_MESSAGES, MAX_MODEL_REPLY_BYTES, MAX_MODEL_REQUEST_BYTES, PluginModel,
-};
+pub use model_budget::PluginModel;
+pub use model_call::{MAX_MODEL_MESSAGES, MAX_MODEL_REPLY_BYTES, MAX_MODEL_REQUEST_BYTES};
 pub use state::MAX_TABLE_ELEMENTS;
 
 use super::model::{ModelError, Resolved};

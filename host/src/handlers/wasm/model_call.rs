@@ -21,8 +21,7 @@
 //!   `max-tokens`); a call still waiting at the hook's deadline ends the plugin's call
 //!   as a timeout.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::Linker;
@@ -30,6 +29,7 @@ use wasmtime::component::Linker;
 use super::bindings::v0_2::hookhost::hook::model::{Reply, Request, Role, StopReason};
 use super::hostcalls::{charge, cost};
 use super::limits::DeadlinePassed;
+use super::model_budget::NOT_GRANTED;
 use super::state::State;
 use crate::handlers::model::{
     DEFAULT_MAX_TOKENS, ModelError, ModelReply, ModelRequest, Resolved, Turn,
@@ -42,77 +42,6 @@ pub const MAX_MODEL_MESSAGES: usize = 64;
 /// Bytes of a reply's text handed to the plugin; a longer one is cut (at a character
 /// boundary) and says `max-tokens`.
 pub const MAX_MODEL_REPLY_BYTES: usize = 256 << 10;
-/// Where a plugin's budget comes from, in the message when it is spent.
-const GRANT: &str = "the hook's `capabilities.model.tokensPerEvent`";
-/// Notes kept per call for the diagnostics.
-const MAX_NOTES: usize = 4;
-
-/// What a plugin call without a live model grant is told.
-const NOT_GRANTED: &str = "the model is not granted to this hook: its config grants it with \
-`capabilities.model` (`{\"tokensPerEvent\": N}`), to a plugin that imports `hookhost:hook/model`";
-
-/// The model of one hook run, for its plugin: the provider resolved for the hook (or why
-/// none could be), under the run's budget, with what the plugin's calls spent.
-pub struct PluginModel {
-    resolved: Result<Resolved, ModelError>,
-    calls: AtomicU32,
-    answered: AtomicU32,
-    notes: Mutex<Vec<String>>,
-}
-
-impl PluginModel {
-    /// The model of a run whose grant is `tokens` per event: `resolved` (through
-    /// [`crate::handlers::model::resolve`]) under the lower of the grant and the
-    /// ceiling's budget.
-    pub fn new(resolved: Result<Resolved, ModelError>, tokens: u64) -> PluginModel {
-        PluginModel {
-            resolved: resolved.map(|r| r.within(tokens, GRANT)),
-            calls: AtomicU32::new(0),
-            answered: AtomicU32::new(0),
-            notes: Mutex::default(),
-        }
-    }
-
-    /// Tokens (input + output) spent by the run's calls.
-    pub fn tokens_used(&self) -> u64 {
-        self.resolved.as_ref().map_or(0, Resolved::tokens_used)
-    }
-
-    /// Calls the model answered.
-    pub fn answered(&self) -> u32 {
-        self.answered.load(Ordering::Relaxed)
-    }
-
-    /// The line of the hook's diagnostics: the model, its calls and tokens, and why
-    /// calls got no answer.
-    pub fn summary(&self) -> String {
-        let calls = self.calls.load(Ordering::Relaxed);
-        let mut line = match &self.resolved {
-            Ok(r) => format!(
-                "model: {}: {calls} calls, {} answered, {} tokens of a budget of {}",
-                r.describe(),
-                self.answered(),
-                r.tokens_used(),
-                r.budget()
-                    .map_or_else(|| "(none)".to_string(), |b| b.to_string())
-            ),
-            Err(e) => format!("model: {calls} calls, none possible: {}", e.message),
-        };
-        for note in self.notes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            line.push_str("\nmodel: ");
-            line.push_str(note);
-        }
-        line
-    }
-
-    fn note(&self, note: &str) {
-        let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
-        if notes.len() < MAX_NOTES {
-            notes.push(crate::handlers::output::cap_text(note));
-        }
-    }
-}
-
 /// The model of a run the hook's provider was not resolved for: a call outside the
 /// handlers ([`super::WasmRuntime::call`], `hookhost plugin test`), which have no
 /// provider to ask.

@@ -453,7 +453,7 @@ pub struct State {
     pub entry_bytes: usize,
     /// The model of the current call, when the hook's grant makes it live
     /// ([`super::model_call`]).
-    pub model: Option<Arc<super::model_call::PluginModel>>,
+    pub model: Option<Arc<super::model_budget::PluginModel>>,
 }
 
 impl State {
@@ -548,6 +548,12 @@ impl WasiHttpView for State {
 }
 
 impl bindings::hookhost::hook::types::Host for State {}
+
+impl bindings::v0_2::hookhost::hook::host::Host for State {
+    fn log(&mut self, level: bindings::Level, message: String, fields: Vec<(String, String)>) {
+        self.record_log(level, &message, &fields);
+    }
+}
 
 impl bindings::hookhost::hook::host::Host for State {
     fn log(&mut self, level: bindings::Level, message: String, fields: Vec<(String, String)>) {
