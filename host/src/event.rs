@@ -446,6 +446,22 @@ impl Invocation {
             env_file: None,
         })
     }
+
+    /// This invocation with `input` in place of its input (a transform chain's next
+    /// step): the old input is neither copied nor kept, and `session_id` and `cwd` stay
+    /// those the event arrived with (what a hook's rewrite may change is its tool's input
+    /// or output, never what scopes the event).
+    pub fn with_input(&self, input: Value) -> Invocation {
+        Invocation {
+            spec: self.spec.clone(),
+            input_json: input.to_string(),
+            input,
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.clone(),
+            project_dir: self.project_dir.clone(),
+            env_file: self.env_file.clone(),
+        }
+    }
 }
 
 /// Names of the built-in events, in the order of the reference table.

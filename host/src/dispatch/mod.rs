@@ -409,9 +409,7 @@ impl Dispatcher {
                 && done.hook.chain.is_some()
                 && let Some(input) = rewritten(&invocation.spec, &done, &invocation.input)
             {
-                let next = Arc::make_mut(invocation);
-                next.input_json = input.to_string();
-                next.input = input;
+                *invocation = Arc::new(invocation.with_input(input));
             }
             executed.push(done);
         }

@@ -320,27 +320,18 @@ impl Gathered {
             let Some(input) = input else {
                 continue;
             };
-            let mut before = input.get(input_field(winner[0].key)).cloned();
+            let mut before = input.get(input_field(winner[0].key));
             for step in &winner {
-                let name = input_field(step.key);
-                let doc = |value: Option<Value>| {
-                    let mut map = Map::new();
-                    if let Some(value) = value {
-                        map.insert(name.to_string(), value);
-                    }
-                    Value::Object(map)
-                };
-                let patch = json_patch::diff(&doc(before.take()), &doc(Some(step.value.clone())));
                 steps.push((
                     step.order,
                     Rewrite {
                         hook: step.hook.clone(),
                         field: step.key.to_string(),
-                        patch,
+                        patch: field_patch(input_field(step.key), before, &step.value),
                         omitted_bytes: None,
                     },
                 ));
-                before = Some(step.value.clone());
+                before = Some(&step.value);
             }
         }
         steps.sort_by_key(|(order, _)| *order);
@@ -359,6 +350,32 @@ impl Gathered {
             .collect();
         resolved
     }
+}
+
+/// The JSON Patch of the whole input that turns its field `name` from `before` (absent:
+/// `None`) into `after`: the two values diffed where they are (neither is copied into a
+/// document of its own), each operation's path under `/name`.
+pub(super) fn field_patch(name: &str, before: Option<&Value>, after: &Value) -> json_patch::Patch {
+    use json_patch::{AddOperation, PatchOperation as Op, jsonptr::PointerBuf};
+    let Some(before) = before else {
+        return json_patch::Patch(vec![Op::Add(AddOperation {
+            path: PointerBuf::from_tokens([name]),
+            value: after.clone(),
+        })]);
+    };
+    let mut patch = json_patch::diff(before, after);
+    for op in &mut patch.0 {
+        let path = match op {
+            Op::Add(op) => &mut op.path,
+            Op::Remove(op) => &mut op.path,
+            Op::Replace(op) => &mut op.path,
+            Op::Move(op) => &mut op.path,
+            Op::Copy(op) => &mut op.path,
+            Op::Test(op) => &mut op.path,
+        };
+        path.push_front(name);
+    }
+    patch
 }
 
 /// What Claude Code cannot do of an outcome (`updatedPrompt`, `skip`), as messages for

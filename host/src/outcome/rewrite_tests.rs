@@ -394,3 +394,42 @@ fn the_patches_of_an_outcome_are_bounded() {
             .starts_with("39x")
     );
 }
+
+/// A step's patch is made from the field's two values where they are: the same patch as
+/// diffing two whole documents that hold the field, for every shape of change (added,
+/// replaced, nested, arrays, keys with `/` and `~`, unchanged), and it rebuilds the new
+/// input from the old.
+#[test]
+fn a_field_patch_is_the_diff_of_the_documents_that_hold_the_field() {
+    let values = [
+        None,
+        Some(json!("a")),
+        Some(json!(5)),
+        Some(json!(null)),
+        Some(json!({"command": "ls", "timeout": 5})),
+        Some(json!({"command": "ls -la", "env": {"a/b": "1", "c~d": [1, 2]}})),
+        Some(json!([1, {"x": 2}, 3])),
+        Some(json!([1, {"x": 4}])),
+    ];
+    let doc = |value: &Option<Value>| {
+        let mut input = json!({"tool_name": "Bash", "other": {"kept": true}});
+        if let Some(value) = value {
+            input["tool_input"] = value.clone();
+        }
+        input
+    };
+    for before in &values {
+        for after in values.iter().flatten() {
+            let patch = super::rewrite::field_patch("tool_input", before.as_ref(), after);
+            let after_doc = doc(&Some(after.clone()));
+            assert_eq!(
+                patch,
+                json_patch::diff(&doc(before), &after_doc),
+                "{before:?} -> {after}"
+            );
+            let mut replayed = doc(before);
+            json_patch::patch(&mut replayed, &patch).unwrap();
+            assert_eq!(replayed, after_doc, "{before:?} -> {after}");
+        }
+    }
+}

@@ -221,9 +221,6 @@ pub(super) struct GrantCheck<'a> {
     pub(super) home: Option<&'a Path>,
     /// The host-owned places, the compile cache among them.
     pub(super) places: &'a Arc<PlaceGuard>,
-    /// The model of the call, when the hook's grant is live ([`super::model_call`]):
-    /// put into the store for each call.
-    pub(super) model: Option<Arc<super::model_budget::PluginModel>>,
 }
 
 /// The real path of an open descriptor.
@@ -371,7 +368,6 @@ mod tests {
             workspace: Path::new("/nonexistent"),
             home: None,
             places,
-            model: None,
         }
     }
 

@@ -9,7 +9,7 @@ use wasmtime::Store;
 
 use super::bindings::{self, Plugin};
 use super::grants::GrantCheck;
-use super::limits::{CallOutcome, Limits, Phase, finish};
+use super::limits::{Allowance, CallOutcome, Limits, Phase, finish};
 use super::load::Loaded;
 use super::session_key::Grants;
 use super::state::State;
@@ -47,7 +47,7 @@ impl Sandbox {
         loaded: &Loaded,
         live: &Live,
         grants: &GrantCheck<'_>,
-        limits: &Limits,
+        allowance: &Allowance,
         event: &bindings::Event,
         invocation: &Invocation,
     ) -> Result<CallOutcome, LoadError> {
@@ -59,7 +59,7 @@ impl Sandbox {
                 digest: &loaded.info.sha256,
                 live,
                 ceilings: grants.ceilings,
-                limits,
+                limits: &allowance.limits,
                 prints: &loaded.prints,
             },
         );
@@ -86,7 +86,7 @@ impl Sandbox {
                 let pre = loaded
                     .pre_for(self, !live.http.is_empty())
                     .map_err(|e| (FailureKind::CannotStart, e))?;
-                let mut store = self.armed_store(loaded, live, grants, limits)?;
+                let mut store = self.armed_store(loaded, live, grants, allowance)?;
                 let deadline = store.data().http_policy.deadline;
                 match Limits::bound(deadline, pre.instantiate_async(&mut store)).await {
                     Ok(plugin) => SessionInstance {
@@ -98,16 +98,20 @@ impl Sandbox {
                     Err(e) => {
                         drop(guard);
                         self.forget_session(&key);
-                        return Ok(finish(&mut store, limits, Phase::Instantiate, Err(e)));
+                        return Ok(finish(
+                            &mut store,
+                            &allowance.limits,
+                            Phase::Instantiate,
+                            Err(e),
+                        ));
                     }
                 }
             }
         };
         instance.last_used = Instant::now();
-        limits
+        allowance
             .arm(&mut instance.store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        instance.store.data_mut().model = grants.model.clone();
         let deadline = instance.store.data().http_policy.deadline;
         let result = Limits::bound(
             deadline,
@@ -118,7 +122,7 @@ impl Sandbox {
         )
         .await;
         let trapped = result.is_err();
-        let outcome = finish(&mut instance.store, limits, Phase::Call, result);
+        let outcome = finish(&mut instance.store, &allowance.limits, Phase::Call, result);
         let ends = invocation.spec.ends_session;
         if trapped || ends {
             // A trapped instance is never used again; a session that ended has no use for it.

@@ -4,6 +4,7 @@
 //! innermost cause of the error.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::component::ResourceTableError;
@@ -13,6 +14,7 @@ use super::OUTPUT_CAP;
 use super::bindings;
 use super::held::entry_bytes;
 use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
+use super::model_budget::PluginModel;
 use super::state::{MAX_TABLE_ELEMENTS, Refused, State, resource_table_cap};
 use crate::handlers::output::cap_text;
 use crate::handlers::{FailureKind, Usage};
@@ -30,6 +32,24 @@ pub(super) struct Limits {
     pub(super) fuel: u64,
     pub(super) memory_bytes: u64,
     pub(super) timeout: Duration,
+}
+
+/// What one call may spend: its [`Limits`], and the model's tokens when the hook's
+/// `capabilities.model` grant is live ([`super::model_call`]). Both are put into the
+/// store before each call ([`Allowance::arm`]), a kept session instance's included.
+pub(super) struct Allowance {
+    pub(super) limits: Limits,
+    pub(super) model: Option<Arc<PluginModel>>,
+}
+
+impl Allowance {
+    /// Arms `store` for the next call: the limits, and the model budget (none when the
+    /// grant is not live, whatever an earlier call of a kept instance had).
+    pub(super) fn arm(&self, store: &mut Store<State>) -> Result<(), String> {
+        self.limits.arm(store)?;
+        store.data_mut().model = self.model.clone();
+        Ok(())
+    }
 }
 
 /// The call was still running (blocked in a host call) when its deadline passed.

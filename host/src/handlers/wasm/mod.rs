@@ -94,7 +94,7 @@ use crate::policy::{HandlerSpec, Hook, Policy};
 use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
-use limits::{CallOutcome, Limits, Phase, finish};
+use limits::{Allowance, CallOutcome, Limits, Phase, finish};
 use load::Loaded;
 use state::State;
 
@@ -548,6 +548,9 @@ impl Sandbox {
             workspace: &invocation.project_dir,
             home: home_dir(),
             places: &guard,
+        };
+        let allowance = Allowance {
+            limits,
             model: live.model.map(|tokens| {
                 Arc::new(PluginModel::new(
                     model.unwrap_or_else(model_call::unavailable),
@@ -558,12 +561,14 @@ impl Sandbox {
         let event = convert::event(invocation, call.config.as_ref());
         let outcome = match call.instance {
             InstanceMode::Event => {
-                self.run_fresh(&loaded, &live, &grants, &limits, &event)
+                self.run_fresh(&loaded, &live, &grants, &allowance, &event)
                     .await
             }
             InstanceMode::Session => {
-                self.run_in_session(call, &loaded, &live, &grants, &limits, &event, invocation)
-                    .await
+                self.run_in_session(
+                    call, &loaded, &live, &grants, &allowance, &event, invocation,
+                )
+                .await
             }
         };
         let CallOutcome {
@@ -624,13 +629,13 @@ impl Sandbox {
     }
 
     /// A store for a new instance of `loaded` with the hook's live grants (directories
-    /// opened and checked now), armed with `limits` for its first call.
+    /// opened and checked now), armed with `allowance` for its first call.
     fn armed_store(
         &self,
         loaded: &Loaded,
         live: &Live,
         grants: &GrantCheck<'_>,
-        limits: &Limits,
+        allowance: &Allowance,
     ) -> Result<Store<State>, LoadError> {
         let dirs = grants::open_dirs(&live.dirs, grants).map_err(|e| (FailureKind::Refused, e))?;
         let mut store = self
@@ -638,7 +643,7 @@ impl Sandbox {
                 &loaded.file_name,
                 live,
                 &dirs,
-                limits.memory_bytes,
+                allowance.limits.memory_bytes,
                 &grants::env_values(live),
                 grants::StoreGuard {
                     hook: Arc::from(grants.hook),
@@ -646,10 +651,9 @@ impl Sandbox {
                 },
             )
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        limits
+        allowance
             .arm(&mut store)
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        store.data_mut().model = grants.model.clone();
         Ok(store)
     }
 
@@ -658,13 +662,13 @@ impl Sandbox {
         loaded: &Loaded,
         live: &Live,
         grants: &GrantCheck<'_>,
-        limits: &Limits,
+        allowance: &Allowance,
         event: &bindings::Event,
     ) -> Result<CallOutcome, LoadError> {
         let pre = loaded
             .pre_for(self, !live.http.is_empty())
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        let mut store = self.armed_store(loaded, live, grants, limits)?;
+        let mut store = self.armed_store(loaded, live, grants, allowance)?;
         let deadline = store.data().http_policy.deadline;
         let mut phase = Phase::Instantiate;
         let result = Limits::bound(deadline, async {
@@ -676,7 +680,7 @@ impl Sandbox {
                 .await
         })
         .await;
-        Ok(finish(&mut store, limits, phase, result))
+        Ok(finish(&mut store, &allowance.limits, phase, result))
     }
 }
 
