@@ -208,7 +208,7 @@ impl HostBuilder {
                 .transpose()
                 .map(|file| {
                     file.and_then(|path| {
-                        places::claude_env_file_refusal(&path, home.as_deref())
+                        places::claude_env_file_refusal(&path, home.as_deref(), &workspaces)
                             .map_or(Ok(path), Err)
                     })
                 });

@@ -289,7 +289,7 @@ impl<'a> Open<'a> {
 /// The one reader's open: `path` as `how` says, without blocking (a FIFO or a terminal
 /// is refused, not waited on), without making a terminal the controlling terminal, and
 /// checking the opened file, not the path: a regular file, of at most the cap, passing
-/// the rule.
+/// the rule, and (opened to be written) with no other name (hard link).
 ///
 /// # Errors
 ///
@@ -325,6 +325,15 @@ pub fn open_checked(path: &Path, how: &Open<'_>) -> Result<(File, Metadata), Fil
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(FileError::NotRegular(kind_name(&meta)));
+    }
+    // Written to, a file with other names is written under each of them: a hard link
+    // placed at the path the host was given (the agent's env file, in its own layout)
+    // to `~/.bashrc` passes every check of the path and no-follow alike.
+    if how.access != Access::Read && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(FileError::Unsafe(format!(
+            "it has {} names (hard links): what is written to it reaches each",
+            std::os::unix::fs::MetadataExt::nlink(&meta)
+        )));
     }
     if let Some(why) = how.rule.and_then(|rule| rule.judge(&meta)) {
         return Err(FileError::Unsafe(why));

@@ -18,7 +18,9 @@
 //!   (matching, the audit log, serializing it again) stays far from any recursion limit.
 //!
 //! Each repair is reported, for a notice on the outcome. Input that is not JSON at all
-//! (truncated, garbage) is still an error: that is a broken agent, not a hostile value.
+//! (truncated, garbage), or JSON that is not an object, is still an error: that is a
+//! broken agent, not a hostile value (and under `--format claude` a refused input
+//! blocks).
 //!
 //! Why by hand: serde_json has no option for lone surrogates or a depth cap (only its
 //! fixed limit or none at all), and the scan is one pass over bytes that only builds a
@@ -53,8 +55,9 @@ pub struct Input {
 ///
 /// # Errors
 ///
-/// An input over [`MAX_INPUT_BYTES`], or one that is not JSON even after the repairs;
-/// the message reads after "the input" (`is not valid JSON: …`).
+/// An input over [`MAX_INPUT_BYTES`], one that is not JSON even after the repairs, or
+/// JSON that is not an object; the message reads after "the input" (`is not valid JSON:
+/// …`).
 pub fn parse(bytes: &[u8]) -> Result<Input, String> {
     if bytes.len() > MAX_INPUT_BYTES {
         return Err(format!(
@@ -88,8 +91,23 @@ pub fn parse(bytes: &[u8]) -> Result<Input, String> {
              of each deeper value"
         ));
     }
-    let value =
+    let value: Value =
         serde_json::from_str(&repaired.text).map_err(|e| format!("is not valid JSON: {e}"))?;
+    // An event's input is an object; any other value reaches no hook, so it is refused
+    // here, where every refused input is (and a refused input blocks where it can).
+    if !value.is_object() {
+        return Err(format!(
+            "is JSON but not an object: an event's input must be a JSON object, this is {}",
+            match value {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                Value::Null => "null",
+                Value::Object(_) => "an object",
+            }
+        ));
+    }
     Ok(Input { value, repairs })
 }
 
@@ -473,9 +491,12 @@ mod tests {
         // Objects count as much as arrays; what follows the cut container is kept.
         let text = format!(r#"{}1{}"#, r#"{"a":"#.repeat(300), "}".repeat(300));
         assert!(parse(text.as_bytes()).is_ok());
-        let text = format!(r#"[{}],"after"]"#, "[".repeat(200) + &"]".repeat(199));
+        let text = format!(
+            r#"{{"x":[{}],"after"]}}"#,
+            "[".repeat(200) + &"]".repeat(199)
+        );
         let input = parsed(&text);
-        assert_eq!(input.value[1], "after");
+        assert_eq!(input.value["x"][1], "after");
     }
 
     #[test]
@@ -492,5 +513,17 @@ mod tests {
         }
         let big = vec![b' '; MAX_INPUT_BYTES + 1];
         assert!(parse(&big).unwrap_err().contains("larger than"));
+        // JSON, but no event's input: refused, as what is not JSON is.
+        for text in [
+            "[]",
+            "[{\"hook_event_name\":\"Stop\"}]",
+            "\"x\"",
+            "5",
+            "true",
+            "null",
+        ] {
+            let e = parse(text.as_bytes()).unwrap_err();
+            assert!(e.contains("not an object"), "{text}: {e}");
+        }
     }
 }

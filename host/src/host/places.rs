@@ -211,11 +211,18 @@ pub fn agent_env_file_refusal(file: &Path, places: &[HostPlace]) -> Option<Strin
 /// must be exactly two plain names below `session-env` of that config dir, as written and
 /// with its existing ancestors resolved. Checked where the variable is read
 /// ([`crate::HostBuilder::standard_sources`]), beside [`agent_env_file_refusal`]; an
-/// embedder's explicit [`crate::HostBuilder::agent_env_file`] is its own choice.
-pub fn claude_env_file_refusal(file: &Path, home: Option<&Path>) -> Option<String> {
+/// embedder's explicit [`crate::HostBuilder::agent_env_file`] is its own choice. A
+/// `CLAUDE_CONFIG_DIR` inside one of `workspaces` is a repository's word (its `env`
+/// block), not Claude Code's config dir: ignored, as every path variable of the
+/// environment is ([`config::env::check_path`]), so `~/.claude` is the layout.
+pub fn claude_env_file_refusal(
+    file: &Path,
+    home: Option<&Path>,
+    workspaces: &[PathBuf],
+) -> Option<String> {
     let mut config_dirs: Vec<PathBuf> = Vec::new();
     config_dirs.extend(
-        config::env::path_var("CLAUDE_CONFIG_DIR", &[])
+        config::env::path_var("CLAUDE_CONFIG_DIR", workspaces)
             .ok()
             .flatten(),
     );

@@ -8,8 +8,9 @@
 //! - [`HostileHttp`], a streamable-HTTP server on loopback that answers `initialize`
 //!   and the `initialized` notification as the protocol asks, and a tool call by the
 //!   tool's name: `endless-json` (a JSON body without end), `huge-event` (one SSE event
-//!   without end), `endless-events` (small SSE comments without end), `drip` (one byte
-//!   of an SSE event every 100 ms). It records whether the client closed its last
+//!   without end), `endless-events` (small SSE comments without end), `skipped-events`
+//!   (tiny SSE events that carry no JSON-RPC message, without end), `drip` (one byte of
+//!   an SSE event every 100 ms). It records whether the client closed its last
 //!   connection.
 
 #![allow(dead_code)]
@@ -181,6 +182,12 @@ fn hostile(writer: &mut TcpStream, tool: &str, id: &Value) -> bool {
                 None,
             )
         }
+        "skipped-events" => (
+            head("text/event-stream"),
+            String::new(),
+            b"data: x\n\nid: 1\n\n".repeat(50_000),
+            None,
+        ),
         "drip" => (
             head("text/event-stream"),
             "data: ".into(),

@@ -84,6 +84,22 @@ async fn an_http_servers_endless_bodies_and_huge_events_are_cut_at_the_bounds() 
     );
 }
 
+/// Red team, stop 35: a burst of tiny SSE events that carry no message (`data: x`,
+/// `id: 1`, each a few bytes, far inside the bounds) made rmcp's reader call itself once
+/// per event skipped, and the stack overflowed: the process died (SIGSEGV) instead of the
+/// hook failing, so the action went ahead. Fixed at `handlers/mcp/http.rs`
+/// `BoundedHttp::events`, which every SSE body passes: only events rmcp hands on reach
+/// it. The burst then ends at the bound on bytes per call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_skipped_sse_events_ends_at_the_bounds_not_in_a_crash() {
+    let server = HostileHttp::start();
+    let dir = tempfile::tempdir().unwrap();
+    let http = json!({"type": "http", "url": server.url});
+    let outcome = call(dir.path(), http, "skipped-events", "UserPromptSubmit", 600).await;
+    assert_limit(&outcome, "more than 32 MiB while the call ran");
+    wait_closed(&server, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_drip_ends_at_the_timeout_and_its_connection_is_dropped() {
     let server = HostileHttp::start();

@@ -57,10 +57,13 @@ impl BoundedHttp {
         }
     }
 
+    /// An SSE body's events, only those rmcp hands on as messages ([`carries_a_message`]).
     fn events(&self, response: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
         let body =
             Metered::new(self.intake.clone(), Framing::SseEvents).stream(response.bytes_stream());
-        SseStream::from_bytes_stream(body).boxed()
+        SseStream::from_bytes_stream(body)
+            .filter(|event| std::future::ready(carries_a_message(event)))
+            .boxed()
     }
 
     /// A JSON body, read as one message.
@@ -74,6 +77,25 @@ impl BoundedHttp {
         }
         Ok(serde_json::from_slice(&bytes)?)
     }
+}
+
+/// Whether rmcp's SSE reader (`SseAutoReconnectStream::poll_next`) hands `event` on: an
+/// error, or a `message` event (or one without a name) whose data is a JSON-RPC message.
+/// Every other event it skips by calling itself again, one stack frame per event skipped
+/// in a row: a server's burst of small events it skips (`id: 1`, `data: x`, `event: p`),
+/// each a few bytes and far inside the bounds of [`super::intake`], overflowed the stack
+/// and killed the process. They are dropped here (this filter loops), so rmcp never
+/// skips one; the `id:` and `retry:` they carried go with them (a resumption starts
+/// from an earlier event, a reconnect waits the client's own interval).
+fn carries_a_message(event: &Result<Sse, SseError>) -> bool {
+    let Ok(sse) = event else {
+        return true;
+    };
+    matches!(sse.event.as_deref(), None | Some("" | "message"))
+        && sse
+            .data
+            .as_deref()
+            .is_some_and(|data| serde_json::from_str::<ServerJsonRpcMessage>(data).is_ok())
 }
 
 fn content_type(response: &reqwest::Response) -> Option<String> {

@@ -261,8 +261,21 @@ impl Resolved {
             request.max_tokens = request.max_tokens.min(left);
         }
         let reply = self.client.complete(&request).await?;
-        let spent = reply.input_tokens.saturating_add(reply.output_tokens);
-        self.used.fetch_add(spent, Ordering::Relaxed);
+        self.spend(reply.input_tokens.saturating_add(reply.output_tokens));
         Ok(reply)
     }
+
+    /// Counts `tokens` as spent, saturating: the counts are the provider's words (any
+    /// `u64` it writes), and a count that wrapped past `u64::MAX` would hand a spent
+    /// budget back whole.
+    fn spend(&self, tokens: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_add(tokens))
+            });
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -19,6 +19,7 @@ mod run_async;
 mod sandbox;
 mod second_pass;
 mod second_round;
+mod stop35;
 mod terminal;
 mod third_round;
 mod trust_store;
