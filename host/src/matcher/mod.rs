@@ -1,7 +1,8 @@
 //! Stage 3 of the pipeline: which configured handlers apply to one event.
 //!
 //! Matchers and `if` rules are checked once, while the policy resolves; at dispatch time
-//! this stage only tests them (a regex or glob compiled then, through a bounded cache). Claude Code's rules (hooks reference §1.4):
+//! this stage only tests them (a regex or glob compiled then, through a bounded cache).
+//! Claude Code's rules (hooks reference §1.4):
 //!
 //! - `*`, empty or absent: everything;
 //! - only letters, digits, `_`, `-`, spaces, `,` and `|`: an exact name, or a list of

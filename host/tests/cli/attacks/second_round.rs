@@ -325,9 +325,9 @@ fn peak_rss(env: &TestEnv, input: &serde_json::Value) -> u64 {
 /// members of each shape cost the most per byte of it: extrapolated to the cap, the peak
 /// of one dispatch must stay under 2 GiB. Before: 4,000 `Bash(git aN*)` rules cost 253
 /// bytes per byte of the file (a regex per rule; a word glob since: 43); 4,000
-/// `Read(./a/N/**)` rules 190 (a compiled glob per rule); 4,000 groups with regex
-/// matchers `ToolN.*` 240 (a compiled regex per group); 4,000 identical hooks (each
-/// skipped as a duplicate of the first) 210 (a dispatch task of 7 KB per skipped hook).
+/// `Read(./a/N/**)` rules 213 (a compiled glob per rule); 4,000 groups with regex
+/// matchers `ToolN.*` 268 (a compiled regex per group); 4,000 identical hooks (each
+/// skipped as a duplicate of the first) 240 (a dispatch task of 7 KB per skipped hook).
 /// Globs and regex matchers are now compiled when an event reaches them, into a cache
 /// of 256; a skipped hook takes no task.
 #[test]
@@ -336,13 +336,18 @@ fn the_smallest_distinct_rules_at_the_config_cap_have_a_sane_cost() {
         return;
     }
     let env = TestEnv::new();
-    let bash = |command: &str| bash_input(command);
-    let read = |path: &str| json!({"session_id": "s", "tool_name": "Read", "tool_input": {"file_path": path}});
+    let read = |path: &str| {
+        json!({"session_id": "s", "tool_name": "Read",
+               "tool_input": {"file_path": path}})
+    };
     let hook = |rule: Option<String>| match rule {
         Some(rule) => json!({"type": "command", "command": "true", "if": rule}),
         None => json!({"type": "command", "command": "true"}),
     };
-    let one_group = |matcher: &str, hooks: Vec<serde_json::Value>| json!({"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": hooks}]}});
+    let one_group = |matcher: &str, hooks: Vec<serde_json::Value>| {
+        let group = json!({"matcher": matcher, "hooks": hooks});
+        json!({"hooks": {"PreToolUse": [group]}})
+    };
     let n = 4_000;
     let shapes: Vec<(&str, serde_json::Value, serde_json::Value)> = vec![
         (
@@ -353,7 +358,7 @@ fn the_smallest_distinct_rules_at_the_config_cap_have_a_sane_cost() {
                     .map(|i| hook(Some(format!("Bash(git a{i}*)"))))
                     .collect(),
             ),
-            bash("git status"),
+            bash_input("git status"),
         ),
         (
             "Read(./a/N/**), a Bash call",
@@ -363,7 +368,7 @@ fn the_smallest_distinct_rules_at_the_config_cap_have_a_sane_cost() {
                     .map(|i| hook(Some(format!("Read(./a/{i}/**)"))))
                     .collect(),
             ),
-            bash("git status"),
+            bash_input("git status"),
         ),
         (
             "Read(./a/N/**), a Read call every rule's tool names",
@@ -380,14 +385,14 @@ fn the_smallest_distinct_rules_at_the_config_cap_have_a_sane_cost() {
             json!({"hooks": {"PreToolUse": (0..n)
                 .map(|i| json!({"matcher": format!("Tool{i}"), "hooks": [hook(None)]}))
                 .collect::<Vec<_>>()}}),
-            bash("git status"),
+            bash_input("git status"),
         ),
         (
             "groups with regex matchers ToolN.*",
             json!({"hooks": {"PreToolUse": (0..n)
                 .map(|i| json!({"matcher": format!("Tool{i}.*"), "hooks": [hook(None)]}))
                 .collect::<Vec<_>>()}}),
-            bash("git status"),
+            bash_input("git status"),
         ),
         (
             "distinct long ids",
@@ -402,12 +407,12 @@ fn the_smallest_distinct_rules_at_the_config_cap_have_a_sane_cost() {
                     })
                     .collect(),
             ),
-            bash("git status"),
+            bash_input("git status"),
         ),
         (
             "identical hooks (each but the first skipped)",
             one_group("Bash", (0..n).map(|_| hook(None)).collect()),
-            bash("git status"),
+            bash_input("git status"),
         ),
     ];
     let mut over = Vec::new();
