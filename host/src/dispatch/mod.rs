@@ -339,13 +339,19 @@ impl Dispatcher {
         let mut tasks: Vec<BoxFuture<'_, Vec<Executed>>> = Vec::new();
         // Async hooks of parallel groups start together: one detached runner for all.
         let mut background = Vec::new();
+        // A skipped hook's result is known without a task: a task is the state of a whole
+        // run (kilobytes), and thousands of skipped hooks (identical ones) took one each.
+        let mut executed = Vec::new();
         for (sequential, hooks) in selected {
             if sequential {
                 tasks.push(self.run_sequential(hooks, invocation).boxed());
                 continue;
             }
             for hook in hooks {
-                if hook.skip.is_none() && hook.mode != RunMode::Sync {
+                if let Some(reason) = &hook.skip {
+                    let result = HookResult::Skipped(reason.clone());
+                    executed.push(Executed { hook, result });
+                } else if hook.mode != RunMode::Sync {
                     background.push(hook);
                 } else {
                     tasks.push(
@@ -361,11 +367,12 @@ impl Dispatcher {
         if !background.is_empty() {
             tasks.push(self.start_async(background, invocation).boxed());
         }
-        let mut executed: Vec<Executed> = futures_util::future::join_all(tasks)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
+        executed.extend(
+            futures_util::future::join_all(tasks)
+                .await
+                .into_iter()
+                .flatten(),
+        );
         executed.sort_by_key(|done| done.hook.order);
         executed
     }

@@ -1,7 +1,8 @@
 //! Stage 3 of the pipeline: which configured handlers apply to one event.
 //!
-//! Matchers and `if` rules are compiled once, while the policy resolves; at dispatch time
-//! this stage only tests them. Claude Code's rules (hooks reference §1.4):
+//! Matchers and `if` rules are checked once, while the policy resolves; at dispatch time
+//! this stage only tests them (a regex or glob compiled then, through a bounded cache).
+//! Claude Code's rules (hooks reference §1.4):
 //!
 //! - `*`, empty or absent: everything;
 //! - only letters, digits, `_`, `-`, spaces, `,` and `|`: an exact name, or a list of
@@ -14,11 +15,11 @@
 //! limit: a larger one is a config error naming the pattern, never a panic.
 
 mod if_rule;
+mod lazy_regex;
 pub mod shell;
 
 pub use if_rule::{IfRule, MAX_RULE_BYTES, MAX_WILDCARDS};
-
-use regex::Regex;
+pub use lazy_regex::{CACHED_REGEXES, LazyRegex};
 use serde_json::Value;
 
 use crate::event::{EventSpec, MatcherSyntax};
@@ -33,8 +34,9 @@ pub enum Matcher {
     All,
     /// Matches one of these names exactly.
     Exact(Vec<String>),
-    /// Matches when the regex finds a match anywhere in the subject.
-    Regex(Regex),
+    /// Matches when the regex finds a match anywhere in the subject (compiled when an
+    /// event reaches it, [`LazyRegex`]).
+    Regex(LazyRegex),
 }
 
 impl Matcher {
@@ -68,7 +70,7 @@ impl Matcher {
                 .collect();
             return Ok(Matcher::Exact(names));
         }
-        if_rule::compile_regex(pattern)
+        LazyRegex::new(pattern)
             .map(Matcher::Regex)
             .map_err(|e| format!("invalid matcher regex `{}`: {e}", shell::clip(pattern)))
     }
@@ -237,5 +239,22 @@ mod tests {
             spec,
             &json!({"file_path": "/repo/GNUMakefile"})
         ));
+    }
+
+    /// A regex matcher is compiled when an event reaches it, into a bounded cache: more
+    /// distinct matchers than the cache holds still answer, and the cache stays bounded.
+    #[test]
+    fn regex_matchers_compile_into_a_bounded_cache() {
+        let matchers: Vec<Matcher> = (0..CACHED_REGEXES * 2)
+            .map(|i| Matcher::parse(Some(&format!("^Tool{i}x.*")), MatcherSyntax::Standard))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for round in 0..2 {
+            for (i, m) in matchers.iter().enumerate() {
+                assert!(m.is_match(Some(&format!("Tool{i}xyz"))), "{round} {i}");
+                assert!(!m.is_match(Some(&format!("Tool{i}y"))), "{round} {i}");
+                assert!(LazyRegex::cached() <= CACHED_REGEXES);
+            }
+        }
     }
 }

@@ -30,6 +30,7 @@
 //! events; a hook with `if` never runs on any other event.
 
 mod bash;
+mod lazy_glob;
 mod paths;
 #[cfg(test)]
 mod runner_tests;
@@ -43,11 +44,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
 pub(crate) use self::bash::compile_regex;
 use self::bash::{BashPattern, analysis};
+use self::lazy_glob::LazyGlob;
 use self::paths::PathPattern;
 use super::shell::clip;
 
@@ -66,15 +67,14 @@ pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 pub struct IfRule(Arc<Compiled>);
 
 /// What a rule compiles to (shared by every [`IfRule`] of the same source and home).
-/// Globs are boxed: a `GlobMatcher` is a few hundred bytes inline, and most rules have none.
+/// A glob is kept as text and compiled when an event reaches it ([`LazyGlob`]).
 #[derive(Debug)]
 struct Compiled {
     source: String,
     /// The home directory the rule was compiled with (its key in [`COMPILED`]).
     home: Option<PathBuf>,
-    /// The tool name's glob, when it has a `*` (a glob holds a compiled regex, about
-    /// 10 KB: a plain name is compared instead).
-    tool: Option<Box<GlobMatcher>>,
+    /// The tool name's glob, when it has a `*` (a plain name is compared instead).
+    tool: Option<LazyGlob>,
     tool_name: String,
     argument: Option<Argument>,
 }
@@ -83,7 +83,7 @@ struct Compiled {
 enum Argument {
     Bash(Box<BashPattern>),
     Path(Box<PathPattern>),
-    Other { pattern: Box<GlobMatcher> },
+    Other { pattern: LazyGlob },
 }
 
 /// Tools whose `file_path` an `Edit(...)` rule covers.
@@ -199,11 +199,10 @@ impl Compiled {
             ));
         }
         let tool_glob = match tool.contains('*') {
-            true => Some(Box::new(
-                Glob::new(tool)
-                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?
-                    .compile_matcher(),
-            )),
+            true => Some(
+                LazyGlob::new(tool, false)
+                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
+            ),
             false => None,
         };
         let argument = match argument {
@@ -219,9 +218,8 @@ impl Compiled {
                 )))
             }
             Some(arg) => Some(Argument::Other {
-                pattern: Box::new(
-                    compile_glob(arg).map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
-                ),
+                pattern: LazyGlob::new(arg, true)
+                    .map_err(|e| format!("invalid `if` rule `{rule}`: {e}"))?,
             }),
         };
         Ok(Compiled {
@@ -298,11 +296,4 @@ impl Drop for Compiled {
             table.rules.remove(&key);
         }
     }
-}
-
-fn compile_glob(pattern: &str) -> Result<GlobMatcher, globset::Error> {
-    Ok(GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()?
-        .compile_matcher())
 }

@@ -4,9 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::GlobMatcher;
-
-use super::compile_glob;
+use super::lazy_glob::LazyGlob;
 
 /// Where a path pattern is anchored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,13 +22,13 @@ pub(super) enum PathBase {
     AnyDepth,
 }
 
-/// A path pattern, compiled once: the glob is relative to its base, and paths are made
+/// A path pattern, parsed once (compiled when an event reaches it, [`LazyGlob`]): the glob is relative to its base, and paths are made
 /// relative to the base (after resolving `.` and `..`) at match time, so that nothing from
 /// the event (its cwd) is ever compiled.
 #[derive(Debug, Clone)]
 pub(super) struct PathPattern {
     base: PathBase,
-    glob: GlobMatcher,
+    glob: LazyGlob,
 }
 
 impl PathPattern {
@@ -52,7 +50,7 @@ impl PathPattern {
                 (PathBase::AnyDepth, format!("**/{rest}"))
             }
         };
-        let glob = compile_glob(&glob).map_err(|e| e.to_string())?;
+        let glob = LazyGlob::new(&glob, true)?;
         Ok(PathPattern { base, glob })
     }
 

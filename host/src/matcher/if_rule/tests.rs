@@ -557,3 +557,33 @@ fn invalid_rules_are_rejected() {
         assert!(parse_rule(rule).is_err(), "{rule}");
     }
 }
+
+/// Path and tool globs are compiled when an event reaches them, into a bounded cache:
+/// more distinct globs than it holds still answer, and the cache stays bounded.
+#[test]
+fn globs_compile_into_a_bounded_cache() {
+    use super::lazy_glob::{CACHED_GLOBS, LazyGlob};
+    let (cwd, project) = (Path::new("/p"), Path::new("/p"));
+    let rules: Vec<IfRule> = (0..CACHED_GLOBS * 2)
+        .map(|i| IfRule::parse(&format!("Read(./a/{i}/**)"), None))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for round in 0..2 {
+        for (i, rule) in rules.iter().enumerate() {
+            let input = |path: String| json!({"file_path": path});
+            assert!(
+                rule.matches("Read", &input(format!("a/{i}/x/y")), cwd, project),
+                "{round} {i}"
+            );
+            assert!(
+                !rule.matches("Read", &input(format!("a/{i}x/y")), cwd, project),
+                "{round} {i}"
+            );
+            assert!(LazyGlob::cached() <= CACHED_GLOBS);
+        }
+    }
+    let tool = IfRule::parse("Web*", None).unwrap();
+    assert!(tool.matches("WebFetch", &json!({}), cwd, project));
+    assert!(!tool.matches("Bash", &json!({}), cwd, project));
+    assert!(IfRule::parse("Read(a/[b)", None).is_err());
+}

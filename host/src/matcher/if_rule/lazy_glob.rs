@@ -1,0 +1,83 @@
+//! The globs of `if` rules (`Read(src/**)`, `Tool*`, `WebFetch(https://x/*)`), kept as
+//! text and compiled when an event reaches them.
+//!
+//! What it costs: a compiled glob holds a regex, 10–15 KB however short the glob, so
+//! 4,000 distinct `Read(./a/N/**)` rules held 50 MB once read (190 bytes per byte of the
+//! file: 3 GB for a file at the 16 MiB config cap). A rule keeps its glob's text (parsed
+//! when the rule is read, so that a bad glob is a load error), and the compiled globs
+//! live in one cache of at most [`CACHED_GLOBS`] (a few megabytes, whatever the config):
+//! a config with more distinct globs than that compiles again those an event reaches
+//! after the cache filled.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// The most compiled globs kept at once, across every rule of the process.
+pub(super) const CACHED_GLOBS: usize = 256;
+
+/// A glob as written, with the one option the rules set.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct LazyGlob {
+    pattern: Box<str>,
+    /// `*` does not match `/` (path globs).
+    literal_separator: bool,
+}
+
+/// The compiled globs, by glob: emptied when full.
+static COMPILED_GLOBS: Mutex<Option<HashMap<LazyGlob, Arc<GlobMatcher>>>> = Mutex::new(None);
+
+fn cache() -> MutexGuard<'static, Option<HashMap<LazyGlob, Arc<GlobMatcher>>>> {
+    COMPILED_GLOBS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl LazyGlob {
+    /// Parses `pattern` (an error for a bad glob), compiling nothing.
+    pub(super) fn new(pattern: &str, literal_separator: bool) -> Result<LazyGlob, String> {
+        GlobBuilder::new(pattern)
+            .literal_separator(literal_separator)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(LazyGlob {
+            pattern: pattern.into(),
+            literal_separator,
+        })
+    }
+
+    /// Whether the glob matches `path`. (A glob parsed when the rule was read parses
+    /// again; were it not to, the glob would match, so that the filter never hides a
+    /// call from a hook.)
+    pub(super) fn is_match(&self, path: impl AsRef<Path>) -> bool {
+        self.compiled()
+            .is_none_or(|matcher| matcher.is_match(path.as_ref()))
+    }
+
+    /// The compiled glob, from the cache or compiled now (outside the lock) and kept.
+    fn compiled(&self) -> Option<Arc<GlobMatcher>> {
+        if let Some(matcher) = cache().as_ref().and_then(|c| c.get(self)) {
+            return Some(matcher.clone());
+        }
+        let matcher = Arc::new(
+            GlobBuilder::new(&self.pattern)
+                .literal_separator(self.literal_separator)
+                .build()
+                .ok()?
+                .compile_matcher(),
+        );
+        let mut cache = cache();
+        let cache = cache.get_or_insert_with(HashMap::new);
+        if cache.len() >= CACHED_GLOBS {
+            cache.clear();
+        }
+        cache.insert(self.clone(), matcher.clone());
+        Some(matcher)
+    }
+
+    /// How many compiled globs the cache holds.
+    #[cfg(test)]
+    pub(super) fn cached() -> usize {
+        cache().as_ref().map_or(0, HashMap::len)
+    }
+}
