@@ -235,9 +235,10 @@ fn event_in(input: &[u8]) -> Option<&str> {
     let rest = rest.strip_prefix(b":")?.trim_ascii_start();
     let rest = rest.strip_prefix(b"\"")?;
     let end = rest.iter().position(|b| !b.is_ascii_alphabetic())?;
-    (rest.get(end) == Some(&b'"'))
-        .then(|| std::str::from_utf8(&rest[..end]).ok())
-        .flatten()
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 /// A message for one line of stderr: control characters escaped (it quotes paths).

@@ -311,3 +311,54 @@ fn with_no_hookhost_beside_it_the_client_fails_closed() {
     assert!(outcome.stderr.starts_with("hookhost: error: "));
     assert_eq!(outcome.stdout, "");
 }
+
+/// The client forwards the call itself: while its daemon runs the hooks, the caller's
+/// process is still `hookhost-dispatch`, not a `hookhost` it exec'd (which would forward
+/// to the same daemon and print the same bytes, at the cost the client exists to save).
+#[test]
+fn the_client_itself_is_answered_by_the_daemon() {
+    let env = TestEnv::new();
+    let started = env.project.join("started");
+    let gate = env.project.join("gate");
+    std::fs::create_dir_all(&started).unwrap();
+    std::fs::write(&gate, "").unwrap();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": crate::fail_closed::gated_guard(&started, &gate)}]),
+    ));
+    for args in [&["PreToolUse"][..], &["--format", "claude"]] {
+        let first = run(&env, client(&env), args, &bash_input("ls"));
+        assert_eq!(first.code, 0, "{}", first.stderr);
+    }
+    listening(&env, 2);
+    std::fs::remove_file(&gate).unwrap();
+    for args in [&["PreToolUse"][..], &["--format", "claude"]] {
+        for entry in std::fs::read_dir(&started).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        let mut child = client(&env)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = bash_input("ls").to_string();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        wait_until("the guard running in the daemon", || {
+            std::fs::read_dir(&started).unwrap().count() >= 1
+        });
+        let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
+        std::fs::write(&gate, "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        std::fs::remove_file(&gate).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(
+            exe.file_name().unwrap(),
+            "hookhost-dispatch",
+            "{args:?}: the caller became {}",
+            exe.display()
+        );
+    }
+}
