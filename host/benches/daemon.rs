@@ -420,7 +420,7 @@ fn main() {
         ));
         // The floors: starting a small program (`true`, nothing read or written) and
         // the socket round trip alone (connect, the request, the whole answer).
-        samples[4].push(time_exec(Command::new("true")));
+        samples[4].push(time_exec(&mut Command::new("true")));
         samples[5].push(round_trip(socket, stdin.as_bytes()));
     }
     for s in &mut samples {
