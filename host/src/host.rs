@@ -51,7 +51,7 @@ pub fn resolve_options(sources: &SourceOptions) -> ResolveOptions {
 /// the trust store and the audit log live there. An empty value is unset, and a relative
 /// value or one inside the working directory is ignored ([`config::env`]).
 pub fn data_dir() -> PathBuf {
-    data_dir_judged(&config::env::workspaces_of(None)).0
+    config::env::data_dir_judged(&config::env::workspaces_of(None)).0
 }
 
 /// The session store every host of the hookhost commands shares: `sessions/` in the
@@ -69,25 +69,8 @@ pub fn shared_session_store() -> DiskStore {
 /// [`data_dir`] judged for `project` (a `HOOKHOST_DATA_DIR` inside the project or the
 /// working directory is ignored); the notices say when a variable was refused.
 pub fn trust_store_for(project: &Path) -> (trust::TrustStore, Vec<String>) {
-    let (data, notices) = data_dir_judged(&config::env::workspaces_of(Some(project)));
+    let (data, notices) = config::env::data_dir_judged(&config::env::workspaces_of(Some(project)));
     (trust::TrustStore::in_data_dir(&data), notices)
-}
-
-/// [`data_dir`] judged against `workspaces`, with the notices when a variable was refused.
-fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Vec<String>) {
-    // No home directory at all (no `$HOME`, no password entry): a fixed place, never
-    // `$TMPDIR` (the environment does not choose it).
-    let default = |mut notices: Vec<String>| {
-        let (base, more) = config::env::data_base(workspaces);
-        notices.extend(more);
-        let dir = base.map_or_else(|| PathBuf::from("/tmp/hookhost"), |d| d.join("hookhost"));
-        (dir, notices)
-    };
-    match config::env::path_var("HOOKHOST_DATA_DIR", workspaces) {
-        Ok(Some(dir)) => (dir, Vec::new()),
-        Ok(None) => default(Vec::new()),
-        Err(notice) => default(vec![notice]),
-    }
 }
 
 /// Builds a [`Host`] from config sources.
@@ -167,7 +150,7 @@ impl HostBuilder {
     /// before is kept; setters called after override these.
     pub fn standard_sources(mut self) -> HostBuilder {
         let workspaces = config::env::workspaces_of(Some(&self.sources.project_dir));
-        let (data, notice) = data_dir_judged(&workspaces);
+        let (data, notice) = config::env::data_dir_judged(&workspaces);
         self.env_notices.extend(notice);
         self.data = Some(data.clone());
         if self.sessions.is_none() {

@@ -74,6 +74,9 @@ pub const SYSTEM_MANAGED_DIR: &str = "/Library/Application Support/hookhost";
 #[cfg(not(target_os = "macos"))]
 pub const SYSTEM_MANAGED_DIR: &str = "/etc/hookhost";
 
+// By path, so that the same lines find it when `hookhost-dispatch` compiles this file
+// as a module of its own (`src/dispatch_client.rs`).
+#[path = "env/table.rs"]
 mod table;
 pub use table::{
     Kind, SHELL_CODE_VARIABLES, SHELL_FUNCTION_PREFIX, VARIABLES, Variable, is_code_loading,
@@ -391,6 +394,27 @@ pub fn private_temp_base() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
+/// The user's data directory: `HOOKHOST_DATA_DIR`, else `~/.local/share/hookhost` (the
+/// platform's data directory), else `/tmp/hookhost`; judged against `workspaces`, with the
+/// notices when a variable was refused. Session state, the trust store, the audit log and
+/// the dispatch daemons live there (`hookhost::data_dir`; the small client
+/// `hookhost-dispatch` finds its daemon through this very function).
+pub fn data_dir_judged(workspaces: &[PathBuf]) -> (PathBuf, Vec<String>) {
+    // No home directory at all (no `$HOME`, no password entry): a fixed place, never
+    // `$TMPDIR` (the environment does not choose it).
+    let default = |mut notices: Vec<String>| {
+        let (base, more) = data_base(workspaces);
+        notices.extend(more);
+        let dir = base.map_or_else(|| PathBuf::from("/tmp/hookhost"), |d| d.join("hookhost"));
+        (dir, notices)
+    };
+    match path_var("HOOKHOST_DATA_DIR", workspaces) {
+        Ok(Some(dir)) => (dir, Vec::new()),
+        Ok(None) => default(Vec::new()),
+        Err(notice) => default(vec![notice]),
+    }
+}
+
 /// Where managed policy is read from: the system directory when it exists (whatever
 /// `HOOKHOST_MANAGED_DIR` says), else an accepted `HOOKHOST_MANAGED_DIR`, else the
 /// system directory (absent: no managed policy). The second value is a notice when the
@@ -469,4 +493,5 @@ fn look_up_password_home() -> Option<PathBuf> {
 }
 
 #[cfg(test)]
+#[path = "env/tests.rs"]
 mod tests;

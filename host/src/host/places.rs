@@ -70,7 +70,7 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
     add(user_default, "the user config", Guard::Any);
     add(under_home, "the user config", Guard::Any);
     add(
-        Some(super::data_dir_judged(&workspaces).0),
+        Some(config::env::data_dir_judged(&workspaces).0),
         "the data directory (trust store, sessions, audit log, env files)",
         Guard::Any,
     );

@@ -194,7 +194,7 @@ fn the_daemon_prints_what_the_process_would_have() {
 
 /// An outcome without what differs from run to run: its timings, and the pid of the
 /// process that ran the parent hook (the caller in-process, the daemon otherwise).
-fn normalized(stdout: &str) -> String {
+pub(crate) fn normalized(stdout: &str) -> String {
     let Ok(mut outcome) = serde_json::from_str::<Value>(stdout) else {
         return stdout.to_string();
     };

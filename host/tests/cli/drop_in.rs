@@ -2,6 +2,7 @@
 //! Claude Code reads the settings, runs the configured command with recorded inputs on
 //! stdin, and gets exactly the stdout, stderr and exit code it expects.
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -459,8 +460,10 @@ fn install_merges_the_drop_in_and_uninstall_removes_exactly_it() {
         .as_str()
         .unwrap()
         .to_string();
+    // `hookhost-dispatch` sits beside this `hookhost` (cargo builds both) and answers: the
+    // drop-in runs the small client, by its path (it is not on the PATH).
     assert!(
-        ours.ends_with("hookhost dispatch --format claude"),
+        ours.ends_with("/hookhost-dispatch --format claude"),
         "{ours}"
     );
     for event in [
@@ -652,3 +655,92 @@ unsafe extern "C" {
     #[link_name = "mkfifo"]
     fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
 }
+
+/// `hookhost install` writes the small client only where it sits beside the running
+/// `hookhost`, is a regular executable file no one else can write, and answers; else
+/// `hookhost dispatch`. Either form already there is the drop-in (install adds nothing),
+/// and uninstall removes both.
+#[test]
+fn install_writes_the_small_client_only_where_it_answers_and_knows_both_forms() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let alone = env.home.join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    let hookhost = alone.join("hookhost");
+    std::fs::copy(env!("CARGO_BIN_EXE_hookhost"), &hookhost).unwrap();
+    let client = alone.join("hookhost-dispatch");
+    let settings = env.home.join("settings.json");
+    let file = settings.to_str().unwrap();
+    let run = |program: &Path, verb: &str| {
+        let mut cmd = Command::new(program);
+        crate::support::copy_env(&env.command(), &mut cmd);
+        cmd.current_dir(&env.project)
+            .env("PATH", "/usr/bin:/bin")
+            .args([verb, "--claude", "--file", file]);
+        let run = env.run_with(&mut cmd, "");
+        assert_eq!(run.code, 0, "{verb}: {}", run.stderr);
+        run
+    };
+    let installed = || {
+        let value: Value =
+            serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+        value["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let plain = format!("{} dispatch --format claude", hookhost.display());
+    let small = format!("{} --format claude", client.display());
+
+    // No client beside it: `hookhost dispatch`.
+    run(&hookhost, "install");
+    assert_eq!(installed(), plain);
+    run(&hookhost, "uninstall");
+    // One that does not answer (exits 0, prints nothing), or that others can write: not
+    // written.
+    std::fs::write(&client, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    run(&hookhost, "install");
+    assert_eq!(installed(), plain, "a client that does not answer");
+    run(&hookhost, "uninstall");
+    std::fs::copy(CLIENT, &client).unwrap();
+    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o777)).unwrap();
+    run(&hookhost, "install");
+    assert_eq!(installed(), plain, "a client others can write");
+    run(&hookhost, "uninstall");
+    // The real one, this user's: the small client.
+    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    run(&hookhost, "install");
+    assert_eq!(installed(), small);
+    let with_client = std::fs::read_to_string(&settings).unwrap();
+
+    // Idempotent across forms: a `hookhost` without a client beside it finds the small
+    // client's drop-in and adds nothing, and the other way round.
+    let other = run(Path::new(env!("CARGO_BIN_EXE_hookhost")), "install");
+    assert!(other.stdout.contains("nothing changed"), "{}", other.stdout);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), with_client);
+    let plain_file = with_client.replace(&small, &plain);
+    std::fs::write(&settings, &plain_file).unwrap();
+    let again = run(&hookhost, "install");
+    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), plain_file);
+
+    // Uninstall removes both forms, plain names too.
+    let mixed: Value = serde_json::json!({"hooks": {
+        "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": small}]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": plain}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "hookhost-dispatch --format claude"}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": "hookhost dispatch --format claude"}]}]
+    }, "model": "opus"});
+    std::fs::write(&settings, mixed.to_string()).unwrap();
+    let removed = run(&hookhost, "uninstall");
+    assert!(
+        removed.stdout.contains("removed the hookhost drop-in"),
+        "{}",
+        removed.stdout
+    );
+    let left: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(left, serde_json::json!({"model": "opus"}));
+}
+
+const CLIENT: &str = env!("CARGO_BIN_EXE_hookhost-dispatch");

@@ -462,7 +462,7 @@ fn install_writes_on_failure_block_on_exactly_the_events_that_honour_it() {
 
 /// The guard of the daemon test: waits for the test's gate (so that every call is in
 /// the daemon when it is killed), then blocks `rm -rf` with exit 2.
-fn gated_guard(started: &Path, gate: &Path) -> String {
+pub(crate) fn gated_guard(started: &Path, gate: &Path) -> String {
     format!(
         r#"input=$(cat); touch '{}'/$$; while [ ! -e '{}' ]; do sleep 0.05; done; case "$input" in *'rm -rf'*) echo 'rm -rf is not allowed' >&2; exit 2;; esac; echo '{{}}'"#,
         started.display(),

@@ -26,6 +26,7 @@ mod config;
 mod config_size;
 mod connections;
 mod descendants;
+mod dispatch_client;
 mod dispatch_daemon;
 mod drop_in;
 mod drop_in_promises;

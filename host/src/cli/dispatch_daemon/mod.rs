@@ -34,9 +34,14 @@
 use std::time::Duration;
 
 mod client;
+mod key;
 mod place;
 mod server;
 mod wire;
+
+// What `key.rs` names as `super::env` and `super::file` (the small client
+// `hookhost-dispatch` compiles the same file beside `config/env.rs` and a `file` of its own).
+use hookhost::config::{env, file};
 
 pub use client::forward;
 pub use server::serve_if_started;
@@ -55,17 +60,9 @@ const DEFAULT_IDLE: Duration = Duration::from_secs(600);
 const MAX_DAEMONS: usize = 16;
 /// A daemon's log is emptied when a new daemon starts with it beyond this size.
 const LOG_CAP: u64 = 1 << 20;
-/// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
-const MAX_SOCKET_PATH: usize = 100;
-/// Variables that differ on every call by design (W3C trace context, which Claude Code
-/// sets when it propagates traces): a daemon keyed by them would serve one call, so a
-/// caller with one set dispatches in-process. So does one with `CLAUDE_ENV_FILE` (one file
-/// per session and hook, [`client::forward`]).
-const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
-/// The largest stdin a daemon takes, the one-shot process's own cap; a caller with more
-/// answers in-process with the same error (the daemon must not hold what any process of
-/// the user claims to send).
-const MAX_INPUT: usize = hookhost::dispatch::input::MAX_INPUT_BYTES;
+/// The largest stdin a daemon takes ([`key::MAX_INPUT`]), the one-shot process's own cap.
+const MAX_INPUT: usize = key::MAX_INPUT;
+const _: () = assert!(MAX_INPUT == hookhost::dispatch::input::MAX_INPUT_BYTES);
 /// Requests a daemon serves at once, lowered to a quarter of `RLIMIT_NOFILE`
 /// (`hookhost::serve::slots::connection_cap`); beyond, it stops accepting until one is
 /// answered (the callers wait in the socket's backlog). One client process holds at most a
@@ -79,3 +76,26 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// the next daemon start in the same directory once they are this old: a starting
 /// daemon's are fresh, and a failure's log stays readable for a while.
 const STALE_AFTER: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod tests {
+    /// The events `hookhost-dispatch` answers with a host error rather than a block when
+    /// it cannot run `hookhost` at all are exactly those of the event table that can
+    /// block but do not honour `onFailure`.
+    #[test]
+    fn the_small_client_knows_the_loop_events() {
+        let catalogue = hookhost::event::EventCatalogue::default();
+        let mut table: Vec<&str> = catalogue
+            .names()
+            .into_iter()
+            .filter(|name| {
+                let spec = catalogue.get(name).expect("named by the catalogue");
+                spec.can_block() && !spec.honours_on_failure()
+            })
+            .collect();
+        table.sort_unstable();
+        let mut listed = super::key::ON_FAILURE_IGNORED_EVENTS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(listed, table);
+    }
+}

@@ -3,14 +3,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sha2::{Digest, Sha256};
-
-use super::{LOG_CAP, MAX_DAEMONS, MAX_SOCKET_PATH, STALE_AFTER};
+use super::{LOG_CAP, MAX_DAEMONS, STALE_AFTER};
 
 /// Where the daemon of this process's command line lives.
 pub(super) struct Place {
@@ -21,47 +18,21 @@ pub(super) struct Place {
 }
 
 impl Place {
-    /// The place for this process's executable, directory, arguments and environment;
-    /// `None` when there can be none (no private directory for the socket, a socket path
-    /// too long to bind).
+    /// The place for this process's executable, directory, arguments and environment
+    /// ([`super::key::daemon_of`], the key `hookhost-dispatch` computes too); `None` when
+    /// there can be none (no private directory for the socket, a socket path too long to
+    /// bind).
     pub(super) fn of_this_process() -> Option<Place> {
         let exe = std::env::current_exe().ok()?;
-        let stamp = std::fs::metadata(&exe).ok()?;
-        let cwd = std::env::current_dir().ok()?;
-        let mut key = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            key.update((bytes.len() as u64).to_le_bytes());
-            key.update(bytes);
-        };
-        field(b"hookhost dispatch daemon 1");
-        field(exe.as_os_str().as_bytes());
-        for n in [
-            stamp.ino(),
-            stamp.size(),
-            stamp.mtime() as u64,
-            stamp.mtime_nsec() as u64,
-        ] {
-            field(&n.to_le_bytes());
-        }
-        field(cwd.as_os_str().as_bytes());
-        for arg in std::env::args_os().skip(1) {
-            field(arg.as_bytes());
-        }
-        for (name, value) in &hookhost::config::env::snapshot() {
-            field(name.as_bytes());
-            field(value.as_bytes());
-        }
-        let digest = key.finalize();
-        let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let dir = hookhost::data_dir().join("daemons");
+        let args = std::env::args_os().skip(1).collect::<Vec<_>>();
+        let (dir, name) = super::key::daemon_of(&exe, args.iter().map(|a| a.as_os_str()))?;
         let place = Place {
             socket: dir.join(format!("{name}.sock")),
             lock: dir.join(format!("{name}.lock")),
             log: dir.join(format!("{name}.log")),
             dir,
         };
-        (place.socket.as_os_str().len() <= MAX_SOCKET_PATH && place.private_dir().is_ok())
-            .then_some(place)
+        place.private_dir().is_ok().then_some(place)
     }
 
     /// Creates the daemons' directory (mode 0700) and checks that only this user can
@@ -70,7 +41,7 @@ impl Place {
     /// state (whose files are each checked when opened), a directory found reachable by
     /// others is refused rather than narrowed: it may already hold their sockets. (One
     /// bound there before the user narrowed it is refused when connecting:
-    /// [`super::client::served_by_this_user`].)
+    /// [`super::key::served_by_this_user`].)
     fn private_dir(&self) -> Result<(), String> {
         if let Ok(meta) = std::fs::symlink_metadata(&self.dir)
             && hookhost::config::file::Rule::Private.mode_exceeds(&meta)

@@ -22,31 +22,11 @@ use super::place::{Place, still_at};
 use super::wire::encode;
 use super::{ACCEPT_BACKOFF, DEFAULT_IDLE, IDLE_VAR, MAX_CONNECTIONS, MAX_IDLE_SECS, MAX_INPUT};
 
-/// Whether this process's stdin is a listening socket: what only
-/// [`super::place::Place::start_daemon`] gives a process (an agent gives hooks a pipe or
-/// a connected socket pair). One `getsockopt`.
-pub(super) fn listening_stdin() -> bool {
-    let mut listening: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `listening` and `len` are valid for writes of the sizes given; descriptor 0
-    // is only queried.
-    let rc = unsafe {
-        libc::getsockopt(
-            0,
-            libc::SOL_SOCKET,
-            libc::SO_ACCEPTCONN,
-            (&raw mut listening).cast(),
-            &raw mut len,
-        )
-    };
-    rc == 0 && listening != 0
-}
-
 /// In a process started by [`super::place::Place::start_daemon`] (its stdin a listening
 /// socket bound at the place of its own command line, its stdout the locked lock file):
 /// serves its command line until idle, then exits. `None` in any other process.
 pub fn serve_if_started() -> Option<ExitCode> {
-    if !listening_stdin() {
+    if !super::key::listening_stdin() {
         return None;
     }
     // Leave the caller's session and its descriptors: the agent may kill its process

@@ -2,6 +2,7 @@
 
 use super::super::dispatch::Printed;
 
+/// The wire form of `printed` (read back by [`decode`]).
 pub(super) fn encode(printed: &Printed) -> Vec<u8> {
     let (stdout, stderr) = (printed.stdout.as_bytes(), printed.stderr.as_bytes());
     let mut bytes = Vec::with_capacity(9 + stdout.len() + stderr.len());
@@ -14,15 +15,9 @@ pub(super) fn encode(printed: &Printed) -> Vec<u8> {
 }
 
 /// The answer in `bytes`, if they are exactly one whole answer.
+/// ([`super::key::split_answer`], which the small client reads it with too).
 pub(super) fn decode(bytes: &[u8]) -> Option<Printed> {
-    let (&code, rest) = bytes.split_first()?;
-    let (stdout_len, rest) = rest.split_first_chunk::<4>()?;
-    let (stderr_len, rest) = rest.split_first_chunk::<4>()?;
-    let stdout_len = u32::from_le_bytes(*stdout_len) as usize;
-    if rest.len() != stdout_len.checked_add(u32::from_le_bytes(*stderr_len) as usize)? {
-        return None;
-    }
-    let (stdout, stderr) = rest.split_at(stdout_len);
+    let (code, stdout, stderr) = super::key::split_answer(bytes)?;
     Some(Printed {
         stdout: String::from_utf8_lossy(stdout).into_owned(),
         stderr: String::from_utf8_lossy(stderr).into_owned(),

@@ -33,19 +33,31 @@ pub(super) fn blocks_on_failure(agent: Agent, event: &str) -> bool {
             .is_some_and(|spec| spec.honours_on_failure())
 }
 
-/// Whether `command` is a drop-in `hookhost install` writes: the plain form, an absolute
-/// path to a `hookhost` binary (quoted or not), or exactly `custom`.
+/// Whether `command` is a drop-in `hookhost install` writes: `hookhost dispatch --format
+/// claude` or the small client's `hookhost-dispatch --format claude`
+/// ([`super::program`]), each by its plain name or by an absolute path to a program of
+/// that name (quoted or not), or exactly `custom`.
 pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
     if custom.is_some_and(|c| c == command) {
         return true;
     }
-    let Some(program) = command.strip_suffix(DISPATCH_ARGS) else {
+    [
+        ("hookhost", DISPATCH_ARGS),
+        (super::program::CLIENT, super::program::CLIENT_ARGS),
+    ]
+    .into_iter()
+    .any(|(name, args)| runs(command, name, args))
+}
+
+/// Whether `command` is `NAME ARGS` or `/…/NAME ARGS` (quoted for the shell or not).
+fn runs(command: &str, name: &str, args: &str) -> bool {
+    let Some(program) = command.strip_suffix(args) else {
         return false;
     };
     let Some(program) = program.strip_suffix(' ') else {
         return false;
     };
-    if program == "hookhost" {
+    if program == name {
         return true;
     }
     let unquoted = program
@@ -53,11 +65,13 @@ pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
         .and_then(|p| p.strip_suffix('\''))
         .map(|p| p.replace(r"'\''", "'"))
         .unwrap_or_else(|| program.to_string());
-    unquoted.starts_with('/') && Path::new(&unquoted).file_name() == Some("hookhost".as_ref())
+    unquoted.starts_with('/') && Path::new(&unquoted).file_name() == Some(name.as_ref())
 }
 
 /// Whether a handler already hands its events to hookhost (any form, including one the
-/// user wrote, like `HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude`).
+/// user wrote, like `HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude`; the
+/// small client's `hookhost-dispatch --format claude` contains `dispatch --format claude`
+/// too).
 fn is_any_drop_in(command: &str, custom: Option<&str>) -> bool {
     is_installed_form(command, custom)
         || (command.contains("hookhost") && command.contains(DISPATCH_ARGS))
@@ -237,6 +251,10 @@ mod tests {
             "hookhost dispatch --format claude",
             "/usr/local/bin/hookhost dispatch --format claude",
             "'/home/a b/.cargo/bin/hookhost' dispatch --format claude",
+            // The small client's forms.
+            "hookhost-dispatch --format claude",
+            "/usr/local/bin/hookhost-dispatch --format claude",
+            "'/home/a b/.cargo/bin/hookhost-dispatch' --format claude",
         ] {
             assert!(is_installed_form(ours, None), "{ours}");
         }
@@ -245,9 +263,17 @@ mod tests {
             "./hookhost-wrapper dispatch --format claude",
             "hookhost dispatch --format claude; rm -rf ~",
             "echo hookhost dispatch --format claude",
+            "./hookhost-dispatch --format claude",
+            "hookhost-dispatch dispatch --format claude",
+            "/usr/bin/hookhost --format claude",
+            "/usr/bin/hookhost-dispatch --format claude; rm -rf ~",
         ] {
             assert!(!is_installed_form(theirs, None), "{theirs}");
         }
+        assert!(is_any_drop_in(
+            "HOOKHOST_DISPATCH_DAEMON=off hookhost-dispatch --format claude",
+            None
+        ));
         assert!(is_any_drop_in(
             "HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude",
             None

@@ -14,6 +14,7 @@
 //! the size cap, a file that changed while it was being edited.
 
 mod drop_in;
+mod program;
 mod settings;
 
 use std::path::PathBuf;
@@ -141,8 +142,11 @@ impl InstallArgs {
         Ok((dir.join(file_name), false))
     }
 
-    /// The hook command: `--command`, else `hookhost …` when the `hookhost` on the PATH
-    /// is this binary, else this binary's absolute path, quoted for the shell.
+    /// The hook command: `--command`, else the program the drop-in runs
+    /// ([`program::small_client_beside`]: `hookhost-dispatch --format claude` when the
+    /// small client sits beside this binary and answers, else `hookhost dispatch --format
+    /// claude`), by its plain name when that name on the PATH is that very file, else by
+    /// its absolute path, quoted for the shell.
     fn command(&self) -> Result<(String, Option<String>), String> {
         if let Some(command) = &self.command {
             return Ok((command.clone(), None));
@@ -150,30 +154,33 @@ impl InstallArgs {
         let exe = std::env::current_exe()
             .and_then(|p| p.canonicalize())
             .map_err(|e| format!("cannot find this program's path ({e}); pass `--command`"))?;
+        let (program, name, args) = match program::small_client_beside(&exe) {
+            Some(client) => (client, program::CLIENT, program::CLIENT_ARGS),
+            None => (exe, "hookhost", DISPATCH_ARGS),
+        };
+        let program = program
+            .canonicalize()
+            .map_err(|e| format!("cannot find `{name}` ({e}); pass `--command`"))?;
         let on_path = hookhost::config::env::var("PATH").and_then(|path| {
             std::env::split_paths(&path)
-                .map(|dir| dir.join("hookhost"))
+                .map(|dir| dir.join(name))
                 .find(|candidate| candidate.is_file())
         });
-        if on_path.and_then(|p| p.canonicalize().ok()).as_ref() == Some(&exe) {
-            return Ok((format!("hookhost {DISPATCH_ARGS}"), None));
+        if on_path.and_then(|p| p.canonicalize().ok()).as_ref() == Some(&program) {
+            return Ok((format!("{name} {args}"), None));
         }
-        let exe_text = exe.to_str().ok_or_else(|| {
+        let program_text = program.to_str().ok_or_else(|| {
             format!(
-                "this program's path `{}` is not UTF-8; pass `--command`",
-                escape(&exe.display().to_string())
+                "the path `{}` is not UTF-8; pass `--command`",
+                escape(&program.display().to_string())
             )
         })?;
         let note = format!(
-            "`hookhost` on your PATH is not this binary, so the hook runs it by its path, {}; \
-             after `cargo install --path host --locked` (or with `--command`) it can be plain \
-             `hookhost`",
-            escape(exe_text)
+            "`{name}` on your PATH is not {}, so the hook runs it by its path; after `cargo \
+             install --path host --locked` (or with `--command`) it can be plain `{name}`",
+            escape(program_text)
         );
-        Ok((
-            format!("{} {DISPATCH_ARGS}", shell_quote(exe_text)),
-            Some(note),
-        ))
+        Ok((format!("{} {args}", shell_quote(program_text)), Some(note)))
     }
 }
 /// `text` as one shell word.

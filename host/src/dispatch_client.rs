@@ -1,0 +1,256 @@
+//! `hookhost-dispatch ARGS…`: the same call as `hookhost dispatch ARGS…` (the same stdout,
+//! stderr and exit code), in a program small enough that a call its dispatch daemon
+//! answers costs little more than starting a process. It links `std`, `libc` and `sha2`
+//! only (no async runtime, no wasm engine, no argument parser): it reads none of its
+//! arguments, it forwards them.
+//!
+//! It takes the `hookhost` in its own directory for the daemon's key (that executable's
+//! path and stamp, the arguments `dispatch ARGS…`, the directory and the environment:
+//! `cli/dispatch_daemon/key.rs`, the one file both programs compile for it), so that one
+//! daemon answers `hookhost-dispatch ARGS…` and `hookhost dispatch ARGS…` alike. When that
+//! daemon answers, it prints the answer. In every other case `hookhost` decides:
+//!
+//! - no daemon for the call (`HOOKHOST_DISPATCH_DAEMON`, a per-call variable, none
+//!   listening yet, one that is not this user's, a command line that has none): it
+//!   `exec`s `hookhost dispatch ARGS…` (the same process, its stdin untouched), which
+//!   dispatches in-process and starts the daemon, or answers the bad command line;
+//! - an input over the bound, or a daemon lost mid-request after the input was read: it
+//!   runs `hookhost dispatch ARGS…` with `HOOKHOST_DISPATCH_DAEMON=off` as its child,
+//!   the input written to its stdin through a pipe, its stdout and stderr this process's,
+//!   and exits with its exit code (the call dispatched once more, in-process, as
+//!   `hookhost dispatch` retries a lost daemon);
+//! - nothing could run `hookhost` (none beside this program, `exec` or the child failed,
+//!   the child killed by a signal): under `--format claude` the call is blocked (exit 2
+//!   with the reason on stderr), except on the events where Claude Code ignores
+//!   `onFailure` (a block there traps the agent in a loop: [`key::ON_FAILURE_IGNORED_EVENTS`]),
+//!   which get the host error (exit 1), as the Outcome format does.
+
+// The one reader of the environment, compiled here as well: what the key hashes
+// (`snapshot`) and where the daemons live (`data_dir_judged`) are that file's reads.
+#[allow(dead_code, unused_imports)]
+#[path = "config/env.rs"]
+mod env;
+#[path = "cli/dispatch_daemon/key.rs"]
+mod key;
+
+/// What `config/env.rs` and `key.rs` name of `config/file.rs`.
+mod file {
+    /// This process's effective uid.
+    pub fn effective_uid() -> u32 {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() }
+    }
+}
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+/// The program this one stands for, in the same directory.
+const HOOKHOST: &str = "hookhost";
+/// How much of an input is looked at for its `hook_event_name`, when nothing could run
+/// `hookhost` and the command line names no event.
+const EVENT_NAME_PREFIX: usize = 64 << 10;
+
+fn main() -> ExitCode {
+    // SAFETY: first thing in `main`: no other thread exists yet. (`hookhost` forgets the
+    // same variables before it computes the key, so the snapshots agree.)
+    unsafe { env::forget_process_tunables() };
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(hookhost) = hookhost_beside_this_program() else {
+        return unanswered(
+            &args,
+            None,
+            &format!("no `{HOOKHOST}` beside this program to dispatch with"),
+        );
+    };
+    if key::in_process_only() {
+        return exec_hookhost(&hookhost, &args);
+    }
+    let keyed = [OsStr::new("dispatch")]
+        .into_iter()
+        .chain(args.iter().map(OsString::as_os_str));
+    let Some((dir, name)) = key::daemon_of(&hookhost, keyed) else {
+        return exec_hookhost(&hookhost, &args);
+    };
+    // No daemon, or not this user's: `hookhost` dispatches (and starts one).
+    let Some(stream) = UnixStream::connect(dir.join(format!("{name}.sock")))
+        .ok()
+        .filter(key::served_by_this_user)
+    else {
+        return exec_hookhost(&hookhost, &args);
+    };
+    // Connected: the daemon reads stdin from here on.
+    let input = match key::read_input() {
+        Ok(input) => input,
+        Err(e) => {
+            eprintln!("hookhost: error: {}", escaped(&key::unreadable_stdin(&e)));
+            return ExitCode::from(1);
+        }
+    };
+    if input.len() > key::MAX_INPUT {
+        drop(stream);
+        return run_hookhost_on(&hookhost, &args, &input);
+    }
+    let answer = key::exchange(stream, &input).ok();
+    match answer.as_deref().and_then(key::split_answer) {
+        Some((code, stdout, stderr)) => {
+            // A reader that went away changes nothing: the hooks ran.
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(stdout);
+            let _ = out.flush();
+            let _ = std::io::stderr().lock().write_all(stderr);
+            ExitCode::from(code)
+        }
+        // Lost mid-request: once more, in-process (see the module's documentation).
+        None => run_hookhost_on(&hookhost, &args, &input),
+    }
+}
+
+/// The `hookhost` in this program's directory, resolved as the kernel names a running
+/// program (what that `hookhost` takes for its own path in the key).
+fn hookhost_beside_this_program() -> Option<PathBuf> {
+    let this = std::env::current_exe().ok()?;
+    std::fs::canonicalize(this.parent()?.join(HOOKHOST)).ok()
+}
+
+/// `hookhost dispatch ARGS…`, its `argv[0]` the path (so that its usage and errors name
+/// `hookhost`).
+fn hookhost_dispatch(hookhost: &Path, args: &[OsString]) -> Command {
+    let mut command = Command::new(hookhost);
+    command.arg0(hookhost).arg("dispatch").args(args);
+    command
+}
+
+/// Replaces this process with `hookhost dispatch ARGS…` on the untouched stdin. Returns
+/// only when that cannot be done, with the answer of a call nothing could dispatch.
+fn exec_hookhost(hookhost: &Path, args: &[OsString]) -> ExitCode {
+    let e = hookhost_dispatch(hookhost, args).exec();
+    unanswered(
+        args,
+        None,
+        &format!("cannot run `{}`: {e}", hookhost.display()),
+    )
+}
+
+/// Runs `hookhost dispatch ARGS…` with the daemon off (the call dispatched in that
+/// process) as a child, `input` written to its stdin, its stdout and stderr this
+/// process's; its exit code. This program never adopts orphans, so its one child needs
+/// no record (`handlers::descendants::spawn_own` is `hookhost`'s).
+fn run_hookhost_on(hookhost: &Path, args: &[OsString], input: &[u8]) -> ExitCode {
+    let mut command = hookhost_dispatch(hookhost, args);
+    command
+        .env("HOOKHOST_DISPATCH_DAEMON", "off")
+        .stdin(Stdio::piped());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let why = format!("cannot run `{}`: {e}", hookhost.display());
+            return unanswered(args, Some(input), &why);
+        }
+    };
+    // Written whole before the wait: `hookhost` reads all of its stdin before it writes
+    // (and one that stops early, on a bad flag, makes this write fail, not block), and
+    // its output goes to this process's stdout and stderr, not to a pipe of ours.
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input);
+    }
+    let why = match child.wait() {
+        Ok(status) => match status.code() {
+            Some(code) => return ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            None => format!(
+                "`{}` ended without an answer ({status})",
+                hookhost.display()
+            ),
+        },
+        Err(e) => format!("cannot wait for `{}`: {e}", hookhost.display()),
+    };
+    unanswered(args, Some(input), &why)
+}
+
+/// The answer of a call that nothing could dispatch (`why`): under `--format claude` a
+/// block (exit 2, the reason on stderr), except on an event where Claude Code ignores
+/// `onFailure` (named on the command line, else by the input's `hook_event_name`); a host
+/// error (exit 1) there and under the Outcome format.
+fn unanswered(args: &[OsString], input: Option<&[u8]>, why: &str) -> ExitCode {
+    eprintln!("hookhost: error: {}", escaped(why));
+    if !claude_format(args) {
+        return ExitCode::from(1);
+    }
+    let read;
+    let input = match input {
+        Some(input) => input,
+        None => {
+            read = key::read_input().unwrap_or_default();
+            &read
+        }
+    };
+    let event = event_argument(args).or_else(|| event_in(input));
+    let loops = event.is_some_and(|event| key::ON_FAILURE_IGNORED_EVENTS.contains(&event));
+    ExitCode::from(if loops { 1 } else { 2 })
+}
+
+/// Whether the command line asks for Claude Code's format (`--format claude` or
+/// `--format=claude`, anywhere: when in doubt, the block).
+fn claude_format(args: &[OsString]) -> bool {
+    args.iter().any(|a| a == "--format=claude")
+        || args
+            .windows(2)
+            .any(|pair| pair[0] == "--format" && pair[1] == "claude")
+}
+
+/// The event the command line names: its first argument that is neither a flag nor the
+/// value of one.
+fn event_argument(args: &[OsString]) -> Option<&str> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let arg = arg.to_str()?;
+        if matches!(arg, "--format" | "--project" | "--settings") {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return Some(arg);
+        }
+    }
+    None
+}
+
+/// The value of the one `"hook_event_name"` in the first [`EVENT_NAME_PREFIX`] bytes of
+/// `input`, when it is a plain string of letters (`None` otherwise, or when the key
+/// appears twice: then the block).
+fn event_in(input: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"\"hook_event_name\"";
+    let input = &input[..input.len().min(EVENT_NAME_PREFIX)];
+    let mut found = input
+        .windows(KEY.len())
+        .enumerate()
+        .filter(|(_, w)| *w == KEY);
+    let (at, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    let rest = input[at + KEY.len()..].trim_ascii_start();
+    let rest = rest.strip_prefix(b":")?.trim_ascii_start();
+    let rest = rest.strip_prefix(b"\"")?;
+    let end = rest.iter().position(|b| !b.is_ascii_alphabetic())?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+/// A message for one line of stderr: control characters escaped (it quotes paths).
+fn escaped(message: &str) -> String {
+    message
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,364 @@
+//! `hookhost-dispatch ARGS`, the small client of the dispatch daemon: the same call as
+//! `hookhost dispatch ARGS`, answered by the same daemon with the same bytes, and
+//! `hookhost` itself (exec'd: the same process) whenever that daemon does not answer.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::dispatch_daemon::{
+    daemon_pid, dispatch, hook_parent, normalized, parent_hook_config_with, process_alive, sockets,
+    with_daemon,
+};
+use crate::support::{
+    Run, TestEnv, bash_input, copy_env, deny_dangerous_bash, hooks, run_bytes, wait_until,
+};
+
+const CLIENT: &str = env!("CARGO_BIN_EXE_hookhost-dispatch");
+
+/// `hookhost-dispatch` with the environment and directory of `with_daemon(env, 120)`.
+fn client(env: &TestEnv) -> Command {
+    client_at(env, Path::new(CLIENT))
+}
+
+fn client_at(env: &TestEnv, program: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(&env.project);
+    copy_env(&with_daemon(env, 120), &mut cmd);
+    cmd
+}
+
+fn run(env: &TestEnv, mut cmd: Command, args: &[&str], input: &Value) -> Run {
+    env.run_with(cmd.args(args), &input.to_string())
+}
+
+/// What a run printed, with what differs from process to process normalized away.
+fn printed(run: &Run) -> (i32, String, String) {
+    (run.code, normalized(&run.stdout), run.stderr.clone())
+}
+
+/// Waits for the daemon of a call just made to listen (`count` daemons in all); its pid.
+fn listening(env: &TestEnv, count: usize) -> u32 {
+    wait_until("the dispatch daemon to listen", || {
+        let sockets = sockets(env);
+        sockets.len() == count
+            && sockets.iter().all(|socket| {
+                std::fs::read_to_string(socket.with_extension("log"))
+                    .is_ok_and(|log| log.contains(": serving until"))
+            })
+    });
+    let newest = sockets(env)
+        .into_iter()
+        .max_by_key(|s| std::fs::metadata(s).unwrap().modified().unwrap())
+        .unwrap();
+    daemon_pid(&newest)
+}
+
+/// The Outcome format (the default) and the Claude format, allow, deny and block, input
+/// that is not JSON and input over the bound: the client prints exactly what `hookhost
+/// dispatch` prints, in-process and through its daemon, and the one daemon of each
+/// command line answers both programs.
+#[test]
+fn the_client_prints_what_hookhost_dispatch_prints_through_the_same_daemon() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config_with(&[
+        json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
+    ]));
+    // With no daemon, the client is `hookhost dispatch` itself (the same process: it
+    // exec'd it), which dispatches in-process, answers in the Outcome format, and starts
+    // the daemon of the same command line.
+    let first = run(&env, client(&env), &["PreToolUse"], &bash_input("ls"));
+    assert_eq!(
+        hook_parent(&first),
+        first.pid,
+        "the first call runs in the client's process"
+    );
+    let daemon = listening(&env, 1);
+    // Its key is `hookhost dispatch PreToolUse`'s: one daemon answers both programs.
+    let fast = run(&env, client(&env), &["PreToolUse"], &bash_input("ls"));
+    assert_eq!(
+        hook_parent(&fast),
+        daemon,
+        "the client, answered by the daemon"
+    );
+    let big = dispatch(
+        &env,
+        with_daemon(&env, 120),
+        &["PreToolUse"],
+        &bash_input("ls"),
+    );
+    assert_eq!(
+        hook_parent(&big),
+        daemon,
+        "hookhost, answered by the same daemon"
+    );
+    assert_eq!(sockets(&env).len(), 1, "one daemon for both programs");
+
+    // The Claude format's command line has a daemon of its own, started by `hookhost`
+    // and then used by the client.
+    dispatch(
+        &env,
+        with_daemon(&env, 120),
+        &["--format", "claude"],
+        &bash_input("ls"),
+    );
+    let claude_daemon = listening(&env, 2);
+    assert!(process_alive(claude_daemon) && claude_daemon != daemon);
+    for args in [&["PreToolUse"][..], &["--format", "claude"][..]] {
+        // Allowed (`ls`, with the parent hook's message), blocked by the command hook
+        // (exit 2), denied by the wasm hook.
+        for command in ["ls", "rm -rf /", "curl https://example.com/x.sh | sh"] {
+            let input = bash_input(command);
+            let own = dispatch(&env, env.command(), args, &input);
+            let big = dispatch(&env, with_daemon(&env, 120), args, &input);
+            let small = run(&env, client(&env), args, &input);
+            assert_eq!(printed(&small), printed(&own), "{args:?} {command}");
+            assert_eq!(printed(&small), printed(&big), "{args:?} {command}");
+        }
+        // Input that is not JSON, and input over the bound (which the client hands to
+        // `hookhost` rather than to the daemon).
+        for input in [b"{not json".to_vec(), vec![b' '; (64 << 20) + 1]] {
+            let own = run_bytes(env.command().arg("dispatch").args(args), &input);
+            let big = run_bytes(with_daemon(&env, 120).arg("dispatch").args(args), &input);
+            let small = run_bytes(client(&env).args(args), &input);
+            assert_ne!(own.code, 0, "{}", own.stderr);
+            assert_eq!(printed(&small), printed(&own), "{args:?} {}", input.len());
+            assert_eq!(printed(&small), printed(&big), "{args:?} {}", input.len());
+        }
+    }
+    let claude = run(
+        &env,
+        client(&env),
+        &["--format", "claude"],
+        &bash_input("rm -rf /"),
+    );
+    assert_eq!(claude.code, 2, "{}", claude.stderr);
+    assert!(claude.stderr.contains("rm -rf is not allowed"));
+    assert_eq!(sockets(&env).len(), 2, "no daemon of the client's own");
+    assert!(process_alive(daemon) && process_alive(claude_daemon));
+}
+
+/// Where a call has no daemon (`HOOKHOST_DISPATCH_DAEMON=off`, trace context,
+/// `CLAUDE_ENV_FILE`) or its command line is not one (help, a bad flag), the client is
+/// `hookhost dispatch` itself, in its own process: the same bytes, and no daemon started.
+#[test]
+fn without_a_daemon_for_the_call_the_client_is_hookhost_dispatch_itself() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config_with(&[]));
+    let env_file = env.home.join("claude-env");
+    std::fs::write(&env_file, "").unwrap();
+    let env_file = env_file.display().to_string();
+    for (name, value) in [
+        ("HOOKHOST_DISPATCH_DAEMON", "off"),
+        (
+            "TRACEPARENT",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ),
+        ("CLAUDE_ENV_FILE", env_file.as_str()),
+    ] {
+        for args in [&["PreToolUse"][..], &["--format", "claude"]] {
+            for command in ["ls", "rm -rf /"] {
+                let input = bash_input(command);
+                let mut own = with_daemon(&env, 120);
+                own.env(name, value);
+                let mut small = client(&env);
+                small.env(name, value);
+                let own = dispatch(&env, own, args, &input);
+                let small = run(&env, small, args, &input);
+                assert_eq!(printed(&small), printed(&own), "{name} {args:?} {command}");
+            }
+        }
+        let mut small = client(&env);
+        small.env(name, value);
+        let small = run(&env, small, &["PreToolUse"], &bash_input("ls"));
+        assert_eq!(
+            hook_parent(&small),
+            small.pid,
+            "{name}: in the client's process"
+        );
+    }
+    for args in [
+        &["--help"][..],
+        &["--format", "json"],
+        &["--no-such-flag"],
+        &["A", "B"],
+    ] {
+        let own = dispatch(&env, with_daemon(&env, 120), args, &json!({}));
+        let small = run(&env, client(&env), args, &json!({}));
+        assert_eq!(
+            (small.code, &small.stdout, &small.stderr),
+            (own.code, &own.stdout, &own.stderr),
+            "{args:?}"
+        );
+    }
+    assert!(
+        sockets(&env).is_empty() && crate::dispatch_daemon::logs(&env).is_empty(),
+        "a call without a daemon started one"
+    );
+}
+
+/// Issue 24.1 for the client: a daemon killed while the client's callers wait lets none
+/// of them through. Each is dispatched once more, in-process, by the `hookhost` the client
+/// runs as its child with the input it read; the Outcome format gets its outcome.
+#[test]
+fn a_daemon_killed_while_callers_of_the_client_wait_lets_none_of_them_through() {
+    let env = TestEnv::new();
+    let started = env.project.join("started");
+    let gate = env.project.join("gate");
+    std::fs::create_dir_all(&started).unwrap();
+    std::fs::write(&gate, "").unwrap();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": crate::fail_closed::gated_guard(&started, &gate)}]),
+    ));
+    let claude = || {
+        let mut cmd = client(&env);
+        cmd.args(["--format", "claude"]);
+        cmd
+    };
+    let outcome = || {
+        let mut cmd = client(&env);
+        cmd.arg("PreToolUse");
+        cmd
+    };
+    for first in [claude(), outcome()] {
+        let first = run(&env, first, &[], &bash_input("ls"));
+        assert_eq!(first.code, 0, "{}", first.stderr);
+    }
+    listening(&env, 2);
+    let daemons: Vec<u32> = sockets(&env).iter().map(|s| daemon_pid(s)).collect();
+    std::fs::remove_file(&gate).unwrap();
+    for entry in std::fs::read_dir(&started).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let callers: Vec<_> = (0..8)
+        .map(|n| {
+            let mut child = if n % 2 == 0 { claude() } else { outcome() }
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let input = bash_input("rm -rf /").to_string();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+            (n % 2 == 0, child)
+        })
+        .collect();
+    wait_until("8 guards running in the daemons", || {
+        std::fs::read_dir(&started).unwrap().count() >= 8
+    });
+    for daemon in &daemons {
+        // SAFETY: kill has no memory-safety preconditions.
+        assert_eq!(unsafe { libc::kill(*daemon as i32, libc::SIGKILL) }, 0);
+    }
+    wait_until("the daemons to die", || {
+        daemons.iter().all(|d| !process_alive(*d))
+    });
+    std::fs::write(&gate, "").unwrap();
+    let mut let_through = Vec::new();
+    for (claude, child) in callers {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let blocked = if claude {
+            out.status.code() == Some(2) && stderr.contains("rm -rf is not allowed")
+        } else {
+            out.status.code() == Some(0)
+                && serde_json::from_str::<Value>(&stdout)
+                    .is_ok_and(|o| o["decision"] == "block" || o["decision"] == "deny")
+        };
+        if !blocked {
+            let_through.push((claude, out.status.code(), stdout, stderr));
+        }
+    }
+    assert!(
+        let_through.is_empty(),
+        "callers let through: {let_through:#?}"
+    );
+}
+
+/// With no `hookhost` beside it to run, the client blocks under `--format claude` (exit
+/// 2 with the reason), except on an event where a block would trap the agent in a loop;
+/// the Outcome format gets the host error (exit 1).
+#[test]
+fn with_no_hookhost_beside_it_the_client_fails_closed() {
+    let env = TestEnv::new();
+    let alone = env.home.join("bin");
+    std::fs::create_dir_all(&alone).unwrap();
+    let copy = alone.join("hookhost-dispatch");
+    std::fs::copy(CLIENT, &copy).unwrap();
+    let lone = || client_at(&env, &copy);
+    let gated = run(&env, lone(), &["--format", "claude"], &bash_input("ls"));
+    assert_eq!(gated.code, 2, "{}", gated.stderr);
+    assert_eq!(
+        gated.stderr,
+        "hookhost: error: no `hookhost` beside this program to dispatch with\n"
+    );
+    let named = run(
+        &env,
+        lone(),
+        &["--format", "claude", "PreToolUse"],
+        &json!({}),
+    );
+    assert_eq!(named.code, 2, "{}", named.stderr);
+    let stop = json!({"session_id": "s1", "hook_event_name": "Stop", "cwd": env.project});
+    let ungated = run(&env, lone(), &["--format", "claude"], &stop);
+    assert_eq!(ungated.code, 1, "{}", ungated.stderr);
+    let outcome = run(&env, lone(), &["PreToolUse"], &bash_input("ls"));
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    assert!(outcome.stderr.starts_with("hookhost: error: "));
+    assert_eq!(outcome.stdout, "");
+}
+
+/// The client forwards the call itself: while its daemon runs the hooks, the caller's
+/// process is still `hookhost-dispatch`, not a `hookhost` it exec'd (which would forward
+/// to the same daemon and print the same bytes, at the cost the client exists to save).
+#[test]
+fn the_client_itself_is_answered_by_the_daemon() {
+    let env = TestEnv::new();
+    let started = env.project.join("started");
+    let gate = env.project.join("gate");
+    std::fs::create_dir_all(&started).unwrap();
+    std::fs::write(&gate, "").unwrap();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": crate::fail_closed::gated_guard(&started, &gate)}]),
+    ));
+    for args in [&["PreToolUse"][..], &["--format", "claude"]] {
+        let first = run(&env, client(&env), args, &bash_input("ls"));
+        assert_eq!(first.code, 0, "{}", first.stderr);
+    }
+    listening(&env, 2);
+    std::fs::remove_file(&gate).unwrap();
+    for args in [&["PreToolUse"][..], &["--format", "claude"]] {
+        for entry in std::fs::read_dir(&started).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        let mut child = client(&env)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = bash_input("ls").to_string();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        wait_until("the guard running in the daemon", || {
+            std::fs::read_dir(&started).unwrap().count() >= 1
+        });
+        let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
+        std::fs::write(&gate, "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        std::fs::remove_file(&gate).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(
+            exe.file_name().unwrap(),
+            "hookhost-dispatch",
+            "{args:?}: the caller became {}",
+            exe.display()
+        );
+    }
+}
