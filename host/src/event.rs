@@ -16,9 +16,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod invocation;
 mod keys;
 mod model_verdict;
 mod sets;
+pub use invocation::Invocation;
 pub use model_verdict::{ModelVerdictRule, Refusal};
 
 /// What exit code 2 (or an equivalent blocking error) does on an event.
@@ -394,73 +396,6 @@ impl EventCatalogue {
         let mut names: Vec<&str> = self.events.keys().map(String::as_str).collect();
         names.sort_unstable();
         names
-    }
-}
-
-/// One event being dispatched: everything a handler may read about it.
-#[derive(Debug, Clone)]
-pub struct Invocation {
-    /// The event's attributes.
-    pub spec: Arc<EventSpec>,
-    /// The input object.
-    pub input: Value,
-    /// The input as compact JSON on one line, as Claude Code sends it.
-    pub input_json: String,
-    /// `session_id` of the input (empty when absent).
-    pub session_id: String,
-    /// `cwd` of the input, else the project directory.
-    pub cwd: PathBuf,
-    /// The project directory.
-    pub project_dir: PathBuf,
-    /// The `CLAUDE_ENV_FILE` of the session, on the events that have one.
-    pub env_file: Option<PathBuf>,
-}
-
-impl Invocation {
-    /// The invocation of the event `spec` with `input`: `hook_event_name` is added when
-    /// the input lacks it, `session_id` and `cwd` are read from it (`cwd` defaults to the
-    /// project directory). `env_file` is left unset: the dispatcher gives it on the events
-    /// that have one. `None` when the input is not a JSON object.
-    pub fn new(spec: Arc<EventSpec>, mut input: Value, project_dir: &Path) -> Option<Invocation> {
-        let object = input.as_object_mut()?;
-        object
-            .entry("hook_event_name")
-            .or_insert_with(|| Value::String(spec.name.to_string()));
-        let session_id = object
-            .get("session_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let cwd = object
-            .get("cwd")
-            .and_then(Value::as_str)
-            .map_or_else(|| project_dir.to_path_buf(), PathBuf::from);
-        let input_json = input.to_string();
-        Some(Invocation {
-            spec,
-            input,
-            input_json,
-            session_id,
-            cwd,
-            project_dir: project_dir.to_path_buf(),
-            env_file: None,
-        })
-    }
-
-    /// This invocation with `input` in place of its input (a transform chain's next
-    /// step): the old input is neither copied nor kept, and `session_id` and `cwd` stay
-    /// those the event arrived with (what a hook's rewrite may change is its tool's input
-    /// or output, never what scopes the event).
-    pub fn with_input(&self, input: Value) -> Invocation {
-        Invocation {
-            spec: self.spec.clone(),
-            input_json: input.to_string(),
-            input,
-            session_id: self.session_id.clone(),
-            cwd: self.cwd.clone(),
-            project_dir: self.project_dir.clone(),
-            env_file: self.env_file.clone(),
-        }
     }
 }
 
