@@ -10,11 +10,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-use serde_json::Value;
 
 mod invocation;
 mod keys;
