@@ -14,6 +14,7 @@
 //! A matcher is at most [`MAX_MATCHER_BYTES`] long, and a regex matcher compiles under a size
 //! limit: a larger one is a config error naming the pattern, never a panic.
 
+mod compiled_cache;
 mod if_rule;
 mod lazy_regex;
 pub mod shell;

@@ -9,11 +9,12 @@
 //! a config with more distinct globs than that compiles again those an event reaches
 //! after the cache filled.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
+
+use super::super::compiled_cache::CompiledCache;
 
 /// The most compiled globs kept at once, across every rule of the process.
 pub(super) const CACHED_GLOBS: usize = 256;
@@ -26,12 +27,7 @@ pub(super) struct LazyGlob {
     literal_separator: bool,
 }
 
-/// The compiled globs, by glob: emptied when full.
-static COMPILED_GLOBS: Mutex<Option<HashMap<LazyGlob, Arc<GlobMatcher>>>> = Mutex::new(None);
-
-fn cache() -> MutexGuard<'static, Option<HashMap<LazyGlob, Arc<GlobMatcher>>>> {
-    COMPILED_GLOBS.lock().unwrap_or_else(|e| e.into_inner())
-}
+static COMPILED: CompiledCache<LazyGlob, Arc<GlobMatcher>> = CompiledCache::new(CACHED_GLOBS);
 
 impl LazyGlob {
     /// Parses `pattern` (an error for a bad glob), compiling nothing.
@@ -50,34 +46,20 @@ impl LazyGlob {
     /// again; were it not to, the glob would match, so that the filter never hides a
     /// call from a hook.)
     pub(super) fn is_match(&self, path: impl AsRef<Path>) -> bool {
-        self.compiled()
+        COMPILED
+            .get_or_compile(self, || {
+                let glob = GlobBuilder::new(&self.pattern)
+                    .literal_separator(self.literal_separator)
+                    .build()
+                    .ok()?;
+                Some(Arc::new(glob.compile_matcher()))
+            })
             .is_none_or(|matcher| matcher.is_match(path.as_ref()))
-    }
-
-    /// The compiled glob, from the cache or compiled now (outside the lock) and kept.
-    fn compiled(&self) -> Option<Arc<GlobMatcher>> {
-        if let Some(matcher) = cache().as_ref().and_then(|c| c.get(self)) {
-            return Some(matcher.clone());
-        }
-        let matcher = Arc::new(
-            GlobBuilder::new(&self.pattern)
-                .literal_separator(self.literal_separator)
-                .build()
-                .ok()?
-                .compile_matcher(),
-        );
-        let mut cache = cache();
-        let cache = cache.get_or_insert_with(HashMap::new);
-        if cache.len() >= CACHED_GLOBS {
-            cache.clear();
-        }
-        cache.insert(self.clone(), matcher.clone());
-        Some(matcher)
     }
 
     /// How many compiled globs the cache holds.
     #[cfg(test)]
     pub(super) fn cached() -> usize {
-        cache().as_ref().map_or(0, HashMap::len)
+        COMPILED.len()
     }
 }
