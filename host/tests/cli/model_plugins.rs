@@ -13,6 +13,8 @@ use crate::support::{Run, TestEnv, bash_input, hooks};
 
 const KEY: &str = "sk-ant-plugin-test-NEVER-LOGGED";
 const SPENT: u64 = INPUT_TOKENS + OUTPUT_TOKENS;
+/// Input tokens the budget tests' server bills per request.
+const BILLED: u64 = 1_000;
 
 fn judge(extra: Value) -> Value {
     let mut hook = json!({
@@ -79,7 +81,14 @@ fn a_plugin_asks_the_model_and_denies_when_it_says_no() {
     assert_eq!(request.path, "/v1/messages");
     assert_eq!(request.header("x-api-key"), Some(KEY));
     assert_eq!(request.body["model"], "claude-haiku-4-5");
-    assert_eq!(request.body["max_tokens"], 1000, "lowered to the grant");
+    // Lowered to what the request's input (its text at four bytes a token) leaves of the
+    // grant.
+    let text = request.prompt().len() + request.body["system"].as_str().map_or(0, str::len);
+    assert_eq!(
+        request.body["max_tokens"],
+        1000 - (text as u64).div_ceil(4),
+        "lowered to the grant"
+    );
     assert!(
         request.prompt().contains("rm -rf .git"),
         "{}",
@@ -108,13 +117,16 @@ fn a_plugin_asks_the_model_and_denies_when_it_says_no() {
 #[test]
 fn a_spent_budget_is_an_error_and_nothing_more_is_sent() {
     let env = TestEnv::new();
-    let server = ModelServer::start(vec![verdict(true, "")]);
-    // One answer spends the whole budget; the second vote is refused before sending.
+    // One answer spends the whole budget (the provider bills 1,000 input tokens; the
+    // request's own text, about 70 tokens, fits the budget before it is sent); the
+    // second vote is refused before sending.
+    let server = ModelServer::billing(BILLED, vec![verdict(true, "")]);
+    let budget = BILLED + OUTPUT_TOKENS;
     env.user_hooks(hooks(
         "PreToolUse",
         "Bash",
         json!([judge(json!({
-            "capabilities": {"model": {"tokensPerEvent": SPENT}},
+            "capabilities": {"model": {"tokensPerEvent": budget}},
             "config": {"votes": 2}
         }))]),
     ));
@@ -124,17 +136,17 @@ fn a_spent_budget_is_an_error_and_nothing_more_is_sent() {
     assert_eq!(report["failure"], "pluginError", "{report}");
     let message = report["message"].as_str().unwrap();
     assert!(
-        message.contains(&format!("token budget of {SPENT} per event"))
+        message.contains(&format!("token budget of {budget} per event"))
             && message.contains("capabilities.model.tokensPerEvent"),
         "{message}"
     );
-    assert_eq!(report["tokens"], SPENT, "{report}");
+    assert_eq!(report["tokens"], budget, "{report}");
     assert_eq!(report["turns"], 1, "{report}");
     assert_eq!(server.requests().len(), 1, "the refused call was not sent");
     assert_eq!(out["decision"], "none", "onFailure continue: {out}");
     let entries = env.audit_entries();
     let line = &entries.last().unwrap()["hooks"][0];
-    assert_eq!(line["tokens"], SPENT, "{line}");
+    assert_eq!(line["tokens"], budget, "{line}");
 }
 
 #[test]

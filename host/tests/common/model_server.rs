@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-/// Input tokens the server reports for every request.
+/// Input tokens the server reports for every request (unless started with
+/// [`ModelServer::billing`]).
 pub const INPUT_TOKENS: u64 = 11;
 /// Output tokens the server reports for every answer.
 pub const OUTPUT_TOKENS: u64 = 5;
@@ -128,9 +129,21 @@ impl ModelServer {
         ModelServer::start_on(std::net::Ipv4Addr::LOCALHOST, replies)
     }
 
+    /// [`ModelServer::start`], reporting `input_tokens` for every request instead of
+    /// [`INPUT_TOKENS`]: for tests of token budgets, which refuse a request whose text,
+    /// estimated at four bytes a token, does not fit, and then count what the provider
+    /// reports.
+    pub fn billing(input_tokens: u64, replies: Vec<Reply>) -> ModelServer {
+        ModelServer::start_with(std::net::Ipv4Addr::LOCALHOST, input_tokens, replies)
+    }
+
     /// [`ModelServer::start`] on the address `ip` (a non-loopback one of this machine's,
     /// for tests of what loopback changes).
     pub fn start_on(ip: std::net::Ipv4Addr, replies: Vec<Reply>) -> ModelServer {
+        ModelServer::start_with(ip, INPUT_TOKENS, replies)
+    }
+
+    fn start_with(ip: std::net::Ipv4Addr, input_tokens: u64, replies: Vec<Reply>) -> ModelServer {
         let listener = TcpListener::bind((ip, 0)).unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -139,7 +152,7 @@ impl ModelServer {
         std::thread::spawn(move || {
             for stream in listener.incoming().take(200).flatten() {
                 let (seen, next) = (seen.clone(), next.clone());
-                std::thread::spawn(move || serve(stream, &seen, &next));
+                std::thread::spawn(move || serve(stream, &seen, &next, input_tokens));
             }
         });
         ModelServer {
@@ -155,7 +168,12 @@ impl ModelServer {
     }
 }
 
-fn serve(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, script: &Mutex<VecDeque<Reply>>) {
+fn serve(
+    stream: TcpStream,
+    seen: &Mutex<Vec<Recorded>>,
+    script: &Mutex<VecDeque<Reply>>,
+    input_tokens: u64,
+) {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() {
@@ -187,7 +205,7 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, script: &Mutex<VecDeque
     let reply = script.lock().unwrap().pop_front().unwrap_or(Reply::Verdict(
         json!({"ok": true, "reason": "", "impossible": false}),
     ));
-    let (status, answer) = answer(&recorded, reply);
+    let (status, answer) = answer(&recorded, reply, input_tokens);
     seen.lock().unwrap().push(recorded);
     let mut stream = reader.into_inner();
     let Some(answer) = answer else {
@@ -258,7 +276,7 @@ fn anthropic_error(kind: &str, message: &str) -> Value {
 }
 
 /// The status and body for `request` (`None`: stall).
-fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
+fn answer(request: &Recorded, reply: Reply, input_tokens: u64) -> (u16, Option<Value>) {
     let body = &request.body;
     let model = body["model"].clone();
     let calls = body["messages"].as_array().map_or(0, Vec::len);
@@ -321,7 +339,7 @@ fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
             Some(json!({
                 "id": "msg_01", "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": stop, "stop_sequence": null,
-                "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS}
+                "usage": {"input_tokens": input_tokens, "output_tokens": OUTPUT_TOKENS}
             })),
         );
     }
@@ -357,8 +375,8 @@ fn answer(request: &Recorded, reply: Reply) -> (u16, Option<Value>) {
             Some(json!({
                 "id": "chatcmpl-01", "object": "chat.completion", "created": 0, "model": model,
                 "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-                "usage": {"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
-                          "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}
+                "usage": {"prompt_tokens": input_tokens, "completion_tokens": OUTPUT_TOKENS,
+                          "total_tokens": input_tokens + OUTPUT_TOKENS}
             })),
         );
     }

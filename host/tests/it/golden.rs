@@ -198,7 +198,11 @@ async fn a_v0_2_plugin_asks_the_embedders_model_under_its_grant() {
     let asked = embedder.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].system, "Answer ALLOW or DENY, then why.");
-    assert_eq!(asked[0].max_tokens, 50, "lowered to the grant (64 asked)");
+    assert_eq!(
+        asked[0].max_tokens,
+        50 - asked[0].estimated_input_tokens(),
+        "lowered to what the input leaves of the grant (64 asked)"
+    );
     assert!(
         asked[0].prompt.contains("`curl x | sh`"),
         "{}",

@@ -55,8 +55,13 @@ pub async fn run(
     places: &HostPlaces,
 ) -> HandlerRun {
     let started = Instant::now();
+    // The hook's own budget is held where every model request's is
+    // ([`Resolved::complete`]): the lower of it and managed policy's.
     let model = match model {
-        Ok(model) => model,
+        Ok(model) => match spec.token_budget {
+            Some(tokens) => model.within(tokens, "the hook's `tokenBudget`"),
+            None => model,
+        },
         Err(e) => return HandlerRun::failed(e.kind, e.message, started),
     };
     let workspace = match tools::Workspace::open(&invocation.project_dir, places.clone()) {
@@ -113,21 +118,6 @@ async fn converse(
     let note =
         |f: &dyn Fn(&mut Progress)| f(&mut progress.lock().unwrap_or_else(|e| e.into_inner()));
     for _ in 0..spec.max_turns {
-        if let Some(budget) = spec.token_budget {
-            // Output tokens asked for: at most what the hook's budget has left.
-            request.max_tokens = DEFAULT_MAX_TOKENS.min(budget.saturating_sub(model.tokens_used()));
-        }
-        if let Some(budget) = spec.token_budget
-            && model.tokens_used() >= budget
-        {
-            return Err(ModelError::new(
-                FailureKind::Limit,
-                format!(
-                    "the hook's `tokenBudget` of {budget} is spent ({} tokens)",
-                    model.tokens_used()
-                ),
-            ));
-        }
         let reply = model.complete(request.clone()).await?;
         note(&|p| p.turns += 1);
         if let Some(call) = reply.tool_calls.iter().find(|c| c.name == ANSWER_TOOL) {

@@ -56,6 +56,11 @@ pub const RESPONSE_LIMIT: usize = 1 << 20;
 /// Output tokens asked for one answer (lowered to what the budget has left).
 pub const DEFAULT_MAX_TOKENS: u64 = 1024;
 
+/// Bytes of a request's text counted as one input token before it is sent
+/// ([`ModelRequest::estimated_input_tokens`]): both providers document about four
+/// characters of English per token.
+pub const BYTES_PER_TOKEN: u64 = 4;
+
 /// One question to a model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
@@ -76,6 +81,64 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDef>,
     /// The conversation after `prompt`: the model's calls and the tools' results.
     pub turns: Vec<Turn>,
+}
+
+impl ModelRequest {
+    /// The input tokens this request is expected to cost before a provider counts them:
+    /// its [`ModelRequest::text_bytes`] over [`BYTES_PER_TOKEN`], rounded up. The budget
+    /// refuses a request whose estimate does not fit ([`Resolved::complete`]); what is
+    /// spent is still the provider's own count.
+    pub fn estimated_input_tokens(&self) -> u64 {
+        self.text_bytes().div_ceil(BYTES_PER_TOKEN)
+    }
+
+    /// Every byte of text the request sends: system prompt, prompt, turns, tools and
+    /// schema (JSON values as they are serialised), without the wire format's framing.
+    pub fn text_bytes(&self) -> u64 {
+        let json = |value: &Value| {
+            let mut counter = ByteCount(0);
+            // Writing into a counter cannot fail; a value that fails to serialise sends
+            // nothing either.
+            let _ = serde_json::to_writer(&mut counter, value);
+            counter.0
+        };
+        let mut bytes = self.system.len() + self.prompt.len();
+        bytes += self.schema.as_ref().map_or(0, json);
+        for tool in &self.tools {
+            bytes += tool.name.len() + tool.description.len() + json(&tool.input_schema);
+        }
+        for turn in &self.turns {
+            bytes += match turn {
+                Turn::Assistant { text, calls } => {
+                    let calls: usize = calls
+                        .iter()
+                        .map(|call| call.id.len() + call.name.len() + json(&call.input))
+                        .sum();
+                    text.len() + calls
+                }
+                Turn::ToolResults { results } => results
+                    .iter()
+                    .map(|result| result.id.len() + result.content.len())
+                    .sum(),
+                Turn::User { text } => text.len(),
+            };
+        }
+        bytes as u64
+    }
+}
+
+/// Counts the bytes written to it (the length of a JSON value without keeping it).
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A model's answer.
@@ -239,8 +302,10 @@ impl Resolved {
         }
     }
 
-    /// Asks once, within the token budget: the output tokens asked for are lowered to
-    /// what is left, and a budget already spent refuses without sending.
+    /// Asks once, within the token budget: a request whose input, estimated
+    /// ([`ModelRequest::estimated_input_tokens`]), leaves no output token of what is left
+    /// is refused without sending (so one large request cannot overshoot the budget),
+    /// and the output tokens asked for are lowered to what the input leaves.
     ///
     /// # Errors
     ///
@@ -258,7 +323,20 @@ impl Resolved {
                     ),
                 ));
             }
-            request.max_tokens = request.max_tokens.min(left);
+            let input = request.estimated_input_tokens();
+            if input >= left {
+                return Err(ModelError::new(
+                    FailureKind::Limit,
+                    format!(
+                        "this request's input, about {input} tokens ({} bytes of text over \
+                         {BYTES_PER_TOKEN}), does not fit the {left} left of the token budget \
+                         of {budget} per event ({}); it was not sent",
+                        request.text_bytes(),
+                        self.budget_from
+                    ),
+                ));
+            }
+            request.max_tokens = request.max_tokens.min(left - input);
         }
         let reply = self.client.complete(&request).await?;
         self.spend(reply.input_tokens.saturating_add(reply.output_tokens));

@@ -162,15 +162,13 @@ fn json_that_is_not_an_object_blocks_under_the_claude_format() {
     assert!(marker.exists(), "the control's hook did not run");
 }
 
-/// A plugin granted `tokensPerEvent: 100` sends one request of 40,000 bytes of text
-/// (about 10,000 tokens): the budget lowers only the output asked for (`max_tokens`) and
-/// refuses only once it is spent, so the first call goes out whole and the provider bills
-/// a hundred times the grant (up to `MAX_MODEL_REQUEST_BYTES`, 256 KiB, in one call). The
-/// fix belongs at `handlers/model/mod.rs` `Resolved::complete` (refuse a request whose
-/// text alone, estimated, is more than the budget left), but the prompt and agent hooks'
-/// tests stand on the loopback server's fiction of 11 input tokens for any prompt.
+/// A plugin granted a budget of 16 tokens sends one request of 40,000 bytes of text
+/// (about 10,000 tokens): the budget lowered only the output asked for (`max_tokens`) and
+/// refused only once spent, so the first call went out whole and the provider billed
+/// hundreds of times the grant. Fixed at `handlers/model/mod.rs` `Resolved::complete`,
+/// which every model request passes (prompt, agent and plugin calls): a request whose
+/// text, estimated at four bytes a token, does not fit what is left is not sent.
 #[test]
-#[ignore = "gets through: a budget caps the output tokens only; one request's input overshoots it"]
 fn one_large_request_cannot_overshoot_the_token_budget() {
     let env = TestEnv::new();
     let server = ModelServer::start(vec![]);
