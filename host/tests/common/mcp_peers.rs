@@ -4,7 +4,9 @@
 //! - [`STDIO_SERVER`], a stdio server in Python: it answers `initialize` and `tools/list`
 //!   like any server, and `tools/call` as its first argument says: `pid` (the text
 //!   `pid <its process id>`), `huge-line` (an answer line that never ends), `chatter`
-//!   (small notifications, without end, and never the answer).
+//!   (small notifications, without end, and never the answer), `dies-second` (appends a
+//!   line to the file named by its second argument at every call; answers the first,
+//!   exits without answering the second).
 //! - [`HostileHttp`], a streamable-HTTP server on loopback that answers `initialize`
 //!   and the `initialized` notification as the protocol asks, and a tool call by the
 //!   tool's name: `endless-json` (a JSON body without end), `huge-event` (one SSE event
@@ -57,6 +59,15 @@ for line in sys.stdin:
                            "params": {"level": "info", "data": "x" * 60000}}) + "\n"
         while True:
             out.write(note)
+    elif method == "tools/call" and mode == "dies-second":
+        with open(sys.argv[2], "a") as ran:
+            ran.write("ran %d\n" % os.getpid())
+        calls = globals().get("calls", 0) + 1
+        globals()["calls"] = calls
+        if calls > 1:
+            os._exit(0)
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {
+            "content": [{"type": "text", "text": "pid %d" % os.getpid()}]}})
     else:
         send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
 "#;

@@ -131,3 +131,41 @@ async fn a_stdio_servers_endless_line_and_endless_chatter_are_cut_at_the_bounds(
         "{outcome:#?}"
     );
 }
+
+/// A warm server that dies during a call, after the call reached it (the tool may have
+/// run), is not called again on a restarted server within that call: a tool runs at most
+/// once per call (`handlers/mcp/clients.rs`, `Intake::sent`). Before, the call was
+/// repeated on a new server, and the tool ran twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_during_a_call_is_not_called_again_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_stdio_server(dir.path());
+    let ran = dir.path().join("ran.txt");
+    let server = json!({"command": "python3",
+                        "args": [script, "dies-second", ran.to_str().unwrap()]});
+    let lines = || {
+        std::fs::read_to_string(&ran)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let outcome = call(dir.path(), server.clone(), "t", "UserPromptSubmit", 60).await;
+    assert_eq!(outcome.hooks[0].status, HookStatus::Ok, "{outcome:#?}");
+    assert_eq!(lines(), 1);
+    // The same (warm) server gets the next call, runs it, and dies before answering.
+    let outcome = call(dir.path(), server.clone(), "t", "UserPromptSubmit", 60).await;
+    assert_eq!(outcome.hooks[0].status, HookStatus::Failed, "{outcome:#?}");
+    assert!(
+        outcome.hooks[0]
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("not repeated, as the tool may have run"),
+        "{outcome:#?}"
+    );
+    assert_eq!(lines(), 2, "the tool ran again on a restarted server");
+    // The next call starts the server afresh.
+    let outcome = call(dir.path(), server, "t", "UserPromptSubmit", 60).await;
+    assert_eq!(outcome.hooks[0].status, HookStatus::Ok, "{outcome:#?}");
+    assert_eq!(lines(), 3);
+}

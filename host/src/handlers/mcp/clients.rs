@@ -21,7 +21,7 @@ use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Map, Value};
 use tokio::io::AsyncReadExt;
 
-use super::intake::{Intake, MeteredRead};
+use super::intake::{Intake, MeteredRead, MeteredWrite};
 use super::{CallFailure, McpToolResult};
 use crate::handlers::{FailureKind, Invocation};
 use crate::policy::Settings;
@@ -165,7 +165,10 @@ impl McpClients {
                 Err(_) => timed_out(),
                 Ok(Err(e)) => {
                     let overrun = connection.intake.overrun();
-                    if overrun.is_none() && warm && warm_tries > 0 && connection.dead() {
+                    // Repeated on a new connection only when nothing of the call reached
+                    // the dead one: a tool runs at most once per call.
+                    let unsent = connection.intake.sent() == 0;
+                    if overrun.is_none() && warm && warm_tries > 0 && connection.dead() && unsent {
                         warm_tries -= 1;
                         discard(&slot, &connection).await;
                         continue;
@@ -178,6 +181,11 @@ impl McpClients {
                         },
                         message: match (overrun, e) {
                             (Some(overrun), _) => overrun.describe(),
+                            (None, _) if connection.dead() && !unsent => {
+                                "the server closed the connection during the call; not \
+                                 repeated, as the tool may have run"
+                                    .into()
+                            }
                             (None, Some(e)) => {
                                 crate::handlers::output::cap_text(&format!("not connected: {e}"))
                             }
@@ -325,7 +333,8 @@ async fn connect(
             });
             let intake = Arc::new(Intake::default());
             let reader = MeteredRead::new(stdout, intake.clone());
-            let service = match rmcp::serve_client((), (reader, stdin)).await {
+            let writer = MeteredWrite::new(stdin, intake.clone());
+            let service = match rmcp::serve_client((), (reader, writer)).await {
                 Ok(service) => service,
                 Err(e) => {
                     let what = format!("cannot start `{command}`");

@@ -129,7 +129,14 @@ impl StreamableHttpClient for BoundedHttp {
         if let Some(token) = auth_header {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        let response = request.send().await.map_err(|e| {
+            // Refused at connect: the request never reached the server.
+            if !e.is_connect() {
+                self.intake.count_sent(1);
+            }
+            StreamableHttpError::Client(e)
+        })?;
+        self.intake.count_sent(1);
         if matches!(
             response.status(),
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT

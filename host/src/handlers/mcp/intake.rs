@@ -10,13 +10,19 @@
 //!
 //! A slow drip is the hook's timeout's: a call that times out drops its connection
 //! ([`super::clients`]), so nothing more is read from that server.
+//!
+//! The intake also counts what went **to** the server since the call began
+//! ([`Intake::sent`]: bytes written to a stdio server's stdin, [`MeteredWrite`]; HTTP
+//! requests that reached it, [`super::http::BoundedHttp`]), so a call on a connection
+//! found dead is repeated on a new one only when nothing of it can have reached the
+//! server: a tool runs at most once per call.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::MAX_MESSAGE;
 
@@ -55,6 +61,7 @@ impl Overrun {
 #[derive(Debug, Default)]
 pub struct Intake {
     received: AtomicUsize,
+    sent: AtomicUsize,
     /// 0: none; 1: [`Overrun::Message`]; 2: [`Overrun::Total`].
     overrun: AtomicU8,
     tripped: tokio::sync::Notify,
@@ -64,6 +71,18 @@ impl Intake {
     /// A call begins: the count starts again.
     pub fn begin_call(&self) {
         self.received.store(0, Ordering::Relaxed);
+        self.sent.store(0, Ordering::Relaxed);
+    }
+
+    /// Bytes (stdio) or requests (HTTP) that went to the server since the last call
+    /// began: 0 means nothing of the call can have reached it.
+    pub fn sent(&self) -> usize {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` more bytes or requests gone to the server.
+    pub fn count_sent(&self, n: usize) {
+        self.sent.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The bound passed, if one was.
@@ -257,6 +276,43 @@ impl<R: AsyncRead + Unpin> AsyncRead for MeteredRead<R> {
             },
             other => other,
         }
+    }
+}
+
+/// A stdio server's stdin, counting what is written to it ([`Intake::sent`]).
+#[derive(Debug)]
+pub struct MeteredWrite<W> {
+    inner: W,
+    intake: Arc<Intake>,
+}
+
+impl<W> MeteredWrite<W> {
+    /// `inner`, counted into `intake`.
+    pub fn new(inner: W, intake: Arc<Intake>) -> MeteredWrite<W> {
+        MeteredWrite { inner, intake }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for MeteredWrite<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        let written = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written {
+            this.intake.count_sent(n);
+        }
+        written
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
