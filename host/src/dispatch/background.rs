@@ -196,14 +196,16 @@ impl Dispatcher {
                 self.audit.clone(),
             );
             let (task_hook, invocation) = (hook.clone(), invocation.clone());
-            tokio::spawn(async move {
+            // The caller's model and MCP servers (`hookhost serve`) go with the hook.
+            let caller = crate::handlers::caller::Caller::current();
+            tokio::spawn(caller.scope(async move {
                 let run = run_in_slot(&handlers, &task_hook, &invocation, &policy).await;
                 sessions.push_async(
                     &invocation.session_id,
                     async_result(&task_hook, &invocation, &run),
                 );
                 audit_async_run(audit.as_deref(), &task_hook, &invocation, run);
-            });
+            }));
             executed.push(Executed {
                 hook,
                 result: HookResult::Started,

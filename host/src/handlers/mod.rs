@@ -7,6 +7,7 @@
 //! verdict means for the event is decided by the next stage, the outcome (merge rules).
 
 pub mod agent;
+pub mod caller;
 mod capture;
 pub mod command;
 mod context_env;

@@ -98,6 +98,55 @@ fn over_serve_the_dispatching_client_answers_mcp_tool_hooks_of_its_servers() {
     );
 }
 
+/// An async `mcp_tool` hook runs after the client has its answer, in a task of its own:
+/// it still asks the client's servers while the connection is open (before, the
+/// caller's servers were task-local to the dispatch, and the async hook found "no such
+/// server"), and its result joins the session's next outcome.
+#[test]
+fn over_serve_an_async_mcp_tool_hook_asks_the_dispatching_clients_servers() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "mcp_tool", "server": "agent", "tool": "audit", "async": true,
+                "timeout": 20, "input": {"command": "${tool_input.command}"}}]),
+    ));
+    let daemon = Daemon::start(&env);
+    let mut client = daemon.client();
+    request(&mut client, 1, "make", &["agent"]);
+    // The answer (the hook started) and the call of the client's server, in either order.
+    let (first, second) = (client.read(), client.read());
+    let (answer, asked) = if first.get("mcpCall").is_some() {
+        (second, first)
+    } else {
+        (first, second)
+    };
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["outcome"]["hooks"][0]["status"], "async", "{answer}");
+    assert_eq!(
+        asked["mcpCall"],
+        json!({"server": "agent", "tool": "audit", "arguments": {"command": "make"}}),
+        "{asked}"
+    );
+    let context = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                                "additionalContext": "audited by the agent"}});
+    client.send(
+        &json!({"id": asked["id"], "mcpResult": {"content": [{"type": "text", "text": context.to_string()}]}})
+            .to_string(),
+    );
+    // The result joins a later outcome of the session.
+    let mut joined = Value::Null;
+    wait_until("the async result", || {
+        let outcome = client.call(
+            "PostToolUse",
+            json!({"session_id": "s1", "tool_name": "Bash"}),
+        );
+        joined = outcome["additionalContext"].clone();
+        joined != json!([])
+    });
+    assert_eq!(joined, json!(["audited by the agent"]));
+}
+
 /// The process id a `pid` server reports through an `mcp_tool` hook's plain text.
 fn server_pid(client: &mut Client) -> i32 {
     let outcome = client.call(
