@@ -4,7 +4,7 @@
 //! not stop its siblings, as in Claude Code). A matcher group with `"sequential": true`
 //! runs its hooks one after another in config order, and a block stops the rest of that
 //! group; with `"chain": true` each also gets the input as the hooks before it rewrote it
-//! (`outcome::rewritten`). Each run has its own deadline. Command and HTTP hooks hold file descriptors
+//! (`outcome::step`). Each run has its own deadline. Command and HTTP hooks hold file descriptors
 //! while they run, so at most [`hook_concurrency`] of them run at once in a process; the
 //! others wait for a slot (every hook still runs). Async hooks are started and reported
 //! as `async`; their results join a later outcome of the same session. After the merge,
@@ -45,7 +45,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::handlers::{HandlerRun, Handlers, Invocation};
-use crate::outcome::{Executed, HookResult, Outcome, merge_event, rewritten, stops_the_rest};
+use crate::outcome::{Executed, HookResult, Outcome, merge_event, step};
 use crate::policy::{Group, HandlerSpec, Hook, Policy, RunMode};
 use crate::session::SessionStore;
 
@@ -379,7 +379,7 @@ impl Dispatcher {
 
     /// Runs a sequential group in config order; a block stops the rest. In a transform
     /// chain ([`Hook::chain`]) each hook gets the input as the hooks before it rewrote
-    /// it ([`rewritten`]), and its `if` is tested against that input.
+    /// it ([`step`]), and its `if` is tested against that input.
     async fn run_sequential(
         &self,
         hooks: Vec<Arc<Hook>>,
@@ -409,14 +409,14 @@ impl Dispatcher {
                     Executed { hook, result }
                 }
             };
-            if stopped_by.is_none() && stops_the_rest(&invocation.spec, &done) {
-                stopped_by = Some(done.hook.id.clone());
-            }
-            if stopped_by.is_none()
-                && done.hook.chain.is_some()
-                && let Some(input) = rewritten(&invocation.spec, &done, &invocation.input)
-            {
-                *invocation = Arc::new(invocation.with_input(input));
+            if stopped_by.is_none() {
+                let chained = done.hook.chain.is_some().then_some(&invocation.input);
+                let step = step(&invocation.spec, &done, chained);
+                if step.stops {
+                    stopped_by = Some(done.hook.id.clone());
+                } else if let Some(input) = step.input {
+                    *invocation = Arc::new(invocation.with_input(input));
+                }
             }
             executed.push(done);
         }

@@ -219,11 +219,30 @@ fn apply_failure(
     }
 }
 
-/// Whether one hook's result blocks the event or stops the agent: a sequential group
-/// runs no further hooks after it.
-pub fn stops_the_rest(spec: &EventSpec, executed: &Executed) -> bool {
+/// What one hook's result means for the hooks after it in a sequential group, read
+/// from one merge of it alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// It blocks the event or stops the agent: the group runs no further hooks.
+    pub stops: bool,
+    /// In a transform chain, the input the next hook gets: the one it was given with
+    /// the rewrites the merge kept in their fields (`None`: it rewrote nothing, or it
+    /// stops the rest).
+    pub input: Option<Value>,
+}
+
+/// One hook's [`Step`] in a sequential group; `chain_input` is the input it was given
+/// when it is in a transform chain. One merge answers both questions, so a chain hands
+/// on exactly the rewrites the event's merge would keep (the allow-list, refuse-only
+/// events, the caps), at the cost of one merge per hook.
+pub fn step(spec: &EventSpec, executed: &Executed, chain_input: Option<&Value>) -> Step {
     let merged = merge(spec, std::slice::from_ref(executed));
-    merged.decision.is_blocking() || !merged.continue_
+    let stops = merged.decision.is_blocking() || !merged.continue_;
+    let input = match chain_input {
+        Some(input) if !stops => super::rewrite::handed_on(input, merged),
+        _ => None,
+    };
+    Step { stops, input }
 }
 
 /// The outcome of an event that hookhost could not dispatch at all (its dispatch daemon

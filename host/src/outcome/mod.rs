@@ -41,9 +41,9 @@ mod tests;
 
 pub use bounds::{HOOK_TEXTS_CAP, LIST_TEXT_CAP, SHORT_TEXT_CAP};
 pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
-pub use merge::{merge, merge_event, stops_the_rest, unanswered};
+pub use merge::{Step, merge, merge_event, step, unanswered};
 pub use report::report;
-pub use rewrite::{REWRITES_BUDGET, Rewrite, rewritten};
+pub use rewrite::{REWRITES_BUDGET, Rewrite};
 
 use std::sync::Arc;
 

@@ -5,9 +5,9 @@
 //!
 //! One table ([`crate::policy::chain::REWRITES`]) says which output key rewrites which input field; the event's
 //! allow-list ([`crate::event::EventSpec::admit`]) says on which events a key counts. The
-//! merge and the dispatcher's chain runner both read a hook's rewrites through
-//! [`rewrites_of`], from what the allow-list admitted, so a chain never passes on a key
-//! the merge would drop.
+//! merge reads a hook's rewrites through [`rewrites_of`], from what the allow-list
+//! admitted; a chain hands on what the merge of each step alone kept
+//! ([`super::step`], [`handed_on`]), so it never passes on a key the merge would drop.
 //!
 //! Several hooks rewriting the same field: the hooks of one chain compose (the last
 //! rewrite of the chain is the chain's), and the chain then competes as one rewrite with
@@ -17,9 +17,6 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Executed, HookResult, Notice};
-use crate::event::EventSpec;
-use crate::handlers::Verdict;
 use crate::policy::Hook;
 use crate::policy::chain::REWRITES;
 
@@ -161,34 +158,32 @@ fn input_field(key: &str) -> &'static str {
         .map_or("tool_input", |(_, field)| field)
 }
 
-/// The input a chain hands the hook after `executed`: `input` with the hook's admitted
-/// rewrites applied (`tool_input` replaced by its `updatedInput`, `tool_response` by its
-/// `updatedToolOutput` or `skipResult`, `prompt` by its `updatedPrompt`), or `None` when
-/// it rewrote nothing (it failed, was skipped, or did not rewrite).
-pub fn rewritten(spec: &EventSpec, executed: &Executed, input: &Value) -> Option<Value> {
-    let HookResult::Ran(run) = &executed.result else {
-        return None;
-    };
-    let Verdict::Answer(answer) = &run.verdict else {
-        return None;
-    };
-    let mut scratch: Vec<Notice> = Vec::new();
-    let specific = super::admit::admitted(spec, &executed.hook, answer, &mut scratch);
-    let (proposals, _) = rewrites_of(&specific);
-    if proposals.is_empty() {
-        return None;
-    }
-    // The input with the rewritten fields in their places, the rest copied (the old
-    // values of the rewritten fields are not).
+/// The input a chain hands the hook after one whose result alone merged into `merged`:
+/// `input` with the rewrites the merge kept in their fields (`tool_input` replaced by
+/// `updatedInput`, `tool_response` by `updatedToolOutput` or `skipResult`, `prompt` by
+/// `updatedPrompt`; [`REWRITES`] names the fields), the rest copied; `None` when it
+/// rewrote nothing.
+pub(super) fn handed_on(input: &Value, merged: super::Outcome) -> Option<Value> {
     let object = input.as_object()?;
-    // One value per field: the first the hook said, as in the merge.
-    let mut replaced: Vec<(&'static str, Value)> = Vec::with_capacity(proposals.len());
-    for p in proposals {
-        let field = input_field(p.key);
-        if replaced.iter().all(|(f, _)| *f != field) {
-            replaced.push((field, p.value));
-        }
+    let mut replaced: Vec<(&'static str, Value)> = Vec::with_capacity(2);
+    if let Some(value) = merged.updated_input {
+        replaced.push((input_field("updatedInput"), value));
     }
+    // Both fields are the tool's response: the output a hook rewrote, else the result of
+    // the tool it skipped.
+    if let Some(value) = merged.updated_tool_output {
+        replaced.push((input_field("updatedToolOutput"), value));
+    } else if merged.skip {
+        let value = merged.skip_result.unwrap_or(Value::Null);
+        replaced.push((input_field("skipResult"), value));
+    }
+    if let Some(prompt) = merged.updated_prompt {
+        replaced.push((input_field("updatedPrompt"), Value::String(prompt)));
+    }
+    if replaced.is_empty() {
+        return None;
+    }
+    // The old values of the rewritten fields are not copied.
     let mut next = Map::with_capacity(object.len() + 1);
     for (key, value) in object {
         match replaced.iter().position(|(field, _)| field == key) {
@@ -240,7 +235,15 @@ pub(super) struct Resolved {
 impl Gathered {
     /// Adds what `hook` proposed (in config order).
     pub fn propose(&mut self, hook: &Hook, proposals: Vec<Proposal>) {
+        let mut fields: Vec<Field> = Vec::with_capacity(proposals.len());
         for p in proposals {
+            // One rewrite of a field per hook: the first it said (`updatedMCPToolOutput`
+            // and `updatedToolOutput` both rewrite the tool's output; in a chain the
+            // second would otherwise count as a later step).
+            if fields.contains(&p.field) {
+                continue;
+            }
+            fields.push(p.field);
             self.proposed.push((
                 p.field,
                 Proposed {

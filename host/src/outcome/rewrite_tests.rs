@@ -309,7 +309,7 @@ fn claude_format_reports_what_claude_code_cannot_do_as_a_message() {
 fn the_chain_hands_on_only_what_the_allow_list_admits() {
     let pre = spec("PreToolUse");
     let done = said("PreToolUse", hook(0, 0, Some(0)), command("b"));
-    let next = rewritten(&pre, &done, &input()).unwrap();
+    let next = step(&pre, &done, Some(&input())).input.unwrap();
     assert_eq!(next["tool_input"]["command"], "b");
     assert_eq!(next["prompt"], "hello", "the rest of the input stays");
     let done = said(
@@ -317,14 +317,14 @@ fn the_chain_hands_on_only_what_the_allow_list_admits() {
         hook(0, 0, Some(0)),
         json!({"updatedPrompt": "x", "additionalContext": "y"}),
     );
-    assert_eq!(rewritten(&pre, &done, &input()), None);
+    assert_eq!(step(&pre, &done, Some(&input())).input, None);
     let done = said(
         "PreToolUse",
         hook(0, 0, Some(0)),
         json!({"skip": true, "skipResult": "cached"}),
     );
     assert_eq!(
-        rewritten(&pre, &done, &input()).unwrap()["tool_response"],
+        step(&pre, &done, Some(&input())).input.unwrap()["tool_response"],
         "cached"
     );
     let ups = spec("UserPromptSubmit");
@@ -334,7 +334,7 @@ fn the_chain_hands_on_only_what_the_allow_list_admits() {
         json!({"updatedPrompt": "hello, redacted"}),
     );
     assert_eq!(
-        rewritten(&ups, &done, &input()).unwrap()["prompt"],
+        step(&ups, &done, Some(&input())).input.unwrap()["prompt"],
         "hello, redacted"
     );
 }
@@ -357,7 +357,9 @@ fn of_two_outputs_of_one_hook_the_first_it_said_stays() {
         hook(0, 0, Some(0)),
         json!({"updatedMCPToolOutput": "mcp", "updatedToolOutput": "tool"}),
     );
-    let next = rewritten(&spec("PostToolUse"), &done, &input()).unwrap();
+    let next = step(&spec("PostToolUse"), &done, Some(&input()))
+        .input
+        .unwrap();
     assert_eq!(next["tool_response"], "mcp");
     let keys: Vec<&String> = next.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["tool_name", "tool_input", "prompt", "tool_response"]);
