@@ -99,10 +99,12 @@ fn the_filters_pick_entries_by_event_hook_decision_and_time() {
         all.extend(args);
         let run = env.run(&all, "");
         assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
-        run.stdout
+        let entries: Vec<Value> = run
+            .stdout
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .count()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        entries.len()
     };
     assert_eq!(count(&[]), 5);
     assert_eq!(count(&["--event", "PreToolUse"]), 4);
@@ -131,6 +133,7 @@ fn the_tail_of_a_log_larger_than_the_cap_is_read_from_the_end() {
     let path = env.data.join("audit.jsonl");
     let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .truncate(true)
         .write(true)
         .mode(0o600)
         .open(&path)
@@ -181,6 +184,7 @@ fn the_summary_escapes_and_bounds_what_the_log_holds() {
         "status": "ok", "durationMs": 1.0}]});
     let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .truncate(true)
         .write(true)
         .mode(0o600)
         .open(&path)
