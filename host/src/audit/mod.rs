@@ -28,15 +28,17 @@
 //! ([`AuditLog::append`], the one place every line passes).
 
 mod entry;
+mod read;
 mod redact;
 mod rewrites;
 
 pub use entry::{Entry, entry, rfc3339};
+pub use read::{LINE_CAP, Tail};
 pub use redact::{REDACTED, Redacted, redact_text};
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
@@ -45,7 +47,6 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::config::file::effective_uid;
 
@@ -354,38 +355,6 @@ impl AuditLog {
             return Err(refuse(why));
         }
         Ok(file)
-    }
-
-    /// Reads every entry, oldest first. Lines that are not JSON are returned as errors
-    /// naming their line number.
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be read.
-    pub fn read(&self) -> Result<Vec<Result<Value, String>>, String> {
-        use crate::config::file::{FileError, Open, Owners, Rule, open_checked};
-        use std::io::Read;
-        // The one reader: a regular file (a FIFO swapped in is refused, not waited on),
-        // this user's and writable by no one else (as the writer requires), at most the
-        // cap (rotate a larger log by moving it away).
-        let how = Open::read(READ_CAP).rule(Rule::Believed(Owners::Me));
-        let file = match open_checked(&self.path, &how) {
-            Ok((f, _)) => f,
-            Err(FileError::NotFound) => return Ok(Vec::new()),
-            Err(e) => return Err(format!("cannot read `{}`: {e}", self.path.display())),
-        };
-        let mut entries = Vec::new();
-        let limited = std::io::BufReader::new(file.take(READ_CAP));
-        for (n, line) in limited.lines().enumerate() {
-            let line = line.map_err(|e| format!("cannot read `{}`: {e}", self.path.display()))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            entries.push(
-                serde_json::from_str(&line).map_err(|e| format!("line {}: not JSON ({e})", n + 1)),
-            );
-        }
-        Ok(entries)
     }
 }
 

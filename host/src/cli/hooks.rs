@@ -136,35 +136,144 @@ fn print_problems(policy: &Policy) {
     }
 }
 
-pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
-    let host = args.host()?;
-    let policy = host.policy();
-    print_problems(policy);
-    if policy.errors.is_empty() {
-        let sources: std::collections::BTreeSet<&str> = policy
-            .hooks
-            .iter()
-            .map(|h| h.origin.location.as_str())
-            .collect();
-        outln!(
-            "ok: {} hooks from {} sources, {} warnings",
-            policy.hooks.len(),
-            sources.len(),
-            policy.warnings.len()
-        );
-        Ok(ExitCode::SUCCESS)
-    } else {
-        outln!(
-            "{} errors, {} warnings",
-            policy.errors.len(),
-            policy.warnings.len()
-        );
-        Ok(ExitCode::from(1))
-    }
+/// Arguments of `hookhost validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    sources: SourceArgs,
+    /// Print one JSON object (`ok`, `hooks`, `sources`, `errors`, `warnings`;
+    /// docs/json-output.md) instead of text; the exit status is the same.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn events() -> Result<ExitCode, String> {
+/// `hookhost validate --json`: the verdict and every problem with its file, JSON path
+/// and message. The field names are stable (docs/json-output.md).
+#[derive(Debug, Serialize)]
+struct ValidateReport<'a> {
+    ok: bool,
+    hooks: usize,
+    sources: usize,
+    errors: &'a [hookhost::config::ConfigError],
+    warnings: &'a [hookhost::config::ConfigWarning],
+}
+
+pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
+    let host = args.sources.host()?;
+    let policy = host.policy();
+    let sources: std::collections::BTreeSet<&str> = policy
+        .hooks
+        .iter()
+        .map(|h| h.origin.location.as_str())
+        .collect();
+    let ok = policy.errors.is_empty();
+    if args.json {
+        let report = ValidateReport {
+            ok,
+            hooks: policy.hooks.len(),
+            sources: sources.len(),
+            errors: &policy.errors,
+            warnings: &policy.warnings,
+        };
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        outln!("{}", hookhost::text::escape_json(&json));
+    } else {
+        print_problems(policy);
+        if ok {
+            outln!(
+                "ok: {} hooks from {} sources, {} warnings",
+                policy.hooks.len(),
+                sources.len(),
+                policy.warnings.len()
+            );
+        } else {
+            outln!(
+                "{} errors, {} warnings",
+                policy.errors.len(),
+                policy.warnings.len()
+            );
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Arguments of `hookhost events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Print a JSON array (one object per event; docs/json-output.md) instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One event of `hookhost events --json`. The field names are stable
+/// (docs/json-output.md).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventLine {
+    name: String,
+    /// The input field its matcher tests; `null` when matchers are ignored.
+    matcher_field: Option<String>,
+    /// What exit code 2 does: `blocks`, `notice` or `ignored`.
+    exit2: &'static str,
+    /// How hooks state a decision: `none`, `block`, `permission`, `permissionRequest`,
+    /// `continueOnly`.
+    decision: &'static str,
+    /// Every answer is read as a deny or nothing.
+    refuses_only: bool,
+    /// A hook's timeout blocks the event.
+    timeout_blocks: bool,
+    /// Whether the event carries a tool call (`tool_name`, `tool_input`).
+    tool_event: bool,
+    default_timeout_seconds: f64,
+    /// The `hookSpecificOutput` keys the event honours.
+    outputs: Vec<&'static str>,
+}
+
+pub fn events(args: EventsArgs) -> Result<ExitCode, String> {
+    use hookhost::event::{DecisionStyle, Exit2};
     let catalogue = hookhost::EventCatalogue::default();
+    let mut lines = Vec::new();
+    let mut decisions = Vec::new();
+    for name in built_in_names() {
+        let s = catalogue.get(name).expect("built-in event");
+        // The table's decision column: refuse-only events read every answer as a deny or
+        // nothing; on timeout-blocking ones a timeout is a deny.
+        decisions.push(match (s.refuses_only(), s.timeout_blocks()) {
+            (true, _) => "RefuseOnly".to_string(),
+            (_, true) => format!("{:?}+timeout", s.decision),
+            _ => format!("{:?}", s.decision),
+        });
+        lines.push(EventLine {
+            name: s.name.to_string(),
+            matcher_field: s.matcher_field.as_deref().map(str::to_string),
+            exit2: match s.exit2 {
+                Exit2::Blocks => "blocks",
+                Exit2::Notice => "notice",
+                Exit2::Ignored => "ignored",
+            },
+            decision: match s.decision {
+                DecisionStyle::None => "none",
+                DecisionStyle::Block => "block",
+                DecisionStyle::Permission => "permission",
+                DecisionStyle::PermissionRequest => "permissionRequest",
+                DecisionStyle::ContinueOnly => "continueOnly",
+            },
+            refuses_only: s.refuses_only(),
+            timeout_blocks: s.timeout_blocks(),
+            tool_event: s.tool_event,
+            default_timeout_seconds: s.default_timeout.as_secs_f64(),
+            outputs: s.specific_outputs.iter().map(|k| k.name).collect(),
+        });
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&lines).map_err(|e| e.to_string())?;
+        outln!("{}", hookhost::text::escape_json(&json));
+        return Ok(ExitCode::SUCCESS);
+    }
     outln!(
         "{:<21} {:<18} {:<8} {:<18} {:>8}  OUTPUTS",
         "EVENT",
@@ -173,28 +282,15 @@ pub fn events() -> Result<ExitCode, String> {
         "DECISION",
         "TIMEOUT"
     );
-    for name in built_in_names() {
-        let s = catalogue.get(name).expect("built-in event");
+    for (e, decision) in lines.iter().zip(&decisions) {
         outln!(
             "{:<21} {:<18} {:<8} {:<18} {:>7}s  {}",
-            escape(&s.name),
-            escape(s.matcher_field.as_deref().unwrap_or("-")),
-            format!("{:?}", s.exit2).to_lowercase(),
-            // Refuse-only events read every answer as a deny or nothing; on
-            // timeout-blocking ones a timeout is a deny.
-            match (s.refuses_only(), s.timeout_blocks()) {
-                (true, _) => "RefuseOnly".to_string(),
-                (_, true) => format!("{:?}+timeout", s.decision),
-                _ => format!("{:?}", s.decision),
-            },
-            s.default_timeout.as_secs_f64(),
-            escape(
-                &s.specific_outputs
-                    .iter()
-                    .map(|k| k.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            escape(&e.name),
+            escape(e.matcher_field.as_deref().unwrap_or("-")),
+            e.exit2,
+            decision,
+            e.default_timeout_seconds,
+            escape(&e.outputs.join(", "))
         );
     }
     Ok(ExitCode::SUCCESS)

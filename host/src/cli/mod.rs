@@ -5,6 +5,7 @@
 pub mod output;
 
 mod audit;
+mod completions;
 mod demo;
 mod dispatch;
 pub mod dispatch_daemon;
@@ -17,6 +18,7 @@ mod scaffold;
 mod serve;
 mod signing;
 mod trust;
+mod version;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +32,7 @@ use hookhost::{AsyncLauncher, Host, HostBuilder, WorkspaceTrust};
 /// Runs the hooks of coding agents: sandboxed WebAssembly components beside command and
 /// HTTP hooks, speaking Claude Code's hook protocol.
 #[derive(Debug, Parser)]
-#[command(name = "hookhost", version, about, long_about = None)]
+#[command(name = "hookhost", version, long_version = version::long(), about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -46,9 +48,9 @@ enum Command {
     /// List every configured hook with its source and whether it would run.
     Hooks(hooks::HooksArgs),
     /// Check every config source; exit 1 listing all errors.
-    Validate(SourceArgs),
+    Validate(hooks::ValidateArgs),
     /// List the events hookhost knows and their attributes.
-    Events,
+    Events(hooks::EventsArgs),
     /// Serve events to many clients over a unix socket or stdio (JSON lines).
     Serve(serve::ServeArgs),
     /// Run a scripted agent session through example hooks.
@@ -76,6 +78,10 @@ enum Command {
     /// Convert a config in the founding article's flat format (`{"hooks": [{"event": …,
     /// "handler": {…}}]}`, millisecond timeouts) to hookhost's shape, on stdout.
     Import(import::ImportArgs),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page in roff on stdout (`hookhost man | man -l -`).
+    Man,
     /// Internal: run one async hook in the background (started by `dispatch`).
     #[command(hide = true)]
     RunAsync(dispatch::RunAsyncArgs),
@@ -307,7 +313,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Dispatch(args) => dispatch::run(args),
         Command::Hooks(args) => hooks::run(args),
         Command::Validate(args) => hooks::validate(args),
-        Command::Events => hooks::events(),
+        Command::Events(args) => hooks::events(args),
         Command::Demo(args) => demo::run(args),
         Command::Plugin { command } => plugin::run(command),
         Command::Schema => {
@@ -315,6 +321,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Import(args) => import::run(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
         Command::Install(args) => install::install(args),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Serve(args) => serve::run(args),

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 /// The WIT world every plugin implements, copied into Python and JS scaffolds (their
 /// toolchains read it at build time) and into the vendored guest SDK.
-pub const WIT: &str = include_str!("../../../wit/hook.wit");
+pub const WIT: &str = include_str!("../../wit/hook.wit");
 
 /// The guest SDK's source, vendored into Rust scaffolds.
-pub const GUEST_SDK_LIB: &str = include_str!("../../../guest-sdk/src/lib.rs");
+pub const GUEST_SDK_LIB: &str = include_str!("../../vendor/guest-sdk/src/lib.rs");
 
 /// The vendored guest SDK's manifest: standalone (no workspace inheritance).
-const GUEST_SDK_MANIFEST: &str = include_str!("../../templates/rust/hookhost-guest/Cargo.toml");
+const GUEST_SDK_MANIFEST: &str = include_str!("../../templates/rust/hookhost-guest/Cargo.toml.in");
 
 /// The directory of the vendored guest SDK in a Rust scaffold.
 pub const VENDORED_SDK_DIR: &str = "hookhost-guest";
@@ -95,7 +95,7 @@ impl Lang {
             Lang::Rust => &[
                 (
                     "Cargo.toml",
-                    include_str!("../../templates/rust/Cargo.toml"),
+                    include_str!("../../templates/rust/Cargo.toml.in"),
                     false,
                 ),
                 (
@@ -363,8 +363,8 @@ mod tests {
     /// at the versions of the workspace (it cannot inherit them).
     #[test]
     fn the_vendored_sdk_manifest_matches_the_real_one() {
-        let real = include_str!("../../../guest-sdk/Cargo.toml");
-        let workspace = include_str!("../../../Cargo.toml");
+        let real = include_str!("../../vendor/guest-sdk/Cargo.toml.in");
+        let workspace = include_str!("../../vendor/Cargo.toml.in");
         let vendored = guest_sdk_files()[0].1.clone();
         let section = |text: &str, name: &str| -> Vec<String> {
             text.split(&format!("[{name}]\n"))

@@ -16,7 +16,8 @@ use super::{SourceArgs, data_dir};
 pub struct ServeArgs {
     /// Listen on this unix socket (created with mode 0600; the default, also without
     /// this flag, is `$XDG_RUNTIME_DIR/hookhost.sock`, else `hookhost.sock` in the data
-    /// directory).
+    /// directory). Started by systemd's socket activation (`LISTEN_PID` naming this
+    /// process, `LISTEN_FDS=1`), it listens on the inherited descriptor 3 instead.
     #[arg(long, value_name = "PATH", num_args = 0..=1, conflicts_with = "stdio")]
     socket: Option<Option<PathBuf>>,
     /// Serve one client on stdin/stdout.
@@ -72,6 +73,38 @@ fn default_socket() -> Result<PathBuf, String> {
     Ok(data.join("hookhost.sock"))
 }
 
+/// The listening socket a supervisor passed (systemd's socket activation: `LISTEN_PID`
+/// names this process and `LISTEN_FDS` is 1, descriptor 3), if any. Variables that are
+/// not numbers are ignored with a warning, as every number hookhost reads.
+fn activated_socket() -> Result<Option<BoundSocket>, String> {
+    /// The first descriptor passed (`SD_LISTEN_FDS_START`).
+    const FIRST: std::os::fd::RawFd = 3;
+    let count = match hookhost::config::env::listen_fds() {
+        Ok(count) => count,
+        Err(notice) => {
+            say(&format!("warning: {notice}"));
+            0
+        }
+    };
+    match count {
+        0 => Ok(None),
+        1 => {
+            // SAFETY: with LISTEN_PID naming this process, descriptor 3 was opened for
+            // it by its supervisor, and nothing in this process has taken it: it is
+            // read once, here, before anything else opens a file.
+            let fd =
+                unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(FIRST) };
+            BoundSocket::inherited(fd)
+                .map(Some)
+                .map_err(|e| format!("cannot serve: {e}"))
+        }
+        n => Err(format!(
+            "socket activation passed {n} descriptors (LISTEN_FDS); hookhost serve listens \
+             on one: give its socket unit a single ListenStream="
+        )),
+    }
+}
+
 /// One line for the person who started the daemon; a closed stderr is not an error.
 fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "hookhost: {line}");
@@ -107,8 +140,21 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         ..Limits::default()
     };
     let server = Server::with_limits(default_project, factory, limits);
+    let activated = if args.stdio {
+        None
+    } else {
+        activated_socket()?
+    };
+    if activated.is_some() && matches!(args.socket, Some(Some(_))) {
+        return Err(
+            "both --socket PATH and an inherited socket (LISTEN_FDS): drop one (under \
+             socket activation, the socket unit's ListenStream= names the path)"
+                .into(),
+        );
+    }
     let socket = match (&args.socket, args.stdio) {
         (_, true) => None,
+        _ if activated.is_some() => None,
         (Some(Some(path)), false) => Some(path.clone()),
         (Some(None) | None, false) => Some(default_socket()?),
     };
@@ -129,6 +175,17 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             }
             stopper.shutdown();
         });
+        if let Some(bound) = activated {
+            let path = bound.path().to_path_buf();
+            say(&format!(
+                "serving on {} (socket activation)",
+                hookhost::text::escape(&path.display().to_string())
+            ));
+            return server
+                .serve_bound(bound)
+                .await
+                .map_err(|e| cannot_serve(&path, &e));
+        }
         match socket {
             Some(path) => {
                 // Bound before anything is printed: "serving on" is true when it shows.

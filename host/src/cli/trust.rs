@@ -21,11 +21,14 @@ pub struct TrustArgs {
     /// The workspace (default: the project of the current directory: the nearest
     /// directory above it with a `.hookhost/`, as `dispatch` finds it).
     dir: Option<PathBuf>,
-    /// Show whether the workspace is trusted, and what changed since, instead of trusting.
+    /// Show whether the workspace is trusted, and what changed since, instead of trusting;
+    /// exit 0 when its project and local hooks run, 3 when they do not (untrusted or
+    /// changed), 1 on an error.
     #[arg(long)]
     status: bool,
-    /// With `--status`: print JSON.
-    #[arg(long)]
+    /// With `--status`: print one JSON object (`workspace`, `state`, `trustedBy`,
+    /// `trustedAt`, `changes`, …; docs/json-output.md).
+    #[arg(long, requires = "status")]
     json: bool,
 }
 
@@ -47,6 +50,11 @@ fn workspace(dir: &Option<PathBuf>) -> Result<PathBuf, String> {
     }
     Ok(canonical_workspace(&dir))
 }
+
+/// The exit status of `hookhost trust --status` for a workspace whose project and local
+/// hooks do not run (untrusted, or changed since it was trusted): not 1, which is an
+/// error, so that a script can tell "not trusted" from "could not tell".
+pub const NOT_TRUSTED_EXIT: u8 = 3;
 
 /// A path for people: escaped (a directory name can hold a newline or ESC).
 fn shown(path: &std::path::Path) -> String {
@@ -193,7 +201,7 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
         });
         let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         outln!("{}", hookhost::text::escape_json(&json));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status_exit(state));
     }
     let shown = shown(workspace);
     match (state, by) {
@@ -230,7 +238,16 @@ fn status(workspace: &std::path::Path, as_json: bool) -> Result<ExitCode, String
         ),
     }
     outln!("trust store: {}", store_shown(&store));
-    Ok(ExitCode::SUCCESS)
+    Ok(status_exit(state))
+}
+
+/// 0 when trusted, [`NOT_TRUSTED_EXIT`] otherwise.
+fn status_exit(state: &str) -> ExitCode {
+    if state == "trusted" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(NOT_TRUSTED_EXIT)
+    }
 }
 
 pub fn untrust(args: UntrustArgs) -> Result<ExitCode, String> {

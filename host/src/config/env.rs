@@ -277,6 +277,20 @@ pub fn depth() -> Result<u32, String> {
     }
 }
 
+/// Socket activation (systemd's `sd_listen_fds` protocol): how many descriptors, from 3
+/// on, the supervisor passed this process to listen on. `Ok(0)` when not activated:
+/// `LISTEN_PID` unset, or naming another process (the variables of an activated parent,
+/// inherited). `Err` with a notice when either is not a number.
+pub fn listen_fds() -> Result<u32, String> {
+    let Some(pid) = number("LISTEN_PID", 1, i32::MAX as u64)? else {
+        return Ok(0);
+    };
+    if pid != u64::from(std::process::id()) {
+        return Ok(0);
+    }
+    Ok(number("LISTEN_FDS", 0, 1 << 16)?.map_or(0, |n| n as u32))
+}
+
 /// A [`Kind::Number`] variable: `Ok(None)` when unset or empty, the number when it is
 /// ASCII digits only and within `min..=max`, else `Err` with a notice (the caller uses
 /// its default).

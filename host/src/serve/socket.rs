@@ -15,7 +15,9 @@ use crate::config::file::effective_uid;
 pub struct BoundSocket {
     pub(super) listener: std::os::unix::net::UnixListener,
     path: PathBuf,
-    inode: u64,
+    /// The socket file's inode, when this process made it (and so removes it at the end);
+    /// `None` for a socket passed by a supervisor, whose file is the supervisor's.
+    inode: Option<u64>,
 }
 
 /// `sun_path` holds 108 bytes with its terminating NUL.
@@ -143,7 +145,70 @@ impl BoundSocket {
         Ok(BoundSocket {
             listener,
             path: path.to_path_buf(),
-            inode,
+            inode: Some(inode),
+        })
+    }
+
+    /// A listening unix stream socket passed by a supervisor (systemd's socket
+    /// activation: descriptor 3 with `LISTEN_FDS=1`), checked to be one: a socket, of the
+    /// unix family, a stream, listening. It is made close-on-exec (so no hook inherits
+    /// it), and its file is left in place at the end: it is the supervisor's.
+    ///
+    /// # Errors
+    ///
+    /// The descriptor is not a listening unix stream socket; the message says what it is.
+    pub fn inherited(fd: std::os::fd::OwnedFd) -> io::Result<BoundSocket> {
+        use std::os::fd::AsRawFd;
+        let raw = fd.as_raw_fd();
+        let not = |what: &str| {
+            io::Error::other(format!(
+                "the inherited descriptor {raw} (LISTEN_FDS) is not {what}"
+            ))
+        };
+        let option = |name: libc::c_int| -> io::Result<libc::c_int> {
+            let mut value: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: `raw` is an open descriptor owned by `fd`; `value` and `len` are
+            // valid for writes of the sizes passed.
+            let rc = unsafe {
+                libc::getsockopt(
+                    raw,
+                    libc::SOL_SOCKET,
+                    name,
+                    (&mut value as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            };
+            if rc == 0 {
+                Ok(value)
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        match option(libc::SO_DOMAIN) {
+            Ok(libc::AF_UNIX) => {}
+            Ok(_) => return Err(not("a unix socket")),
+            Err(_) => return Err(not("a socket")),
+        }
+        if option(libc::SO_TYPE)? != libc::SOCK_STREAM {
+            return Err(not("a stream socket (ListenStream=)"));
+        }
+        if option(libc::SO_ACCEPTCONN)? == 0 {
+            return Err(not("listening"));
+        }
+        // SAFETY: fcntl on a descriptor `fd` owns; setting FD_CLOEXEC changes no memory.
+        if unsafe { libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let listener = std::os::unix::net::UnixListener::from(fd);
+        let path = listener
+            .local_addr()?
+            .as_pathname()
+            .map_or_else(|| PathBuf::from("(unnamed socket)"), Path::to_path_buf);
+        Ok(BoundSocket {
+            listener,
+            path,
+            inode: None,
         })
     }
 
@@ -152,9 +217,12 @@ impl BoundSocket {
         &self.path
     }
 
-    /// Removes the socket file, if it is still this one.
+    /// Removes the socket file, if this process made it and it is still this one.
     pub(super) fn remove(&self) {
-        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.inode) {
+        let Some(inode) = self.inode else {
+            return;
+        };
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == inode) {
             let _ = std::fs::remove_file(&self.path);
         }
     }

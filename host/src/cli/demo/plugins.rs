@@ -29,58 +29,61 @@ pub const PLUGINS: &[&str] = &[
 const PLUGIN_SOURCES: &[(&str, &str)] = &[
     (
         "deny-dangerous-bash/Cargo.toml",
-        include_str!("../../../../plugins/deny-dangerous-bash/Cargo.toml"),
+        include_str!("../../../vendor/plugins/deny-dangerous-bash/Cargo.toml.in"),
     ),
     (
         "deny-dangerous-bash/src/lib.rs",
-        include_str!("../../../../plugins/deny-dangerous-bash/src/lib.rs"),
+        include_str!("../../../vendor/plugins/deny-dangerous-bash/src/lib.rs"),
     ),
     (
         "deny-dangerous-bash/src/danger.rs",
-        include_str!("../../../../plugins/deny-dangerous-bash/src/danger.rs"),
+        include_str!("../../../vendor/plugins/deny-dangerous-bash/src/danger.rs"),
     ),
     (
         "deny-dangerous-bash/cases.json",
-        include_str!("../../../../plugins/deny-dangerous-bash/cases.json"),
+        include_str!("../../../vendor/plugins/deny-dangerous-bash/cases.json"),
     ),
     (
         "protect-paths/Cargo.toml",
-        include_str!("../../../../plugins/protect-paths/Cargo.toml"),
+        include_str!("../../../vendor/plugins/protect-paths/Cargo.toml.in"),
     ),
     (
         "protect-paths/src/lib.rs",
-        include_str!("../../../../plugins/protect-paths/src/lib.rs"),
+        include_str!("../../../vendor/plugins/protect-paths/src/lib.rs"),
     ),
     (
         "redact-secrets/Cargo.toml",
-        include_str!("../../../../plugins/redact-secrets/Cargo.toml"),
+        include_str!("../../../vendor/plugins/redact-secrets/Cargo.toml.in"),
     ),
     (
         "redact-secrets/src/lib.rs",
-        include_str!("../../../../plugins/redact-secrets/src/lib.rs"),
+        include_str!("../../../vendor/plugins/redact-secrets/src/lib.rs"),
     ),
     (
         "test-gate/Cargo.toml",
-        include_str!("../../../../plugins/test-gate/Cargo.toml"),
+        include_str!("../../../vendor/plugins/test-gate/Cargo.toml.in"),
     ),
     (
         "test-gate/src/lib.rs",
-        include_str!("../../../../plugins/test-gate/src/lib.rs"),
+        include_str!("../../../vendor/plugins/test-gate/src/lib.rs"),
     ),
     (
         "hostile/Cargo.toml",
-        include_str!("../../../../plugins/hostile/Cargo.toml"),
+        include_str!("../../../vendor/plugins/hostile/Cargo.toml.in"),
     ),
     (
         "hostile/src/lib.rs",
-        include_str!("../../../../plugins/hostile/src/lib.rs"),
+        include_str!("../../../vendor/plugins/hostile/src/lib.rs"),
     ),
-    ("Cargo.lock", include_str!("../../../../plugins/Cargo.lock")),
+    (
+        "Cargo.lock",
+        include_str!("../../../vendor/plugins/Cargo.lock"),
+    ),
 ];
 
 /// The plugins workspace's manifest; its member list and SDK path are rewritten for the
 /// embedded copy.
-const PLUGINS_MANIFEST: &str = include_str!("../../../../plugins/Cargo.toml");
+const PLUGINS_MANIFEST: &str = include_str!("../../../vendor/plugins/Cargo.toml.in");
 
 /// The manifest of the embedded plugins workspace: the real one with only the demo's
 /// plugins as members and the vendored guest SDK.

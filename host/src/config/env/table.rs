@@ -302,6 +302,17 @@ pub const VARIABLES: &[Variable] = &[
         "a backtrace after an internal error",
     ),
     v(
+        "LISTEN_PID",
+        Kind::Number,
+        "`hookhost serve`: socket activation; the descriptors of LISTEN_FDS are this \
+         process's only when it names this process",
+    ),
+    v(
+        "LISTEN_FDS",
+        Kind::Number,
+        "`hookhost serve`: socket activation; 1 listens on the inherited descriptor 3",
+    ),
+    v(
         "TRACEPARENT",
         Kind::Passthrough,
         "set: no daemon (it differs on every call)",

@@ -14,7 +14,7 @@ use wasmtime::component::InstancePre;
 pub mod v0_1 {
     wasmtime::component::bindgen!({
         world: "plugin",
-        path: "../wit/v0.1.0",
+        path: "wit/v0.1.0",
         // Calls run on a fiber of the calling task (`call_async`), so a wasm hook never
         // blocks a runtime thread: the epoch deadline yields back to the executor each
         // tick.
@@ -27,7 +27,7 @@ pub mod v0_1 {
 pub mod v0_2 {
     wasmtime::component::bindgen!({
         world: "plugin-with-model",
-        path: "../wit",
+        path: "wit",
         exports: { default: async },
         with: {
             "hookhost:hook/types@0.2.0": crate::handlers::wasm::bindings::v0_1::hookhost::hook::types,

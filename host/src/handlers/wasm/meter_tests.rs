@@ -74,7 +74,7 @@ fn holds_resource(resolve: &Resolve, ty: &Type) -> bool {
 fn kitchen_sink_wit() -> (Resolve, wit_parser::WorldId) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut resolve = Resolve::default();
-    for dir in ["../wit/v0.1.0", "../wit"] {
+    for dir in ["wit/v0.1.0", "wit"] {
         resolve
             .push_dir(manifest.join(dir))
             .expect("hookhost's WIT parses");

@@ -9,7 +9,7 @@ use crate::handlers::wasm::gitdir_cache::{GitDirs, git_directory_of};
 fn every_descriptor_method_of_the_wit_is_classified() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut resolve = wit_parser::Resolve::default();
-    for dir in ["../wit/v0.1.0", "../wit"] {
+    for dir in ["wit/v0.1.0", "wit"] {
         resolve
             .push_dir(manifest.join(dir))
             .expect("hookhost's WIT parses");

@@ -1,0 +1,1 @@
+../../../../../plugins/deny-dangerous-bash/src/lib.rs

@@ -1,0 +1,1 @@
+../../../../../plugins/hostile/src/lib.rs

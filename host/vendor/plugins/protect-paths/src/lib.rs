@@ -1,0 +1,1 @@
+../../../../../plugins/protect-paths/src/lib.rs

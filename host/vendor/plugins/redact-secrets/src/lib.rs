@@ -1,0 +1,1 @@
+../../../../../plugins/redact-secrets/src/lib.rs

@@ -1,0 +1,1 @@
+../../../../../plugins/test-gate/src/lib.rs
