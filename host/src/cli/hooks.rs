@@ -55,6 +55,7 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
             }
             _ => None,
         },
+        HandlerSpec::Wasm(w) if w.oci.is_some() => None,
         HandlerSpec::Wasm(w) => {
             (!w.plugin.is_file()).then(|| format!("plugin `{}` does not exist", w.plugin.display()))
         }
@@ -140,7 +141,14 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
     let host = args.host()?;
     let policy = host.policy();
     print_problems(policy);
-    if policy.errors.is_empty() {
+    let (lock_errors, lock_warnings) = super::oci::check_lock(&args.find_project(None)?, policy);
+    for warning in &lock_warnings {
+        errln!("warning: {}", escape(warning));
+    }
+    for error in &lock_errors {
+        errln!("error: {}", escape(error));
+    }
+    if policy.errors.is_empty() && lock_errors.is_empty() {
         let sources: std::collections::BTreeSet<&str> = policy
             .hooks
             .iter()
@@ -156,8 +164,8 @@ pub fn validate(args: SourceArgs) -> Result<ExitCode, String> {
     } else {
         outln!(
             "{} errors, {} warnings",
-            policy.errors.len(),
-            policy.warnings.len()
+            policy.errors.len() + lock_errors.len(),
+            policy.warnings.len() + lock_warnings.len()
         );
         Ok(ExitCode::from(1))
     }

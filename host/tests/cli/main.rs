@@ -42,6 +42,7 @@ mod loop_brakes;
 mod mcp_serve;
 mod merge;
 mod model_plugins;
+mod oci;
 mod parity;
 mod pipes;
 mod plugin;
