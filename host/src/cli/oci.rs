@@ -133,7 +133,7 @@ fn references(policy: &Policy) -> BTreeMap<String, (OciRef, &hookhost::policy::H
         {
             found
                 .entry(reference.name())
-                .or_insert_with(|| (reference.clone(), hook.as_ref()));
+                .or_insert_with(|| (OciRef::clone(reference), hook.as_ref()));
         }
     }
     found
@@ -233,12 +233,12 @@ pub fn check_lock(project: &Path, policy: &Policy) -> (Vec<String>, Vec<String>)
             ));
             continue;
         };
-        if let Some(pinned) = &reference.digest {
-            if pinned != locked {
-                errors.push(format!(
-                    "{at}: `{reference}` pins sha256:{pinned}, but {LOCK_FILE} pins sha256:{locked}"
-                ));
-            }
+        if let Some(pinned) = &reference.digest
+            && pinned != locked
+        {
+            errors.push(format!(
+                "{at}: `{reference}` pins sha256:{pinned}, but {LOCK_FILE} pins sha256:{locked}"
+            ));
         }
         if reference.tag.is_none() {
             continue;

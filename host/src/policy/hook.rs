@@ -232,7 +232,7 @@ pub(super) fn build(
                     Some(reference) => PathBuf::from(reference.to_string()),
                     None => resolve_plugin_path(&layer.base_dir, &plugin),
                 },
-                oci,
+                oci: oci.map(Box::new),
                 sha256,
                 capabilities,
                 fuel: limits.fuel,

@@ -102,7 +102,7 @@ pub struct WasmSpec {
     /// the reference as written (the sandbox finds the file in its OCI cache).
     pub plugin: PathBuf,
     /// The registry reference when `plugin` is `oci://…`.
-    pub oci: Option<super::oci::OciRef>,
+    pub oci: Option<Box<super::oci::OciRef>>,
     /// Expected sha256 (lowercase hex).
     pub sha256: Option<String>,
     /// Capability grants.

@@ -73,7 +73,7 @@ impl PluginCall {
             timeout: hook.timeout,
             instance: spec.instance,
             config: spec.config.clone(),
-            oci: spec.oci.clone(),
+            oci: spec.oci.as_deref().cloned(),
         })
     }
 }
