@@ -75,6 +75,9 @@ struct HookLine<'a> {
     tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     turns: Option<u32>,
+    /// An `oci://` plugin's reference and digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin: Option<&'a str>,
     message: Option<Message<'a>>,
 }
 
@@ -136,6 +139,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
                 memory_bytes: h.memory_bytes,
                 tokens: h.tokens,
                 turns: h.turns,
+                plugin: h.plugin.as_deref(),
                 message: h.message.as_deref().map(|message| {
                     messages = messages.saturating_add(message.len().min(VALUE_CAP * 4));
                     if messages > MESSAGES_BUDGET {

@@ -55,6 +55,7 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
             }
             _ => None,
         },
+        HandlerSpec::Wasm(w) if w.oci.is_some() => None,
         HandlerSpec::Wasm(w) => {
             (!w.plugin.is_file()).then(|| format!("plugin `{}` does not exist", w.plugin.display()))
         }
@@ -156,6 +157,12 @@ struct ValidateReport<'a> {
     sources: usize,
     errors: &'a [hookhost::config::ConfigError],
     warnings: &'a [hookhost::config::ConfigWarning],
+    /// What `hookhost.lock` says of the config's `oci://` plugins (a missing or moved pin).
+    #[serde(rename = "lockErrors")]
+    lock_errors: &'a [String],
+    /// A registry that could not be asked whether a tag moved.
+    #[serde(rename = "lockWarnings")]
+    lock_warnings: &'a [String],
 }
 
 pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
@@ -166,7 +173,9 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
         .iter()
         .map(|h| h.origin.location.as_str())
         .collect();
-    let ok = policy.errors.is_empty();
+    let (lock_errors, lock_warnings) =
+        super::oci::check_lock(&args.sources.find_project(None)?, policy);
+    let ok = policy.errors.is_empty() && lock_errors.is_empty();
     if args.json {
         let report = ValidateReport {
             ok,
@@ -174,23 +183,31 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
             sources: sources.len(),
             errors: &policy.errors,
             warnings: &policy.warnings,
+            lock_errors: &lock_errors,
+            lock_warnings: &lock_warnings,
         };
         let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         outln!("{}", hookhost::text::escape_json(&json));
     } else {
         print_problems(policy);
+        for warning in &lock_warnings {
+            errln!("warning: {}", escape(warning));
+        }
+        for error in &lock_errors {
+            errln!("error: {}", escape(error));
+        }
         if ok {
             outln!(
                 "ok: {} hooks from {} sources, {} warnings",
                 policy.hooks.len(),
                 sources.len(),
-                policy.warnings.len()
+                policy.warnings.len() + lock_warnings.len()
             );
         } else {
             outln!(
                 "{} errors, {} warnings",
-                policy.errors.len(),
-                policy.warnings.len()
+                policy.errors.len() + lock_errors.len(),
+                policy.warnings.len() + lock_warnings.len()
             );
         }
     }

@@ -12,6 +12,7 @@ pub mod dispatch_daemon;
 mod hooks;
 mod import;
 mod install;
+mod oci;
 mod plugin;
 pub mod project;
 mod scaffold;

@@ -95,6 +95,15 @@ pub enum PluginCommand {
     Sign(super::signing::SignArgs),
     /// Check a plugin's signature against a public key.
     Verify(super::signing::VerifyArgs),
+    /// Fetch a plugin from an OCI registry into the cache (verified against its digests);
+    /// prints the reference pinned to its manifest's digest.
+    Pull(super::oci::PullArgs),
+    /// Publish a component to an OCI registry as a wasm artifact (`--sign KEY`: with its
+    /// signature as a referrer).
+    Push(super::oci::PushArgs),
+    /// Write `hookhost.lock`: every `oci://` plugin of the config pinned by digest
+    /// (checked by `hookhost validate`).
+    Lock(super::oci::LockArgs),
 }
 
 /// Runs a `plugin` subcommand.
@@ -113,6 +122,9 @@ pub fn run(cmd: PluginCommand) -> Result<ExitCode, String> {
         } => new(&lang, name, dir, sdk),
         PluginCommand::Sign(args) => super::signing::sign(args),
         PluginCommand::Verify(args) => super::signing::verify(args),
+        PluginCommand::Pull(args) => super::oci::pull(args),
+        PluginCommand::Push(args) => super::oci::push(args),
+        PluginCommand::Lock(args) => super::oci::lock(args),
         PluginCommand::Inspect { file, json } => {
             let (info, cache) = runtime.inspect(&file)?;
             if json {

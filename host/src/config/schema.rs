@@ -488,6 +488,14 @@ pub struct RawCeilings {
     /// server's name, its stdio `command` or its http `url`, compared exactly.
     #[serde(default)]
     pub mcp_servers: Option<Vec<String>>,
+    /// OCI registries (`host[:port]`, `*.suffix`) the `oci://` plugins of hooks outside
+    /// managed policy may come from.
+    #[serde(default)]
+    pub registries: Option<Vec<String>>,
+    /// Whether an `oci://` plugin may be named by its tag alone (any source, managed
+    /// included); otherwise a reference must pin the manifest's digest.
+    #[serde(default)]
+    pub oci_tags: Option<bool>,
 }
 
 /// A directory ceiling.

@@ -478,7 +478,7 @@ impl Handlers {
 /// The system's trusted certificates, from its certificate directories at their fixed
 /// places (`/etc/ssl/certs`, `/etc/pki/tls/certs`, …): unlike
 /// `rustls_native_certs::load_native_certs`, never from `SSL_CERT_FILE` or `SSL_CERT_DIR`.
-fn system_roots() -> Vec<reqwest::Certificate> {
+pub(crate) fn system_roots() -> Vec<reqwest::Certificate> {
     openssl_probe::candidate_cert_dirs()
         .flat_map(|dir| rustls_native_certs::load_certs_from_paths(None, Some(dir)).certs)
         .filter_map(|der| reqwest::Certificate::from_der(&der).ok())

@@ -222,14 +222,40 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
                 message: format!("hook `{}`: {}: {message}", hook.id, check.words()),
             });
         };
+        // A registry's plugin is judged as its cached layer file, pinned to the layer's
+        // digest; one not cached yet is pulled (and judged) at its first event.
+        let (file, pin) = match &spec.oci {
+            None => (spec.plugin.clone(), spec.sha256.clone()),
+            Some(reference) => match wasm.oci_cached(reference) {
+                Ok(Some(cached)) => {
+                    if let Some(pin) = spec.sha256.as_ref().filter(|p| **p != cached.layer) {
+                        refuse(
+                            Check::PluginDigest,
+                            "sha256",
+                            format!(
+                                "`{pin}`, but the component of `{reference}` is {}",
+                                cached.layer
+                            ),
+                        );
+                        continue;
+                    }
+                    (cached.path, Some(cached.layer))
+                }
+                Ok(None) => continue,
+                Err(message) => {
+                    refuse(Check::PluginFile, "plugin", message);
+                    continue;
+                }
+            },
+        };
         // Pin and allowlist first, on the file's digest: a plugin that is not admitted is
         // never compiled (as at dispatch).
         let list = &policy.settings.plugin_allowlist;
-        if spec.sha256.is_some() || list.required() {
-            let digest = match sha256_regular(&spec.plugin, DEFAULT_MAX_PLUGIN_BYTES) {
+        if pin.is_some() || list.required() {
+            let digest = match sha256_regular(&file, DEFAULT_MAX_PLUGIN_BYTES) {
                 Ok(digest) => digest,
                 Err(e) => {
-                    let shown = spec.plugin.display();
+                    let shown = file.display();
                     refuse(
                         Check::PluginFile,
                         "plugin",
@@ -238,7 +264,7 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
                     continue;
                 }
             };
-            if let Some(pin) = &spec.sha256
+            if let Some(pin) = &pin
                 && !pin.eq_ignore_ascii_case(&digest)
             {
                 refuse(
@@ -250,22 +276,24 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
             }
             if list.required() {
                 let signature = list.needs_signature(&digest).then(|| {
-                    let sig = crate::policy::allowlist::signature_path(&spec.plugin);
+                    let sig = crate::policy::allowlist::signature_path(&file);
                     match read_regular(&sig, 4096) {
                         Err(FileError::NotFound) => None,
                         Err(e) => Some(Err(e.to_string())),
                         Ok((bytes, _)) => Some(Ok(bytes)),
                     }
                 });
-                if let Err(message) = list.admit(&spec.plugin, &digest, signature.flatten()) {
+                if let Err(message) = list.admit(&file, &digest, signature.flatten()) {
                     refuse(Check::PluginAllowlist, "plugin", message);
                     continue;
                 }
             }
         }
-        let Some(call) = PluginCall::from_hook(hook) else {
+        let Some(mut call) = PluginCall::from_hook(hook) else {
             continue;
         };
+        call.plugin = file;
+        call.oci = None;
         // The load the hook's first event makes, `describe` under the hook's own limits.
         match wasm.load_for_hook(&call) {
             // No engine, or a load that ran out of time (a compile, or a `describe`, on a

@@ -131,6 +131,10 @@ pub struct HookReport {
     /// failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureKind>,
+    /// A wasm hook's plugin from an OCI registry: its reference, with the manifest's
+    /// digest when the reference pins one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
     /// Why it failed, blocked or was skipped.
     pub message: Option<String>,
     /// Captured stderr, or a wasm plugin's stdout / stderr / log records, capped.

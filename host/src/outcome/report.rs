@@ -20,6 +20,10 @@ pub fn report(executed: &Executed) -> HookReport {
         tokens: None,
         turns: None,
         failure: None,
+        plugin: match &hook.handler {
+            crate::policy::HandlerSpec::Wasm(spec) => spec.oci.as_ref().map(ToString::to_string),
+            _ => None,
+        },
         message: None,
         diagnostics: None,
     };

@@ -382,6 +382,7 @@ fn the_whole_outcome_is_bounded() {
             tokens: None,
             turns: None,
             failure: None,
+            plugin: None,
             message: Some(text.clone()),
             diagnostics: Some(text.clone()),
         });

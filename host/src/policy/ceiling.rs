@@ -27,6 +27,8 @@ pub struct Ceilings {
     handler_types: RawHandlerTypes,
     models: Option<super::models::ModelCeiling>,
     mcp_servers: Option<Vec<String>>,
+    registries: Option<Vec<String>>,
+    oci_tags: bool,
 }
 
 fn mode_name(mode: DirMode) -> &'static str {
@@ -142,8 +144,47 @@ impl Ceilings {
                 .as_ref()
                 .map(|m| super::models::ModelCeiling::new(m, &mut errors)),
             mcp_servers: raw.mcp_servers.clone(),
+            registries: raw.registries.as_ref().map(|list| {
+                list.iter()
+                    .enumerate()
+                    .filter_map(|(i, entry)| {
+                        match super::oci::check_registry_entry(&entry.to_ascii_lowercase()) {
+                            Ok(()) => Some(entry.clone()),
+                            Err(e) => {
+                                errors.push((format!("$.ceilings.registries[{i}]"), e));
+                                None
+                            }
+                        }
+                    })
+                    .collect()
+            }),
+            oci_tags: raw.oci_tags == Some(true),
         };
         (ceilings, errors)
+    }
+
+    /// Whether managed `ceilings.ociTags` lets an `oci://` plugin be named by its tag
+    /// alone.
+    pub fn oci_tags(&self) -> bool {
+        self.oci_tags
+    }
+
+    /// Whether `ceilings.registries` lets a hook outside managed policy take its plugin
+    /// from `reference`'s registry.
+    ///
+    /// # Errors
+    ///
+    /// Why not, naming the ceiling and the registry.
+    pub fn admits_registry(&self, reference: &super::oci::OciRef) -> Result<(), String> {
+        match &self.registries {
+            Some(list) if !reference.registry_within(list) => Err(format!(
+                "`plugin`: the registry `{}` of `{reference}` is not in the managed ceiling \
+                 `ceilings.registries`: [{}]",
+                reference.registry,
+                list.join(", ")
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// `ceilings.models`, when managed policy sets it.
@@ -226,6 +267,9 @@ impl Ceilings {
         let HandlerSpec::Wasm(spec) = &mut hook.handler else {
             return Ok(());
         };
+        if let Some(reference) = &spec.oci {
+            self.admits_registry(reference)?;
+        }
         if let (Some(grant), Some(models)) = (&spec.capabilities.model, &self.models) {
             if let Some(kind) = spec.provider {
                 models

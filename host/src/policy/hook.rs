@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::oci::OciRef;
 use super::settings::Settings;
 use crate::config::schema::{HandlerType, OnFailure, RawHandler};
 use crate::config::{ConfigLayer, ConfigWarning};
@@ -225,8 +226,13 @@ pub(super) fn build(
                     }
                 }
             }
+            let oci = oci_reference(&plugin, settings)?;
             HandlerSpec::Wasm(WasmSpec {
-                plugin: resolve_plugin_path(&layer.base_dir, &plugin),
+                plugin: match &oci {
+                    Some(reference) => PathBuf::from(reference.to_string()),
+                    None => resolve_plugin_path(&layer.base_dir, &plugin),
+                },
+                oci: oci.map(Box::new),
                 sha256,
                 capabilities,
                 fuel: limits.fuel,
@@ -482,6 +488,24 @@ fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<St
         Some(v) if !v.trim().is_empty() => Ok(v.clone()),
         _ => Err(format!("hooks of type `{}` need `{field}`", kind.as_str())),
     }
+}
+
+/// The registry reference of a `plugin` that is one (`oci://…`): it must pin the
+/// manifest's digest unless managed policy's `ceilings.ociTags` allows tags.
+fn oci_reference(plugin: &str, settings: &Settings) -> Result<Option<OciRef>, String> {
+    if !OciRef::is_reference(plugin) {
+        return Ok(None);
+    }
+    let reference = OciRef::parse(plugin).map_err(|e| format!("`plugin`: {e}"))?;
+    let tags = settings.ceilings.as_ref().is_some_and(|c| c.oci_tags());
+    if reference.digest.is_none() && !tags {
+        return Err(format!(
+            "`plugin`: `{reference}` names a tag but no digest; pin the manifest with \
+             `@sha256:…` (`hookhost plugin pull` prints it), or managed policy must allow \
+             tags (`ceilings.ociTags`)"
+        ));
+    }
+    Ok(Some(reference))
 }
 
 pub(super) fn resolve_plugin_path(base: &Path, plugin: &str) -> PathBuf {

@@ -33,6 +33,7 @@ pub mod limits;
 mod loop_brakes;
 pub mod mcp;
 pub mod models;
+pub mod oci;
 mod on_failure;
 pub mod places;
 mod settings;
@@ -351,7 +352,11 @@ fn with_plugin_files(
                     all.push(places::HostPlace::new(file, what, places::Guard::Write));
                 }
             }
-            if let Some(plugin) = raw.plugin.as_deref().filter(|p| !p.trim().is_empty()) {
+            if let Some(plugin) = raw
+                .plugin
+                .as_deref()
+                .filter(|p| !p.trim().is_empty() && !oci::OciRef::is_reference(p))
+            {
                 let file = hook::resolve_plugin_path(&layer.base_dir, plugin);
                 let sig = allowlist::signature_path(&file);
                 all.push(places::HostPlace::new(

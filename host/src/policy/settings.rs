@@ -175,7 +175,9 @@ fn managed_governance(
                 timeout,
                 handler_types,
                 models,
-                mcp_servers
+                mcp_servers,
+                registries,
+                oci_tags
             );
         }
     }

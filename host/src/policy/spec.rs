@@ -98,8 +98,11 @@ pub fn is_framing_header(name: &str) -> bool {
 /// A wasm hook, as configured. The sandbox turns grants into live capabilities.
 #[derive(Debug, Clone)]
 pub struct WasmSpec {
-    /// Absolute path of the component.
+    /// Absolute path of the component; for a plugin from a registry ([`WasmSpec::oci`]),
+    /// the reference as written (the sandbox finds the file in its OCI cache).
     pub plugin: PathBuf,
+    /// The registry reference when `plugin` is `oci://…`.
+    pub oci: Option<Box<super::oci::OciRef>>,
     /// Expected sha256 (lowercase hex).
     pub sha256: Option<String>,
     /// Capability grants.
@@ -188,7 +191,10 @@ impl HandlerSpec {
                 None => c.command.clone(),
             },
             HandlerSpec::Http(h) => h.url.clone(),
-            HandlerSpec::Wasm(w) => w.plugin.display().to_string(),
+            HandlerSpec::Wasm(w) => match &w.oci {
+                Some(reference) => reference.to_string(),
+                None => w.plugin.display().to_string(),
+            },
             HandlerSpec::Function(_) => "(in-process function)".into(),
             HandlerSpec::Prompt(p) => {
                 let short: String = p.prompt.chars().take(60).collect();

@@ -103,6 +103,18 @@ pub fn fingerprint(
                 let (HandlerType::Wasm, Some(plugin)) = (raw.kind, &raw.plugin) else {
                     continue;
                 };
+                // A plugin from a registry: its reference and the digest it pins (a tag
+                // alone pins nothing; only managed policy allows one).
+                if crate::policy::oci::OciRef::is_reference(plugin) {
+                    if let Ok(reference) = crate::policy::oci::OciRef::parse(plugin) {
+                        let state = FileState {
+                            sha256: reference.digest.clone(),
+                            target: None,
+                        };
+                        files.insert(reference.to_string(), state);
+                    }
+                    continue;
+                }
                 let path = layer.base_dir.join(plugin);
                 if plugins.contains_key(&path) {
                     continue;

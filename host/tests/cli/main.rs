@@ -45,6 +45,7 @@ mod mcp_serve;
 mod merge;
 mod model_plugins;
 mod packaging;
+mod oci;
 mod parity;
 mod pipes;
 mod plugin;

@@ -79,6 +79,11 @@ pub const VARIABLES: &[Variable] = &[
         "the home directory; else the password database's",
     ),
     v(
+        "DOCKER_CONFIG",
+        Kind::Path,
+        "the directory of the docker `config.json` read for OCI registry credentials; else ~/.docker",
+    ),
+    v(
         "XDG_CONFIG_HOME",
         Kind::Path,
         "the user's config base; else ~/.config",
@@ -296,6 +301,11 @@ pub const VARIABLES: &[Variable] = &[
         "an OpenAI-compatible endpoint for prompt hooks: as ANTHROPIC_BASE_URL",
     ),
     v("HOOKHOST_LOG", Kind::Passthrough, "log verbosity on stderr"),
+    v(
+        "HOOKHOST_REGISTRY_AUTH",
+        Kind::Passthrough,
+        "`registry=user:password`: credentials for that one OCI registry only",
+    ),
     v(
         "RUST_BACKTRACE",
         Kind::Passthrough,

@@ -393,7 +393,8 @@ fn describe(import: &Import) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_import_of_the_linker_is_charged_per_call() {
     let (bytes, imports) = kitchen_sink();
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
+    let sandbox =
+        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
     let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
     // The linker of a hook with an HTTP grant defines every import of the kitchen sink.
     let pre = sandbox
@@ -452,7 +453,8 @@ async fn every_import_of_the_linker_is_charged_per_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_every_import_ends_on_the_default_fuel() {
     let (bytes, imports) = kitchen_sink();
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
+    let sandbox =
+        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
     let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
     let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();
     let started = Instant::now();
@@ -509,7 +511,8 @@ async fn a_flood_of_every_import_ends_on_the_default_fuel() {
 /// pollable by its size, and every other resource at the most one may hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_store_footprint_counts_what_its_resources_hold() {
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
+    let sandbox =
+        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
     let plugin: Arc<str> = Arc::from("footprint");
     let mut store = sandbox
         .store(
@@ -562,7 +565,8 @@ async fn random_bytes_are_charged_per_byte_asked_for() {
         2,
         "get-random-bytes and get-insecure-random-bytes"
     );
-    let sandbox = Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None).expect("a sandbox");
+    let sandbox =
+        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
     let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
     let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();
     for (k, import) in imports.iter().enumerate() {

@@ -30,6 +30,7 @@
 mod bindings;
 pub mod cache;
 mod cache_key;
+mod call;
 mod compiles;
 mod convert;
 mod engine;
@@ -51,6 +52,7 @@ mod load;
 mod meter_tests;
 mod model_budget;
 mod model_call;
+pub mod oci;
 mod progress;
 mod session_key;
 mod state;
@@ -59,12 +61,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 use wasmtime::{Engine, Store};
 
 pub use cache::{CacheStatus, CompileCache, sha256_hex};
+pub use call::PluginCall;
 pub use compiles::COMPILE_BUDGET;
 use compiles::CompileObserver;
 pub use convert::{Converted, MAX_CONVERTED_BYTES, PluginResponse, convert_response};
@@ -85,12 +88,12 @@ use super::model::{ModelError, Resolved};
 use super::output::cap_text;
 use super::{Answer, FailureKind, HandlerRun, Invocation, Usage, Verdict, WasmRunner};
 use crate::config::SourceKind;
-use crate::config::schema::{InstanceMode, RawCapabilities};
+use crate::config::schema::InstanceMode;
 use crate::policy::allowlist::PluginAllowlist;
 use crate::policy::capability::{self, Live};
 use crate::policy::ceiling::Ceilings;
 use crate::policy::places::HostPlaces;
-use crate::policy::{HandlerSpec, Hook, Policy};
+use crate::policy::{Hook, Policy};
 use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
@@ -113,70 +116,6 @@ pub use crate::policy::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_BYTES};
 /// Bytes of stdout, and of stderr, a plugin may write per call.
 pub const OUTPUT_CAP: usize = 1 << 20;
 
-/// Everything one plugin run needs, independent of the config structures.
-#[derive(Debug, Clone)]
-pub struct PluginCall {
-    /// A name for reports: the hook id, or the file name.
-    pub label: String,
-    /// The component file.
-    pub plugin: PathBuf,
-    /// Expected sha256, checked before compiling.
-    pub sha256: Option<String>,
-    /// Grants.
-    pub capabilities: RawCapabilities,
-    /// Fuel per call.
-    pub fuel: u64,
-    /// Memory cap in bytes.
-    pub memory_bytes: u64,
-    /// Wall-clock limit.
-    pub timeout: Duration,
-    /// Instance lifetime.
-    pub instance: InstanceMode,
-    /// The hook's `config`, handed to the plugin.
-    pub config: Option<Value>,
-}
-
-impl PluginCall {
-    /// A call of the plugin file at `plugin` with the defaults of a configured hook (no
-    /// grants, default fuel and memory, a fresh instance per event), a 10-second timeout,
-    /// and the file name as its label.
-    pub fn new(plugin: impl Into<PathBuf>) -> PluginCall {
-        let plugin = plugin.into();
-        PluginCall {
-            label: plugin.file_name().map_or_else(
-                || plugin.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            ),
-            plugin,
-            sha256: None,
-            capabilities: RawCapabilities::default(),
-            fuel: DEFAULT_FUEL,
-            memory_bytes: DEFAULT_MEMORY_BYTES,
-            timeout: Duration::from_secs(10),
-            instance: InstanceMode::Event,
-            config: None,
-        }
-    }
-
-    /// The call a configured wasm hook makes; `None` for other handler types.
-    pub fn from_hook(hook: &Hook) -> Option<PluginCall> {
-        let HandlerSpec::Wasm(spec) = &hook.handler else {
-            return None;
-        };
-        Some(PluginCall {
-            label: hook.id.clone(),
-            plugin: spec.plugin.clone(),
-            sha256: spec.sha256.clone(),
-            capabilities: spec.capabilities.clone(),
-            fuel: spec.fuel.unwrap_or(DEFAULT_FUEL),
-            memory_bytes: spec.memory_bytes.unwrap_or(DEFAULT_MEMORY_BYTES),
-            timeout: hook.timeout,
-            instance: spec.instance,
-            config: spec.config.clone(),
-        })
-    }
-}
-
 /// A run plus what only the sandbox knows: the hook output as JSON (what a command hook
 /// would have printed) and capability warnings.
 #[derive(Debug, Clone)]
@@ -196,6 +135,7 @@ pub struct WasmRuntime {
     instance_pool: bool,
     max_plugin_bytes: u64,
     on_compile: Option<CompileObserver>,
+    oci_dir: Option<PathBuf>,
     sandbox: OnceLock<Result<Arc<Sandbox>, String>>,
 }
 
@@ -213,6 +153,7 @@ impl WasmRuntime {
             instance_pool: true,
             max_plugin_bytes: load::max_plugin_bytes_from_env(),
             on_compile: None,
+            oci_dir: Some(oci::OciStore::default_dir()),
             sandbox: OnceLock::new(),
         }
     }
@@ -259,6 +200,7 @@ impl WasmRuntime {
                     self.instance_pool,
                     self.max_plugin_bytes,
                     self.on_compile.clone(),
+                    self.oci_store(),
                 )
                 .map(Arc::new)
             })
@@ -420,6 +362,8 @@ struct Sandbox {
     on_compile: Option<CompileObserver>,
     sessions: Mutex<HashMap<instances::SessionKey, SessionSlot>>,
     ticker_stop: Arc<AtomicBool>,
+    /// The OCI cache of `oci://` plugins.
+    oci: Option<oci::OciStore>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -445,6 +389,7 @@ impl Sandbox {
         instance_pool: bool,
         max_plugin_bytes: u64,
         on_compile: Option<CompileObserver>,
+        oci: Option<oci::OciStore>,
     ) -> Result<Sandbox, String> {
         let engine = engine::new_engine(instance_pool)?;
         let linkers = engine::linkers(&engine)?;
@@ -462,6 +407,7 @@ impl Sandbox {
             on_compile,
             sessions: Mutex::default(),
             ticker_stop,
+            oci,
         })
     }
 
@@ -483,18 +429,19 @@ impl Sandbox {
             memory_bytes: call.memory_bytes,
             timeout: call.timeout,
         };
+        let (plugin, sha256) = match &call.oci {
+            None => (call.plugin.clone(), call.sha256.clone()),
+            Some(reference) => match self.oci_plugin(reference, call).await {
+                Ok(found) => found,
+                Err((kind, message)) => return failed(kind, message, Vec::new()),
+            },
+        };
         let budget = compiles::Budget {
             hook: Some(&call.label),
-            time: call.timeout,
+            time: call.timeout.saturating_sub(started.elapsed()),
         };
         let loaded = match self
-            .load(
-                &call.plugin,
-                call.sha256.as_deref(),
-                allowlist,
-                &limits,
-                &budget,
-            )
+            .load(&plugin, sha256.as_deref(), allowlist, &limits, &budget)
             .await
         {
             Ok(l) => l,
