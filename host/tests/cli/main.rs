@@ -52,4 +52,5 @@ mod serve;
 mod serve_registry;
 mod session_store;
 mod signing;
+mod telemetry;
 mod trust;
