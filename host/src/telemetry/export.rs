@@ -26,6 +26,8 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use super::Config;
 use super::metrics::Metrics;
 
+/// Set by [`flush_all`]: the process is about to exit.
+static EXITING: AtomicBool = AtomicBool::new(false);
 /// The most of a collector's answer read (its status decides; the body is only logged).
 const MAX_ANSWER: usize = 64 << 10;
 /// Spans sent in one export at most.
@@ -252,6 +254,12 @@ async fn export_spans(
                 Err(_) => Some(format!("no answer within {timeout:?}")),
             };
             match failed {
+                // At a one-shot's exit the answer is printed already: stderr after it
+                // would reach the agent with a block's reason (Claude Code reads all of
+                // it), so the failure is only a debug line there.
+                Some(why) if EXITING.load(Ordering::Relaxed) => {
+                    tracing::debug!("telemetry: exporting spans failed: {why}");
+                }
                 Some(why) if !FAILING.swap(true, Ordering::Relaxed) => {
                     tracing::warn!("telemetry: exporting spans failed: {why}");
                 }
@@ -269,6 +277,7 @@ async fn export_spans(
 /// (a one-shot dispatch calls it before exiting; a dead or silent collector costs at
 /// most `bound`). `true` when everything was exported in time (or nothing was on).
 pub fn flush_all(bound: Duration) -> bool {
+    EXITING.store(true, Ordering::Relaxed);
     let deadline = Instant::now() + bound;
     let all: Vec<Arc<Pipeline>> = pipelines()
         .lock()

@@ -303,6 +303,8 @@ fn a_dead_or_silent_collector_changes_nothing() {
     three_hooks(&env);
     let plain = dispatch(&env, env.command(), &["PreToolUse"], &input());
     let expected = comparable(&plain.json());
+    // Under `--format claude` stderr is the block's reason the agent reads.
+    let plain_claude = dispatch(&env, env.command(), &["--format", "claude"], &input());
     // A port nothing listens on (bound, then closed), and a collector that accepts and
     // never answers.
     let closed = {
@@ -319,6 +321,7 @@ fn a_dead_or_silent_collector_changes_nothing() {
                 assert_eq!(comparable(&run.json()), expected, "{endpoint}");
             } else {
                 assert_eq!(run.code, 2, "{endpoint}: the block stands: {}", run.stderr);
+                assert_eq!(run.stderr, plain_claude.stderr, "{endpoint}: the reason");
             }
         }
     }
