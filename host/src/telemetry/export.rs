@@ -28,6 +28,15 @@ use super::metrics::Metrics;
 
 /// Set by [`flush_all`]: the process is about to exit.
 static EXITING: AtomicBool = AtomicBool::new(false);
+/// Set by [`warn_on_failures`].
+static WARN_ON_FAILURES: AtomicBool = AtomicBool::new(false);
+
+/// In a long-lived process (a daemon, whose stderr is its log): a failing export is a
+/// warning (once per failure streak). Elsewhere it is a debug line: a one-shot
+/// `hookhost dispatch`'s stderr is part of its answer.
+pub fn warn_on_failures() {
+    WARN_ON_FAILURES.store(true, Ordering::Relaxed);
+}
 /// The most of a collector's answer read (its status decides; the body is only logged).
 const MAX_ANSWER: usize = 64 << 10;
 /// Spans sent in one export at most.
@@ -254,10 +263,13 @@ async fn export_spans(
                 Err(_) => Some(format!("no answer within {timeout:?}")),
             };
             match failed {
-                // At a one-shot's exit the answer is printed already: stderr after it
-                // would reach the agent with a block's reason (Claude Code reads all of
-                // it), so the failure is only a debug line there.
-                Some(why) if EXITING.load(Ordering::Relaxed) => {
+                // A one-shot process's stderr reaches the agent with a block's reason
+                // (Claude Code reads all of it): there, and at any exit, the failure is
+                // only a debug line. Daemons log it ([`warn_on_failures`]).
+                Some(why)
+                    if !WARN_ON_FAILURES.load(Ordering::Relaxed)
+                        || EXITING.load(Ordering::Relaxed) =>
+                {
                     tracing::debug!("telemetry: exporting spans failed: {why}");
                 }
                 Some(why) if !FAILING.swap(true, Ordering::Relaxed) => {

@@ -33,7 +33,7 @@ use crate::handlers::Invocation;
 use crate::outcome::{Executed, Outcome};
 use crate::policy::Settings;
 
-pub use export::flush_all;
+pub use export::{flush_all, warn_on_failures};
 
 /// Dispatches whose spans may wait for export in one process; beyond, they are dropped
 /// (and counted).

@@ -131,6 +131,7 @@ fn serve(
     if let Some(notice) = notice {
         eprintln!("hookhost dispatch daemon: {notice}");
     }
+    hookhost::telemetry::warn_on_failures();
     let runtime = super::super::serve::daemon_runtime()?;
     let daemon = Arc::new(Daemon {
         args,
