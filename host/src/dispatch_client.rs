@@ -10,7 +10,7 @@
 //! daemon answers `hookhost-dispatch ARGS…` and `hookhost dispatch ARGS…` alike. When that
 //! daemon answers, it prints the answer. In every other case `hookhost` decides:
 //!
-//! - no daemon for the call (`HOOKHOST_DISPATCH_DAEMON`, a per-call variable, none
+//! - no daemon for the call (`HOOKHOST_DISPATCH_DAEMON`, `CLAUDE_ENV_FILE`, none
 //!   listening yet, one that is not this user's, a command line that has none): it
 //!   `exec`s `hookhost dispatch ARGS…` (the same process, its stdin untouched), which
 //!   dispatches in-process and starts the daemon, or answers the bad command line;

@@ -103,6 +103,9 @@ pub struct HostBuilder {
     /// `Some` with [`HostBuilder::last_good_on_disk`] (and through the reload gate): the
     /// last good versions on disk.
     stored: Option<stored_good::StoredGood>,
+    /// The `OTEL_*` variables ([`HostBuilder::standard_sources`] reads them): with the
+    /// policy, where spans and metrics go ([`crate::telemetry::decide`]).
+    otel: config::env::Otel,
 }
 
 impl HostBuilder {
@@ -132,6 +135,7 @@ impl HostBuilder {
             agent_env_file: None,
             data: None,
             stored: None,
+            otel: config::env::Otel::default(),
         }
     }
 
@@ -178,6 +182,9 @@ impl HostBuilder {
             };
             self.audit = Some(log);
         }
+        let (otel, notices) = config::env::otel();
+        self.otel = otel;
+        self.env_notices.extend(notices);
         let settings = std::mem::take(&mut self.sources.settings);
         self.sources = SourceOptions::from_env(self.sources.project_dir.clone(), settings);
         match config::env::stop_block_cap() {
@@ -420,6 +427,21 @@ impl HostBuilder {
             .unwrap_or_else(handlers::wasm::WasmRuntime::shared);
         // Managed policy's `auditLog` wins over every other choice of the log.
         let audit = policy.settings.audit_log.clone().or(self.audit);
+        let (telemetry, telemetry_notices) = crate::telemetry::decide(&policy.settings, &self.otel);
+        // Said once per process (a daemon rebuilds its host on every config change).
+        static SAID: std::sync::Once = std::sync::Once::new();
+        if !telemetry_notices.is_empty() {
+            SAID.call_once(|| {
+                for notice in &telemetry_notices {
+                    tracing::warn!("{notice}");
+                }
+            });
+        }
+        let telemetry = telemetry.and_then(|config| {
+            crate::telemetry::Telemetry::for_config(&config, || {
+                handlers::http_client(&policy.settings)
+            })
+        });
         let dispatcher = Dispatcher::new(
             policy.clone(),
             Handlers::new(Some(wasm))
@@ -429,7 +451,10 @@ impl HostBuilder {
             self.launcher,
             self.session_files,
         )
-        .with_audit(audit.map(AuditLog::new))
+        .with_audit(audit.map(|path| {
+            AuditLog::new(path).with_managed_policy(policy.settings.managed_digest.clone())
+        }))
+        .with_telemetry(telemetry)
         .with_agent_env_file(self.agent_env_file.map(|file| {
             file.and_then(|path| {
                 places::agent_env_file_refusal(&path, &options.host_places).map_or(Ok(path), Err)
@@ -578,6 +603,21 @@ impl Host {
     /// An unknown event or an input that is not a JSON object.
     pub async fn dispatch(&self, event: &str, input: Value) -> Result<Outcome, DispatchError> {
         self.dispatcher.dispatch(event, input).await
+    }
+
+    /// Dispatches one event for a caller with a W3C trace context (`TRACEPARENT`): the
+    /// dispatch's span, when telemetry is on, is its child.
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::dispatch`].
+    pub async fn dispatch_traced(
+        &self,
+        event: &str,
+        input: Value,
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
+        self.dispatcher.dispatch_traced(event, input, parent).await
     }
 }
 

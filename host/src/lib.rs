@@ -24,7 +24,8 @@
 //!
 //! [`event`] holds the catalogue of the 34 events and their attributes; [`session`] the
 //! state that outlives one dispatch (and the one way to keep private files); [`trust`] the
-//! workspace trust store; [`audit`] the audit log every dispatch appends to.
+//! workspace trust store; [`audit`] the audit log every dispatch appends to; [`telemetry`]
+//! the OpenTelemetry spans and metrics of every dispatch (off unless an endpoint is set).
 //!
 //! # Workspace trust
 //!
@@ -62,6 +63,7 @@ pub mod outcome; // stage 6: merge the runs into one Outcome
 pub mod policy; // stage 2: precedence, validation, compiled immutable Policy
 pub mod serve; // the `hookhost serve` server
 pub mod session; // state that outlives one dispatch
+pub mod telemetry; // OpenTelemetry: a span per dispatch and per hook, metrics, OTLP/HTTP
 pub mod text; // small text helpers
 pub mod trust; // the workspace trust store
 

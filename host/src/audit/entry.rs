@@ -21,6 +21,9 @@ const MESSAGES_BUDGET: usize = 64 << 10;
 #[derive(Debug, Serialize)]
 pub struct Entry<'a> {
     time: String,
+    /// `host`, `user`, `hookhostVersion`, `managedPolicy`.
+    #[serde(flatten)]
+    origin: Option<&'a super::Origin>,
     session: &'a str,
     event: &'a str,
     #[serde(serialize_with = "lossy_path")]
@@ -100,7 +103,13 @@ impl Serialize for Message<'_> {
     }
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
+    /// The line, naming where it comes from.
+    pub fn with_origin(mut self, origin: &'a super::Origin) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
     /// Marks the line as that of an async hook's run.
     pub fn of_async_run(mut self) -> Self {
         self.is_async = true;
@@ -113,6 +122,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
     let mut messages = 0usize;
     Entry {
         time: rfc3339(now),
+        origin: None,
         // As hooks get it: an id of megabytes is not a line of megabytes.
         session: crate::handlers::command::session_id_text(&invocation.session_id),
         event: &outcome.event,

@@ -29,11 +29,13 @@
 
 mod entry;
 mod read;
+mod origin;
 mod redact;
 mod rewrites;
 
 pub use entry::{Entry, entry, rfc3339};
 pub use read::{LINE_CAP, Tail};
+pub use origin::Origin;
 pub use redact::{REDACTED, Redacted, redact_text};
 
 use std::ffi::CString;
@@ -64,6 +66,8 @@ use crate::outcome::Outcome;
 pub struct AuditLog {
     path: PathBuf,
     open: Mutex<Option<OpenLog>>,
+    /// The host, user, version and managed policy every line names.
+    origin: Origin,
 }
 
 /// The open log file and the (device, inode) it was opened as.
@@ -96,7 +100,10 @@ fn ends_with_newline(file: &File, ours_until: Option<u64>) -> bool {
 
 impl Clone for AuditLog {
     fn clone(&self) -> AuditLog {
-        AuditLog::new(self.path.clone())
+        AuditLog {
+            origin: self.origin.clone(),
+            ..AuditLog::new(self.path.clone())
+        }
     }
 }
 
@@ -179,7 +186,20 @@ impl AuditLog {
         AuditLog {
             path: path.into(),
             open: Mutex::new(None),
+            origin: Origin::here(None),
         }
+    }
+
+    /// The same log, its lines naming the managed policy of digest `digest`
+    /// ([`crate::policy::Settings::managed_digest`]).
+    pub fn with_managed_policy(mut self, digest: Option<String>) -> AuditLog {
+        self.origin = Origin::here(digest);
+        self
+    }
+
+    /// What every line says of where it comes from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// The file.
@@ -194,7 +214,7 @@ impl AuditLog {
     /// The log cannot be opened, locked or written, or is refused; the message names the
     /// file.
     pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<(), String> {
-        self.append(&entry(invocation, outcome, SystemTime::now()))
+        self.append(&entry(invocation, outcome, SystemTime::now()).with_origin(&self.origin))
     }
 
     /// Appends one JSON value as one line.

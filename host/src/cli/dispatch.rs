@@ -80,7 +80,8 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
     // create its signal pipe) or a dispatch that panics is no answer: under `--format
     // claude` on a guarding event it blocks ([`unanswered`]).
     let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        one_shot(dispatch_stdin(&args, &stdin, |project| {
+        let trace = hookhost::telemetry::TraceContext::from_env();
+        one_shot(dispatch_stdin(&args, &stdin, trace.as_ref(), |project| {
             args.sources.host_guarded(project)
         }))
     }));
@@ -103,20 +104,27 @@ pub fn run(args: DispatchArgs) -> Result<ExitCode, String> {
         let _ = std::io::stdout().lock().flush();
     }
     super::output::write_stderr(&printed.stderr);
+    // The answer is out: what telemetry holds goes now, for a bounded time (a dead or
+    // silent collector delays the exit by at most that, and changes nothing else).
+    if !hookhost::telemetry::flush_all(hookhost::telemetry::EXIT_FLUSH) {
+        tracing::debug!("telemetry: not everything was exported before the exit");
+    }
     Ok(ExitCode::from(printed.code))
 }
 
 /// What `hookhost dispatch` prints for the event of `args` and its `stdin`, dispatched
 /// on the host `host` builds for the project (found from the arguments, the environment
-/// and the input's `cwd`, once the input is known to be valid); errors included. The
+/// and the input's `cwd`, once the input is known to be valid), as a child of the
+/// caller's trace context `trace`; errors included. The
 /// process and the dispatch daemon both answer through here, so they print the same
 /// bytes.
 pub async fn dispatch_stdin(
     args: &DispatchArgs,
     stdin: &[u8],
+    trace: Option<&hookhost::telemetry::TraceContext>,
     host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Printed {
-    dispatch(args, stdin, host)
+    dispatch(args, stdin, trace, host)
         .await
         .unwrap_or_else(|message| Printed::error(&message))
 }
@@ -124,6 +132,7 @@ pub async fn dispatch_stdin(
 async fn dispatch(
     args: &DispatchArgs,
     stdin: &[u8],
+    trace: Option<&hookhost::telemetry::TraceContext>,
     host: impl FnOnce(&Path) -> Result<Host, String>,
 ) -> Result<Printed, String> {
     let hookhost::dispatch::input::Input {
@@ -169,7 +178,7 @@ async fn dispatch(
         }
         Format::Outcome => Vec::new(),
     };
-    let mut outcome = match host.dispatch(&event, input).await {
+    let mut outcome = match host.dispatch_traced(&event, input, trace).await {
         Ok(outcome) => outcome,
         // The host could not read its config: no answer, never "go ahead".
         Err(e @ hookhost::dispatch::DispatchError::CannotGuard(_)) => {

@@ -111,6 +111,7 @@ fn say(line: &str) {
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    hookhost::telemetry::warn_on_failures();
     crate::allocator::use_mimalloc();
     let default_project = args.sources.project_dir()?;
     let sources = args.sources.clone();

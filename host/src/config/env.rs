@@ -76,8 +76,11 @@ pub const SYSTEM_MANAGED_DIR: &str = "/etc/hookhost";
 
 // By path, so that the same lines find it when `hookhost-dispatch` compiles this file
 // as a module of its own (`src/dispatch_client.rs`).
+#[path = "env/otel.rs"]
+mod otel;
 #[path = "env/table.rs"]
 mod table;
+pub use otel::{Otel, otel};
 pub use table::{
     Kind, SHELL_CODE_VARIABLES, SHELL_FUNCTION_PREFIX, VARIABLES, Variable, is_code_loading,
     is_shell_code_variable,

@@ -144,6 +144,20 @@ pub fn parse_settings(
                 }
                 settings.managed.http_hook_ca_file = Some(file);
             }
+            "telemetry" => {
+                let telemetry: super::schema::RawTelemetry = typed(value, location, &path)?;
+                let scheme = url::Url::parse(&telemetry.endpoint).map(|u| u.scheme().to_string());
+                if !matches!(scheme.as_deref(), Ok("http" | "https")) {
+                    return Err(err(
+                        &format!("{path}.endpoint"),
+                        format!(
+                            "`{}` is not an http or https URL",
+                            crate::text::escape(&telemetry.endpoint)
+                        ),
+                    ));
+                }
+                settings.managed.telemetry = Some(telemetry);
+            }
             _ if claude_format && CLAUDE_SETTINGS_KEYS.contains(&key.as_str()) => {}
             _ if claude_format => warnings.push(super::lenient::unknown_key_warning(
                 location,
@@ -161,7 +175,7 @@ pub fn parse_settings(
                          `maxHookDepth`, `modelProvider`, `mcpServers`, `$schema` \
                          (managed policy only: `pluginAllowlist`, `requireAllowlistedPlugins`, \
                          `ceilings`, `trustedWorkspaces`, `forbidWorkspaceTrust`, \
-                         `forbidEnvironmentTrust`, `auditLog`, `httpHookCaFile`)"
+                         `forbidEnvironmentTrust`, `auditLog`, `httpHookCaFile`, `telemetry`)"
                     ),
                 ));
             }

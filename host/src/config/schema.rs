@@ -391,10 +391,25 @@ pub struct RawManaged {
     /// store and the Mozilla roots (an absolute path). The environment cannot add roots
     /// (`SSL_CERT_FILE` is ignored).
     pub http_hook_ca_file: Option<String>,
+    /// `telemetry`: the OTLP/HTTP collector every dispatch's spans and metrics go to,
+    /// whatever the environment says (`crate::telemetry`).
+    pub telemetry: Option<RawTelemetry>,
+}
+
+/// Managed `telemetry`: where spans and metrics are exported.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTelemetry {
+    /// The collector's OTLP/HTTP base URL (`/v1/traces` and `/v1/metrics` are appended).
+    pub endpoint: String,
+    /// Headers sent with every export (a collector's key); they win over
+    /// `OTEL_EXPORTER_OTLP_HEADERS` for the same name.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// The JSON keys of [`RawManaged`].
-pub const MANAGED_KEYS: [&str; 8] = [
+pub const MANAGED_KEYS: [&str; 9] = [
     "pluginAllowlist",
     "requireAllowlistedPlugins",
     "ceilings",
@@ -403,6 +418,7 @@ pub const MANAGED_KEYS: [&str; 8] = [
     "forbidEnvironmentTrust",
     "auditLog",
     "httpHookCaFile",
+    "telemetry",
 ];
 
 impl RawManaged {
@@ -432,6 +448,9 @@ impl RawManaged {
         }
         if self.http_hook_ca_file.is_some() {
             keys.push("httpHookCaFile");
+        }
+        if self.telemetry.is_some() {
+            keys.push("telemetry");
         }
         keys
     }

@@ -505,7 +505,7 @@ impl Dispatcher {
         {
             let outcome = merge(&invocation.spec, &executed);
             let entry = crate::audit::entry(invocation, &outcome, std::time::SystemTime::now());
-            if let Err(e) = log.append(&entry.of_async_run()) {
+            if let Err(e) = log.append(&entry.with_origin(log.origin()).of_async_run()) {
                 tracing::error!("audit: {e}");
             }
         }
@@ -570,7 +570,7 @@ fn audit_async_run(
     }];
     let outcome = merge(&invocation.spec, &executed);
     let entry = crate::audit::entry(invocation, &outcome, std::time::SystemTime::now());
-    if let Err(e) = log.append(&entry.of_async_run()) {
+    if let Err(e) = log.append(&entry.with_origin(log.origin()).of_async_run()) {
         tracing::error!(hook = %hook.id, "audit: {e}");
     }
 }

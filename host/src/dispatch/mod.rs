@@ -116,6 +116,8 @@ pub struct Dispatcher {
     agent_env_file: Option<Result<PathBuf, String>>,
     /// Hooks registered at runtime ([`registry`]), shared by the hosts rebuilt from one.
     registry: Arc<registry::Registry>,
+    /// Where every dispatch's spans and metrics go ([`crate::telemetry`]); `None`: off.
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl Dispatcher {
@@ -136,7 +138,15 @@ impl Dispatcher {
             audit: None,
             agent_env_file: None,
             registry: Arc::default(),
+            telemetry: None,
         }
+    }
+
+    /// Exports a span per dispatch and per hook, and the hooks' metrics, to `telemetry`
+    /// (`None`: off, at no cost).
+    pub fn with_telemetry(mut self, telemetry: Option<crate::telemetry::Telemetry>) -> Dispatcher {
+        self.telemetry = telemetry;
+        self
     }
 
     /// The same dispatcher with the hooks registered in `registry` (a rebuilt host keeps
@@ -230,6 +240,29 @@ impl Dispatcher {
     /// An unknown event or an input that is not an object; everything else (failing
     /// hooks, bad output) is part of the outcome.
     pub async fn dispatch(&self, event: &str, input: Value) -> Result<Outcome, DispatchError> {
+        self.dispatch_traced(event, input, None).await
+    }
+
+    /// [`Dispatcher::dispatch`] for a caller with a W3C trace context: the dispatch's span
+    /// (when telemetry is on) is a child of `parent`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispatcher::dispatch`].
+    pub async fn dispatch_traced(
+        &self,
+        event: &str,
+        input: Value,
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
+        // Only while telemetry is on: otherwise not even a clock read.
+        let traced = self.telemetry.as_ref().map(|_| {
+            (
+                std::time::SystemTime::now(),
+                crate::telemetry::Timeline::default(),
+            )
+        });
+        let timeline = traced.as_ref().map(|(_, timeline)| timeline);
         let mut invocation = self.invocation(event, input)?;
         let mut notices = Vec::new();
         if invocation.session_id.contains('\0') {
@@ -263,7 +296,7 @@ impl Dispatcher {
             .flat_map(|(_, h)| h)
             .any(|h| h.skip.is_none());
         let executed = match &refused {
-            None => self.run_selected(selected, &invocation).await,
+            None => self.run_selected(selected, &invocation, timeline).await,
             Some(why) => depth::skipped(selected, why),
         };
         // The orphans of hooks whose keeper was killed, adopted by the `hookhost` program.
@@ -291,6 +324,19 @@ impl Dispatcher {
         self.deliver_async(&invocation.session_id, &mut outcome);
         self.apply_stop_cap(&invocation, &mut outcome);
         outcome.enforce_caps();
+        if let (Some(telemetry), Some((started, timeline))) = (&self.telemetry, traced) {
+            let dispatched = crate::telemetry::Dispatched {
+                invocation: &invocation,
+                outcome: &outcome,
+                executed: &executed,
+                started,
+                timeline: &timeline,
+                parent,
+            };
+            if let Some(notice) = telemetry.record(&dispatched) {
+                outcome.host_notice(notice);
+            }
+        }
         if let Some(log) = &self.audit
             && let Err(e) = log.record(&invocation, &outcome)
         {
@@ -334,6 +380,7 @@ impl Dispatcher {
         &self,
         selected: Vec<(bool, Vec<Arc<Hook>>)>,
         invocation: &Arc<Invocation>,
+        timeline: Option<&crate::telemetry::Timeline>,
     ) -> Vec<Executed> {
         use futures_util::future::{BoxFuture, FutureExt};
         let mut tasks: Vec<BoxFuture<'_, Vec<Executed>>> = Vec::new();
@@ -344,7 +391,7 @@ impl Dispatcher {
         let mut executed = Vec::new();
         for (sequential, hooks) in selected {
             if sequential {
-                tasks.push(self.run_sequential(hooks, invocation).boxed());
+                tasks.push(self.run_sequential(hooks, invocation, timeline).boxed());
                 continue;
             }
             for hook in hooks {
@@ -356,7 +403,7 @@ impl Dispatcher {
                 } else {
                     tasks.push(
                         async move {
-                            let result = self.run_one(&hook, invocation).await;
+                            let result = self.run_one(&hook, invocation, timeline).await;
                             vec![Executed { hook, result }]
                         }
                         .boxed(),
@@ -384,6 +431,7 @@ impl Dispatcher {
         &self,
         hooks: Vec<Arc<Hook>>,
         invocation: &Arc<Invocation>,
+        timeline: Option<&crate::telemetry::Timeline>,
     ) -> Vec<Executed> {
         let mut executed = Vec::with_capacity(hooks.len());
         let mut stopped_by: Option<String> = None;
@@ -405,7 +453,7 @@ impl Dispatcher {
                     started.into_iter().next().expect("one hook, one result")
                 }
                 None => {
-                    let result = self.run_one(&hook, invocation).await;
+                    let result = self.run_one(&hook, invocation, timeline).await;
                     Executed { hook, result }
                 }
             };
@@ -424,9 +472,17 @@ impl Dispatcher {
     }
 
     /// Runs one sync hook (or reports why it is skipped), in a slot when it needs one.
-    async fn run_one(&self, hook: &Arc<Hook>, invocation: &Arc<Invocation>) -> HookResult {
+    async fn run_one(
+        &self,
+        hook: &Arc<Hook>,
+        invocation: &Arc<Invocation>,
+        timeline: Option<&crate::telemetry::Timeline>,
+    ) -> HookResult {
         if let Some(reason) = &hook.skip {
             return HookResult::Skipped(reason.clone());
+        }
+        if let Some(timeline) = timeline {
+            timeline.start(hook);
         }
         HookResult::Ran(Box::new(
             run_in_slot(&self.handlers, hook, invocation, &self.policy).await,

@@ -312,50 +312,7 @@ impl Handlers {
     /// Managed policy's `httpHookCaFile` adds certificates (this host's policy: a
     /// `Handlers` serves one host).
     fn http_client(&self, settings: &Settings) -> &reqwest::Client {
-        self.http.get_or_init(|| {
-            let builder = || {
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .no_proxy()
-                    .tls_built_in_native_certs(false)
-                    .tls_built_in_webpki_certs(true)
-            };
-            let managed = settings
-                .http_hook_ca_file
-                .as_deref()
-                .map_or_else(Vec::new, |file| {
-                    // Managed policy's file: read as managed policy is (the one reader,
-                    // not writable by others, regular, capped at 1 MiB).
-                    let how = crate::config::file::Open::read(1 << 20).rule(
-                        crate::config::file::Rule::Believed(crate::config::file::Owners::MeOrRoot),
-                    );
-                    crate::config::file::read_checked(file, &how)
-                        .ok()
-                        .map(|(pem, _)| pem)
-                        .and_then(|pem| reqwest::Certificate::from_pem_bundle(&pem).ok())
-                        .unwrap_or_else(|| {
-                            tracing::warn!(
-                                "managed httpHookCaFile {}: no certificates read",
-                                file.display()
-                            );
-                            Vec::new()
-                        })
-                });
-            let with = |certs: &[reqwest::Certificate]| {
-                certs
-                    .iter()
-                    .fold(builder(), |b, cert| b.add_root_certificate(cert.clone()))
-                    .build()
-            };
-            // A system certificate rustls cannot take fails the build: then managed
-            // policy's and the Mozilla roots alone.
-            let mut all = system_roots();
-            all.extend(managed.iter().cloned());
-            with(&all)
-                .or_else(|_| with(&managed))
-                .or_else(|_| builder().build())
-                .expect("an HTTP client without system certificates always builds")
-        })
+        self.http.get_or_init(|| http_client(settings))
     }
 
     /// Runs one hook. Never panics; every problem is a [`Verdict::Failed`] with a
@@ -483,6 +440,55 @@ pub(crate) fn system_roots() -> Vec<reqwest::Certificate> {
         .flat_map(|dir| rustls_native_certs::load_certs_from_paths(None, Some(dir)).certs)
         .filter_map(|der| reqwest::Certificate::from_der(&der).ok())
         .collect()
+}
+
+/// The HTTP client of HTTP hooks (and of telemetry's exports): no redirects, no proxy,
+/// and TLS with the Mozilla roots, the system's trusted certificates read from the
+/// system's fixed places, and managed policy's `httpHookCaFile`. Nothing of it comes from
+/// the environment.
+pub fn http_client(settings: &Settings) -> reqwest::Client {
+    let builder = || {
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .tls_built_in_native_certs(false)
+            .tls_built_in_webpki_certs(true)
+    };
+    let managed = settings
+        .http_hook_ca_file
+        .as_deref()
+        .map_or_else(Vec::new, |file| {
+            // Managed policy's file: read as managed policy is (the one reader,
+            // not writable by others, regular, capped at 1 MiB).
+            let how = crate::config::file::Open::read(1 << 20).rule(
+                crate::config::file::Rule::Believed(crate::config::file::Owners::MeOrRoot),
+            );
+            crate::config::file::read_checked(file, &how)
+                .ok()
+                .map(|(pem, _)| pem)
+                .and_then(|pem| reqwest::Certificate::from_pem_bundle(&pem).ok())
+                .unwrap_or_else(|| {
+                    tracing::warn!(
+                        "managed httpHookCaFile {}: no certificates read",
+                        file.display()
+                    );
+                    Vec::new()
+                })
+        });
+    let with = |certs: &[reqwest::Certificate]| {
+        certs
+            .iter()
+            .fold(builder(), |b, cert| b.add_root_certificate(cert.clone()))
+            .build()
+    };
+    // A system certificate rustls cannot take fails the build: then managed
+    // policy's and the Mozilla roots alone.
+    let mut all = system_roots();
+    all.extend(managed.iter().cloned());
+    with(&all)
+        .or_else(|_| with(&managed))
+        .or_else(|_| builder().build())
+        .expect("an HTTP client without system certificates always builds")
 }
 
 #[cfg(test)]

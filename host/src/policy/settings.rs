@@ -62,6 +62,12 @@ pub struct Settings {
     pub managed_broken: Option<String>,
     /// Managed `httpHookCaFile`: certificates HTTP hooks trust besides the system's.
     pub http_hook_ca_file: Option<PathBuf>,
+    /// `sha256:<hex>` over the managed policy files in force (each one's path and the
+    /// digest of its bytes, in load order), for the audit log; `None` without any.
+    pub managed_digest: Option<String>,
+    /// Managed `telemetry` (the first managed file that sets it): the collector every
+    /// dispatch is exported to, whatever the environment says.
+    pub telemetry: Option<crate::config::schema::RawTelemetry>,
     /// `modelProvider` of the first layer that sets one.
     pub model_provider: Option<super::models::ModelProvider>,
     /// `mcpServers` by name, each with the file that defined it ([`super::mcp`]).
@@ -344,7 +350,35 @@ pub(super) fn merge_settings(
             .filter(managed)
             .find_map(|l| l.settings.managed.http_hook_ca_file.as_deref())
             .map(PathBuf::from),
+        managed_digest: managed_digest(layers),
+        telemetry: layers
+            .iter()
+            .filter(managed)
+            .find_map(|l| l.settings.managed.telemetry.clone()),
         model_provider: super::models::provider_of(layers, errors),
         mcp_servers: super::mcp::merge(layers, errors),
     }
+}
+
+/// The digest of the managed layers: sha256 over each one's file (or `inline`) and the
+/// sha256 of its bytes, in load order; `None` when there is no managed layer.
+fn managed_digest(layers: &[&ConfigLayer]) -> Option<String> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut any = false;
+    for layer in layers
+        .iter()
+        .filter(|l| l.origin.kind == SourceKind::Managed)
+    {
+        any = true;
+        let file = layer
+            .file
+            .as_ref()
+            .map_or_else(|| "inline".to_string(), |f| f.display().to_string());
+        for part in [file.as_str(), layer.sha256.as_deref().unwrap_or("")] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+    }
+    any.then(|| format!("sha256:{}", hex::encode(hasher.finalize())))
 }

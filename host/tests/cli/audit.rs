@@ -50,6 +50,9 @@ fn every_dispatch_appends_one_redacted_line() {
         keys,
         [
             "time",
+            "host",
+            "user",
+            "hookhostVersion",
             "session",
             "event",
             "project",
@@ -61,6 +64,12 @@ fn every_dispatch_appends_one_redacted_line() {
             "hooks"
         ],
         "the line's fields, in order (an async run's line adds `async`)"
+    );
+    assert_eq!(first["hookhostVersion"], env!("CARGO_PKG_VERSION"));
+    assert!(!first["user"].as_str().unwrap().is_empty());
+    assert!(
+        first.get("managedPolicy").is_none(),
+        "no managed policy here"
     );
     assert_eq!(first["project"], env.project.display().to_string());
     assert_eq!(first["continue"], true);
@@ -483,4 +492,29 @@ fn a_log_swapped_under_a_running_daemon_never_loses_a_line_silently() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["session"], "after-file");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "", "followed");
+}
+
+/// A SIEM collecting many machines' logs tells them apart: each line names the host, the
+/// user, the hookhost version and the digest of the managed policy in force, which
+/// changes with the policy's bytes.
+#[test]
+fn lines_name_the_machine_and_the_managed_policy() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "true"}]),
+    ));
+    env.managed(json!({"stopBlockCap": 3}));
+    env.dispatch("PreToolUse", bash_input("ls"));
+    env.dispatch("PreToolUse", bash_input("ls"));
+    env.managed(json!({"stopBlockCap": 4}));
+    env.dispatch("PreToolUse", bash_input("ls"));
+    let entries = lines(&env.data.join("audit.jsonl"));
+    let digest = |i: usize| entries[i]["managedPolicy"].as_str().unwrap().to_string();
+    assert!(digest(0).starts_with("sha256:") && digest(0).len() == 7 + 64);
+    assert_eq!(digest(0), digest(1), "the same policy, the same digest");
+    assert_ne!(digest(1), digest(2), "a changed policy, another digest");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(entries[0]["host"], host.trim());
 }

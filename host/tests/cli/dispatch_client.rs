@@ -139,8 +139,8 @@ fn the_client_prints_what_hookhost_dispatch_prints_through_the_same_daemon() {
     assert!(process_alive(daemon) && process_alive(claude_daemon));
 }
 
-/// Where a call has no daemon (`HOOKHOST_DISPATCH_DAEMON=off`, trace context,
-/// `CLAUDE_ENV_FILE`) or its command line is not one (help, a bad flag), the client is
+/// Where a call has no daemon (`HOOKHOST_DISPATCH_DAEMON=off`, `CLAUDE_ENV_FILE`) or its
+/// command line is not one (help, a bad flag), the client is
 /// `hookhost dispatch` itself, in its own process: the same bytes, and no daemon started.
 #[test]
 fn without_a_daemon_for_the_call_the_client_is_hookhost_dispatch_itself() {
@@ -151,10 +151,6 @@ fn without_a_daemon_for_the_call_the_client_is_hookhost_dispatch_itself() {
     let env_file = env_file.display().to_string();
     for (name, value) in [
         ("HOOKHOST_DISPATCH_DAEMON", "off"),
-        (
-            "TRACEPARENT",
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-        ),
         ("CLAUDE_ENV_FILE", env_file.as_str()),
     ] {
         for args in [&["PreToolUse"][..], &["--format", "claude"]] {

@@ -383,23 +383,35 @@ fn auto_and_empty_are_the_default_spelt_out() {
 }
 
 #[test]
-fn a_caller_with_trace_context_dispatches_in_process() {
-    // Its environment is new on every call: a daemon keyed by it would serve one call.
+fn callers_with_trace_context_share_one_daemon() {
+    // Their environment is new on every call: the trace context is left out of the
+    // daemon's key and sent with each request, so one daemon serves them all.
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config());
-    for span in ["00f067aa0ba902b7", "53995c3f42cd8ad8", "a2fb4a1d1a96d312"] {
-        let mut traced = with_daemon(&env, 120);
-        traced.env(
+    let traced = |span: &str| {
+        let mut cmd = with_daemon(&env, 120);
+        cmd.env(
             "TRACEPARENT",
             format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{span}-01"),
-        );
-        let run = dispatch(&env, traced, &["PreToolUse"], &bash_input("ls"));
-        assert_eq!(hook_parent(&run), run.pid, "dispatched in-process");
+        )
+        .env("TRACESTATE", format!("vendor={span}"));
+        cmd
+    };
+    let (_, daemon) = start(&env, || traced("00f067aa0ba902b7"), &["PreToolUse"]);
+    for span in ["53995c3f42cd8ad8", "a2fb4a1d1a96d312"] {
+        let run = dispatch(&env, traced(span), &["PreToolUse"], &bash_input("ls"));
+        assert_eq!(hook_parent(&run), daemon, "answered by the daemon");
     }
+    // An untraced call of the same environment has the same daemon.
+    assert_eq!(hook_parent(&ls_via_daemon(&env)), daemon);
+    assert_eq!(logs(&env).len(), 1, "one daemon: {:?}", logs(&env));
+    // Started without the first caller's trace context: its hooks' environment has none.
+    let environ = std::fs::read(format!("/proc/{daemon}/environ")).unwrap();
     assert!(
-        logs(&env).is_empty(),
-        "a traced call started a daemon: {:?}",
-        logs(&env)
+        !environ
+            .split(|b| *b == 0)
+            .any(|var| var.starts_with(b"TRACEPARENT=") || var.starts_with(b"TRACESTATE=")),
+        "the daemon kept a caller's trace context"
     );
 }
 

@@ -57,4 +57,5 @@ mod serve_registry;
 mod session_store;
 mod signing;
 mod socket_activation;
+mod telemetry;
 mod trust;

@@ -75,6 +75,8 @@ pub fn forward() -> Option<ExitCode> {
     let _ = out.write_all(printed.stdout.as_bytes());
     let _ = out.flush();
     let _ = io::stderr().write_all(printed.stderr.as_bytes());
+    // Dispatched here after all (a lost daemon, a large input): its telemetry, bounded.
+    hookhost::telemetry::flush_all(hookhost::telemetry::EXIT_FLUSH);
     Some(ExitCode::from(printed.code))
 }
 
@@ -116,7 +118,8 @@ fn dispatch_here(input: &[u8]) -> Result<Printed, String> {
     let Some(args) = parsed_dispatch_args() else {
         return Ok(Printed::error("not a `hookhost dispatch` command line"));
     };
-    super::super::one_shot(dispatch_stdin(&args, input, |project| {
+    let trace = hookhost::telemetry::TraceContext::from_env();
+    super::super::one_shot(dispatch_stdin(&args, input, trace.as_ref(), |project| {
         args.sources.host_guarded(project)
     }))
 }

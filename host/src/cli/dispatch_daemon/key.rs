@@ -28,11 +28,20 @@ pub const MAX_INPUT: usize = 64 << 20;
 /// `sun_path` holds 108 bytes; a longer socket path cannot be bound.
 pub const MAX_SOCKET_PATH: usize = 100;
 /// Variables that differ on every call by design (W3C trace context, which Claude Code
-/// sets when it propagates traces): a daemon keyed by them would serve one call, so a
-/// caller with one set dispatches in-process. So does one with `CLAUDE_ENV_FILE` (one file
-/// per session and hook: the process that runs the hooks appends to it what they
-/// exported, and a daemon would serve one call).
+/// sets when it propagates traces): a daemon keyed by them would serve one call, so they
+/// are left out of the key ([`daemon_of`]) and sent with each request instead
+/// ([`exchange`]; the daemon parents that request's span by them, and starts without
+/// them). A caller with `CLAUDE_ENV_FILE` dispatches in-process (one file per session and
+/// hook: the process that runs the hooks appends to it what they exported, and a daemon
+/// would serve one call).
 pub const PER_CALL_VARS: [&str; 2] = ["TRACEPARENT", "TRACESTATE"];
+/// The most bytes of trace context a request carries (each variable is cut to
+/// [`MAX_TRACE_VALUE`]).
+#[allow(dead_code)] // `hookhost`'s daemon reads it; `hookhost-dispatch` only sends.
+pub const MAX_TRACE: usize = 2 * MAX_TRACE_VALUE + 1;
+/// The longest `TRACEPARENT` or `TRACESTATE` forwarded (W3C: 55 and 512 characters); a
+/// longer one is not forwarded (nor used in-process).
+pub const MAX_TRACE_VALUE: usize = 4096;
 /// The events on which Claude Code ignores `onFailure: "block"` (a block there would trap
 /// the agent in a loop): where a `--format claude` call that nothing could dispatch is a
 /// host error (exit 1), not a block. `hookhost` checks this list against its event table
@@ -43,14 +52,12 @@ pub const ON_FAILURE_IGNORED_EVENTS: [&str; 4] =
     ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"];
 
 /// Whether this call is dispatched without a daemon whatever its command line:
-/// `HOOKHOST_DISPATCH_DAEMON` turns daemons off, a per-call variable is set
-/// ([`PER_CALL_VARS`], `CLAUDE_ENV_FILE`, even one `config::env` refuses), or stdin is a
-/// listening socket (a daemon being started, [`listening_stdin`], which never forwards).
+/// `HOOKHOST_DISPATCH_DAEMON` turns daemons off, `CLAUDE_ENV_FILE` is set (even to a
+/// value `config::env` refuses), or stdin is a listening socket (a daemon being started,
+/// [`listening_stdin`], which never forwards). Trace context ([`PER_CALL_VARS`]) is
+/// forwarded with the request instead.
 pub fn in_process_only() -> bool {
     super::env::daemon_off()
-        || PER_CALL_VARS
-            .iter()
-            .any(|var| super::env::var(var).is_some())
         || !matches!(super::env::path_var("CLAUDE_ENV_FILE", &[]), Ok(None))
         || listening_stdin()
 }
@@ -109,6 +116,9 @@ pub fn daemon_of<'a>(
         field(arg.as_bytes());
     }
     for (name, value) in &super::env::snapshot() {
+        if PER_CALL_VARS.iter().any(|var| name == *var) {
+            continue;
+        }
         field(name.as_bytes());
         field(value.as_bytes());
     }
@@ -169,18 +179,38 @@ pub fn unreadable_stdin(e: &io::Error) -> String {
     format!("cannot read the input from stdin: {e}")
 }
 
-/// Sends `input` (its length, u32 little-endian, then its bytes) and reads the answer to
-/// the end: one whole answer ([`split_answer`]), or an error when the daemon was lost
-/// (the connection closed or reset before a whole answer).
+/// This call's trace context as a request carries it: `TRACEPARENT`, a newline,
+/// `TRACESTATE` (empty without a `TRACEPARENT`; a value over [`MAX_TRACE_VALUE`] bytes or
+/// not UTF-8 is left out, as the in-process dispatch leaves it).
+pub fn trace_context() -> Vec<u8> {
+    let value = |name| {
+        super::env::var(name)
+            .and_then(|v| v.into_string().ok())
+            .filter(|v| v.len() <= MAX_TRACE_VALUE && !v.contains('\n'))
+    };
+    let Some(parent) = value(PER_CALL_VARS[0]) else {
+        return Vec::new();
+    };
+    let state = value(PER_CALL_VARS[1]).unwrap_or_default();
+    format!("{parent}\n{state}").into_bytes()
+}
+
+/// Sends `input` and this call's [`trace_context`] (the length of the input and of the
+/// trace context, u32 little-endian each, then the input's bytes and the context's) and
+/// reads the answer to the end: one whole answer ([`split_answer`]), or an error when
+/// the daemon was lost (the connection closed or reset before a whole answer).
 pub fn exchange(mut stream: UnixStream, input: &[u8]) -> io::Result<Vec<u8>> {
     let len = u32::try_from(input.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "stdin over 4 GiB"))?;
+    let trace = trace_context();
+    let head = [len.to_le_bytes(), (trace.len() as u32).to_le_bytes()].concat();
     if input.len() <= ONE_WRITE {
         // One write, one wake-up of the daemon.
-        stream.write_all(&[&len.to_le_bytes()[..], input].concat())?;
+        stream.write_all(&[&head[..], input, &trace].concat())?;
     } else {
-        stream.write_all(&len.to_le_bytes())?;
+        stream.write_all(&head)?;
         stream.write_all(input)?;
+        stream.write_all(&trace)?;
     }
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer)?;

@@ -24,8 +24,10 @@
 //! warm. With no daemon listening, the caller dispatches in-process and
 //! starts one in the background for the next call, so the first call never waits.
 //!
-//! Protocol, one request per connection: the client writes the length of its stdin (u32,
-//! little-endian) and its stdin, then waits; the daemon answers with the exit code
+//! Protocol, one request per connection: the client writes the length of its stdin and
+//! of its trace context (u32, little-endian, each), its stdin, and its trace context
+//! (`TRACEPARENT`, a newline, `TRACESTATE`; empty without one: never part of the key,
+//! so a traced caller keeps its daemon), then waits; the daemon answers with the exit code
 //! (1 byte), the lengths of stdout and stderr (u32 each), then stdout and stderr. A
 //! caller that goes away before the answer (its agent killed it) closes the connection,
 //! and the daemon cancels its dispatch: the hooks' processes are killed, as they would

@@ -97,6 +97,11 @@ impl Place {
         // until every writer has closed it. It leaves the caller's session itself
         // (`setsid` refuses a process group leader, so no `process_group` here).
         let mut daemon = Command::new(exe);
+        // Trace context is per request (sent with each one): the daemon's own
+        // environment, which its command hooks start from, has none.
+        for var in super::key::PER_CALL_VARS {
+            daemon.env_remove(var);
+        }
         daemon
             .args(std::env::args_os().skip(1))
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))

@@ -131,6 +131,7 @@ fn serve(
     if let Some(notice) = notice {
         eprintln!("hookhost dispatch daemon: {notice}");
     }
+    hookhost::telemetry::warn_on_failures();
     let runtime = super::super::serve::daemon_runtime()?;
     let daemon = Arc::new(Daemon {
         args,
@@ -141,6 +142,7 @@ fn serve(
     let reason = runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle));
     // Not joined: a blocking thread stuck on a FIFO must not keep the daemon alive.
     runtime.shutdown_background();
+    hookhost::telemetry::flush_all(hookhost::telemetry::EXIT_FLUSH);
     let reason = reason?;
     eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
     // A clean exit leaves nothing behind: the socket (when it is still this daemon's),
@@ -327,15 +329,22 @@ impl Daemon {
 /// the answer is written; a request not received within the idle timeout is dropped.
 async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>, slot: Slot) {
     let _slot = slot;
-    let mut len = [0; 4];
+    let mut head = [0; 8];
     let mut input = Vec::new();
+    let mut trace = Vec::new();
     let read = async {
-        stream.read_exact(&mut len).await?;
-        let len = u32::from_le_bytes(len) as usize;
-        if len > MAX_INPUT {
+        stream.read_exact(&mut head).await?;
+        let [a, b, c, d, e, f, g, h] = head;
+        let len = u32::from_le_bytes([a, b, c, d]) as usize;
+        let trace_len = u32::from_le_bytes([e, f, g, h]) as usize;
+        if len > MAX_INPUT || trace_len > super::key::MAX_TRACE {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("a request of {len} bytes (at most {MAX_INPUT})"),
+                format!(
+                    "a request of {len} bytes (at most {MAX_INPUT}) with {trace_len} bytes of \
+                     trace context (at most {})",
+                    super::key::MAX_TRACE
+                ),
             ));
         }
         // Grown as bytes arrive: a length is a claim, not an allocation.
@@ -343,7 +352,11 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>, slot: S
             .take(len as u64)
             .read_to_end(&mut input)
             .await?;
-        if input.len() == len {
+        (&mut stream)
+            .take(trace_len as u64)
+            .read_to_end(&mut trace)
+            .await?;
+        if input.len() == len && trace.len() == trace_len {
             Ok(())
         } else {
             Err(io::Error::from(io::ErrorKind::UnexpectedEof))
@@ -377,7 +390,11 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>, slot: S
                 hookhost::serve::DEBUG_PANIC_EVENT
             );
         }
-        dispatch_stdin(&daemon.args, &input, |project| daemon.host(project)).await
+        let trace = trace_context(&trace);
+        dispatch_stdin(&daemon.args, &input, trace.as_ref(), |project| {
+            daemon.host(project)
+        })
+        .await
     })
     .catch_unwind()
     .map(|caught| {
@@ -401,4 +418,15 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>, slot: S
         // The caller went away just now; nothing to print to.
         tracing::debug!("dispatch daemon: writing an answer: {e}");
     }
+}
+
+/// The caller's trace context as its request carried it (`TRACEPARENT`, a newline,
+/// `TRACESTATE`: [`super::key::trace_context`]); `None` without one.
+fn trace_context(bytes: &[u8]) -> Option<hookhost::telemetry::TraceContext> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let (parent, state) = text.split_once('\n').unwrap_or((text, ""));
+    (!parent.is_empty()).then(|| hookhost::telemetry::TraceContext {
+        traceparent: parent.to_string(),
+        tracestate: (!state.is_empty()).then(|| state.to_string()),
+    })
 }

@@ -325,12 +325,96 @@ pub const VARIABLES: &[Variable] = &[
     v(
         "TRACEPARENT",
         Kind::Passthrough,
-        "set: no daemon (it differs on every call)",
+        "the caller's W3C trace context: the parent of the dispatch's span; forwarded to \
+         a dispatch daemon per request (never part of its key)",
     ),
     v(
         "TRACESTATE",
         Kind::Passthrough,
-        "set: no daemon (it differs on every call)",
+        "with TRACEPARENT: carried on the dispatch's spans",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        Kind::Passthrough,
+        "the OTLP/HTTP collector (`/v1/traces`, `/v1/metrics` appended): honoured for a \
+         loopback host, or one the user's or managed `allowedHttpHookUrls` admits; a \
+         managed `telemetry.endpoint` wins",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        Kind::Passthrough,
+        "the traces URL, as is: the same rule as OTEL_EXPORTER_OTLP_ENDPOINT",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        Kind::Passthrough,
+        "the metrics URL, as is: the same rule as OTEL_EXPORTER_OTLP_ENDPOINT",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        Kind::Passthrough,
+        "headers of every export (`k=v,…`, values URL-encoded); a managed \
+         `telemetry.headers` key wins over the same name here",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+        Kind::Number,
+        "milliseconds one export may take (1 to 60000; default 5000)",
+    ),
+    v(
+        "OTEL_SERVICE_NAME",
+        Kind::Passthrough,
+        "the `service.name` of the exported resource (default `hookhost`)",
+    ),
+    v(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        Kind::Passthrough,
+        "more resource attributes (`k=v,…`)",
+    ),
+    v(
+        "OTEL_SDK_DISABLED",
+        Kind::Passthrough,
+        "`true`: no export, unless managed policy sets `telemetry.endpoint`",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        Kind::Ignored,
+        "per-signal headers are not supported: OTEL_EXPORTER_OTLP_HEADERS",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+        Kind::Ignored,
+        "per-signal headers are not supported: OTEL_EXPORTER_OTLP_HEADERS",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        Kind::Ignored,
+        "always `http/protobuf` (no gRPC)",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        Kind::Ignored,
+        "always gzip",
+    ),
+    v(
+        "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        Kind::Ignored,
+        "TLS roots never come from the environment (managed `httpHookCaFile`)",
+    ),
+    v(
+        "OTEL_TRACES_SAMPLER",
+        Kind::Ignored,
+        "every dispatch is a span, unless the caller's TRACEPARENT is not sampled",
+    ),
+    v(
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        Kind::Ignored,
+        "the export queue is fixed (bounded; drops are counted and said)",
+    ),
+    v(
+        "OTEL_METRIC_EXPORT_INTERVAL",
+        Kind::Ignored,
+        "metrics are exported every 30 s and when a one-shot dispatch exits",
     ),
     v(
         "PATH",

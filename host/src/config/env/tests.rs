@@ -118,13 +118,17 @@ fn every_read_of_the_environment_is_here() {
     }
 }
 
-/// Every variable name the code names (a `HOOKHOST_*`, `XDG_*`, `SSL_*`, `CLAUDE_*` or
-/// `CODEX_*` literal, and every literal handed to a reader of this file) is declared in
-/// [`VARIABLES`], with the kind its reader expects.
+/// Every variable name the code names (a `HOOKHOST_*`, `XDG_*`, `SSL_*`, `CLAUDE_*`,
+/// `CODEX_*` or `OTEL_*` literal, `TRACEPARENT`, `TRACESTATE`, and every literal handed
+/// to a reader of this file) is declared in [`VARIABLES`], with the kind its reader
+/// expects.
 #[test]
 fn every_variable_the_code_names_is_declared() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let named = regex::Regex::new(r#""((?:HOOKHOST|XDG|SSL|CLAUDE|CODEX)_[A-Z0-9_]+)""#).unwrap();
+    let named = regex::Regex::new(
+        r#""((?:HOOKHOST|XDG|SSL|CLAUDE|CODEX|OTEL)_[A-Z0-9_]+|TRACE(?:PARENT|STATE))""#,
+    )
+    .unwrap();
     let read = regex::Regex::new(r#"env::(var|path_var|number|granted)\(\s*"([^"]+)""#).unwrap();
     let mut undeclared = Vec::new();
     for file in rust_files(&src) {

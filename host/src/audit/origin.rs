@@ -1,0 +1,92 @@
+//! Where a line comes from, for a SIEM that collects the logs of many machines: the
+//! machine's host name, the user (by the password database, never `$USER`), the
+//! hookhost version, and the digest of the managed policy in force.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+/// The `host`, `user`, `hookhostVersion` and `managedPolicy` of every line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    /// The machine's host name (`gethostname`); empty when it has none.
+    host: String,
+    /// The user's login name from the password database, else the uid in digits.
+    user: String,
+    /// This hookhost's version.
+    #[serde(rename = "hookhostVersion")]
+    version: &'static str,
+    /// `sha256:<hex>` over the managed policy files in force (their names and bytes), when
+    /// there are any ([`crate::policy::Settings::managed_digest`]).
+    #[serde(rename = "managedPolicy", skip_serializing_if = "Option::is_none")]
+    managed_policy: Option<String>,
+}
+
+impl Origin {
+    /// This machine and user, with the managed policy of digest `managed_policy`.
+    pub fn here(managed_policy: Option<String>) -> Origin {
+        static MACHINE: OnceLock<(String, String)> = OnceLock::new();
+        let (host, user) = MACHINE.get_or_init(|| (host_name(), user_name()));
+        Origin {
+            host: host.clone(),
+            user: user.clone(),
+            version: env!("CARGO_PKG_VERSION"),
+            managed_policy,
+        }
+    }
+}
+
+/// `gethostname`, lossy (empty when it fails).
+fn host_name() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer is valid for writes of its length; gethostname NUL-terminates
+    // within it (or truncates, which the search for NUL below bounds).
+    let rc = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).into_owned()
+}
+
+/// The effective user's login name (`getpwuid_r`), else its uid.
+fn user_name() -> String {
+    let uid = crate::config::file::effective_uid();
+    let mut buffer = vec![0 as libc::c_char; 4096];
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call and the buffer's length is passed; the
+    // strings written point into `buffer`, which outlives their use below.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+        return uid.to_string();
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_name is a NUL-terminated string in `buffer`.
+    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+    String::from_utf8_lossy(name.to_bytes()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_origin_names_this_machine_and_user() {
+        let origin = Origin::here(Some("sha256:ab".into()));
+        let line = serde_json::to_value(&origin).unwrap();
+        assert_eq!(line["hookhostVersion"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(line["managedPolicy"], "sha256:ab");
+        assert!(!line["user"].as_str().unwrap().is_empty());
+        let without = serde_json::to_value(Origin::here(None)).unwrap();
+        assert!(without.get("managedPolicy").is_none());
+    }
+}

@@ -1,0 +1,74 @@
+use super::*;
+use crate::config::env::Otel;
+use crate::config::schema::RawTelemetry;
+
+fn env_with(endpoint: &str) -> Otel {
+    Otel {
+        traces: Some((
+            format!("{endpoint}/v1/traces"),
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        )),
+        metrics: Some((
+            format!("{endpoint}/v1/metrics"),
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        )),
+        headers: vec![("x-api-key".into(), "env".into())],
+        ..Otel::default()
+    }
+}
+
+#[test]
+fn without_an_endpoint_telemetry_is_off() {
+    let settings = crate::policy::tests_support::settings();
+    assert_eq!(decide(&settings, &Otel::default()), (None, Vec::new()));
+}
+
+#[test]
+fn an_environment_endpoint_is_honoured_on_loopback_only() {
+    let settings = crate::policy::tests_support::settings();
+    for loopback in [
+        "http://127.0.0.1:4318",
+        "http://localhost:4318",
+        "http://[::1]:4318",
+    ] {
+        let (config, notices) = decide(&settings, &env_with(loopback));
+        let config = config.unwrap_or_else(|| panic!("{loopback}: {notices:?}"));
+        assert_eq!(config.traces, format!("{loopback}/v1/traces"));
+        assert_eq!(config.resource["service.name"], "hookhost");
+    }
+    for remote in [
+        "https://collector.example.com",
+        "http://10.0.0.1:4318",
+        "http://127.0.0.1.example.com",
+        "http://user@127.0.0.1:4318",
+        "file:///tmp/x",
+    ] {
+        let (config, notices) = decide(&settings, &env_with(remote));
+        assert!(config.is_none(), "{remote} was honoured");
+        assert_eq!(notices.len(), 2, "{remote}: {notices:?}");
+    }
+}
+
+#[test]
+fn managed_policy_wins_over_the_environment() {
+    let mut settings = crate::policy::tests_support::settings();
+    settings.telemetry = Some(RawTelemetry {
+        endpoint: "https://otel.corp.example.com/".into(),
+        headers: [("x-api-key".to_string(), "managed".to_string())].into(),
+    });
+    let mut env = env_with("http://127.0.0.1:9");
+    env.disabled = true;
+    let (config, _) = decide(&settings, &env);
+    let config = config.expect("managed telemetry is not turned off by the environment");
+    assert_eq!(config.traces, "https://otel.corp.example.com/v1/traces");
+    assert_eq!(config.metrics, "https://otel.corp.example.com/v1/metrics");
+    assert_eq!(config.headers["x-api-key"], "managed");
+}
+
+#[test]
+fn sdk_disabled_turns_an_environment_endpoint_off() {
+    let settings = crate::policy::tests_support::settings();
+    let mut env = env_with("http://127.0.0.1:4318");
+    env.disabled = true;
+    assert!(decide(&settings, &env).0.is_none());
+}
