@@ -28,14 +28,14 @@
 //! ([`AuditLog::append`], the one place every line passes).
 
 mod entry;
-mod read;
 mod origin;
+mod read;
 mod redact;
 mod rewrites;
 
 pub use entry::{Entry, entry, rfc3339};
-pub use read::{LINE_CAP, Tail};
 pub use origin::Origin;
+pub use read::{LINE_CAP, Tail};
 pub use redact::{REDACTED, Redacted, redact_text};
 
 use std::ffi::CString;
