@@ -34,10 +34,11 @@ const BUILDERS: &[(&str, Option<Kind>)] = &[
     ("dispatch_daemon/client.rs", Some(Kind::OneShot)),
     ("dispatch_daemon/server.rs", Some(Kind::DispatchDaemon)),
     ("serve.rs", Some(Kind::Serve)),
-    // Listing, reading the audit log, trust: no event is dispatched.
+    // Listing, reading the audit log, trust, locking OCI plugins: no event is dispatched.
     ("hooks.rs", None),
-    ("audit.rs", None),
+    ("audit/mod.rs", None),
     ("trust.rs", None),
+    ("oci.rs", None),
     // The demo's scripted session keeps its state in the demo's own data directory.
     ("demo/session.rs", None),
     ("demo/setup.rs", None),
