@@ -22,13 +22,17 @@ pub const LINE_CAP: usize = 8 << 20;
 /// Bytes read per step backward (more when a long line needs them).
 const BLOCK: usize = 64 << 10;
 
+/// Problem lines [`AuditLog::read_tail`] names one by one; the rest are counted.
+pub const MAX_PROBLEMS: usize = 100;
+
 /// What [`AuditLog::read_tail`] found.
 #[derive(Debug, Default)]
 pub struct Tail {
     /// The entries kept, oldest first.
     pub entries: Vec<Value>,
     /// Lines that could not be read as an entry (not JSON, over [`LINE_CAP`]), each
-    /// named by its place from the end.
+    /// named by its place from the end: the [`MAX_PROBLEMS`] nearest the end, then one
+    /// line counting the others.
     pub problems: Vec<String>,
     /// Bytes read from the file.
     pub bytes_read: u64,
@@ -120,6 +124,14 @@ impl AuditLog {
             .len();
         let mut lines = Backward::new(&file, size);
         let mut from_end = 0usize;
+        let mut unnamed = 0usize;
+        let mut problem = |tail: &mut Tail, text: String| {
+            if tail.problems.len() < MAX_PROBLEMS {
+                tail.problems.push(text);
+            } else {
+                unnamed += 1;
+            }
+        };
         while tail.entries.len() < n {
             let line = match lines.next_line() {
                 Ok(Some(line)) => line,
@@ -131,10 +143,13 @@ impl AuditLog {
                 Line::Whole(bytes) => bytes,
                 Line::TooLong(len) => {
                     from_end += 1;
-                    tail.problems.push(format!(
-                        "line {from_end} from the end: {len} bytes or more, over the cap of \
-                         {LINE_CAP}; passed over"
-                    ));
+                    problem(
+                        &mut tail,
+                        format!(
+                            "line {from_end} from the end: {len} bytes or more, over the cap \
+                             of {LINE_CAP}; passed over"
+                        ),
+                    );
                     continue;
                 }
             };
@@ -142,13 +157,19 @@ impl AuditLog {
             match serde_json::from_slice::<Value>(&text) {
                 Ok(entry) if keep(&entry) => tail.entries.push(entry),
                 Ok(_) => {}
-                Err(e) => tail
-                    .problems
-                    .push(format!("line {from_end} from the end: not JSON ({e})")),
+                Err(e) => problem(
+                    &mut tail,
+                    format!("line {from_end} from the end: not JSON ({e})"),
+                ),
             }
         }
         tail.bytes_read = lines.bytes_read;
         tail.entries.reverse();
+        if unnamed > 0 {
+            tail.problems.push(format!(
+                "{unnamed} more lines further from the end could not be read"
+            ));
+        }
         tail.problems.reverse();
         Ok(tail)
     }

@@ -159,7 +159,14 @@ pub fn lock(args: LockArgs) -> Result<ExitCode, String> {
     let text = serde_json::to_string_pretty(&json!({"version": 1, "plugins": plugins}))
         .map_err(|e| e.to_string())?;
     let path = project.join(LOCK_FILE);
-    std::fs::write(&path, format!("{text}\n")).map_err(|e| {
+    // Through a new file and a rename: a `hookhost.lock` the repository ships as a
+    // symlink is replaced, never written through.
+    let written = tempfile::NamedTempFile::new_in(&project).and_then(|mut tmp| {
+        use std::io::Write;
+        tmp.write_all(format!("{text}\n").as_bytes())?;
+        tmp.persist(&path).map(drop).map_err(|e| e.error)
+    });
+    written.map_err(|e| {
         format!(
             "cannot write `{}`: {e}",
             escape(&path.display().to_string())

@@ -89,6 +89,15 @@ fn activated_socket() -> Result<Option<BoundSocket>, String> {
     match count {
         0 => Ok(None),
         1 => {
+            // A supervisor that named this process but passed no descriptor 3: owning a
+            // closed descriptor would abort the process at its drop (IO safety).
+            // SAFETY: F_GETFD reads a descriptor's flags; any number may be asked about.
+            if unsafe { libc::fcntl(FIRST, libc::F_GETFD) } == -1 {
+                return Err(
+                    "socket activation (LISTEN_PID, LISTEN_FDS=1) passed no descriptor 3"
+                        .to_string(),
+                );
+            }
             // SAFETY: with LISTEN_PID naming this process, descriptor 3 was opened for
             // it by its supervisor, and nothing in this process has taken it: it is
             // read once, here, before anything else opens a file.

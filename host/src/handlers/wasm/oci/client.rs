@@ -19,6 +19,11 @@ const SMALL_CAP: u64 = 64 << 10;
 
 /// How long a connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest wait for the next bytes of an answer.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest one request may last, its answer read (a layer at the plugin cap
+/// included).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One registry, with the credentials for it and the token they earned.
 pub(crate) struct Registry {
@@ -57,6 +62,9 @@ impl Registry {
                 reqwest::Client::builder()
                     .no_proxy()
                     .connect_timeout(CONNECT_TIMEOUT)
+                    // A registry that drips: no read waits longer, no request lasts longer.
+                    .read_timeout(READ_TIMEOUT)
+                    .timeout(REQUEST_TIMEOUT)
                     .tls_built_in_native_certs(false)
                     .tls_built_in_webpki_certs(true)
                     // Blobs may live elsewhere (storage redirects); reqwest drops the
@@ -74,6 +82,14 @@ impl Registry {
             notices,
             authorization: Mutex::new(None),
         })
+    }
+
+    /// Whether `url` is on the registry's own origin (scheme, host and port).
+    fn own_origin(&self, url: &str) -> bool {
+        match (url::Url::parse(url), url::Url::parse(&self.base)) {
+            (Ok(url), Ok(base)) => url.origin() == base.origin(),
+            _ => false,
+        }
     }
 
     /// The URL of `path` below `/v2/`.
@@ -97,7 +113,11 @@ impl Registry {
             for (name, value) in headers {
                 request = request.header(name, value);
             }
-            if let Some(auth) = self.authorization.lock().await.clone() {
+            // The registry's credentials (or its token) go to the registry's own origin
+            // only: an upload `Location` or a URL elsewhere gets none.
+            if self.own_origin(url)
+                && let Some(auth) = self.authorization.lock().await.clone()
+            {
                 request = request.header(AUTHORIZATION, auth);
             }
             if let Some(body) = &body {
@@ -194,6 +214,27 @@ impl Registry {
             .into_iter()
             .filter(|(k, _)| k == "service" || k == "scope")
             .collect();
+        // The user's password goes to a token service only over HTTPS (or to a loopback
+        // one): a challenge naming a plain-HTTP realm elsewhere gets no credentials.
+        let parsed = url::Url::parse(&realm).map_err(|e| {
+            format!(
+                "registry `{}` named a realm that is not a URL: {e}",
+                self.registry
+            )
+        })?;
+        let loopback = match parsed.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d == "localhost",
+            None => false,
+        };
+        if parsed.scheme() != "https" && !loopback {
+            return Err(format!(
+                "registry `{}` asks for a token from `{realm}`, which is neither HTTPS nor \
+                 loopback: no credentials are sent there",
+                self.registry
+            ));
+        }
         let mut request = self.http.get(&realm).query(&query);
         if let Some(c) = credentials {
             request = request.header(AUTHORIZATION, format!("Basic {}", c.basic()));
@@ -449,9 +490,46 @@ fn challenge_params(challenge: &str) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn registry(reference: &str) -> Registry {
+        Registry::new(&OciRef::parse(reference).unwrap(), (None, Vec::new())).unwrap()
+    }
+
+    /// Red team, stop 36: an upload `Location` on another host got the registry's
+    /// `Authorization`. Credentials go to the registry's own origin only.
+    #[test]
+    fn credentials_stay_on_the_registrys_own_origin() {
+        let local = registry("oci://127.0.0.1:5000/a/b:v1");
+        assert!(local.own_origin("http://127.0.0.1:5000/v2/a/b/blobs/uploads/x"));
+        for elsewhere in [
+            "http://127.0.0.2:5000/upload/x",
+            "http://127.0.0.1:5001/upload/x",
+            "https://127.0.0.1:5000/upload/x",
+            "http://localhost:5000/upload/x",
+            "not a url",
+        ] {
+            assert!(!local.own_origin(elsewhere), "{elsewhere}");
+        }
+    }
+
+    /// Red team, stop 36: a bearer challenge naming a plain-HTTP realm on another host got
+    /// the user's password. Refused before anything is sent (the realm is unroutable).
+    #[tokio::test]
+    async fn a_plain_http_realm_elsewhere_gets_no_credentials() {
+        let local = registry("oci://127.0.0.1:5000/a/b:v1");
+        let refused = local
+            .token(
+                r#"Bearer realm="http://192.0.2.2:5012/token",service="r""#,
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(refused.contains("neither HTTPS nor loopback"), "{refused}");
+    }
     #[test]
     fn challenges_are_read_with_quoted_commas() {
-        let p = super::challenge_params(
+        let p = challenge_params(
             r#"Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull,push""#,
         );
         assert_eq!(

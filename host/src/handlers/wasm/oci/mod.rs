@@ -181,7 +181,13 @@ impl OciStore {
         let layer = layout::wasm_layer(&manifest, &kind, self.layer_cap)
             .map_err(|e| format!("pulling `{reference}`: {e}; nothing was cached"))?;
         let bytes = registry
-            .blob(&reference.repository, &layer.hex, self.layer_cap)
+            // The manifest's size is the cap (itself within the plugin cap): a registry
+            // that sends more is cut there, not at the plugin cap.
+            .blob(
+                &reference.repository,
+                &layer.hex,
+                layer.size.min(self.layer_cap),
+            )
             .await
             .map_err(|e| format!("pulling `{reference}`: layer: {e}; nothing was cached"))?;
         let got = sha256_hex(&bytes);
@@ -206,8 +212,14 @@ impl OciStore {
             write_atomically(path, bytes).map_err(|e| format!("caching `{reference}`: {e}"))
         };
         write(&path, &bytes)?;
-        if let Some(signature) = signature {
-            write(&crate::policy::allowlist::signature_path(&path), &signature)?;
+        // A layer's signature is written once: a later pull of another manifest naming the
+        // same layer (another repository, another registry) cannot replace the `.sig`
+        // that other projects' allowlists read.
+        let signature_path = crate::policy::allowlist::signature_path(&path);
+        if let Some(signature) = signature
+            && std::fs::symlink_metadata(&signature_path).is_err()
+        {
+            write(&signature_path, &signature)?;
         }
         write(&self.manifest_path(&hex), &manifest)?;
         if reference.tag.is_some() {
