@@ -473,9 +473,17 @@ fn hostile_registry_answers_are_refused_before_anything_is_cached_or_compiled() 
         (
             "layer not matching its digest",
             good.clone(),
-            "other bytes, same length!".to_string(),
+            "x".repeat(component.len()),
             sha256(good.as_bytes()),
             "does not match the manifest's",
+        ),
+        // Red team, stop 36: read up to the plugin cap though the manifest said less.
+        (
+            "layer longer than the manifest says",
+            good.clone(),
+            "x".repeat(component.len() + 4096),
+            sha256(good.as_bytes()),
+            "above the cap of",
         ),
     ] {
         let env = TestEnv::new();
