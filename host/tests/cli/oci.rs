@@ -519,3 +519,26 @@ fn hostile_registry_answers_are_refused_before_anything_is_cached_or_compiled() 
         );
     }
 }
+
+/// Red team, stop 36: `plugin lock` wrote `hookhost.lock` through a symlink the
+/// repository ships (here to a file of the user's). The lock is a new file renamed into
+/// place: the link is replaced, its target untouched.
+#[test]
+fn plugin_lock_replaces_a_symlinked_lock_file_and_never_writes_through_it() {
+    let env = TestEnv::new();
+    let docker = no_docker_config(&env);
+    let victim = env.home.join("victim.txt");
+    std::fs::write(&victim, "the user's own file\n").unwrap();
+    let lock = env.project.join("hookhost.lock");
+    std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    let locked = run(&env, &docker, &["plugin", "lock"]);
+    assert_eq!(locked.code, 0, "{}", locked.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's own file\n"
+    );
+    assert!(!std::fs::symlink_metadata(&lock).unwrap().is_symlink());
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+    assert_eq!(written["version"], 1, "{written}");
+}
