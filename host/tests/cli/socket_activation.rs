@@ -123,3 +123,27 @@ fn is_socket(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
+
+/// Red team, stop 36: `LISTEN_PID` naming the daemon with descriptor 3 closed made it take
+/// a closed descriptor and abort (IO safety, exit 134). It refuses, naming why.
+#[test]
+fn activation_without_a_descriptor_3_is_refused_not_a_crash() {
+    let env = TestEnv::new();
+    let template = env.command();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" serve 3<&-"#)
+        .arg(env!("CARGO_BIN_EXE_hookhost"))
+        .current_dir(template.get_current_dir().unwrap());
+    for (name, value) in template.get_envs() {
+        match value {
+            Some(value) => cmd.env(name, value),
+            None => cmd.env_remove(name),
+        };
+    }
+    cmd.env_remove("XDG_RUNTIME_DIR").stdin(Stdio::null());
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("passed no descriptor 3"), "{stderr}");
+}
