@@ -107,12 +107,11 @@ impl OciRef {
 
     /// Whether the registry is on this machine: spoken to over plain HTTP (as container
     /// tools do), every other registry over HTTPS.
+    /// Read as a URL's authority, as the client will use it (`[::1].corp.example` is no
+    /// URL, so not loopback).
     pub fn is_loopback(&self) -> bool {
-        let host = registry_host(&self.registry);
-        host == "localhost"
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        url::Url::parse(&format!("http://{}/", self.registry))
+            .is_ok_and(|url| super::urls::is_loopback(&url))
     }
 
     /// Whether `ceilings.registries` (`host[:port]`, `*.suffix` for any host below it, a
@@ -132,14 +131,6 @@ impl fmt::Display for OciRef {
         }
         Ok(())
     }
-}
-
-/// The host of `host[:port]` (an IPv6 literal keeps its brackets off).
-fn registry_host(registry: &str) -> &str {
-    if let Some(inner) = registry.strip_prefix('[') {
-        return inner.split(']').next().unwrap_or(inner);
-    }
-    registry.split(':').next().unwrap_or(registry)
 }
 
 fn registry_matches(entry: &str, registry: &str) -> bool {
@@ -291,5 +282,8 @@ mod tests {
         assert!(r("127.0.0.1:5000").is_loopback());
         assert!(r("localhost:5000").is_loopback());
         assert!(!r("ghcr.io").is_loopback());
+        // Red team, stop 36: a name that starts like a loopback address is not one.
+        assert!(!r("[::1].corp.example").is_loopback());
+        assert!(r("[::1]:5000").is_loopback());
     }
 }

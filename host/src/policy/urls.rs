@@ -268,6 +268,17 @@ pub struct UrlAllowlist {
     patterns: Vec<UrlPattern>,
 }
 
+/// Whether `url`'s host is this machine: `localhost` (any case) or a loopback address.
+/// The one reading of "loopback" for every endpoint that is trusted more there (a model
+/// base URL, a telemetry endpoint, a registry's token service).
+pub fn is_loopback(url: &Url) -> bool {
+    url.host().is_some_and(|h| match h {
+        Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        Host::Ipv4(a) => a.is_loopback(),
+        Host::Ipv6(a) => a.is_loopback(),
+    })
+}
+
 /// Checks one `allowedHttpHookUrls` pattern.
 ///
 /// # Errors

@@ -159,12 +159,7 @@ pub fn decide(
 /// host is loopback, or that the user's or managed `allowedHttpHookUrls` admits.
 fn honoured(url: &str, settings: &Settings) -> Result<(), String> {
     let parsed = crate::policy::urls::parse_target(url)?;
-    let loopback = parsed.host().is_some_and(|h| match h {
-        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-        url::Host::Ipv4(a) => a.is_loopback(),
-        url::Host::Ipv6(a) => a.is_loopback(),
-    });
-    if loopback {
+    if crate::policy::urls::is_loopback(&parsed) {
         return Ok(());
     }
     match &settings.key_allowed_http_hook_urls {

@@ -148,11 +148,7 @@ pub fn resolve(
         ))
     })?;
     if origin == base_var {
-        let loopback = url.host().is_some_and(|h| match h {
-            url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-            url::Host::Ipv4(a) => a.is_loopback(),
-            url::Host::Ipv6(a) => a.is_loopback(),
-        });
+        let loopback = crate::policy::urls::is_loopback(&url);
         let named = allowlist.is_some() || ceiling.is_some_and(|c| c.names_hosts());
         if !loopback && !named {
             return Err(refused(format!(

@@ -222,13 +222,7 @@ impl Registry {
                 self.registry
             )
         })?;
-        let loopback = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            Some(url::Host::Domain(d)) => d == "localhost",
-            None => false,
-        };
-        if parsed.scheme() != "https" && !loopback {
+        if parsed.scheme() != "https" && !crate::policy::urls::is_loopback(&parsed) {
             return Err(format!(
                 "registry `{}` asks for a token from `{realm}`, which is neither HTTPS nor \
                  loopback: no credentials are sent there",
