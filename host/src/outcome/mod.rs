@@ -74,6 +74,18 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// Its name, as the outcome and the audit log write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::None => "none",
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Defer => "defer",
+            Decision::Deny => "deny",
+            Decision::Block => "block",
+        }
+    }
+
     /// Whether the action does not go ahead.
     pub fn is_blocking(self) -> bool {
         matches!(self, Decision::Deny | Decision::Block)
@@ -96,6 +108,20 @@ pub enum HookStatus {
     Skipped,
     /// Started in the background.
     Async,
+}
+
+impl HookStatus {
+    /// Its name, as the outcome and the audit log write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookStatus::Ok => "ok",
+            HookStatus::Blocked => "blocked",
+            HookStatus::Failed => "failed",
+            HookStatus::Timeout => "timeout",
+            HookStatus::Skipped => "skipped",
+            HookStatus::Async => "async",
+        }
+    }
 }
 
 /// One hook's line in an outcome.

@@ -524,3 +524,24 @@ fn defer_is_an_answer_only_where_the_event_takes_it() {
         "PreToolUse, PreModelSwitch, PreSkillShellCommand"
     );
 }
+
+/// The names telemetry, the demo and the audit view print are the ones the outcome and
+/// the audit log serialise.
+#[test]
+fn names_are_the_serialised_ones() {
+    use Decision as D;
+    use HookStatus as S;
+    for d in [D::None, D::Allow, D::Ask, D::Defer, D::Deny, D::Block] {
+        assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+    }
+    for s in [
+        S::Ok,
+        S::Blocked,
+        S::Failed,
+        S::Timeout,
+        S::Skipped,
+        S::Async,
+    ] {
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+    }
+}

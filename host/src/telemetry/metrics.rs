@@ -7,7 +7,6 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 
 use super::Dispatched;
-use super::spans::status_name;
 use crate::outcome::HookStatus;
 
 /// The instruments.
@@ -88,7 +87,7 @@ impl Metrics {
                         event.clone(),
                         KeyValue::new("hookhost.hook.source", report.source.clone()),
                         KeyValue::new("hookhost.hook.type", report.kind.clone()),
-                        KeyValue::new("hookhost.hook.status", status_name(report.status)),
+                        KeyValue::new("hookhost.hook.status", report.status.as_str()),
                     ],
                 );
             }
@@ -98,7 +97,7 @@ impl Metrics {
                         .failure
                         .and_then(|f| serde_json::to_value(f).ok())
                         .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_else(|| status_name(report.status).to_string());
+                        .unwrap_or_else(|| report.status.as_str().to_string());
                     self.failures.add(
                         1,
                         &[

@@ -17,7 +17,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use serde_json::Value;
 
 use super::{Dispatched, MAX_HOOK_SPANS, TraceContext};
-use crate::outcome::{Decision, HookReport, HookStatus};
+use crate::outcome::{HookReport, HookStatus};
 
 /// The caller's span context, when its `traceparent` is valid.
 pub(super) fn parent_of(context: &TraceContext) -> Option<SpanContext> {
@@ -53,29 +53,6 @@ fn scope() -> InstrumentationScope {
         .build()
 }
 
-fn decision_name(decision: Decision) -> &'static str {
-    match decision {
-        Decision::None => "none",
-        Decision::Allow => "allow",
-        Decision::Ask => "ask",
-        Decision::Defer => "defer",
-        Decision::Deny => "deny",
-        Decision::Block => "block",
-    }
-}
-
-/// The name of a hook's status, as the outcome writes it.
-pub(super) fn status_name(status: HookStatus) -> &'static str {
-    match status {
-        HookStatus::Ok => "ok",
-        HookStatus::Blocked => "blocked",
-        HookStatus::Failed => "failed",
-        HookStatus::Timeout => "timeout",
-        HookStatus::Skipped => "skipped",
-        HookStatus::Async => "async",
-    }
-}
-
 /// The spans of a dispatch, or `None` when the caller's trace context says it is not
 /// sampled (a parent-based decision: the caller's choice is kept).
 pub(super) fn of(dispatched: &Dispatched<'_>) -> Option<Vec<SpanData>> {
@@ -99,7 +76,7 @@ pub(super) fn of(dispatched: &Dispatched<'_>) -> Option<Vec<SpanData>> {
             "session.id",
             invocation.session_id.chars().take(256).collect::<String>(),
         ),
-        KeyValue::new("hookhost.decision", decision_name(outcome.decision)),
+        KeyValue::new("hookhost.decision", outcome.decision.as_str()),
         KeyValue::new("hookhost.continue", outcome.continue_),
         KeyValue::new("hookhost.hooks", outcome.hooks.len() as i64),
     ];
@@ -160,7 +137,7 @@ pub(super) fn of(dispatched: &Dispatched<'_>) -> Option<Vec<SpanData>> {
             status: match report.status {
                 HookStatus::Failed | HookStatus::Timeout => {
                     Status::error(report.failure.map_or_else(
-                        || status_name(report.status).to_string(),
+                        || report.status.as_str().to_string(),
                         |f| {
                             serde_json::to_value(f)
                                 .ok()
@@ -183,7 +160,7 @@ fn hook_attributes(report: &HookReport) -> Vec<KeyValue> {
         KeyValue::new("hookhost.hook.id", report.id.clone()),
         KeyValue::new("hookhost.hook.source", report.source.clone()),
         KeyValue::new("hookhost.hook.type", report.kind.clone()),
-        KeyValue::new("hookhost.hook.status", status_name(report.status)),
+        KeyValue::new("hookhost.hook.status", report.status.as_str()),
     ];
     let mut number = |key: &'static str, value: Option<i64>| {
         if let Some(value) = value {

@@ -12,7 +12,7 @@ use std::time::Instant;
 use clap::Args;
 
 use hookhost::handlers::wasm::WasmRuntime;
-use hookhost::outcome::{Decision, HookStatus};
+use hookhost::outcome::Decision;
 use hookhost::text::{escape, escape_multiline};
 
 use super::runtime;
@@ -246,14 +246,7 @@ fn print_step(step: &DemoStep) {
         );
     }
     for hook in &outcome.hooks {
-        let status = match hook.status {
-            HookStatus::Ok => "ok",
-            HookStatus::Blocked => "blocked",
-            HookStatus::Failed => "failed",
-            HookStatus::Timeout => "timeout",
-            HookStatus::Skipped => "skipped",
-            HookStatus::Async => "async",
-        };
+        let status = hook.status.as_str();
         let time = hook
             .duration_ms
             .map(|ms| format!("{ms:.2} ms"))
