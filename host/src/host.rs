@@ -103,6 +103,9 @@ pub struct HostBuilder {
     /// `Some` with [`HostBuilder::last_good_on_disk`] (and through the reload gate): the
     /// last good versions on disk.
     stored: Option<stored_good::StoredGood>,
+    /// [`HostBuilder::unbound_lock`]: the project's `hookhost.lock` is read (its digest
+    /// still counts for workspace trust) but binds no reference.
+    unbound_lock: bool,
     /// The `OTEL_*` variables ([`HostBuilder::standard_sources`] reads them): with the
     /// policy, where spans and metrics go ([`crate::telemetry::decide`]).
     otel: config::env::Otel,
@@ -135,6 +138,7 @@ impl HostBuilder {
             agent_env_file: None,
             data: None,
             stored: None,
+            unbound_lock: false,
             otel: config::env::Otel::default(),
         }
     }
@@ -244,6 +248,14 @@ impl HostBuilder {
         let data = self.data.clone().unwrap_or_else(data_dir);
         self.stored = Some(StoredGood::in_data_dir(&data));
         self.plugin_check.get_or_insert(wasm);
+        self
+    }
+
+    /// Leaves the project's `hookhost.lock` unbound: every `oci://` reference as written
+    /// (`hookhost plugin lock`, which writes the lock anew, even over a broken one). The
+    /// lock still counts in the workspace's trust fingerprint.
+    pub fn unbound_lock(mut self) -> HostBuilder {
+        self.unbound_lock = true;
         self
     }
 
@@ -374,7 +386,10 @@ impl HostBuilder {
             host_places: host_owned_places(&sources, &files),
             ..resolve_options(&sources)
         };
-        let resolve = |loaded: LoadedConfig| {
+        let resolve = |mut loaded: LoadedConfig| {
+            if self.unbound_lock {
+                loaded.lock = None;
+            }
             let options = ResolveOptions {
                 trust: Some(trust::request(&loaded, &sources, &self.trust)),
                 ..options.clone()

@@ -12,15 +12,41 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-/// Whether `c` must not reach a terminal raw: C0 controls, DEL, C1 controls, and the
-/// Unicode format characters that reorder or hide text.
+/// Whether `c` must not reach a terminal raw: C0 controls, DEL, C1 controls, and whole
+/// Unicode classes rather than picked members: every format character (general category
+/// `Cf`, Unicode 16: bidi marks, embeddings, overrides and isolates, zero-width and
+/// invisible characters, soft hyphen, tag characters, interlinear annotations) and the
+/// line and paragraph separators (`Zl`, `Zp`: U+2028 and U+2029 end a line in many
+/// viewers and in JavaScript).
 fn is_unsafe(c: char, keep_newlines: bool) -> bool {
     match c {
         '\n' | '\t' => !keep_newlines,
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        // Bidi embeddings, overrides and isolates; zero-width and invisible marks.
-        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
-        '\u{061c}' | '\u{feff}' => true,
+        c if c < '\u{ad}' => false,
+        // Zl, Zp.
+        '\u{2028}' | '\u{2029}' => true,
+        // Cf, Unicode 16.
+        '\u{ad}'
+        | '\u{600}'..='\u{605}'
+        | '\u{61c}'
+        | '\u{6dd}'
+        | '\u{70f}'
+        | '\u{890}'..='\u{891}'
+        | '\u{8e2}'
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}'
+        | '\u{110bd}'
+        | '\u{110cd}'
+        | '\u{13430}'..='\u{1343f}'
+        | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0001}'
+        | '\u{e0020}'..='\u{e007f}' => true,
         _ => false,
     }
 }
@@ -77,7 +103,10 @@ pub fn escape_json(json: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
         if c >= '\u{7f}' && is_unsafe(c, true) {
-            let _ = write!(out, "\\u{:04x}", c as u32);
+            // JSON escapes a character beyond the BMP as its UTF-16 surrogate pair.
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
         } else {
             out.push(c);
         }
@@ -92,6 +121,8 @@ pub fn shown_width(c: char) -> usize {
     match c {
         '\n' | '\r' | '\t' | '"' | '\\' => 2,
         c if is_unsafe(c, false) && (c as u32) < 0x100 => 6,
+        // `\ud834\udd73` in JSON; `\u{1d173}` (nine) for a terminal.
+        c if is_unsafe(c, false) && (c as u32) > 0xffff => 12,
         c if is_unsafe(c, false) => 8,
         c => c.len_utf8(),
     }
@@ -149,6 +180,41 @@ mod tests {
         assert_eq!(escape("\u{7f}\u{9b}"), "\\x7f\\x9b");
         assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
         assert_eq!(escape_multiline("a\nb\x1b]0;t\x07"), "a\nb\\x1b]0;t\\x07");
+    }
+
+    /// The classes, not picked members: every format character (`Cf`) and both separators
+    /// (`Zl`, `Zp`), in and beyond the BMP, is escaped for a terminal and in JSON.
+    #[test]
+    fn every_format_character_and_separator_is_escaped() {
+        for c in [
+            '\u{ad}',
+            '\u{600}',
+            '\u{6dd}',
+            '\u{180e}',
+            '\u{200b}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{206f}',
+            '\u{fff9}',
+            '\u{110bd}',
+            '\u{1d173}',
+            '\u{e0001}',
+            '\u{e0041}',
+            '\u{e007f}',
+        ] {
+            let s = format!("a{c}b");
+            assert!(!escape(&s).contains(c), "{c:?}");
+            assert!(!escape_multiline(&s).contains(c), "{c:?}");
+            let json = serde_json::to_string(&s).unwrap();
+            let escaped = escape_json(&json);
+            assert!(!escaped.contains(c), "{c:?}");
+            let back: String = serde_json::from_str(&escaped).unwrap();
+            assert_eq!(back, s, "{c:?}: {escaped}");
+        }
+        // Letters, marks and spaces stay as they are.
+        assert!(matches!(escape("é 中文 x"), Cow::Borrowed(_)));
     }
 
     #[test]

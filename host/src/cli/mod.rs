@@ -161,6 +161,14 @@ impl SourceArgs {
         })
     }
 
+    /// [`SourceArgs::host`] with the project's `hookhost.lock` binding nothing
+    /// ([`HostBuilder::unbound_lock`]): the references as written, for `plugin lock`.
+    fn host_unbound_lock(&self) -> Result<Host, String> {
+        let project = self.find_project(None)?;
+        let wasm = std::sync::Arc::new(one_shot_wasm());
+        self.host_built(&project, wasm, HostBuilder::unbound_lock)
+    }
+
     /// [`SourceArgs::host_for`] running wasm hooks in `wasm` (the dispatch daemon's warm
     /// one).
     fn host_with(

@@ -7,21 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use hookhost::config::file::{PLUGIN_CAP, read_regular};
+use hookhost::config::lock::LOCK_FILE;
 use hookhost::handlers::wasm::oci::{OciStore, sha256_hex};
-use hookhost::policy::oci::OciRef;
+use hookhost::policy::oci::{OciRef, Pins};
 use hookhost::policy::{HandlerSpec, Policy};
 use hookhost::text::escape;
 
 use super::SourceArgs;
-
-/// The lock file's name, at the top of the project.
-pub const LOCK_FILE: &str = "hookhost.lock";
-
-/// The largest lock file read.
-const LOCK_CAP: u64 = 4 << 20;
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
@@ -131,9 +126,14 @@ fn references(policy: &Policy) -> BTreeMap<String, (OciRef, &hookhost::policy::H
         if let HandlerSpec::Wasm(spec) = &hook.handler
             && let Some(reference) = &spec.oci
         {
+            // As written: a tag whose digest the lock chose is a tag to resolve again.
+            let mut written = OciRef::clone(reference);
+            if spec.locked_by.is_some() {
+                written.digest = None;
+            }
             found
                 .entry(reference.name())
-                .or_insert_with(|| (OciRef::clone(reference), hook.as_ref()));
+                .or_insert_with(|| (written, hook.as_ref()));
         }
     }
     found
@@ -143,7 +143,8 @@ fn references(policy: &Policy) -> BTreeMap<String, (OciRef, &hookhost::policy::H
 /// plugin of its config to the manifest digest its reference pins, or its tag names now.
 pub fn lock(args: LockArgs) -> Result<ExitCode, String> {
     let project = args.sources.find_project(None)?;
-    let host = args.sources.host()?;
+    // The references as written: the old lock (broken or not) binds nothing here.
+    let host = args.sources.host_unbound_lock()?;
     let store = store()?;
     let mut plugins = Vec::new();
     for (name, (reference, _)) in references(host.policy()) {
@@ -180,38 +181,10 @@ pub fn lock(args: LockArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The pins of `hookhost.lock` in `project`, by `registry/repository:tag`; `None` when
-/// there is none.
-fn read_lock(project: &Path) -> Result<Option<BTreeMap<String, String>>, String> {
-    let path = project.join(LOCK_FILE);
-    let bytes = match read_regular(&path, LOCK_CAP) {
-        Ok((bytes, _)) => bytes,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
-    let json: Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-    let mut pins = BTreeMap::new();
-    for (i, entry) in json
-        .get("plugins")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-        .iter()
-        .enumerate()
-    {
-        let field = |k: &str| entry.get(k).and_then(Value::as_str);
-        let (Some(reference), Some(digest)) = (field("reference"), field("digest")) else {
-            return Err(format!(
-                "{}: $.plugins[{i}] needs `reference` and `digest`",
-                path.display()
-            ));
-        };
-        let reference = OciRef::parse(&format!("{reference}@{digest}"))
-            .map_err(|e| format!("{}: $.plugins[{i}]: {e}", path.display()))?;
-        let digest = reference.digest.clone().unwrap_or_default();
-        pins.insert(reference.name(), digest);
-    }
-    Ok(Some(pins))
+/// The pins of `hookhost.lock` in `project`, read as dispatch reads them
+/// (`config::lock`, `policy::oci::Pins`); `None` when there is none.
+fn read_lock(project: &Path) -> Option<Pins> {
+    hookhost::config::lock::read(project).map(|(raw, _)| Pins::from_raw(&raw))
 }
 
 /// `validate`'s check of `hookhost.lock` (when the project has one): every `oci://`
@@ -220,11 +193,18 @@ fn read_lock(project: &Path) -> Result<Option<BTreeMap<String, String>>, String>
 /// and warnings name the file, hook and field.
 pub fn check_lock(project: &Path, policy: &Policy) -> (Vec<String>, Vec<String>) {
     let (mut errors, mut warnings) = (Vec::new(), Vec::new());
-    let pins = match read_lock(project) {
-        Ok(Some(pins)) => pins,
-        Ok(None) => return (errors, warnings),
-        Err(e) => return (vec![e], warnings),
+    let Some(pins) = read_lock(project) else {
+        return (errors, warnings);
     };
+    if let Err(e) = pins.check() {
+        return (vec![e], warnings);
+    }
+    // An untrusted repository does not get to make hookhost contact the registries it
+    // names: its tags are checked once the workspace is trusted.
+    let trusted = policy
+        .workspace_trust
+        .as_ref()
+        .is_none_or(|t| t.is_trusted());
     let store = match store() {
         Ok(store) => store,
         Err(e) => return (vec![e], warnings),
@@ -234,14 +214,14 @@ pub fn check_lock(project: &Path, policy: &Policy) -> (Vec<String>, Vec<String>)
             "{}: {}.plugin: hook `{}`",
             hook.origin.location, hook.config_path, hook.id
         );
-        let Some(locked) = pins.get(&name) else {
+        let Ok(Some(locked)) = pins.get(&name) else {
             errors.push(format!(
                 "{at}: `{reference}` is not in {LOCK_FILE} (run `hookhost plugin lock`)"
             ));
             continue;
         };
         if let Some(pinned) = &reference.digest
-            && pinned != locked
+            && pinned.as_str() != locked
         {
             errors.push(format!(
                 "{at}: `{reference}` pins sha256:{pinned}, but {LOCK_FILE} pins sha256:{locked}"
@@ -250,8 +230,15 @@ pub fn check_lock(project: &Path, policy: &Policy) -> (Vec<String>, Vec<String>)
         if reference.tag.is_none() {
             continue;
         }
+        if !trusted {
+            warnings.push(format!(
+                "{at}: the tag of `oci://{name}` was not checked against its registry: the \
+                 workspace is not trusted"
+            ));
+            continue;
+        }
         match super::one_shot(store.resolve(&reference.clone())) {
-            Ok(Ok(Some(now))) if now != *locked => errors.push(format!(
+            Ok(Ok(Some(now))) if now != locked => errors.push(format!(
                 "{at}: the tag of `oci://{name}` moved after locking: {LOCK_FILE} pins \
                  sha256:{locked}, the registry now names sha256:{now}"
             )),

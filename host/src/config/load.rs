@@ -60,6 +60,13 @@ pub fn load_with(
     for (kind, path) in options.project_files() {
         load_file(&mut loaded, kind, &path, catalogue, last_good);
     }
+    if let Some((lock, digest)) = super::lock::read(&options.project_dir) {
+        if let Some(digest) = digest {
+            let path = options.project_dir.join(super::lock::LOCK_FILE);
+            loaded.file_digests.push((path, digest));
+        }
+        loaded.lock = Some(lock);
+    }
     for path in options.user_files() {
         load_file(&mut loaded, SourceKind::User, &path, catalogue, last_good);
     }

@@ -71,6 +71,9 @@ pub struct LoadedConfig {
     /// last good version is kept in force (naming the file, the error and that the
     /// previous version is in force).
     pub notices: Vec<String>,
+    /// The project's `hookhost.lock`, when it has one (its digest is in
+    /// [`LoadedConfig::file_digests`]).
+    pub lock: Option<super::lock::RawLock>,
 }
 
 impl LoadedConfig {

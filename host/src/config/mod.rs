@@ -10,6 +10,7 @@ pub mod flat;
 mod lenient;
 mod load;
 mod loaded;
+pub mod lock;
 mod parse;
 pub mod schema;
 mod sources;

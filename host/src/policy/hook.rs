@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::oci::OciRef;
 use super::settings::Settings;
 use crate::config::schema::{HandlerType, OnFailure, RawHandler};
-use crate::config::{ConfigLayer, ConfigWarning};
+use crate::config::{ConfigLayer, ConfigWarning, SourceKind};
 use crate::event::{EventSpec, KeyClass};
 use crate::matcher::IfRule;
 
@@ -226,13 +226,17 @@ pub(super) fn build(
                     }
                 }
             }
-            let oci = oci_reference(&plugin, settings)?;
+            let (oci, locked_by) = match oci_reference(&plugin, settings, layer.origin.kind)? {
+                Some((reference, locked_by)) => (Some(reference), locked_by),
+                None => (None, None),
+            };
             HandlerSpec::Wasm(WasmSpec {
                 plugin: match &oci {
                     Some(reference) => PathBuf::from(reference.to_string()),
                     None => resolve_plugin_path(&layer.base_dir, &plugin),
                 },
                 oci: oci.map(Box::new),
+                locked_by,
                 sha256,
                 capabilities,
                 fuel: limits.fuel,
@@ -492,11 +496,30 @@ fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<St
 
 /// The registry reference of a `plugin` that is one (`oci://…`): it must pin the
 /// manifest's digest unless managed policy's `ceilings.ociTags` allows tags.
-fn oci_reference(plugin: &str, settings: &Settings) -> Result<Option<OciRef>, String> {
+///
+/// A project's `hookhost.lock` (trusted workspace) binds every reference but managed
+/// policy's, which a project file does not choose: the reference runs at the lock's
+/// digest (returned with the lock's path), so what runs is what was locked whatever the
+/// tag names today.
+fn oci_reference(
+    plugin: &str,
+    settings: &Settings,
+    source: SourceKind,
+) -> Result<Option<(OciRef, Option<String>)>, String> {
     if !OciRef::is_reference(plugin) {
         return Ok(None);
     }
     let reference = OciRef::parse(plugin).map_err(|e| format!("`plugin`: {e}"))?;
+    if let Some(lock) = settings
+        .oci_lock
+        .as_ref()
+        .filter(|_| source != SourceKind::Managed)
+        && let Some(bound) = lock
+            .bind(&reference)
+            .map_err(|e| format!("`plugin`: {e}"))?
+    {
+        return Ok(Some((bound, Some(lock.location.clone()))));
+    }
     let tags = settings.ceilings.as_ref().is_some_and(|c| c.oci_tags());
     if reference.digest.is_none() && !tags {
         return Err(format!(
@@ -505,7 +528,7 @@ fn oci_reference(plugin: &str, settings: &Settings) -> Result<Option<OciRef>, St
              tags (`ceilings.ociTags`)"
         ));
     }
-    Ok(Some(reference))
+    Ok(Some((reference, None)))
 }
 
 pub(super) fn resolve_plugin_path(base: &Path, plugin: &str) -> PathBuf {

@@ -172,6 +172,7 @@ pub fn resolve(
         failed,
         notices: loaded_notices,
         mut host_failures,
+        lock,
         ..
     } = loaded;
     if let Some(store) = options.trust.as_ref().and_then(|t| t.host_failure.as_ref()) {
@@ -221,6 +222,10 @@ pub fn resolve(
         &mut errors,
     );
     settings.managed_trust = managed_trust;
+    // The lock is the project's word: it binds only in a workspace that is trusted.
+    settings.oci_lock = lock
+        .filter(|_| trusted)
+        .map(|raw| Arc::new(oci::Pins::from_raw(&raw)));
     if !managed_errors.is_empty() {
         settings.managed_broken = Some(broken_reason(&managed_errors));
     }

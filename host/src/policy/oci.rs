@@ -3,7 +3,94 @@
 //! `ceilings.ociTags`). Pure: the pull, the cache and the registry protocol are the
 //! sandbox's (`handlers/wasm/oci/`).
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+use crate::config::lock::RawLock;
+
+/// The pins of a project's `hookhost.lock` (`registry/repository:tag` → manifest digest),
+/// or why the file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pins {
+    /// The lock file's path, for messages.
+    pub location: String,
+    pins: Result<BTreeMap<String, String>, String>,
+}
+
+impl Pins {
+    /// The pins of a lock as read, each entry judged as a reference pinned by its digest.
+    pub fn from_raw(raw: &RawLock) -> Pins {
+        let pins = raw.entries.clone().and_then(|entries| {
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, (reference, digest))| {
+                    let pinned = OciRef::parse(&format!("{reference}@{digest}"))
+                        .map_err(|e| format!("`$.plugins[{i}]`: {e}"))?;
+                    Ok((pinned.name(), pinned.digest.unwrap_or_default()))
+                })
+                .collect()
+        });
+        Pins {
+            location: raw.location.clone(),
+            pins,
+        }
+    }
+
+    /// Whether the lock can be used.
+    ///
+    /// # Errors
+    ///
+    /// Why not, naming the file.
+    pub fn check(&self) -> Result<(), String> {
+        self.get("").map(drop)
+    }
+
+    /// The digest the lock pins `name` (`registry/repository:tag`) to.
+    ///
+    /// # Errors
+    ///
+    /// The lock cannot be used (named).
+    pub fn get(&self, name: &str) -> Result<Option<&str>, String> {
+        match &self.pins {
+            Ok(pins) => Ok(pins.get(name).map(String::as_str)),
+            Err(why) => Err(format!("`{}` cannot be used: {why}", self.location)),
+        }
+    }
+
+    /// `reference` as the lock binds it: a reference the lock pins runs at the lock's
+    /// digest (`Some`, the reference pinned); a digest written in the reference must agree
+    /// with it; a tag-only reference the lock does not pin, or any when the lock is
+    /// broken, is refused rather than run at whatever the tag names today. `None`: the
+    /// lock has nothing to say (the reference pins its own digest and is not in the lock).
+    ///
+    /// # Errors
+    ///
+    /// A disagreement, a tag the lock leaves out, or a broken lock, naming the file.
+    pub fn bind(&self, reference: &OciRef) -> Result<Option<OciRef>, String> {
+        let name = reference.name();
+        let locked = match self.get(&name) {
+            Ok(locked) => locked,
+            Err(why) if reference.digest.is_none() => {
+                return Err(format!("`{reference}` is not bound: {why}"));
+            }
+            Err(_) => return Ok(None),
+        };
+        match (locked, &reference.digest) {
+            (Some(locked), Some(pinned)) if locked != pinned => Err(format!(
+                "`{reference}` pins sha256:{pinned}, but `{}` pins sha256:{locked} \
+                 (run `hookhost plugin lock`)",
+                self.location
+            )),
+            (Some(locked), _) => Ok(Some(reference.pinned(locked))),
+            (None, None) => Err(format!(
+                "`{reference}` is a tag that `{}` does not pin (run `hookhost plugin lock`)",
+                self.location
+            )),
+            (None, Some(_)) => Ok(None),
+        }
+    }
+}
 
 /// The scheme that makes a hook's `plugin` a registry reference instead of a file.
 pub const SCHEME: &str = "oci://";
@@ -216,6 +303,45 @@ mod tests {
     use super::*;
 
     const HEX: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    fn lock(entries: Result<Vec<(&str, &str)>, &str>) -> Pins {
+        Pins::from_raw(&RawLock {
+            location: "/p/hookhost.lock".into(),
+            entries: entries
+                .map(|e| {
+                    e.iter()
+                        .map(|(r, d)| (r.to_string(), d.to_string()))
+                        .collect()
+                })
+                .map_err(str::to_string),
+        })
+    }
+
+    #[test]
+    fn a_lock_binds_tags_to_its_digests_and_refuses_what_it_cannot_bind() {
+        let other = "a".repeat(64);
+        let digest = format!("sha256:{HEX}");
+        let pins = lock(Ok(vec![("oci://r.example/team/gate:v1", &digest)]));
+        let tag = OciRef::parse("oci://r.example/team/gate:v1").unwrap();
+        assert_eq!(pins.bind(&tag), Ok(Some(tag.pinned(HEX))));
+        // A digest written in the reference must agree with the lock.
+        assert_eq!(pins.bind(&tag.pinned(HEX)), Ok(Some(tag.pinned(HEX))));
+        let clash = pins.bind(&tag.pinned(&other)).unwrap_err();
+        assert!(clash.contains("/p/hookhost.lock"), "{clash}");
+        // A tag the lock leaves out is refused; a pinned reference it leaves out is its own.
+        let loose = OciRef::parse("oci://r.example/team/other:v1").unwrap();
+        assert!(pins.bind(&loose).unwrap_err().contains("does not pin"));
+        assert_eq!(pins.bind(&loose.pinned(&other)), Ok(None));
+        // A broken lock binds no tag; a lock entry that is no reference breaks the lock.
+        for broken in [
+            lock(Err("not JSON")),
+            lock(Ok(vec![("oci://r.example/team/gate:v1", "sha256:short")])),
+        ] {
+            assert!(broken.check().is_err());
+            assert!(broken.bind(&tag).is_err());
+            assert_eq!(broken.bind(&tag.pinned(HEX)), Ok(None));
+        }
+    }
 
     #[test]
     fn references_are_read_and_written_back_alike() {

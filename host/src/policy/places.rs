@@ -91,6 +91,10 @@ pub const OWNED_FILE_NAMES: &[(&str, &str)] = &[
     ("CLAUDE.local.md", "private instructions Claude Code reads"),
     ("AGENTS.md", "instructions Codex reads"),
     (
+        "hookhost.lock",
+        "the project's plugin pins (the digests its `oci://` plugins run at)",
+    ),
+    (
         "HEAD",
         "a git HEAD (beside `objects/` and `refs/` it makes its directory a git directory, \
          whatever its name, and git runs that directory's config)",

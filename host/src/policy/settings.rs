@@ -72,6 +72,9 @@ pub struct Settings {
     pub model_provider: Option<super::models::ModelProvider>,
     /// `mcpServers` by name, each with the file that defined it ([`super::mcp`]).
     pub mcp_servers: std::collections::BTreeMap<String, (super::mcp::McpServer, String)>,
+    /// The project's `hookhost.lock` in a trusted workspace: the digests its `oci://`
+    /// plugins run at (`None`: no lock, or an untrusted workspace's, which binds nothing).
+    pub oci_lock: Option<Arc<super::oci::Pins>>,
 }
 
 impl Settings {
@@ -357,6 +360,7 @@ pub(super) fn merge_settings(
             .find_map(|l| l.settings.managed.telemetry.clone()),
         model_provider: super::models::provider_of(layers, errors),
         mcp_servers: super::mcp::merge(layers, errors),
+        oci_lock: None,
     }
 }
 

@@ -103,6 +103,9 @@ pub struct WasmSpec {
     pub plugin: PathBuf,
     /// The registry reference when `plugin` is `oci://…`.
     pub oci: Option<Box<super::oci::OciRef>>,
+    /// The project's `hookhost.lock` when it chose [`WasmSpec::oci`]'s digest (the
+    /// reference as written names a tag the lock pins).
+    pub locked_by: Option<String>,
     /// Expected sha256 (lowercase hex).
     pub sha256: Option<String>,
     /// Capability grants.

@@ -124,11 +124,15 @@ pub fn decide(
                 }
             };
             let (traces, metrics) = (judged(&env.traces), judged(&env.metrics));
-            match (traces, metrics) {
-                (None, None) => return (None, notices),
-                // One signal's URL alone: the other is not exported (an empty URL).
-                (traces, metrics) => (traces.unwrap_or_default(), metrics.unwrap_or_default()),
+            if traces.is_none() && metrics.is_none() {
+                return (None, notices);
             }
+            if let Some(why) = headers_withheld(env) {
+                notices.push(why);
+                headers.clear();
+            }
+            // One signal's URL alone: the other is not exported (an empty URL).
+            (traces.unwrap_or_default(), metrics.unwrap_or_default())
         }
     };
     let mut resource = BTreeMap::new();
@@ -153,6 +157,36 @@ pub fn decide(
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
     };
     (Some(config), notices)
+}
+
+/// Why `OTEL_EXPORTER_OTLP_HEADERS` (often a collector's credentials) is not sent, if it is
+/// not: the environment cannot say who set each variable (a repository can set any of them
+/// through Claude Code's project `env` block), so the headers follow the endpoints only
+/// when every endpoint variable that is set names one origin. A per-signal endpoint that
+/// points elsewhere than the others keeps its export but loses the headers, rather than
+/// receiving credentials meant for another collector. Managed `telemetry.headers` are not
+/// judged here: managed policy names its own endpoint.
+fn headers_withheld(env: &crate::config::env::Otel) -> Option<String> {
+    if env.headers.is_empty() {
+        return None;
+    }
+    let origin = |url: &str| url::Url::parse(url).ok().map(|u| u.origin());
+    let mut origins = env.endpoints.iter().map(|(url, _)| origin(url));
+    let first = origins.next()?;
+    let agree = first.as_ref().is_some_and(|o| o.is_tuple()) && origins.all(|o| o == first);
+    (!agree).then(|| {
+        let named: Vec<String> = env
+            .endpoints
+            .iter()
+            .map(|(url, var)| format!("{var}=`{}`", crate::text::escape(url)))
+            .collect();
+        format!(
+            "telemetry: OTEL_EXPORTER_OTLP_HEADERS is not sent: the endpoint variables do not \
+             name one origin ({}), so the headers could reach a collector they were not meant \
+             for; set one endpoint, or have managed policy set `telemetry.headers`",
+            named.join(", ")
+        )
+    })
 }
 
 /// Whether an endpoint from the environment may be sent to: a valid http(s) URL whose

@@ -4,6 +4,7 @@ use crate::config::schema::RawTelemetry;
 
 fn env_with(endpoint: &str) -> Otel {
     Otel {
+        endpoints: vec![(endpoint.to_string(), "OTEL_EXPORTER_OTLP_ENDPOINT")],
         traces: Some((
             format!("{endpoint}/v1/traces"),
             "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -71,4 +72,51 @@ fn sdk_disabled_turns_an_environment_endpoint_off() {
     let mut env = env_with("http://127.0.0.1:4318");
     env.disabled = true;
     assert!(decide(&settings, &env).0.is_none());
+}
+
+#[test]
+fn the_headers_follow_only_endpoints_that_name_one_origin() {
+    let settings = crate::policy::tests_support::settings();
+    // One collector for every signal, however it is spelled: the headers go with it.
+    let mut env = env_with("http://127.0.0.1:4318");
+    env.endpoints.push((
+        "http://127.0.0.1:4318/other/v1/traces".into(),
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ));
+    let (config, notices) = decide(&settings, &env);
+    assert_eq!(config.unwrap().headers["x-api-key"], "env", "{notices:?}");
+    // A per-signal endpoint elsewhere (another port is another collector, as a repository
+    // could set it): both signals still export, neither carries the headers.
+    for (other, var) in [
+        (
+            "http://127.0.0.1:9999/v1/traces",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ),
+        (
+            "http://localhost:4318/v1/metrics",
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        ),
+        (
+            "https://127.0.0.1:4318/v1/traces",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ),
+        ("not a url", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+    ] {
+        let mut env = env_with("http://127.0.0.1:4318");
+        env.endpoints.push((other.into(), var));
+        if var.contains("TRACES") {
+            env.traces = Some((other.into(), var));
+        } else {
+            env.metrics = Some((other.into(), var));
+        }
+        let (config, notices) = decide(&settings, &env);
+        let config = config.expect("the collector that was set still exports");
+        assert!(config.headers.is_empty(), "{other}: {:?}", config.headers);
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("OTEL_EXPORTER_OTLP_HEADERS is not sent") && n.contains(var)),
+            "{other}: {notices:?}"
+        );
+    }
 }

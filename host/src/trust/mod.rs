@@ -92,6 +92,30 @@ pub fn fingerprint(
         };
         files.insert(name, state);
     }
+    // The lock chooses the digests the project's plugins run at: it is part of what is
+    // trusted, when it is there (trust recorded before it appeared stays valid until then).
+    let lock = sources.project_dir.join(crate::config::lock::LOCK_FILE);
+    if let Some((_, sha256)) = loaded.file_digests.iter().find(|(p, _)| *p == lock) {
+        let (name, expected) = key(&lock);
+        let target = real_target(&lock, &expected);
+        files.insert(
+            name,
+            FileState {
+                target,
+                sha256: Some(sha256.clone()),
+            },
+        );
+    } else if std::fs::symlink_metadata(&lock).is_ok() {
+        // There but unreadable (a FIFO, a dangling link): still a change to what is trusted.
+        let (name, _) = key(&lock);
+        files.insert(
+            name,
+            FileState {
+                target: None,
+                sha256: None,
+            },
+        );
+    }
     let mut plugins = BTreeMap::new();
     for layer in loaded
         .layers

@@ -259,6 +259,61 @@ fn a_tag_moved_after_locking_is_reported_by_validate() {
     );
 }
 
+/// The lock binds what runs: a tag that names another component now (and that a pull
+/// has cached so) still runs at the digest `hookhost.lock` pins; a tag the lock leaves
+/// out is refused rather than run at whatever it names today.
+#[test]
+fn a_locked_tag_runs_the_locked_digest_whatever_the_tag_names_now() {
+    let env = TestEnv::new();
+    let Some(registry) = Registry::start(
+        "a_locked_tag_runs_the_locked_digest_whatever_the_tag_names_now",
+        false,
+    ) else {
+        return;
+    };
+    let docker = no_docker_config(&env);
+    env.managed(json!({"ceilings": {"ociTags": true}}));
+    let tag = registry.reference("team/gate:v1");
+    let locked = push(&env, &docker, deny_dangerous_bash().to_str().unwrap(), &tag);
+    env.project_hooks(wasm_hook(&tag));
+    let lock = run(&env, &docker, &["plugin", "lock"]);
+    assert_eq!(lock.code, 0, "{}", lock.stderr);
+    // The tag moves to a component that lets `rm -rf /` through, and a pull caches it.
+    let moved = push(
+        &env,
+        &docker,
+        hookhost_test_plugins::plugins::PROTECT_PATHS,
+        &tag,
+    );
+    assert_ne!(moved, locked);
+    let pulled = run(&env, &docker, &["plugin", "pull", &tag]);
+    assert_eq!(pulled.stdout.trim(), moved, "{}", pulled.stderr);
+    let out = dispatch(&env, &docker, "rm -rf /");
+    assert_eq!(out["decision"], "deny", "the locked component ran: {out}");
+    assert_eq!(out["hooks"][0]["plugin"], locked.as_str(), "{out}");
+    // A tag the lock does not pin is refused, naming the lock (the last good version of
+    // the file, bound by the lock, stays in force); so is every tag when the lock is
+    // broken.
+    let other = registry.reference("team/other:v1");
+    env.project_hooks(wasm_hook(&other));
+    let out = dispatch(&env, &docker, "rm -rf /");
+    assert!(out["notices"].to_string().contains("does not pin"), "{out}");
+    assert!(!out["hooks"].to_string().contains("team/other"), "{out}");
+    std::fs::write(env.project.join("hookhost.lock"), "{").unwrap();
+    env.project_hooks(wasm_hook(&tag));
+    let out = dispatch(&env, &docker, "rm -rf /");
+    assert!(out["notices"].to_string().contains("not JSON"), "{out}");
+    assert!(!out["hooks"].to_string().contains(&moved), "{out}");
+    // `plugin lock` writes the lock anew over a broken one, from the references as written.
+    let relock = run(&env, &docker, &["plugin", "lock"]);
+    assert_eq!(relock.code, 0, "{}", relock.stderr);
+    let written = std::fs::read_to_string(env.project.join("hookhost.lock")).unwrap();
+    assert!(
+        written.contains(moved.rsplit_once('@').unwrap().1),
+        "{written}"
+    );
+}
+
 #[test]
 fn references_need_a_digest_and_an_allowed_registry() {
     let env = TestEnv::new();

@@ -17,6 +17,11 @@ const MAX_ROWS: usize = 10_000;
 /// Rows of the slowest-hooks table.
 const SLOWEST: usize = 10;
 
+/// The longest duration a hook can have run (a day: far beyond any timeout, within what a
+/// table cell shows); a line claiming more, negative or not a number is edited or corrupt,
+/// and its duration is left out of the percentiles rather than widening the table.
+const MAX_DURATION_MS: f64 = 86_400_000.0;
+
 /// The merged decisions, in the order of the table's columns.
 const DECISIONS: [&str; 6] = ["none", "allow", "ask", "defer", "deny", "block"];
 
@@ -122,7 +127,10 @@ impl Summary {
             if let Some(i) = STATUSES.iter().position(|s| *s == status) {
                 stats.statuses[i] += 1;
             }
-            if let Some(ms) = hook["durationMs"].as_f64().filter(|ms| ms.is_finite()) {
+            if let Some(ms) = hook["durationMs"]
+                .as_f64()
+                .filter(|ms| (0.0..=MAX_DURATION_MS).contains(ms))
+            {
                 stats.durations_ms.push(ms);
             }
             if let Some(fuel) = hook["fuel"].as_u64() {
@@ -337,9 +345,18 @@ mod tests {
             &json!({"time": "2026-12-02T10:00:00.000Z", "decision": "none",
             "hooks": [hook("guard", "failed", 9.0)]}),
         );
+        // Durations no hook can have (edited or corrupt lines) do not reach the table.
+        summary.add(
+            &json!({"time": "2026-12-02T11:00:00.000Z", "decision": "none",
+            "hooks": [hook("lint", "ok", 1e308), hook("lint", "ok", -5.0)]}),
+        );
         let table = summary.table();
         assert!(
-            table.starts_with("2 entries, 2026-12-01T10:00:00.000Z to "),
+            table.lines().all(|l| l.len() < 200) && !table.contains("e308"),
+            "{table}"
+        );
+        assert!(
+            table.starts_with("3 entries, 2026-12-01T10:00:00.000Z to "),
             "{table}"
         );
         let row = |start: &str| {
@@ -358,7 +375,7 @@ mod tests {
         );
         assert_eq!(
             row("2026-12-02"),
-            ["2026-12-02", "1", "1", "0", "0", "0", "0", "0", "1", "1"]
+            ["2026-12-02", "2", "2", "0", "0", "0", "0", "0", "3", "1"]
         );
         // Hook, source, type, runs, ok blocked failed timeout skipped async.
         assert_eq!(

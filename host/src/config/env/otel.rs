@@ -21,6 +21,9 @@ pub struct Otel {
     pub traces: Option<(String, &'static str)>,
     /// The metrics URL, by the same rule (`/v1/metrics`).
     pub metrics: Option<(String, &'static str)>,
+    /// Every endpoint variable that is set, as given (`OTEL_EXPORTER_OTLP_ENDPOINT` and the
+    /// per-signal ones): the headers follow only endpoints that agree on one origin.
+    pub endpoints: Vec<(String, &'static str)>,
     /// `OTEL_EXPORTER_OTLP_HEADERS`, decoded.
     pub headers: Vec<(String, String)>,
     /// `OTEL_SERVICE_NAME`.
@@ -66,7 +69,16 @@ pub fn otel() -> (Otel, Vec<String>) {
     let service_name = text("OTEL_SERVICE_NAME", 256);
     let resource = text("OTEL_RESOURCE_ATTRIBUTES", MAX_LIST_BYTES);
     let disabled = text("OTEL_SDK_DISABLED", 16).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let endpoints = [
+        (base.clone(), "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        (traces_own.clone(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        (metrics_own.clone(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+    ]
+    .into_iter()
+    .filter_map(|(url, var)| Some((url?, var)))
+    .collect();
     let otel = Otel {
+        endpoints,
         traces: signal(
             traces_own,
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
