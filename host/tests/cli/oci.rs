@@ -575,6 +575,62 @@ fn hostile_registry_answers_are_refused_before_anything_is_cached_or_compiled() 
     }
 }
 
+/// Concurrent events of one daemon that find the same plugin uncached wait for one pull
+/// (red team, stop 36: each started its own). The registry answers slowly, so all four
+/// events are waiting while the first pull is under way.
+#[test]
+fn concurrent_events_of_a_daemon_pull_a_plugin_once() {
+    let env = TestEnv::new();
+    let docker = no_docker_config(&env);
+    let layer = b"pretend component".to_vec();
+    let manifest = wasm_manifest(&layer, "application/vnd.wasm.config.v0+json");
+    let pin = sha256(manifest.as_bytes());
+    let blob = String::from_utf8(layer).unwrap();
+    let server = TestServer::start(move |request| {
+        if request.path.contains("/manifests/") {
+            (200, manifest.clone(), std::time::Duration::from_millis(700))
+        } else if request.path.contains("/blobs/") {
+            (200, blob.clone(), std::time::Duration::ZERO)
+        } else {
+            (404, "{}".to_string(), std::time::Duration::ZERO)
+        }
+    });
+    let host = server.url.trim_start_matches("http://");
+    let reference = format!("oci://{host}/team/gate:v1@sha256:{pin}");
+    env.project_hooks(wasm_hook(&reference));
+    let daemon = crate::serve::Daemon::start_with(&env, {
+        let mut command = env.command();
+        command.env("DOCKER_CONFIG", &docker);
+        command
+    });
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let mut client = daemon.client();
+            std::thread::spawn(move || client.call("PreToolUse", bash_input("ls")))
+        })
+        .collect();
+    for thread in threads {
+        let outcome = thread.join().unwrap();
+        // Not a component: each hook fails at compile, after the pull.
+        assert_eq!(outcome["hooks"][0]["status"], "failed", "{outcome}");
+    }
+    let pulls = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("/manifests/sha256:{pin}")))
+        .count();
+    assert_eq!(
+        pulls,
+        1,
+        "{:?}",
+        server
+            .requests()
+            .iter()
+            .map(|r| &r.path)
+            .collect::<Vec<_>>()
+    );
+}
+
 /// Red team, stop 36: `plugin lock` wrote `hookhost.lock` through a symlink the
 /// repository ships (here to a file of the user's). The lock is a new file renamed into
 /// place: the link is replaced, its target untouched.

@@ -16,7 +16,9 @@ mod client;
 mod layout;
 mod sandbox;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
@@ -50,12 +52,44 @@ pub struct CachedPlugin {
 pub struct OciStore {
     dir: PathBuf,
     layer_cap: u64,
+    /// The pulls under way, one per reference: concurrent events of a daemon that find
+    /// the same plugin uncached wait for one pull instead of each starting their own.
+    pulls: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl OciStore {
     /// The cache in `dir`, taking layers of at most `layer_cap` bytes (the plugin cap).
     pub fn new(dir: PathBuf, layer_cap: u64) -> OciStore {
-        OciStore { dir, layer_cap }
+        OciStore {
+            dir,
+            layer_cap,
+            pulls: Arc::default(),
+        }
+    }
+
+    /// [`OciStore::pull`], once per reference at a time: a caller that finds a pull of
+    /// the same reference under way (a clone of this store) waits for it and then reads
+    /// the cache, pulling only when that pull failed.
+    ///
+    /// # Errors
+    ///
+    /// As [`OciStore::pull`].
+    pub async fn pull_once(&self, reference: &OciRef) -> Result<CachedPlugin, String> {
+        let key = reference.to_string();
+        let gate = {
+            let mut pulls = self.pulls.lock().unwrap_or_else(|e| e.into_inner());
+            pulls.entry(key.clone()).or_default().clone()
+        };
+        let _turn = gate.lock().await;
+        if let Some(cached) = self.cached(reference)? {
+            return Ok(cached);
+        }
+        let pulled = self.pull(reference).await;
+        self.pulls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        pulled
     }
 
     /// `oci/` in the user's data directory (judged as `hookhost::data_dir`).
@@ -139,7 +173,7 @@ impl OciStore {
         if let Some(cached) = self.cached(reference)? {
             return Ok(cached);
         }
-        self.pull(reference).await
+        self.pull_once(reference).await
     }
 
     /// Pulls `reference` from its registry: the manifest (at most [`MANIFEST_CAP`] bytes,

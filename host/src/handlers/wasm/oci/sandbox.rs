@@ -58,7 +58,7 @@ impl Sandbox {
             Ok(Some(cached)) => cached,
             Ok(None) => {
                 let pulled = Arc::new(reference.clone());
-                let pull = tokio::spawn(async move { store.pull(&pulled).await });
+                let pull = tokio::spawn(async move { store.pull_once(&pulled).await });
                 match tokio::time::timeout(call.timeout, pull).await {
                     Ok(Ok(Ok(cached))) => cached,
                     Ok(Ok(Err(message))) => return Err((FailureKind::CannotStart, message)),
