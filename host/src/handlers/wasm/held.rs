@@ -14,9 +14,11 @@
 //! - **Every other entry** of a store's resource table (bodies, streams) may hold at
 //!   most [`entry_bytes`] of its memory limit, and wasi-http's buffers are sized by it;
 //!   the table holds at most the limit's worth of such entries. Outgoing bodies are also
-//!   charged their write budget ([`super::held_bodies`]); incoming bodies and other
-//!   streams are bounded so rather than charged by their fill: wasmtime-wasi-http 48
-//!   keeps what they buffer in private fields (an incoming stream's frame).
+//!   charged their write budget ([`super::held_bodies`]); incoming responses are charged
+//!   by the bytes held for them, each connection's buffers and each body frame
+//!   ([`super::held_responses`]); other streams are bounded by the entry size rather
+//!   than charged by their fill (wasmtime-wasi-http 48 keeps what they buffer in private
+//!   fields).
 //!
 //! The wrappers that take and give back live in [`super::hostcalls`].
 
