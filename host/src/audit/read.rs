@@ -19,6 +19,11 @@ use crate::config::file::{FileError, Open, Owners, Rule, open_checked};
 /// naming it, never held.
 pub const LINE_CAP: usize = 8 << 20;
 
+/// How far back [`AuditLog::read_tail`] looks for the start of one line over
+/// [`LINE_CAP`] before it stops reading further back: a line of gigabytes without a
+/// newline (a corrupt or hostile log) costs a bounded read, not a scan of it all.
+pub const OVERLONG_SCAN: usize = 16 * LINE_CAP;
+
 /// Bytes read per step backward (more when a long line needs them).
 const BLOCK: usize = 64 << 10;
 
@@ -82,14 +87,30 @@ impl AuditLog {
         let Some(file) = self.open_for_reading(READ_CAP)? else {
             return Ok(());
         };
-        let limited = std::io::BufReader::new(file.take(READ_CAP));
-        for (n, line) in limited.lines().enumerate() {
-            let line = line.map_err(|e| format!("cannot read `{}`: {e}", self.path.display()))?;
-            if line.trim().is_empty() {
-                continue;
+        let mut limited = std::io::BufReader::new(file.take(READ_CAP));
+        let failed = |e: std::io::Error| format!("cannot read `{}`: {e}", self.path.display());
+        let mut line = Vec::new();
+        for n in 1.. {
+            line.clear();
+            // At most a line's cap held: the rest of a longer line is passed over unheld.
+            let read = (&mut limited)
+                .take(LINE_CAP as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .map_err(failed)?;
+            if read == 0 {
+                break;
             }
-            let entry =
-                serde_json::from_str(&line).map_err(|e| format!("line {}: not JSON ({e})", n + 1));
+            let entry = if line.len() > LINE_CAP && line.last() != Some(&b'\n') {
+                let mut len = line.len();
+                len += skip_line(&mut limited).map_err(failed)?;
+                Err(format!(
+                    "line {n}: {len} bytes or more, over the cap of {LINE_CAP}; passed over"
+                ))
+            } else if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            } else {
+                serde_json::from_slice(&line).map_err(|e| format!("line {n}: not JSON ({e})"))
+            };
             if each(entry).is_break() {
                 break;
             }
@@ -152,6 +173,17 @@ impl AuditLog {
                     );
                     continue;
                 }
+                Line::Unending(len) => {
+                    from_end += 1;
+                    problem(
+                        &mut tail,
+                        format!(
+                            "line {from_end} from the end: no start found in {len} bytes \
+                             (over {OVERLONG_SCAN}); the lines before it were not read"
+                        ),
+                    );
+                    break;
+                }
             };
             from_end += 1;
             match serde_json::from_slice::<Value>(&text) {
@@ -175,12 +207,38 @@ impl AuditLog {
     }
 }
 
+/// Reads past the rest of a line (through its newline) without holding it; the bytes
+/// passed over.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut skipped = 0;
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(skipped);
+        }
+        match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(skipped + at + 1);
+            }
+            None => {
+                let len = buffer.len();
+                reader.consume(len);
+                skipped += len;
+            }
+        }
+    }
+}
+
 /// A line read backward.
 enum Line {
     /// The line's bytes, without its newline.
     Whole(Vec<u8>),
     /// A line longer than [`LINE_CAP`], of at least this many bytes, not held.
     TooLong(usize),
+    /// A line whose start was not found within [`OVERLONG_SCAN`] bytes: reading backward
+    /// stops there.
+    Unending(usize),
 }
 
 /// The lines of a file from the last to the first, read in blocks from the end.
@@ -237,8 +295,12 @@ impl<'a> Backward<'a> {
             self.pending = block;
             // No newline in more than a line's cap: drop the bytes, keep their count.
             if self.pending.len() > LINE_CAP && !self.pending.contains(&b'\n') {
-                *self.overlong.get_or_insert(0) += self.pending.len();
+                let overlong = self.overlong.get_or_insert(0);
+                *overlong += self.pending.len();
                 self.pending.clear();
+                if *overlong > OVERLONG_SCAN {
+                    return Ok(Some(Line::Unending(*overlong)));
+                }
             }
         }
     }
@@ -338,6 +400,78 @@ mod tests {
             .filter_map(|e| e.ok()?["n"].as_u64())
             .collect();
         assert_eq!(forward, [0, 1, 2]);
+        let over: Vec<String> = log
+            .read()
+            .unwrap()
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        assert!(
+            over.iter()
+                .any(|e| e.contains("bytes or more, over the cap")),
+            "the forward reader names the long line by its number: {over:?}"
+        );
+    }
+
+    /// A line with no start within [`OVERLONG_SCAN`] stops the backward read there (the
+    /// entries after it are still read); a line with no end stops the forward reader from
+    /// holding more than the cap of it.
+    #[test]
+    fn a_line_without_end_or_start_is_read_in_bounded_memory_and_time() {
+        let huge = "x".repeat(OVERLONG_SCAN + 2 * LINE_CAP);
+        let lines = [
+            "{\"n\": 0}\n".to_string(),
+            format!("{huge}\n"),
+            "{\"n\": 1}\n".to_string(),
+        ];
+        let (_dir, log) = log_of(&lines);
+        let tail = log.read_tail(10, |_| true).unwrap();
+        assert_eq!(ns(&tail), [1]);
+        assert!(
+            tail.problems.iter().any(|p| p.contains("were not read")),
+            "{:?}",
+            tail.problems
+        );
+        let read = tail.bytes_read as usize;
+        assert!(read <= OVERLONG_SCAN + 4 * LINE_CAP, "read {read} bytes");
+        // Forward: both entries, the long line passed over without being held.
+        let forward = log.read().unwrap();
+        assert_eq!(
+            forward.len(),
+            3,
+            "{:?}",
+            forward
+                .iter()
+                .filter_map(|e| e.as_ref().err())
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            forward[1]
+                .as_ref()
+                .is_err_and(|e| e.contains("over the cap"))
+        );
+        assert_eq!(forward[2].as_ref().unwrap()["n"], 1);
+    }
+
+    /// The problems of a tail are named up to [`MAX_PROBLEMS`], then counted in one line.
+    #[test]
+    fn problems_are_named_up_to_the_cap_then_counted() {
+        let mut lines = numbered(1);
+        lines.extend((0..MAX_PROBLEMS + 50).map(|i| format!("bad {i}\n")));
+        let (_dir, log) = log_of(&lines);
+        let tail = log.read_tail(1, |_| true).unwrap();
+        assert_eq!(ns(&tail), [0]);
+        assert_eq!(
+            tail.problems.len(),
+            MAX_PROBLEMS + 1,
+            "{:?}",
+            tail.problems.first()
+        );
+        assert!(
+            tail.problems[0].starts_with("50 more lines"),
+            "{:?}",
+            tail.problems[0]
+        );
     }
 
     /// No log yet: nothing, not an error.
