@@ -30,7 +30,7 @@ pub struct Variable {
     pub name: &'static str,
     /// What it decides, and so the rule it is read by.
     pub kind: Kind,
-    /// The rule, as the README states it.
+    /// The rule, as the book states it (`docs/book/src/environment.md`).
     pub rule: &'static str,
 }
 
