@@ -91,7 +91,7 @@ pub use table::{
 /// the first thread starts): removed by [`forget_process_tunables`] before any thread.
 const PROCESS_TUNABLES: &[&str] = &["RUST_MIN_STACK"];
 
-/// Removes [`PROCESS_TUNABLES`] from this process's environment (a tiny `RUST_MIN_STACK`
+/// Removes `PROCESS_TUNABLES` from this process's environment (a tiny `RUST_MIN_STACK`
 /// would overflow a thread's stack: a crash, and the hooks' verdicts lost).
 ///
 /// # Safety

@@ -9,7 +9,7 @@
 //!   over `blockReason`, `updatedInput` over `modifiedParams`);
 //! - `decision: "block"` beside a `hookSpecificOutput` whose `hookEventName` names another
 //!   event (Claude Code 2.1.326): the block holds, the `hookSpecificOutput` is dropped,
-//!   with the warning "Set hookEventName to <event> to use it". Without a block, a
+//!   with the warning "Set hookEventName to `<event>` to use it". Without a block, a
 //!   mismatched `hookEventName` is still an invalid output.
 
 use serde_json::{Map, Value};
