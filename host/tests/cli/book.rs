@@ -113,13 +113,10 @@ fn kind_of(info: &str) -> Kind {
     let lang = parts.next().unwrap_or("");
     let attributes: Vec<&str> = parts.collect();
     let no_run = attributes.contains(&"no-run");
-    if let Some(unknown) = attributes
-        .iter()
-        .find(|a| !matches!(**a, "no-run" | "ignore" | "no_run"))
+    if matches!(lang, "console" | "sh")
+        && let Some(unknown) = attributes.iter().find(|a| **a != "no-run")
     {
-        if matches!(lang, "console" | "sh") {
-            return Kind::Refused(format!("unknown attribute `{unknown}`"));
-        }
+        return Kind::Refused(format!("unknown attribute `{unknown}` (only `no-run`)"));
     }
     match lang {
         "" => Kind::Refused("a fence without a language (use `text` for plain text)".into()),
