@@ -5,7 +5,8 @@ Run after `mdbook build docs/book` (which renders into target/book/):
 
     python3 docs/book/check-links.py [BOOK_HTML_DIR]
 
-- The rendered book: every relative `href` in a page's content (its <main>) names a file
+- The rendered book: every chapter of docs/book/src is rendered (listed in SUMMARY.md),
+  every relative `href` in a page's content (its <main>) names a file
   of the rendered book, and every `#anchor` an `id` in that file. This is what a reader
   clicks, after mdBook turned `chapter.md#x` into `chapter.html#x`: a chapter missing from
   SUMMARY.md, or a link to a repository file outside the book, does not resolve there.
@@ -63,6 +64,13 @@ def check_book(book):
     pages = sorted(p for p in book.rglob("*.html") if p.name not in SKIPPED_PAGES)
     if len(pages) < 10:
         return [f"{book}: only {len(pages)} pages: was the book built?"], 0
+    # A chapter left out of SUMMARY.md is not rendered: no reader finds it.
+    src = REPO / "docs" / "book" / "src"
+    for chapter in sorted(src.rglob("*.md")):
+        if chapter.name != "SUMMARY.md":
+            rendered = book / chapter.relative_to(src).with_suffix(".html")
+            if not rendered.is_file():
+                broken.append(f"{chapter.relative_to(REPO)}: not in SUMMARY.md, so not in the book")
     links = 0
     for page in pages:
         for href, line in parse(page).hrefs:
