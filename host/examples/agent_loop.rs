@@ -56,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // ANCHOR: register
     // A hook registered while the host runs, for one session (dropped at its SessionEnd);
     // policy admits it as it admits a user's hook, or refuses it naming the field.
-    let context = r#"{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "seen by the session's own hook"}}"#;
+    let context = r#"{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "seen by a hook registered for this session"}}"#;
     let registered = host.register(
         Registration::new(
             "PostToolUse",
