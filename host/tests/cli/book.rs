@@ -11,7 +11,9 @@
 //! - a ```` ```sh ```` block is one script, run with `sh -e`;
 //! - either must exit 0: a command expected to fail shows it (`…; echo "exit $?"`);
 //! - `console,no-run` and `sh,no-run` are shown and not run (they need a real agent, a
-//!   network, minutes of building, or a server that does not exit); they are counted;
+//!   network, minutes of building, or a server that does not exit); they are counted, and
+//!   each `hookhost` call in them is held to the binary's `--help`: its subcommand exists
+//!   and every `--option` it gives is named there;
 //! - `bash`, `shell`, `zsh` and fences without a language are refused, so that no command
 //!   escapes by its fence.
 //!
@@ -294,6 +296,42 @@ impl Sandbox {
         cmd
     }
 
+    /// Whether the subcommand a shown-but-not-run call names exists (`hookhost SUB --help`
+    /// succeeds, for the longest run of its leading words that does) and its help names
+    /// every `--option` the call gives.
+    fn check_call(&self, call: &[String]) -> Result<(), String> {
+        let subcommand: Vec<&str> = call
+            .iter()
+            .map(String::as_str)
+            .take_while(|w| {
+                w.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !w.starts_with('-')
+            })
+            .collect();
+        let mut help = None;
+        for len in (0..=subcommand.len()).rev() {
+            let words = subcommand[..len].join(" ");
+            if let Ok(text) = self.run(&format!("hookhost {words} --help"), &[]) {
+                // A word after a command that has subcommands must be one of them (a
+                // word after one without is a positional argument: `completions bash`).
+                if len < subcommand.len() && text.contains("\nCommands:") {
+                    return Err(format!("names `{}`, not a subcommand", subcommand[len]));
+                }
+                help = Some(text);
+                break;
+            }
+        }
+        let help = help.ok_or("names no subcommand hookhost knows")?;
+        for option in call.iter().filter(|w| w.starts_with("--")) {
+            let option = option.split('=').next().unwrap_or(option);
+            if !help.contains(option) {
+                return Err(format!(
+                    "gives `{option}`, which its `--help` does not name"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `script`; its exit code and its output (stdout, then stderr).
     fn run(&self, script: &str, args: &[&str]) -> Result<String, String> {
         let wrapped = format!("exec 2>&1\n{script}");
@@ -311,10 +349,38 @@ impl Sandbox {
     }
 }
 
+/// The `hookhost` calls a line of a no-run block makes: the words after each `hookhost`
+/// up to the end of its command (`|`, `&&`, `;`, a redirection or a comment), with the
+/// brackets of a synopsis (`[--project DIR]`) taken off.
+fn hookhost_calls(line: &str) -> Vec<Vec<String>> {
+    let line = line
+        .trim()
+        .trim_start_matches("$ ")
+        .trim_start_matches("> ");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut calls = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if *word != "hookhost" {
+            continue;
+        }
+        let call: Vec<String> = words[i + 1..]
+            .iter()
+            .take_while(|w| !matches!(**w, "|" | "&&" | "||" | ";" | "#" | ">" | "<" | "\\"))
+            .take_while(|w| !w.starts_with('#') && !w.starts_with('>') && !w.starts_with('<'))
+            .map(|w| w.trim_matches(['[', ']']).trim_end_matches(';').to_string())
+            .filter(|w| !w.is_empty())
+            .collect();
+        calls.push(call);
+    }
+    calls
+}
+
 /// Counts of what the pages hold, for the summary line.
 #[derive(Default)]
 struct Tally {
     commands: usize,
+    /// `hookhost` calls of no-run blocks whose subcommand and options were checked.
+    checked_calls: usize,
     scripts: usize,
     not_run: Vec<String>,
     failures: Vec<String>,
@@ -333,7 +399,22 @@ fn run_page(page: &Path, tally: &mut Tally) {
         match block.kind {
             Kind::Other => {}
             Kind::Refused(why) => tally.failures.push(format!("{at}: {why}")),
-            Kind::NoRun => tally.not_run.push(at),
+            Kind::NoRun => {
+                // Not run, but the subcommands and options it names must still exist.
+                for (offset, line) in block.body.iter().enumerate() {
+                    for call in hookhost_calls(line) {
+                        tally.checked_calls += 1;
+                        if let Err(why) = sandbox.check_call(&call) {
+                            let line = block.line + 1 + offset;
+                            tally.failures.push(format!(
+                                "{name}:{line}: `hookhost {}` {why}",
+                                call.join(" ")
+                            ));
+                        }
+                    }
+                }
+                tally.not_run.push(at)
+            }
             Kind::Sh => {
                 tally.scripts += 1;
                 let script = format!("set -e\n{}", block.body.join("\n"));
@@ -381,11 +462,13 @@ fn every_command_the_book_shows_runs_as_shown() {
         run_page(page, &mut tally);
     }
     eprintln!(
-        "book: {} commands and {} scripts ran from {} pages; {} blocks marked no-run:\n  {}",
+        "book: {} commands and {} scripts ran from {} pages; {} blocks marked no-run \
+         ({} hookhost calls in them checked against --help):\n  {}",
         tally.commands,
         tally.scripts,
         pages.len(),
         tally.not_run.len(),
+        tally.checked_calls,
         tally.not_run.join("\n  ")
     );
     assert!(
@@ -438,4 +521,8 @@ fn the_convention_reads_blocks_commands_and_output() {
     assert!(line_matches("trusted [..] at [..]", "trusted /x at 12:00"));
     assert!(!line_matches("trusted [..] at", "trusted /x at 12:00"));
     assert!(matches!(kind_of("console,norun"), Kind::Refused(_)));
+    assert_eq!(
+        hookhost_calls("hookhost serve [--project DIR] | x && hookhost plugin lock # y"),
+        [vec!["serve", "--project", "DIR"], vec!["plugin", "lock"]]
+    );
 }
