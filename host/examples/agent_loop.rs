@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use hookhost::HostBuilder;
 use hookhost::outcome::Decision;
 use hookhost::policy::FunctionHook;
+use hookhost::{HostBuilder, Registration};
 use serde_json::{Value, json};
 
 /// Configured hooks, as a project's `.hookhost/hooks.json` would hold them.
@@ -34,6 +34,7 @@ fn run_tool(project: &std::path::Path, input: &Value) -> Value {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let project = tempfile::tempdir()?;
+    // ANCHOR: builder
     let host = HostBuilder::new(project.path())
         .settings(SETTINGS)
         // An in-process hook: rewrite `npm` to `pnpm`, with no process spawned.
@@ -50,6 +51,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .timeout(Duration::from_secs(1)),
         )
         .build();
+    // ANCHOR_END: builder
+
+    // ANCHOR: register
+    // A hook registered while the host runs, for one session (dropped at its SessionEnd);
+    // policy admits it as it admits a user's hook, or refuses it naming the field.
+    let context = r#"{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "seen by a hook registered for this session"}}"#;
+    let registered = host.register(
+        Registration::new(
+            "PostToolUse",
+            json!({"type": "command", "command": format!("echo '{context}'")}),
+        )
+        .matcher("Bash")
+        .session("example"),
+    )?;
+    // ANCHOR_END: register
 
     let session = json!({"session_id": "example", "cwd": project.path()});
     let with = |extra: Value| {
@@ -108,5 +124,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("■ the agent stops");
         break;
     }
+    host.unregister(registered);
     Ok(())
 }

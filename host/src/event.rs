@@ -146,7 +146,7 @@ impl EventSpec {
         })
     }
 
-    /// **The one rule of what a hook may say** (docs/plugins.md, threat model): whether
+    /// **The one rule of what a hook may say** (the book's threat model, `docs/book/src/threat-model.md`): whether
     /// the `hookSpecificOutput` key `field` (`parent.key` when nested), said through
     /// `channel` by a hook whose config grants the widening keys `granted`, is kept.
     /// Deny by default: a key not in the event's allow-list is dropped; a key the typed

@@ -237,13 +237,13 @@ impl HostBuilder {
     }
 
     /// Keeps the last good version of each config file on disk too (`last-good/` in the
-    /// data directory, [`StoredGood`]), and keeps it in force while the file is broken,
+    /// data directory, `StoredGood`), and keeps it in force while the file is broken,
     /// in this host and in every later one built with this (a daemon restarted, each
     /// one-shot `hookhost dispatch`), with a notice naming the file and the error. A
     /// version is stored once it passed every check of the reload gate: the checks of
     /// every build, and the gate's plugin checks, made here with `wasm` whenever a
     /// file's bytes are not those stored (a daemon's gate makes them on every build).
-    /// Not managed policy ([`stored_good::is_stored`]).
+    /// Not managed policy (`stored_good::is_stored`).
     pub fn last_good_on_disk(mut self, wasm: Arc<handlers::wasm::WasmRuntime>) -> HostBuilder {
         let data = self.data.clone().unwrap_or_else(data_dir);
         self.stored = Some(StoredGood::in_data_dir(&data));

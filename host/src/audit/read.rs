@@ -36,7 +36,7 @@ pub struct Tail {
     /// The entries kept, oldest first.
     pub entries: Vec<Value>,
     /// Lines that could not be read as an entry (not JSON, over [`LINE_CAP`]), each
-    /// named by its place from the end: the [`MAX_PROBLEMS`] nearest the end, then one
+    /// named by its place from the end: the `MAX_PROBLEMS` nearest the end, then one
     /// line counting the others.
     pub problems: Vec<String>,
     /// Bytes read from the file.

@@ -27,7 +27,7 @@ pub const REDACTED: &str = "[REDACTED]";
 /// A JSON value that serializes with secrets masked: the value of every object key that
 /// looks like a credential name ([`is_credential_name`]) as [`REDACTED`], and every
 /// string and every key through [`redact_text`] (a key can hold a secret as well as a
-/// value can: `{"API_TOKEN=…": 1}`). At most [`VALUE_BUDGET`] bytes of strings and keys
+/// value can: `{"API_TOKEN=…": 1}`). At most `VALUE_BUDGET` bytes of strings and keys
 /// are written; the entries past it are counted, not written. Nothing is copied unless a
 /// string changes.
 #[derive(Debug, Clone, Copy)]
@@ -275,7 +275,7 @@ fn triggers() -> &'static (AhoCorasick, Vec<usize>) {
     })
 }
 
-/// Masks secret-looking parts of a string and cuts it at [`VALUE_CAP`] characters;
+/// Masks secret-looking parts of a string and cuts it at `VALUE_CAP` characters;
 /// borrows `text` when nothing in it is masked or cut (most strings).
 pub fn redact_text(text: &str) -> Cow<'_, str> {
     // Triggers are looked for in the original text only: replacements add no trigger a

@@ -143,13 +143,13 @@ pub struct ValidateArgs {
     #[command(flatten)]
     sources: SourceArgs,
     /// Print one JSON object (`ok`, `hooks`, `sources`, `errors`, `warnings`;
-    /// docs/json-output.md) instead of text; the exit status is the same.
+    /// docs/book/src/json-output.md) instead of text; the exit status is the same.
     #[arg(long)]
     json: bool,
 }
 
 /// `hookhost validate --json`: the verdict and every problem with its file, JSON path
-/// and message. The field names are stable (docs/json-output.md).
+/// and message. The field names are stable (docs/book/src/json-output.md).
 #[derive(Debug, Serialize)]
 struct ValidateReport<'a> {
     ok: bool,
@@ -221,13 +221,13 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
 /// Arguments of `hookhost events`.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// Print a JSON array (one object per event; docs/json-output.md) instead of a table.
+    /// Print a JSON array (one object per event; docs/book/src/json-output.md) instead of a table.
     #[arg(long)]
     json: bool,
 }
 
 /// One event of `hookhost events --json`. The field names are stable
-/// (docs/json-output.md).
+/// (docs/book/src/json-output.md).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct EventLine {

@@ -1,5 +1,5 @@
 //! `hookhost import FILE`: a config in the founding article's flat format
-//! (`docs/flat-format.md`), printed in hookhost's nested shape on stdout.
+//! (`docs/book/src/configuration.md`), printed in hookhost's nested shape on stdout.
 //!
 //! The file is read like any config source (a regular file within the config size cap),
 //! converted by [`hookhost::config::flat::to_nested`], and the result is checked by

@@ -27,7 +27,7 @@ pub struct TrustArgs {
     #[arg(long)]
     status: bool,
     /// With `--status`: print one JSON object (`workspace`, `state`, `trustedBy`,
-    /// `trustedAt`, `changes`, …; docs/json-output.md).
+    /// `trustedAt`, `changes`, …; docs/book/src/json-output.md).
     #[arg(long, requires = "status")]
     json: bool,
 }

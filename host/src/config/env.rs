@@ -2,8 +2,9 @@
 //!
 //! Under Claude Code, a project's `.claude/settings.json` may carry an `env` block that
 //! reaches every hook's environment, so a repository can set any of these variables for
-//! the `hookhost dispatch` that Claude Code runs. The rules, one per variable (the README's
-//! "Environment variables" section is the user-facing copy):
+//! the `hookhost dispatch` that Claude Code runs. The rules, one per variable (the book's
+//! "Environment variables" chapter, `docs/book/src/environment.md`, is the user-facing
+//! copy):
 //!
 //! - **Empty means unset**, for every variable.
 //! - **Paths** (`HOOKHOST_HOME`, `HOOKHOST_DATA_DIR`, `HOOKHOST_AUDIT_LOG`,
@@ -33,7 +34,7 @@
 //! Under Claude Code, a project's `.claude/settings.json` may carry an `env` block that
 //! reaches every hook's environment, so a repository can set any variable for the
 //! `hookhost dispatch` that Claude Code runs. The rules, one per kind of variable (the
-//! README's "Environment variables" section is the user-facing copy):
+//! book's "Environment variables" chapter is the user-facing copy):
 //!
 //! - **Empty means unset**, for every variable.
 //! - **Paths** ([`Kind::Path`]: `HOOKHOST_HOME`, `HOOKHOST_DATA_DIR`, `HOOKHOST_AUDIT_LOG`,
@@ -90,7 +91,7 @@ pub use table::{
 /// the first thread starts): removed by [`forget_process_tunables`] before any thread.
 const PROCESS_TUNABLES: &[&str] = &["RUST_MIN_STACK"];
 
-/// Removes [`PROCESS_TUNABLES`] from this process's environment (a tiny `RUST_MIN_STACK`
+/// Removes `PROCESS_TUNABLES` from this process's environment (a tiny `RUST_MIN_STACK`
 /// would overflow a thread's stack: a crash, and the hooks' verdicts lost).
 ///
 /// # Safety

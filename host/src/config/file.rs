@@ -403,7 +403,7 @@ fn raw_open(
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
-/// Opens `path` beneath the directory `dir` ([`raw_open`] with `beneath`): how the
+/// Opens `path` beneath the directory `dir` (`raw_open` with `beneath`): how the
 /// sandbox resolves a guest's path, without blocking.
 ///
 /// # Errors
@@ -419,7 +419,7 @@ pub fn open_beneath(
     raw_open(dir.as_raw_fd(), path.as_ref(), flags, mode, true).map(std::os::fd::OwnedFd::from)
 }
 
-/// Opens the single name `name` in the directory `dir` ([`raw_open`]; the caller adds
+/// Opens the single name `name` in the directory `dir` (`raw_open`; the caller adds
 /// `O_NOFOLLOW` where a symlink must not be followed).
 ///
 /// # Errors
@@ -437,7 +437,7 @@ pub fn open_at_fd(
     raw_open(dir.as_raw_fd(), name.as_ref(), flags, mode, true)
 }
 
-/// Clears `O_NONBLOCK` on a file opened by [`raw_open`], for callers that read or write
+/// Clears `O_NONBLOCK` on a file opened by `raw_open`, for callers that read or write
 /// it as an ordinary file once they have checked what it is.
 ///
 /// # Errors

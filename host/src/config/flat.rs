@@ -1,4 +1,4 @@
-//! The founding article's flat config format (`docs/flat-format.md`): one list of rules,
+//! The founding article's flat config format (`docs/book/src/configuration.md`, "The flat format"): one list of rules,
 //! each naming its event, with millisecond timeouts.
 //!
 //! ```json

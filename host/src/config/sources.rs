@@ -173,7 +173,7 @@ impl SourceOptions {
     }
 }
 
-/// The name of a hook file in the founding article's flat format (`docs/flat-format.md`),
+/// The name of a hook file in the founding article's flat format (the book's configuration chapter, `docs/book/src/configuration.md`),
 /// looked up beside each `hooks.json` (the project's `.hookhost/`, the user's
 /// `$HOOKHOST_HOME`). A `--settings` file in that format is read by its shape, whatever
 /// its name.

@@ -26,22 +26,22 @@ const DEFER_EVENTS: [&str; 2] = ["PreToolUse", "PreSkillShellCommand"];
 
 impl EventSpec {
     /// Whether `permissionDecision: "defer"` is one of the event's answers
-    /// ([`DEFER_EVENTS`]).
+    /// (`DEFER_EVENTS`).
     pub fn takes_defer(&self) -> bool {
         DEFER_EVENTS.contains(&self.name.as_ref())
     }
 
-    /// Whether a hook that times out blocks by default ([`TIMEOUT_BLOCKS_EVENTS`]).
+    /// Whether a hook that times out blocks by default (`TIMEOUT_BLOCKS_EVENTS`).
     pub fn timeout_blocks(&self) -> bool {
         TIMEOUT_BLOCKS_EVENTS.contains(&self.name.as_ref())
     }
 
-    /// Whether the event is a guard event ([`GUARD_EVENTS`]).
+    /// Whether the event is a guard event (`GUARD_EVENTS`).
     pub fn is_guard(&self) -> bool {
         GUARD_EVENTS.contains(&self.name.as_ref())
     }
 
-    /// Whether hooks on the event can only refuse ([`REFUSE_ONLY_EVENTS`]).
+    /// Whether hooks on the event can only refuse (`REFUSE_ONLY_EVENTS`).
     pub fn refuses_only(&self) -> bool {
         REFUSE_ONLY_EVENTS.contains(&self.name.as_ref())
     }

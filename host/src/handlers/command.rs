@@ -24,7 +24,7 @@
 //! - the environment is the host's, byte for byte (names and values need not be UTF-8),
 //!   minus credential-looking variables (see [`is_credential_name`]) unless
 //!   `envAllowlist` names them, plus the event's context with `contextEnv` and
-//!   `HOOKHOST_DEPTH` ([`super::context_env`]); the values hookhost sets itself never
+//!   `HOOKHOST_DEPTH` (`super::context_env`); the values hookhost sets itself never
 //!   hold a NUL byte.
 
 use std::ffi::{OsStr, OsString};
@@ -115,7 +115,7 @@ pub fn hook_path(path: Option<&OsStr>) -> OsString {
 const PATH: &str = "PATH";
 
 /// The environment a command hook gets: the one place it is built. `context` adds the
-/// event's context (`contextEnv`, [`super::context_env`]); every hook gets
+/// event's context (`contextEnv`, `super::context_env`); every hook gets
 /// `HOOKHOST_DEPTH` (the depth guard's).
 pub fn hook_env(
     invocation: &Invocation,

@@ -6,7 +6,7 @@
 //! a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every descendant of the hook that is
 //! orphaned (a double fork, a `setsid` child, one that redirected its output and went to
 //! the background) is re-parented to it rather than to init, whatever process group or
-//! session it moved to. When the hook's process exits, or the host asks ([`end`]: the
+//! session it moved to. When the hook's process exits, or the host asks (`end`: the
 //! hook's timeout, a cancelled dispatch), or the host dies (`PR_SET_PDEATHSIG`), the
 //! keeper kills the hook's process group and then every child it still has, until none
 //! is left, and exits with the hook's status. Each hook has its own keeper, so the

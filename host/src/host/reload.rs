@@ -101,7 +101,7 @@ pub(super) fn resolve_keeping_last_good(
 /// How many files' last good versions a daemon's host remembers.
 pub(super) const LAST_GOOD_FILES: usize = 256;
 
-/// The state of each file a host was built from (`None`: absent): its [`FileStamp`]
+/// The state of each file a host was built from (`None`: absent): its `FileStamp`
 /// (device, inode, size, mtime and ctime, as the compile cache stamps its entries), so
 /// that a file replaced, rewritten within the same second or set back to its old mtime
 /// is seen as changed.

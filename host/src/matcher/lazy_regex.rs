@@ -22,7 +22,7 @@ pub struct LazyRegex(Box<str>);
 static COMPILED: CompiledCache<LazyRegex, Regex> = CompiledCache::new(CACHED_REGEXES);
 
 impl LazyRegex {
-    /// Compiles `pattern` under the size limit ([`super::if_rule::compile_regex`]),
+    /// Compiles `pattern` under the size limit (`super::if_rule::compile_regex`),
     /// keeps the regex in the cache and the text in the matcher.
     ///
     /// # Errors

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::file::effective_uid;
 
-/// A unix socket bound for [`Server::serve_bound`]: created with mode 0600 in a private
+/// A unix socket bound for `Server::serve_bound`: created with mode 0600 in a private
 /// directory and only then linked at its path, so that no other user can connect to it
 /// at any moment, whatever the umask.
 #[derive(Debug)]

@@ -17,8 +17,8 @@
 //!
 //! The SDK's own processors, sampler and resource detectors are not used: each reads
 //! `OTEL_*` variables behind `config::env`'s back (a repository could switch the export
-//! off with `OTEL_TRACES_SAMPLER=always_off`). Spans are built here ([`spans`]) and handed
-//! to the exporter by one worker ([`export`]), whose HTTP client sends exactly the
+//! off with `OTEL_TRACES_SAMPLER=always_off`). Spans are built here (`spans`) and handed
+//! to the exporter by one worker (`export`), whose HTTP client sends exactly the
 //! headers decided here.
 
 mod export;

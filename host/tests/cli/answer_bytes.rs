@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::support::{TestEnv, TestServer, bash_input, hooks};
 use hookhost::handlers::output::OUTPUT_TEXT_BYTES;
 
-/// The documented bound (README, "Limits"): each hook adds at most
+/// The documented bound (docs/book/src/merge-rules.md, "Caps"): each hook adds at most
 /// `ANSWER_TEXTS_PER_HOOK` texts of at most `OUTPUT_TEXT_BYTES` shown bytes to an answer,
 /// plus a few KiB of fields and notes.
 const ANSWER_TEXTS_PER_HOOK: usize = 4;

@@ -1,7 +1,7 @@
 //! Config size has a sane cost: the peak memory of a one-shot dispatch over thousands of
 //! `if` rules (distinct long ones, the smallest distinct ones, identical ones; nested and
-//! flat format) stays within a bound derived from the file's size (README, "Limits on
-//! config size"),
+//! flat format) stays within a bound derived from the file's size (the book's matchers
+//! chapter, "Limits on config size"),
 //! measured by `/usr/bin/time -f %M`, against the same dispatch with no hooks, for a
 //! command no rule names and for one whose program every rule names.
 
@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::support::TestEnv;
 
-/// Bytes of peak memory allowed per byte of the file (README, "Limits on config size"),
+/// Bytes of peak memory allowed per byte of the file (docs/book/src/matchers.md, "Limits on config size"),
 /// whatever the command: measured at 26–42 in a debug build, for a command no rule
 /// names and for one whose program every rule names (a rule's word glob answers on
 /// ASCII text; before it, each rule compiled regexes then: 250–550 bytes per byte).
@@ -120,8 +120,8 @@ fn memory_for_if_rules_is_proportional_to_the_file() {
 }
 
 /// Bytes of peak memory `serve` may take per byte of the file over repeated reloads of
-/// distinct rules (README, "Limits on config size"): a reload holds the old config while
-/// the new one builds, and a rule dropped leaves the interning table (before, every
+/// distinct rules (docs/book/src/matchers.md, "Limits on config size"): a reload holds the
+/// old config while the new one builds, and a rule dropped leaves the interning table (before, every
 /// reload left its rules' allocations there, and each reload on another pool thread kept
 /// its own allocator heap: 180–220 bytes per byte here, growing with reloads). Measured
 /// since: 100–115 for this test's 1.2 MB over a fixed part of about 30 MB (the

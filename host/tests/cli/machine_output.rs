@@ -1,5 +1,5 @@
 //! `--json` on `validate`, `events`, `hooks` and `trust --status` (field names as
-//! docs/json-output.md states them), `trust --status`'s exit status, and `--version`.
+//! docs/book/src/json-output.md states them), `trust --status`'s exit status, and `--version`.
 
 use std::path::Path;
 

@@ -17,6 +17,7 @@ mod async_hooks;
 mod attacks;
 mod audit;
 mod audit_view;
+mod book;
 mod chain;
 mod claude_format;
 mod claude_real;

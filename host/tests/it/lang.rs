@@ -467,7 +467,7 @@ fn percentiles(mut samples: Vec<f64>) -> (f64, f64) {
 /// `node` command hooks, and each component's uncached vs cached load.
 ///
 /// `cargo test -p hookhost-tests --test it lang::benchmark -- --ignored --nocapture`
-/// (dependencies are built with opt-level 2 in the dev profile; see docs/plugins-in-other-languages.md).
+/// (dependencies are built with opt-level 2 in the dev profile; see docs/book/src/authoring.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run explicitly with --ignored --nocapture"]
 async fn benchmark() {

@@ -1,6 +1,6 @@
 //! Which program the drop-in runs: the small client `hookhost-dispatch --format claude`
 //! when it is installed beside this `hookhost` and answers (the same call at less than
-//! the start of `hookhost`: README "The dispatch daemon"), else `hookhost dispatch
+//! the start of `hookhost`: the book's daemon chapter, "The dispatch daemon"), else `hookhost dispatch
 //! --format claude`. Both forms are hookhost's drop-in (`drop_in::is_installed_form`), so
 //! `install` adds neither where either is, and `uninstall` removes both.
 

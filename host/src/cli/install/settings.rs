@@ -78,7 +78,7 @@ pub(super) fn read_settings(path: &Path, project_scope: bool) -> Result<Settings
     let refuse = |why: String| {
         format!(
             "`{shown}` {why}; hookhost does not rewrite a file it cannot keep exactly as it \
-             is: add the drop-in by hand (see the README's \"Claude Code drop-in\")"
+             is: add the drop-in by hand (see the book's chapter \"The Claude Code drop-in\", docs/book/src/drop-in.md)"
         )
     };
     let text = String::from_utf8(bytes).map_err(|e| refuse(format!("is not UTF-8 text ({e})")))?;

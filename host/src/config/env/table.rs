@@ -4,7 +4,7 @@
 /// What a variable decides, and so the rule it is read by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A place hookhost reads, writes or runs: judged by [`check_path`]; a refused value
+    /// A place hookhost reads, writes or runs: judged by `check_path`; a refused value
     /// is ignored (the default is used), with a notice.
     Path,
     /// The project of `dispatch`: it *is* the workspace (the path checks count it as one),
@@ -30,7 +30,7 @@ pub struct Variable {
     pub name: &'static str,
     /// What it decides, and so the rule it is read by.
     pub kind: Kind,
-    /// The rule, as the README states it.
+    /// The rule, as the book states it (`docs/book/src/environment.md`).
     pub rule: &'static str,
 }
 
@@ -39,7 +39,7 @@ const fn v(name: &'static str, kind: Kind, rule: &'static str) -> Variable {
 }
 
 /// Every variable hookhost reads, and those it deliberately ignores. A read of a name not
-/// here panics in debug builds ([`read`]), and the generating tests set each of them into
+/// here panics in debug builds (`read`), and the generating tests set each of them into
 /// the repository (`host/tests/cli/attacks/environment.rs`).
 pub const VARIABLES: &[Variable] = &[
     v(

@@ -1,6 +1,6 @@
 //! **Every byte hookhost reads from an MCP server passes [`Metered::feed`]**, before the
 //! protocol layer (rmcp) buffers it: a stdio server's stdout ([`MeteredRead`]) and every
-//! HTTP body of a streamable-HTTP server, JSON or SSE ([`super::http::BoundedHttp`]).
+//! HTTP body of a streamable-HTTP server, JSON or SSE (`super::http::BoundedHttp`).
 //!
 //! Two bounds, and the first one passed finishes the connection ([`Intake::tripped`]):
 //! - one message (a stdio line, an SSE event, a JSON body) is at most
@@ -9,11 +9,11 @@
 //!   (an endless stream of small messages, or chatter while idle, ends there).
 //!
 //! A slow drip is the hook's timeout's: a call that times out drops its connection
-//! ([`super::clients`]), so nothing more is read from that server.
+//! (`super::clients`), so nothing more is read from that server.
 //!
 //! The intake also counts what went **to** the server since the call began
 //! ([`Intake::sent`]: bytes written to a stdio server's stdin, [`MeteredWrite`]; HTTP
-//! requests that reached it, [`super::http::BoundedHttp`]), so a call on a connection
+//! requests that reached it, `super::http::BoundedHttp`), so a call on a connection
 //! found dead is repeated on a new one only when nothing of it can have reached the
 //! server: a tool runs at most once per call.
 

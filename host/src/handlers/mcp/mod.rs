@@ -5,9 +5,9 @@
 //! Servers are found by name: first in the merged `mcpServers` ([`crate::policy::mcp`]),
 //! then among the embedder's ([`McpProvider`]: the daemon client that dispatched the
 //! event, then the one given to [`crate::HostBuilder::mcp_provider`]). Every server,
-//! whatever its source, passes [`admitted`] (managed `ceilings.mcpServers`, and an HTTP
+//! whatever its source, passes `admitted` (managed `ceilings.mcpServers`, and an HTTP
 //! server's URL `allowedHttpHookUrls`) before it is contacted. Connections to the
-//! settings' servers live in [`clients`]: a daemon keeps them warm across events and
+//! settings' servers live in `clients`: a daemon keeps them warm across events and
 //! restarts one whose server died; a one-shot `hookhost dispatch` starts the servers its
 //! hooks name and stops them when it exits. Every byte read from them passes
 //! [`intake`].

@@ -1,7 +1,7 @@
 //! Output shapes hookhost reads besides Claude Code's current one, rewritten into it
 //! before the output is checked against the schema:
 //!
-//! - the founding article's result fields (its flat config format, `docs/flat-format.md`):
+//! - the founding article's result fields (its flat config format, `docs/book/src/configuration.md`):
 //!   `blocked` → `decision: "block"`, `blockReason` → `reason`, `modifiedParams` →
 //!   `hookSpecificOutput.updatedInput`. When both spellings appear, **a block in either
 //!   blocks** (`blocked: true` beside `decision: "approve"` blocks: the safe reading of a
@@ -9,7 +9,7 @@
 //!   over `blockReason`, `updatedInput` over `modifiedParams`);
 //! - `decision: "block"` beside a `hookSpecificOutput` whose `hookEventName` names another
 //!   event (Claude Code 2.1.326): the block holds, the `hookSpecificOutput` is dropped,
-//!   with the warning "Set hookEventName to <event> to use it". Without a block, a
+//!   with the warning "Set hookEventName to `<event>` to use it". Without a block, a
 //!   mismatched `hookEventName` is still an invalid output.
 
 use serde_json::{Map, Value};

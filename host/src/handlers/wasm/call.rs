@@ -31,7 +31,7 @@ pub struct PluginCall {
     /// The hook's `config`, handed to the plugin.
     pub config: Option<Value>,
     /// The registry reference when the plugin comes from one: `plugin` is then found
-    /// in (or pulled into) the OCI cache ([`oci`]).
+    /// in (or pulled into) the OCI cache (`oci`).
     pub oci: Option<crate::policy::oci::OciRef>,
 }
 

@@ -70,12 +70,12 @@ pub struct Converted {
     pub notes: Vec<String>,
 }
 
-/// Converts a plain response for the event named `event` (see [`response`]), as the
+/// Converts a plain response for the event named `event` (see `response`), as the
 /// sandbox does with a plugin's answer. The entry point of the response fuzz target.
 ///
 /// # Errors
 ///
-/// As [`response`]; an unknown event.
+/// As `response`; an unknown event.
 pub fn convert_response(r: PluginResponse, event: &str) -> Result<Converted, String> {
     let catalogue = crate::event::EventCatalogue::default();
     let spec = catalogue

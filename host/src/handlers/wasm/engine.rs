@@ -63,7 +63,7 @@ pub(super) fn engine_config_with(pool: Option<PoolingAllocationConfig>) -> Confi
     config
 }
 
-/// Whether a [`WasmRuntime`] on this machine takes its instances from a pool: the kernel
+/// Whether a `WasmRuntime` on this machine takes its instances from a pool: the kernel
 /// must report which pages an instance wrote (`PAGEMAP_SCAN`, Linux 6.7+).
 pub fn instance_pool_available() -> bool {
     PoolingAllocationConfig::is_pagemap_scan_available()

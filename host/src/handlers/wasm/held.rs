@@ -26,9 +26,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The most host memory one entry of a store's resource table may hold, under a memory
-/// limit of 16 MiB or more ([`entry_bytes`] for smaller limits): the table holds at most
+/// limit of 16 MiB or more (`entry_bytes` for smaller limits): the table holds at most
 /// the plugin's memory limit divided by this many entries
-/// ([`super::state::resource_table_cap`]), so what a plugin's resources hold on the host
+/// (`super::state::resource_table_cap`), so what a plugin's resources hold on the host
 /// is bounded by its memory limit.
 pub const RESOURCE_ENTRY_BYTES: usize = 64 * 1024;
 /// The fewest entries a resource table gets, whatever the memory limit.

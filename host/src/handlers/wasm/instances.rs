@@ -20,7 +20,7 @@ use crate::policy::capability::Live;
 /// Session instances kept at most; the least recently used goes first.
 pub(super) const MAX_SESSION_INSTANCES: usize = 64;
 /// Memory that the kept instances of one hook may hold together, counted by their whole
-/// footprint ([`State::footprint`]: linear memory and host resources); beyond it the
+/// footprint (`State::footprint`: linear memory and host resources); beyond it the
 /// hook's least recently used instances are dropped.
 pub const MAX_SESSION_MEMORY_PER_HOOK: usize = 256 << 20;
 /// Memory that all kept instances may hold together, counted as for one hook.

@@ -101,7 +101,7 @@ impl DeclaredCapabilities {
     }
 }
 
-/// Why [`WasmRuntime::inspect`] could not load a plugin.
+/// Why `WasmRuntime::inspect` could not load a plugin.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PluginError {
     /// The wasm engine (or the runtime that drives it) could not be set up; no plugin

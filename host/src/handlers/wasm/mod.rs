@@ -7,7 +7,7 @@
 //! - One `InstancePre` per plugin file, compiled once and cached on disk
 //!   ([`CompileCache`]), re-read when the file changes.
 //! - Compiling runs on a thread of its own under the hook's timeout, and a component that
-//!   does not compile is remembered by digest ([`compiles`]).
+//!   does not compile is remembered by digest (`compiles`).
 //! - A fresh `Store` and instance per event by default; with `instance: "session"` one
 //!   instance per hook, session, project and grants (`session_key.rs`), dropped when it
 //!   fails, at `SessionEnd`, when its grants change, or when too many sessions are open.
@@ -22,7 +22,7 @@
 //! - Capabilities are deny-by-default: a directory, env var or HTTP host is live only
 //!   when the plugin declares it in `describe` and the config grants it
 //!   ([`crate::policy::capability`]); the model (0.2.0) when the plugin imports
-//!   `hookhost:hook/model` and the config grants `capabilities.model` ([`model_call`]).
+//!   `hookhost:hook/model` and the config grants `capabilities.model` (`model_call`).
 //!
 //! The plugin's typed response becomes a [`HookOutput`](super::HookOutput), exactly what a command hook's
 //! JSON would have parsed to, so the merge treats both alike.
@@ -105,7 +105,7 @@ use state::State;
 pub const WIT_VERSION: &str = "0.2.0";
 
 /// Every WIT package version this host loads, oldest first: a plugin built for any of
-/// them runs beside the others ([`bindings`]).
+/// them runs beside the others (`bindings`).
 pub const WIT_VERSIONS: [&str; 2] = ["0.1.0", "0.2.0"];
 
 /// The exported interface every plugin must have, without its version.

@@ -30,7 +30,7 @@ const MAX_LOG_RECORDS: usize = 200;
 const MAX_LOG_BYTES: usize = 64 * 1024;
 
 /// Elements all the tables of one store may hold together (the pool's per-table cap,
-/// [`super::engine`]): the example Python and JS components use about 5,700 and 7,700.
+/// `super::engine`): the example Python and JS components use about 5,700 and 7,700.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// Core instances, tables and linear memories one store may create: far above what
 /// the example components use (a handful each), and a bound on the host memory their

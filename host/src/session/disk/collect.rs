@@ -23,7 +23,7 @@ use crate::session::private::open_private_file;
 pub const SESSION_MAX_IDLE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The most session directories one sweep looks at (chosen at random among the store's
-/// first [`SWEEP_NAMES`] entries, so that repeated sweeps reach them all).
+/// first `SWEEP_NAMES` entries, so that repeated sweeps reach them all).
 pub const SWEEP_MOST: usize = 32;
 
 /// The most directory entries one sweep reads.

@@ -20,7 +20,7 @@ use crate::support::{TestEnv, bash_input, hooks, run_bytes};
 /// What a planted hook or policy would print if the repository's files were read.
 const PLANTED: &str = "PLANTED-BY-THE-REPOSITORY";
 
-/// The variables a `dispatch` reads whose refusal the outcome reports (the README's
+/// The variables a `dispatch` reads whose refusal the outcome reports (the book's
 /// promise: "every outcome says so").
 const NOTICED_BY_DISPATCH: &[&str] = &[
     "HOOKHOST_MANAGED_DIR",

@@ -132,7 +132,7 @@ fn stored_then_broken(env: &TestEnv) {
 /// `O_NONBLOCK` waits for ever), a directory, a symlink to a whole copy of itself, a
 /// truncated copy, and a whole copy owned by another uid: a one-shot dispatch answers,
 /// and uses none of them (the file's hooks are skipped with the notice naming the file,
-/// as with no stored version — the README's rule for a broken project file). Held.
+/// as with no stored version — the book's rule for a broken project file). Held.
 #[test]
 fn a_stored_last_good_replaced_under_the_host_is_refused_and_never_hangs() {
     for kind in ["fifo", "dir", "symlink", "truncated", "other-uid"] {
