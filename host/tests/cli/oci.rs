@@ -457,6 +457,32 @@ fn a_signature_travels_with_the_plugin_as_a_referrer() {
         .filter(|p| p.extension().is_some_and(|e| e == "sig"))
         .collect();
     assert_eq!(sigs.len(), 1, "{sigs:?}");
+    // The same layer pushed elsewhere with another key's signature: a pull of it does not
+    // replace the `.sig` other projects' allowlists read (red team, stop 36).
+    let first = std::fs::read(&sigs[0]).unwrap();
+    let other_key = env.home.join("other.key");
+    let other_keygen = env.run(&["keygen", "--out", other_key.to_str().unwrap()], "");
+    assert_eq!(other_keygen.code, 0, "{}", other_keygen.stderr);
+    let resigned = run(
+        &env,
+        &docker,
+        &[
+            "plugin",
+            "push",
+            "--sign",
+            other_key.to_str().unwrap(),
+            file,
+            &registry.reference("team/resigned:v1"),
+        ],
+    );
+    assert_eq!(resigned.code, 0, "{}", resigned.stderr);
+    let pulled = run(&env, &docker, &["plugin", "pull", resigned.stdout.trim()]);
+    assert_eq!(pulled.code, 0, "{}", pulled.stderr);
+    assert_eq!(
+        std::fs::read(&sigs[0]).unwrap(),
+        first,
+        "the .sig was replaced"
+    );
     // Another machine (data dir) pulling the unsigned artifact has no signature.
     let other = TestEnv::new();
     other.managed(json!({
