@@ -152,7 +152,7 @@ def check_markdown():
 
 
 def main():
-    book = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "target" / "book"
+    book = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else REPO / "target" / "book"
     broken_book, book_links = check_book(book)
     broken_md, md_links = check_markdown()
     broken = broken_book + broken_md
