@@ -36,12 +36,12 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, String> {
             .dispatcher()
             .audit_log()
             .ok_or("no audit log is configured")?;
-        let key = match hookhost::audit::key::public_key(&log.key_file())? {
-            Some(key) if args.key.is_none() => Some(TrustedKey {
+        let key = match args.key {
+            Some(_) => None,
+            None => hookhost::audit::key::public_key(&log.key_file())?.map(|key| TrustedKey {
                 key,
                 source: "host",
             }),
-            _ => None,
         };
         let files = if args.files.is_empty() {
             let (files, compressed) = rotated_set(log.path());
