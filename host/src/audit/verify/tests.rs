@@ -141,7 +141,7 @@ fn an_inserted_line_is_named() {
     let forged = text[6].replace("\"n\":4", "\"n\":44");
     text.insert(6, forged);
     write_lines(&path, &text);
-    let report = check(dir.path(), &[path.clone()]);
+    let report = check(dir.path(), std::slice::from_ref(&path));
     assert_eq!(problem(&report), ("inserted", 7), "{report:#?}");
 
     let mut text = lines(&path);
@@ -164,7 +164,7 @@ fn a_truncated_tail_shows_at_the_next_line() {
     let mut text = lines(&path);
     text.truncate(text.len() - 1); // the unsigned tail: seq 13
     write_lines(&path, &text);
-    let report = check(dir.path(), &[path.clone()]);
+    let report = check(dir.path(), std::slice::from_ref(&path));
     assert!(report.intact, "{report:#?}");
     assert_eq!(report.unsigned_tail, 0);
     // The next writer (another process) continues from the record, not from the cut.
