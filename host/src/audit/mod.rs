@@ -20,6 +20,12 @@
 //! line for the next one to be glued to: a short write is truncated back to where the
 //! line started.
 //!
+//! Tamper-evident: every line carries `seq` and `prev` (the hash of the line before), a
+//! signed genesis starts the chain and signed checkpoints follow every
+//! [`CHECKPOINT_EVERY`] seqs and at a daemon's shutdown; the head is taken under the lock
+//! (`chain.rs`), the key is the host's (`key.rs`), and [`verify`] checks it offline
+//! (`docs/audit.md`).
+//!
 //! Crash-only: a writer killed mid-line (`kill -9`, in any process, while a daemon holds
 //! the log open) leaves half a line; the next writer, under the lock, reads the byte
 //! before the end and starts its line on a new line, so no line is glued to half

@@ -145,16 +145,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     if let Some(AuditCommand::Verify(verify)) = args.command {
         return verify::run(verify);
     }
-    // The log dispatch writes, chosen by the same rules (managed `auditLog`, then an
-    // accepted `HOOKHOST_AUDIT_LOG`, then the data directory's): a variable dispatch
-    // refuses (relative, inside the workspace) must not make this read a repository's
-    // forged log instead.
-    let project = super::project::find(None, None)?;
-    let host = HostBuilder::new(&project).standard_sources().build();
-    let log = host
-        .dispatcher()
-        .audit_log()
-        .ok_or("no audit log is configured")?;
+    let log = configured_log()?;
     let shown = escape(&log.path().display().to_string()).into_owned();
     let warn = |problem: &str| errln!("warning: {shown}: {}", escape(problem));
     let mut summary = summary::Summary::new(args.hook.clone());
@@ -188,6 +179,19 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         out!("{}", summary.table());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The log dispatch writes, chosen by the same rules (managed `auditLog`, then an
+/// accepted `HOOKHOST_AUDIT_LOG`, then the data directory's): a variable dispatch refuses
+/// (relative, inside the workspace) must not make a reader take a repository's forged
+/// log instead.
+fn configured_log() -> Result<hookhost::audit::AuditLog, String> {
+    let project = super::project::find(None, None)?;
+    let host = HostBuilder::new(&project).standard_sources().build();
+    host.dispatcher()
+        .audit_log()
+        .cloned()
+        .ok_or_else(|| "no audit log is configured".to_string())
 }
 
 /// One entry for people: time, session, event, tool, decision, and each hook's status.

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use hookhost::HostBuilder;
 use hookhost::audit::verify::{Finding, Place, Report, TrustedKey, rotated_set, verify};
 use hookhost::text::escape;
 
@@ -30,12 +29,7 @@ const KEY_CAP: u64 = 4096;
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode, String> {
     let (files, key) = if args.files.is_empty() || args.key.is_none() {
-        let project = crate::cli::project::find(None, None)?;
-        let host = HostBuilder::new(&project).standard_sources().build();
-        let log = host
-            .dispatcher()
-            .audit_log()
-            .ok_or("no audit log is configured")?;
+        let log = super::configured_log()?;
         let key = match args.key {
             Some(_) => None,
             None => hookhost::audit::key::public_key(&log.key_file())?.map(|key| TrustedKey {
@@ -140,8 +134,8 @@ fn print(report: &Report) {
         Some(problem) => {
             outln!("BROKEN at {}", finding(problem));
             outln!(
-                "checked before it: {} lines{seqs}; {signed}; {key}",
-                report.lines.saturating_sub(1)
+                "read up to the break: {} lines{seqs}; {signed}; {key}",
+                report.lines
             );
         }
     }
