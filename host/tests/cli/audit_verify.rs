@@ -245,3 +245,62 @@ fn verify_against_a_given_key() {
     assert_eq!(code, 1, "{report}");
     assert_eq!(report["problem"]["kind"], "forged", "{report}");
 }
+
+/// The dispatch daemon signs what it wrote when it exits (idle): the log ends with a
+/// shutdown checkpoint.
+#[test]
+fn the_dispatch_daemon_signs_its_lines_when_it_exits() {
+    let env = TestEnv::new();
+    for n in 0..3 {
+        let mut input = bash_input("ls");
+        input["session_id"] = json!(format!("d{n}"));
+        let run = crate::dispatch_daemon::dispatch(
+            &env,
+            crate::dispatch_daemon::with_daemon(&env, 1),
+            &["PreToolUse"],
+            &input,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    // Its lock goes last, after the checkpoint (the socket goes first, at idle).
+    crate::support::wait_until("the dispatch daemon to exit when idle", || {
+        crate::dispatch_daemon::daemon_files(&env, "lock").is_empty()
+    });
+    let lines = chain(&env.data.join("audit.jsonl"));
+    let last = lines.last().unwrap();
+    assert_eq!(
+        (last["kind"].as_str(), last["reason"].as_str()),
+        (Some("checkpoint"), Some("shutdown")),
+        "{lines:?}"
+    );
+    let (code, report) = verify_json(&env, &[]);
+    assert_eq!(
+        (code, report["unsignedTail"].as_u64()),
+        (0, Some(0)),
+        "{report}"
+    );
+}
+
+/// A key file of another user is refused (it could have been put there to be used).
+#[test]
+fn a_key_file_of_another_user_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "SKIPPED: a_key_file_of_another_user_is_refused: needs root to make a file of a second uid"
+        );
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::create_dir_all(&env.data).unwrap();
+    let key = env.data.join("audit.key");
+    std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
+    env.dispatch("Stop", json!({}));
+    let genesis = &chain(&env.data.join("audit.jsonl"))[0];
+    let why = genesis["keyError"].as_str().unwrap_or_default();
+    assert!(why.contains("owned by uid 65534"), "{genesis}");
+    let run = env.run(&["audit", "verify"], "");
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+}
