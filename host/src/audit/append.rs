@@ -115,7 +115,11 @@ impl AuditLog {
     /// The key that signs the chain, loaded (or created) once.
     fn signing_key(&self) -> Result<ed25519_dalek::SigningKey, String> {
         self.key
-            .get_or_init(|| super::key::load_or_create(&self.key_file()))
+            .get_or_init(|| {
+                super::key::load_or_create(&self.key_file()).inspect_err(|e| {
+                    tracing::warn!("audit: {e}; the chain's signed lines say so and are unsigned");
+                })
+            })
             .clone()
     }
 
