@@ -332,3 +332,54 @@ fn a_log_from_before_the_chain_gets_a_genesis() {
     assert!(report.intact, "{report:#?}");
     assert_eq!(report.warnings[0].kind, "beforeChain");
 }
+
+/// A line over the cap is hashed while read, never held, and named: here an inserted one.
+#[test]
+fn a_huge_line_is_a_finding_not_a_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written(dir.path(), 3);
+    let mut text = lines(&path);
+    text.insert(2, format!("{{\"pad\":\"{}\"}}", "x".repeat(LINE_CAP + 10)));
+    write_lines(&path, &text);
+    let report = check(dir.path(), std::slice::from_ref(&path));
+    assert_eq!(problem(&report), ("inserted", 3), "{:?}", report.problem);
+    assert_eq!(report.warnings[0].kind, "tooLong");
+}
+
+/// The rotated set: `NAME.N` highest first, then `NAME-SUFFIX` sorted, then the log;
+/// compressed files named apart; other names left out.
+#[test]
+fn the_rotated_set_is_ordered_as_logrotate_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    for name in [
+        "audit.jsonl",
+        "audit.jsonl.1",
+        "audit.jsonl.10",
+        "audit.jsonl.2",
+        "audit.jsonl-20261201",
+        "audit.jsonl-20261130",
+        "audit.jsonl.3.gz",
+        "audit.jsonl.bak",
+        ".audit.jsonl.chain",
+    ] {
+        std::fs::write(dir.path().join(name), "").unwrap();
+    }
+    let (set, compressed) = rotated_set(&log);
+    let names: Vec<String> = set
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "audit.jsonl.10",
+            "audit.jsonl.2",
+            "audit.jsonl.1",
+            "audit.jsonl-20261130",
+            "audit.jsonl-20261201",
+            "audit.jsonl"
+        ]
+    );
+    assert_eq!(compressed, [dir.path().join("audit.jsonl.3.gz")]);
+}
