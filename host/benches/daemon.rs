@@ -17,7 +17,11 @@
 //!    reads its stdin with `cat` and prints `{}`, and with the floors of a forwarded call:
 //!    spawning `true`, and the socket round trip alone. Targets (issue 27): the daemon
 //!    no slower than the shell hook; the small client at most 0.70x of it.
-//! 3. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
+//! 3. The audit chain's cost (`daemon/audit_cost.rs`, issue 29): a `serve` event in
+//!    process with the audit log on (chained) and off, and one audit line appended with
+//!    the chain and without it; target: the chain under 5% of a `serve` event
+//!    (`HOOKHOST_BENCH_ONLY=audit` runs only this part).
+//! 4. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
 //!    (`HOOKHOST_BENCH_SOAK_SECS`) against one daemon; every answer must arrive exactly
 //!    once, and the daemon's memory is reported (`daemon/soak.rs`).
 //!
@@ -28,6 +32,8 @@
 
 #[path = "daemon/allocs.rs"]
 mod allocs;
+#[path = "daemon/audit_cost.rs"]
+mod audit_cost;
 mod common;
 #[path = "daemon/echo.rs"]
 mod echo;
@@ -346,7 +352,7 @@ fn main() {
         soak::run(&daemon.socket, daemon.child.id(), 256);
         return;
     }
-    if only != "one-shot" {
+    if only != "one-shot" && only != "audit" {
         let echo = start_echo(dir.path());
         let fresh = start_daemon(dir.path(), &one_hook("event"), "event");
         let session = start_daemon(dir.path(), &one_hook("session"), "session");
@@ -365,7 +371,10 @@ fn main() {
         }
         println!();
     }
-    if only == "daemon" {
+    if only.is_empty() || only == "daemon" || only == "audit" {
+        audit_cost::report(dir.path(), &one_hook("event"), scaled(2000), rounds());
+    }
+    if only == "daemon" || only == "audit" {
         return;
     }
 

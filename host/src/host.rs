@@ -88,6 +88,8 @@ pub struct HostBuilder {
     functions: Vec<policy::FunctionHook>,
     trust: WorkspaceTrust,
     audit: Option<PathBuf>,
+    /// The key that signs the audit log's chain (default: `audit.key` in the data dir).
+    audit_key: Option<PathBuf>,
     /// Notices about refused environment values, for every outcome.
     env_notices: Vec<String>,
     /// `Some` in a daemon: the last good version of each file (from the host built
@@ -132,6 +134,7 @@ impl HostBuilder {
             functions: Vec::new(),
             trust: WorkspaceTrust::Untrusted,
             audit: None,
+            audit_key: None,
             env_notices: Vec::new(),
             last_good: None,
             plugin_check: None,
@@ -347,6 +350,13 @@ impl HostBuilder {
         self
     }
 
+    /// Signs the audit log's chain with the key in `path` (created 0600 on first use)
+    /// instead of `audit.key` in the data directory (`docs/audit.md`).
+    pub fn audit_key_file(mut self, path: impl Into<PathBuf>) -> HostBuilder {
+        self.audit_key = Some(path.into());
+        self
+    }
+
     /// Registers a custom event.
     pub fn register_event(mut self, spec: EventSpec) -> HostBuilder {
         self.catalogue.register(spec);
@@ -467,7 +477,12 @@ impl HostBuilder {
             self.session_files,
         )
         .with_audit(audit.map(|path| {
-            AuditLog::new(path).with_managed_policy(policy.settings.managed_digest.clone())
+            let log =
+                AuditLog::new(path).with_managed_policy(policy.settings.managed_digest.clone());
+            match self.audit_key {
+                Some(key) => log.with_key_file(key),
+                None => log,
+            }
         }))
         .with_telemetry(telemetry)
         .with_agent_env_file(self.agent_env_file.map(|file| {

@@ -20,6 +20,12 @@
 //! line for the next one to be glued to: a short write is truncated back to where the
 //! line started.
 //!
+//! Tamper-evident: every line carries `seq` and `prev` (the hash of the line before), a
+//! signed genesis starts the chain and signed checkpoints follow every
+//! [`CHECKPOINT_EVERY`] seqs and at a daemon's shutdown; the head is taken under the lock
+//! (`chain.rs`), the key is the host's (`key.rs`), and [`verify`] checks it offline
+//! (`docs/audit.md`).
+//!
 //! Crash-only: a writer killed mid-line (`kill -9`, in any process, while a daemon holds
 //! the log open) leaves half a line; the next writer, under the lock, reads the byte
 //! before the end and starts its line on a new line, so no line is glued to half
@@ -27,12 +33,18 @@
 //! while a line was written gets the line again at its path, or the dispatch a notice
 //! ([`AuditLog::append`], the one place every line passes).
 
+mod append;
+mod chain;
 mod entry;
+pub mod key;
 mod origin;
 mod read;
 mod redact;
 mod rewrites;
+pub mod verify;
 
+pub use append::checkpoint_written;
+pub use chain::{CHECKPOINT_EVERY, hash};
 pub use entry::{Entry, entry, rfc3339};
 pub use origin::Origin;
 pub use read::{LINE_CAP, Tail};
@@ -43,19 +55,15 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::SystemTime;
-
-use serde::Serialize;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, OnceLock};
 
 use crate::config::file::effective_uid;
 
 /// The largest log `hookhost audit` reads: 1 GiB (rotate the log by moving it away).
 pub const READ_CAP: u64 = 1 << 30;
-use crate::handlers::Invocation;
-use crate::outcome::Outcome;
 
 /// An append-only JSON-lines audit log.
 ///
@@ -68,6 +76,14 @@ pub struct AuditLog {
     open: Mutex<Option<OpenLog>>,
     /// The host, user, version and managed policy every line names.
     origin: Origin,
+    /// Seqs between checkpoints ([`CHECKPOINT_EVERY`]).
+    every: u64,
+    /// The key that signs the chain (`None`: [`key::default_key_file`]).
+    key_file: Option<PathBuf>,
+    /// The key, loaded (or created) when the first signed line is written.
+    key: OnceLock<Result<ed25519_dalek::SigningKey, String>>,
+    /// Whether this log is in the list [`checkpoint_written`] signs at shutdown.
+    listed: AtomicBool,
 }
 
 /// The open log file and the (device, inode) it was opened as.
@@ -75,33 +91,21 @@ pub struct AuditLog {
 struct OpenLog {
     file: File,
     id: (u64, u64),
-    /// The log's size right after this writer's last line, which ends with a newline.
-    /// Every writer appends under the lock, so while the size is still this one no line
-    /// (whole or torn) came since, and the byte before the end needs no read.
-    ours_until: Option<u64>,
-}
-
-/// Writes of one line before [`AuditLog::append`] gives up on a log that keeps being
-/// deleted or replaced under it.
-const APPEND_ATTEMPTS: usize = 3;
-
-/// Whether the file is empty or ends with a newline (read under the lock, before each
-/// line). A file whose last byte cannot be read counts as not ending with one: a blank
-/// line costs nothing (readers skip it), a glued one costs a line.
-fn ends_with_newline(file: &File, ours_until: Option<u64>) -> bool {
-    let Ok(size) = file.metadata().map(|m| m.len()) else {
-        return false;
-    };
-    let mut last = [0u8];
-    size == 0
-        || ours_until == Some(size)
-        || (file.read_exact_at(&mut last, size - 1).is_ok() && last[0] == b'\n')
+    /// Where this writer's last line left the file (which then ends with a newline), and
+    /// the chain's head after it. Every writer appends under the lock, so while the file
+    /// is still there no line (whole or torn) came since: neither the byte before the
+    /// end nor the chain's record needs a read.
+    cached: Option<(chain::At, chain::Head)>,
+    /// The chain's record beside the log (the lock of the chain), or why it is refused.
+    record: Result<chain::Record, String>,
 }
 
 impl Clone for AuditLog {
     fn clone(&self) -> AuditLog {
         AuditLog {
             origin: self.origin.clone(),
+            every: self.every,
+            key_file: self.key_file.clone(),
             ..AuditLog::new(self.path.clone())
         }
     }
@@ -187,7 +191,31 @@ impl AuditLog {
             path: path.into(),
             open: Mutex::new(None),
             origin: Origin::here(None),
+            every: CHECKPOINT_EVERY,
+            key_file: None,
+            key: OnceLock::new(),
+            listed: AtomicBool::new(false),
         }
+    }
+
+    /// The same log, its chain signed with the key in `path` (created 0600 on first use)
+    /// instead of `audit.key` in the data directory.
+    pub fn with_key_file(mut self, path: impl Into<PathBuf>) -> AuditLog {
+        self.key_file = Some(path.into());
+        self
+    }
+
+    /// The same log with a checkpoint every `every` seqs instead of
+    /// [`CHECKPOINT_EVERY`] (every writer of one log must use the same interval:
+    /// `hookhost audit verify` holds the log to the interval its signed lines state).
+    pub fn with_checkpoint_every(mut self, every: u64) -> AuditLog {
+        self.every = every.max(1);
+        self
+    }
+
+    /// The file of the key that signs the chain.
+    pub fn key_file(&self) -> PathBuf {
+        self.key_file.clone().unwrap_or_else(key::default_key_file)
     }
 
     /// The same log, its lines naming the managed policy of digest `digest`
@@ -207,68 +235,6 @@ impl AuditLog {
         &self.path
     }
 
-    /// Appends the line of one dispatch.
-    ///
-    /// # Errors
-    ///
-    /// The log cannot be opened, locked or written, or is refused; the message names the
-    /// file.
-    pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<(), String> {
-        self.append(&entry(invocation, outcome, SystemTime::now()).with_origin(&self.origin))
-    }
-
-    /// Appends one JSON value as one line.
-    ///
-    /// The one place every line passes (dispatches, async runs, every process and thread):
-    /// under the file's lock, the byte before the end is read, and a line that would
-    /// follow half a line (a writer killed mid-write, here or in another process, even
-    /// while this handle was open) starts with a newline of its own. After the write, a
-    /// file that lost its last name meanwhile (deleted, or replaced by a rename over the
-    /// path, by a symlink, a FIFO, a directory or another file) held the line where no
-    /// reader finds it: the line is written again at the path as it stands, which may be
-    /// refused, and then the caller has an error for a notice: each line is in the log or
-    /// reported, never lost silently.
-    ///
-    /// # Errors
-    ///
-    /// The log cannot be opened, locked or written, or is refused (see the module docs);
-    /// the message names the file.
-    pub fn append(&self, entry: &impl Serialize) -> Result<(), String> {
-        let shown = self.path.display();
-        let mut line = Vec::with_capacity(512);
-        line.push(b'\n'); // dropped unless the file lacks its last newline
-        serde_json::to_writer(&mut line, entry).map_err(|e| e.to_string())?;
-        line.push(b'\n');
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        for _ in 0..APPEND_ATTEMPTS {
-            let log = self.current(&mut open)?;
-            let lock = Flock::exclusive(&log.file)
-                .map_err(|e| format!("cannot lock the audit log `{shown}`: {e}"))?;
-            let bytes = if ends_with_newline(&log.file, log.ours_until) {
-                &line[1..]
-            } else {
-                &line[..]
-            };
-            let written = write_line(&log.file, bytes);
-            let after = log.file.metadata();
-            log.ours_until = match (&written, &after) {
-                (Ok(()), Ok(meta)) => Some(meta.len()),
-                _ => None,
-            };
-            drop(lock);
-            written.map_err(|e| format!("cannot write the audit log `{shown}`: {e}"))?;
-            let named = after.map_or(true, |m| m.nlink() > 0);
-            if named {
-                return Ok(());
-            }
-            *open = None; // written to a file without a name: again, at the path
-        }
-        Err(format!(
-            "cannot write the audit log `{shown}`: it was deleted or replaced while each of \
-             {APPEND_ATTEMPTS} attempts wrote the line"
-        ))
-    }
-
     /// The open log, reopened when the path no longer names it (rotated, deleted,
     /// replaced). The path's own inode is compared, not a symlink's target: a log
     /// replaced by a symlink is reopened, and then refused.
@@ -285,7 +251,10 @@ impl AuditLog {
             *open = Some(OpenLog {
                 file,
                 id: (meta.dev(), meta.ino()),
-                ours_until: None,
+                cached: None,
+                record: chain::Record::open(&self.path).inspect_err(|refused| {
+                    tracing::warn!("audit: {refused}; the chain is taken from the log's end");
+                }),
             });
         }
         Ok(open.as_mut().expect("opened above"))
@@ -410,13 +379,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A log at `path` whose key is beside it (not in the user's data directory).
+    fn log_at(path: &Path) -> AuditLog {
+        AuditLog::new(path).with_key_file(path.with_file_name("audit.key"))
+    }
+
+    /// The entries of a log's text: its lines without the chain's own lines, and the
+    /// chain's fields (`seq`, `prev`) left out; a line that is not JSON as it is.
+    fn without_chain(text: &str) -> Vec<String> {
+        text.lines()
+            .filter_map(
+                |line| match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(mut value) if value.get("kind").is_none() => {
+                        let object = value.as_object_mut().unwrap();
+                        object.remove("seq");
+                        object.remove("prev");
+                        Some(value.to_string())
+                    }
+                    Ok(_) => None,
+                    Err(_) => Some(line.to_string()),
+                },
+            )
+            .collect()
+    }
+
     /// The log stays open between appends, yet a log moved away (rotated) or deleted is
     /// followed by a new file at the configured path.
     #[test]
     fn rotated_or_deleted_logs_are_reopened() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs/audit.jsonl");
-        let log = AuditLog::new(&path);
+        let log = log_at(&path);
         let lines = |p: &Path| {
             std::fs::read_to_string(p)
                 .unwrap_or_default()
@@ -425,12 +418,12 @@ mod tests {
         };
         log.append(&json!({"n": 1})).unwrap();
         log.append(&json!({"n": 2})).unwrap();
-        assert_eq!(lines(&path), 2);
+        assert_eq!(lines(&path), 3, "a genesis and two lines");
 
         let rotated = dir.path().join("logs/audit.jsonl.1");
         std::fs::rename(&path, &rotated).unwrap();
         log.append(&json!({"n": 3})).unwrap();
-        assert_eq!((lines(&rotated), lines(&path)), (2, 1));
+        assert_eq!((lines(&rotated), lines(&path)), (3, 1), "the chain goes on");
 
         std::fs::remove_file(&path).unwrap();
         log.append(&json!({"n": 4})).unwrap();
@@ -462,7 +455,7 @@ mod tests {
     fn a_torn_line_under_an_open_log_is_never_glued_to() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::new(&path);
+        let log = log_at(&path);
         log.append(&json!({"n": 1})).unwrap(); // opened (and its tail checked) here
         for (n, torn) in [(2, "{\"killed\": \"mid"), (3, "{\"again"), (4, "x")] {
             let mut other = std::fs::OpenOptions::new()
@@ -473,7 +466,7 @@ mod tests {
             log.append(&json!({"n": n})).unwrap();
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
+        let lines = without_chain(&text);
         assert_eq!(
             lines,
             [
@@ -496,7 +489,7 @@ mod tests {
     fn a_log_replaced_while_a_line_waits_is_written_again_or_reported() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::new(&path);
+        let log = log_at(&path);
         log.append(&json!({"n": 1})).unwrap();
         let ino = std::fs::metadata(&path).unwrap().ino();
         let holder = File::open(&path).unwrap();
@@ -549,14 +542,19 @@ mod tests {
                 let (path, filler) = (path.clone(), filler.clone());
                 scope.spawn(move || {
                     // Each writer has its own handle, as separate processes would.
-                    let log = AuditLog::new(&path);
+                    let log = log_at(&path);
                     for n in 0..per_writer {
                         log.append(&json!({"w": w, "n": n, "pad": filler})).unwrap();
                     }
                 });
             }
         });
-        let entries = AuditLog::new(&path).read().unwrap();
+        let entries: Vec<_> = log_at(&path)
+            .read()
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.as_ref().map_or(true, |e| e.get("kind").is_none()))
+            .collect();
         assert_eq!(entries.len(), writers * per_writer);
         let mut seen = std::collections::HashSet::new();
         for e in entries {

@@ -231,7 +231,7 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<usize> {
 }
 
 /// A line read backward.
-enum Line {
+pub(super) enum Line {
     /// The line's bytes, without its newline.
     Whole(Vec<u8>),
     /// A line longer than [`LINE_CAP`], of at least this many bytes, not held.
@@ -242,7 +242,7 @@ enum Line {
 }
 
 /// The lines of a file from the last to the first, read in blocks from the end.
-struct Backward<'a> {
+pub(super) struct Backward<'a> {
     file: &'a File,
     /// Where the part not yet read ends.
     pos: u64,
@@ -251,11 +251,11 @@ struct Backward<'a> {
     pending: Vec<u8>,
     /// The pending line is over [`LINE_CAP`]: its bytes are dropped, its length counted.
     overlong: Option<usize>,
-    bytes_read: u64,
+    pub(super) bytes_read: u64,
 }
 
 impl<'a> Backward<'a> {
-    fn new(file: &'a File, size: u64) -> Backward<'a> {
+    pub(super) fn new(file: &'a File, size: u64) -> Backward<'a> {
         Backward {
             file,
             pos: size,
@@ -266,7 +266,7 @@ impl<'a> Backward<'a> {
     }
 
     /// The line before those handed out so far; `None` at the start of the file.
-    fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+    pub(super) fn next_line(&mut self) -> std::io::Result<Option<Line>> {
         loop {
             // A newline in what is pending ends the line after it.
             if let Some(at) = self.pending.iter().rposition(|&b| b == b'\n') {

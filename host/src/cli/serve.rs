@@ -169,7 +169,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         (Some(None) | None, false) => Some(default_socket()?),
     };
     let rt = daemon_runtime()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let stopper = server.clone();
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
@@ -216,7 +216,13 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
                 Ok(())
             }
         }
-    })?;
+    });
+    // Stopped (a signal, or stdin's end): the lines this daemon wrote end signed
+    // (docs/audit.md), whether or not it stopped on an error.
+    for problem in hookhost::audit::checkpoint_written() {
+        say(&format!("audit: {}", hookhost::text::escape(&problem)));
+    }
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -16,6 +16,7 @@ mod answer_bytes;
 mod async_hooks;
 mod attacks;
 mod audit;
+mod audit_verify;
 mod audit_view;
 mod book;
 mod chain;

@@ -3,15 +3,17 @@
 //! decision and time; `--tail N` reads the log backward from its end
 //! ([`hookhost::audit::AuditLog::read_tail`]), so it costs what the last entries take,
 //! whatever the size of the log. Every field that came from the log is escaped and
-//! bounded before the terminal shows it.
+//! bounded before the terminal shows it. `hookhost audit verify` checks the log's chain
+//! (`verify.rs`, `docs/audit.md`).
 
 mod summary;
+mod verify;
 mod when;
 
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 
 use hookhost::HostBuilder;
@@ -41,8 +43,19 @@ impl DecisionArg {
     }
 }
 
+/// What `hookhost audit` does besides reading the log.
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Check the log's chain and signatures offline: exit 0 when intact, 1 on any break
+    /// (docs/audit.md).
+    Verify(verify::VerifyArgs),
+}
+
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    command: Option<AuditCommand>,
     /// Only the last N entries (of those the filters keep), read backward from the end
     /// of the log: a log of any size answers at once.
     #[arg(long, value_name = "N")]
@@ -80,6 +93,10 @@ impl AuditArgs {
     /// Whether `entry` passes every filter given.
     fn keeps(&self, entry: &Value) -> bool {
         let text = |key: &str| entry[key].as_str();
+        // The chain's own lines (genesis, checkpoints) are no dispatch's entry.
+        if entry.get("kind").is_some() {
+            return false;
+        }
         if self
             .session
             .as_deref()
@@ -125,16 +142,10 @@ impl AuditArgs {
 }
 
 pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
-    // The log dispatch writes, chosen by the same rules (managed `auditLog`, then an
-    // accepted `HOOKHOST_AUDIT_LOG`, then the data directory's): a variable dispatch
-    // refuses (relative, inside the workspace) must not make this read a repository's
-    // forged log instead.
-    let project = super::project::find(None, None)?;
-    let host = HostBuilder::new(&project).standard_sources().build();
-    let log = host
-        .dispatcher()
-        .audit_log()
-        .ok_or("no audit log is configured")?;
+    if let Some(AuditCommand::Verify(verify)) = args.command {
+        return verify::run(verify);
+    }
+    let log = configured_log()?;
     let shown = escape(&log.path().display().to_string()).into_owned();
     let warn = |problem: &str| errln!("warning: {shown}: {}", escape(problem));
     let mut summary = summary::Summary::new(args.hook.clone());
@@ -168,6 +179,19 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         out!("{}", summary.table());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The log dispatch writes, chosen by the same rules (managed `auditLog`, then an
+/// accepted `HOOKHOST_AUDIT_LOG`, then the data directory's): a variable dispatch refuses
+/// (relative, inside the workspace) must not make a reader take a repository's forged
+/// log instead.
+fn configured_log() -> Result<hookhost::audit::AuditLog, String> {
+    let project = super::project::find(None, None)?;
+    let host = HostBuilder::new(&project).standard_sources().build();
+    host.dispatcher()
+        .audit_log()
+        .cloned()
+        .ok_or_else(|| "no audit log is configured".to_string())
 }
 
 /// One entry for people: time, session, event, tool, decision, and each hook's status.

@@ -140,6 +140,7 @@ impl DemoDirs {
             .user_dir(&self.home)
             .workspace_trust(WorkspaceTrust::Store(self.trust_store()))
             .audit_log(self.audit_log())
+            .audit_key_file(self.data.join("audit.key"))
             .session_store(Arc::new(DiskStore::new(&sessions)))
             .session_files(sessions)
             .wasm_runner(runtime)

@@ -143,6 +143,10 @@ fn serve(
     // Not joined: a blocking thread stuck on a FIFO must not keep the daemon alive.
     runtime.shutdown_background();
     hookhost::telemetry::flush_all(hookhost::telemetry::EXIT_FLUSH);
+    // The lines this daemon wrote end signed (docs/audit.md).
+    for problem in hookhost::audit::checkpoint_written() {
+        eprintln!("hookhost dispatch daemon: audit: {problem}");
+    }
     let reason = reason?;
     eprintln!("hookhost dispatch daemon {}: {reason}", std::process::id());
     // A clean exit leaves nothing behind: the socket (when it is still this daemon's),

@@ -193,7 +193,9 @@ fn read_log(env: &TestEnv) -> Log {
         glued: Vec::new(),
     };
     for line in text.lines().filter(|l| !l.is_empty()) {
-        if line.matches("{\"time\":").count() > 1 {
+        // A record starts `{"seq":` (the chain's lines) or `{"time":` (a torn one here).
+        let records = line.matches("{\"seq\":").count() + line.matches("{\"time\":").count();
+        if records > 1 {
             log.glued.push(line.chars().take(300).collect());
         } else if let Ok(entry) = serde_json::from_str::<Value>(line) {
             log.entries.push(entry);

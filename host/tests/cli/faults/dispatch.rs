@@ -341,11 +341,8 @@ fn the_audit_log_survives_a_full_disk() {
             .unwrap_or_else(|e| panic!("a torn line ({e}): {}…", &line[..line.len().min(80)]));
     }
     assert!(log.ends_with('\n'));
-    assert_eq!(
-        lines.len(),
-        16 - failed.len(),
-        "one line per recorded dispatch"
-    );
+    let entries = lines.iter().filter(|l| !l.contains("\"kind\":")).count();
+    assert_eq!(entries, 16 - failed.len(), "one line per recorded dispatch");
 }
 
 /// Many command hooks on one event under a low fd limit: every one runs (the dispatcher
