@@ -619,6 +619,25 @@ impl Host {
     ) -> Result<Outcome, DispatchError> {
         self.dispatcher.dispatch_traced(event, input, parent).await
     }
+
+    /// [`Host::dispatch_traced`] of an input read from `received` (the bytes as they
+    /// came): the outcome's receipt names their digest
+    /// ([`crate::outcome::DecisionReceipt::input`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::dispatch`].
+    pub async fn dispatch_received(
+        &self,
+        event: &str,
+        input: Value,
+        received: &[u8],
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
+        self.dispatcher
+            .dispatch_received(event, input, Some(received), parent)
+            .await
+    }
 }
 
 /// The text of a panic's payload.

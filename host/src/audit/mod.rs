@@ -207,14 +207,17 @@ impl AuditLog {
         &self.path
     }
 
-    /// Appends the line of one dispatch.
+    /// Appends the line of one dispatch; returns the line's `seq` when the log numbers
+    /// its lines (`None` until then), which the outcome's receipt names.
     ///
     /// # Errors
     ///
     /// The log cannot be opened, locked or written, or is refused; the message names the
     /// file.
-    pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<(), String> {
-        self.append(&entry(invocation, outcome, SystemTime::now()).with_origin(&self.origin))
+    pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<Option<u64>, String> {
+        self.append(&entry(invocation, outcome, SystemTime::now()).with_origin(&self.origin))?;
+        // The line's `seq` once the log numbers its lines (issue 29.2).
+        Ok(None)
     }
 
     /// Appends one JSON value as one line.

@@ -261,6 +261,7 @@ fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGr
                 hooks: Vec::new(),
                 sequential: None,
                 chain: None,
+                required: None,
             };
             read.push((empty, Some((vec![(whole.path, whole.message)], Vec::new()))));
             continue;

@@ -132,6 +132,9 @@ pub struct Usage {
     /// Model turns taken (agent hooks), or model calls answered (wasm hooks whose plugin
     /// holds a model grant).
     pub turns: Option<u32>,
+    /// The sha256 of the plugin that ran (wasm hooks, once it was loaded and admitted):
+    /// what a decision receipt names.
+    pub plugin_sha256: Option<[u8; 32]>,
 }
 
 /// The result of running one hook once.

@@ -479,6 +479,8 @@ pub(super) fn build(
         order,
         widens,
         chain: None,
+        // Decided by the resolution, which knows the group and the trust.
+        required: false,
     };
     Ok((hook, warnings))
 }

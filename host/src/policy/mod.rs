@@ -25,6 +25,7 @@ pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
 pub mod chain;
+mod digest;
 mod embedded;
 pub mod env;
 mod guard_entries;
@@ -36,6 +37,7 @@ pub mod models;
 pub mod oci;
 mod on_failure;
 pub mod places;
+mod required;
 mod settings;
 mod spec;
 pub mod trust;
@@ -52,6 +54,7 @@ pub use spec::{
 };
 pub use urls::UrlAllowlist;
 
+pub use digest::{PolicyDigest, PolicySource};
 use settings::{managed_trust, merge_settings, sets_settings};
 use trust::{Fingerprint, TrustDecision, TrustInput};
 
@@ -100,6 +103,9 @@ pub struct Policy {
     /// What [`Policy::admit`] needs to judge a hook registered at runtime as this
     /// resolution judged the configured ones.
     pub admission: Admission,
+    /// The sources it was resolved from with their digests, and the digest of it all
+    /// (for decision receipts).
+    pub digest: Arc<PolicyDigest>,
 }
 
 impl Policy {
@@ -300,6 +306,7 @@ pub fn resolve(
         }
         groups.entry(event).or_default().push(group);
     }
+    let digest = Arc::new(PolicyDigest::of(&layers, workspace_trust.as_ref()));
     let mut notices = loaded_notices;
     for error in &errors {
         notices.push(if managed_errors.contains(error) {
@@ -327,6 +334,7 @@ pub fn resolve(
             home_dir: options.home_dir.clone(),
             real_path: options.real_path,
         },
+        digest,
     }
 }
 
@@ -518,6 +526,15 @@ impl Resolution<'_> {
                 self.hooks.push(hook);
             }
         }
+        if group.hooks.iter().any(|h| h.required)
+            && let Some(message) = required::matches_no_tool(&group, spec)
+        {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: format!("{group_path}.matcher"),
+                message,
+            });
+        }
         Some(group)
     }
 
@@ -550,9 +567,12 @@ impl Resolution<'_> {
                 return None;
             }
         };
+        let required = self.required(layer, raw_group, raw, &hook, &path);
         if let Some(message) = self.reaches_host_place(&hook) {
-            self.note_build_error(layer, path, format!("hook refused: {message}"));
-            return None;
+            let message = format!("hook refused: {message}");
+            self.note_build_error(layer, path, message.clone());
+            // A required hook refused stays, as skipped: it fails closed where it matches.
+            return required.then(|| self.keep_refused(hook, message));
         }
         let capped = !matches!(
             layer.origin.kind,
@@ -567,13 +587,15 @@ impl Resolution<'_> {
                 self.options.real_path,
             )
         {
+            let message = format!("hook refused by managed policy: {message}");
             self.errors.push(ConfigError {
                 location: layer.origin.location.clone(),
                 path,
-                message: format!("hook refused by managed policy: {message}"),
+                message: message.clone(),
             });
-            return None;
+            return required.then(|| self.keep_refused(hook, message));
         }
+        hook.required = required;
         hook.id = unique_id(&mut self.ids, hook.id);
         if is_workspace_source(layer.origin.kind) {
             apply_trust(&mut hook, self.workspace_trust);
@@ -581,14 +603,18 @@ impl Resolution<'_> {
         apply_governance(&mut hook, &self.settings);
         // A hook that does not run does not make its duplicates skip.
         if hook.skip.is_none() {
+            // A required hook is identical only to a required one, which then carries
+            // the rule for both.
             let identity = format!(
-                "{}\u{0}{}\u{0}{}",
+                "{}\u{0}{}\u{0}{}\u{0}{}",
                 raw_group.event,
                 raw_group.group.matcher.as_deref().unwrap_or("*"),
-                serde_json::to_string(raw).unwrap_or_default()
+                serde_json::to_string(raw).unwrap_or_default(),
+                hook.required
             );
             if let Some(first) = self.seen.get(&identity) {
                 hook.skip = Some(format!("identical to hook `{first}`, which runs instead"));
+                hook.required = false;
             } else {
                 self.seen.insert(identity, hook.id.clone());
             }

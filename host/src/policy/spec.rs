@@ -244,6 +244,13 @@ pub struct Hook {
     /// The transform chain the hook belongs to, named by the config order of the chain's
     /// first hook (`None`: not in a chain). The merge composes a chain's rewrites.
     pub chain: Option<usize>,
+    /// A required hook: when it matches but gives no verdict (skipped, failed, timed
+    /// out, started in the background), the event fails closed
+    /// ([`crate::outcome::merge`]; docs/required-hooks.md). Only set where honoured: a
+    /// project or local file's `required` counts in a trusted workspace only, and a
+    /// hook that can never match (`enabled: false`, `if` on an event without a tool
+    /// call, a duplicate of one that runs instead) is not required.
+    pub required: bool,
 }
 
 /// Fields that belong to one handler type only.

@@ -1,0 +1,119 @@
+//! Required hooks (`"required": true` on a hook or its matcher group): where a
+//! `required` is honoured, and the warnings for one that has no effect. What a required
+//! hook that gives no verdict does to the event is the merge's rule
+//! ([`crate::outcome::merge`]); docs/required-hooks.md has the whole picture.
+
+use std::sync::Arc;
+
+use super::trust::TrustDecision;
+use super::{Group, Hook, Resolution, RunMode, is_workspace_source, unique_id};
+use crate::event::EventSpec;
+use crate::config::schema::{RawEventGroup, RawHandler};
+use crate::config::{ConfigLayer, ConfigWarning};
+
+impl Resolution<'_> {
+    /// Whether `hook` is required where it stands, with a warning for a `required` that
+    /// has no effect: in a project or local file of a workspace that is not trusted
+    /// (whose hooks are skipped anyway), or on a hook that never runs (`enabled: false`,
+    /// `if` on an event without a tool call: it never matches, so it never fails closed).
+    /// A required hook in the background gives no verdict: it fails closed wherever it
+    /// matches, which is said too.
+    pub(super) fn required(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        raw: &RawHandler,
+        hook: &Hook,
+        path: &str,
+    ) -> bool {
+        let asked = raw.required == Some(true) || raw_group.group.required == Some(true);
+        if !asked {
+            return false;
+        }
+        let field = match raw.required {
+            Some(_) => format!("{path}.required"),
+            None => match path.rsplit_once(".hooks[") {
+                Some((group, _)) => format!("{group}.required"),
+                None => format!("{path}.required"),
+            },
+        };
+        let trusted = self
+            .workspace_trust
+            .is_none_or(TrustDecision::is_trusted);
+        let problem = if is_workspace_source(layer.origin.kind) && !trusted {
+            Some(
+                "`required` is ignored: the workspace is not trusted, so this file's hooks \
+                 do not run (a project or local file's `required` counts only in a trusted \
+                 workspace)"
+                    .to_string(),
+            )
+        } else if let Some(never) = &hook.skip {
+            Some(format!(
+                "`required` has no effect: this hook never runs ({never}), so it never \
+                 matches an event"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: field,
+                message,
+            });
+            return false;
+        }
+        if hook.mode != RunMode::Sync {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: field,
+                message: "a required hook that runs in the background gives no verdict: \
+                          every event it matches fails closed; make it synchronous"
+                    .into(),
+            });
+        }
+        true
+    }
+
+    /// A required hook that policy refused to build (a ceiling, a host-owned place): kept
+    /// as skipped with `message`, so that an event it matches fails closed instead of
+    /// going ahead without it.
+    pub(super) fn keep_refused(&mut self, mut hook: Hook, message: String) -> Arc<Hook> {
+        hook.id = unique_id(&mut self.ids, hook.id);
+        hook.required = true;
+        hook.skip = Some(message);
+        Arc::new(hook)
+    }
+}
+
+/// Claude Code's built-in tools, for the one check of [`matches_no_tool`] (a warning, so a
+/// tool added later costs a false warning, never a missed guard).
+const KNOWN_TOOLS: &[&str] = &[
+    "Agent", "AskUserQuestion", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob",
+    "Grep", "KillShell", "LS", "MultiEdit", "NotebookEdit", "NotebookRead", "Read",
+    "SlashCommand", "Skill", "Task", "TodoWrite", "WebFetch", "WebSearch", "Write",
+];
+
+/// Why a group with a required hook on a tool event can never match: its matcher accepts
+/// none of Claude Code's tools (a typo: `bash`, `Bash(git *)`), so the hook never runs
+/// and never fails closed. `None` when it accepts one, or names MCP tools (`mcp__…`),
+/// which no list holds.
+pub(super) fn matches_no_tool(group: &Group, spec: &EventSpec) -> Option<String> {
+    if !spec.tool_event || spec.matcher_field.is_none() {
+        return None;
+    }
+    let source = group.matcher_source.as_deref()?;
+    if source.contains("mcp__")
+        || KNOWN_TOOLS
+            .iter()
+            .any(|tool| group.matcher.is_match(Some(tool)))
+    {
+        return None;
+    }
+    Some(format!(
+        "the matcher `{source}` of this group's required hook names none of the tools of \
+         `{}` ({}), so the hook never runs and never fails closed",
+        spec.name,
+        KNOWN_TOOLS.join(", ")
+    ))
+}
