@@ -214,7 +214,11 @@ impl AuditLog {
     ///
     /// The log cannot be opened, locked or written, or is refused; the message names the
     /// file.
-    pub fn record(&self, invocation: &Invocation, outcome: &Outcome) -> Result<Option<u64>, String> {
+    pub fn record(
+        &self,
+        invocation: &Invocation,
+        outcome: &Outcome,
+    ) -> Result<Option<u64>, String> {
         self.append(&entry(invocation, outcome, SystemTime::now()).with_origin(&self.origin))?;
         // The line's `seq` once the log numbers its lines (issue 29.2).
         Ok(None)

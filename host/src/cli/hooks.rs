@@ -77,7 +77,11 @@ fn plugin_refused(w: &hookhost::policy::WasmSpec, policy: &Policy) -> Option<Str
         Err(FileError::NotFound) => return Some(format!("plugin `{shown}` does not exist")),
         Err(e) => return Some(format!("plugin `{shown}` cannot be loaded: {e}")),
     };
-    if let Some(pin) = w.sha256.as_deref().filter(|p| !p.eq_ignore_ascii_case(&digest)) {
+    if let Some(pin) = w
+        .sha256
+        .as_deref()
+        .filter(|p| !p.eq_ignore_ascii_case(&digest))
+    {
         return Some(format!(
             "plugin `{shown}` is not the one pinned: `sha256` {pin}, the file's {digest}"
         ));
@@ -88,8 +92,10 @@ fn plugin_refused(w: &hookhost::policy::WasmSpec, policy: &Policy) -> Option<Str
     }
     let signature = match list.needs_signature(&digest) {
         false => None,
-        true => match read_regular(&hookhost::policy::allowlist::signature_path(&w.plugin), 4096)
-        {
+        true => match read_regular(
+            &hookhost::policy::allowlist::signature_path(&w.plugin),
+            4096,
+        ) {
             Err(FileError::NotFound) => None,
             Err(e) => Some(Err(e.to_string())),
             Ok((bytes, _)) => Some(Ok(bytes)),

@@ -332,8 +332,12 @@ impl Dispatcher {
             None => {}
         }
         let mut outcome = merge_event(&invocation.spec, &invocation.input, &executed);
-        let mut receipt =
-            DecisionReceipt::new(input_digest, self.policy.digest.clone(), &executed, &outcome);
+        let mut receipt = DecisionReceipt::new(
+            input_digest,
+            self.policy.digest.clone(),
+            &executed,
+            &outcome,
+        );
         if let Some(why) = refused {
             depth::refuse(&invocation.spec, would_run, &why, &mut outcome);
         }

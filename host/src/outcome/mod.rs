@@ -31,8 +31,8 @@ mod admit;
 mod bounds;
 mod claude;
 mod merge;
-mod refuse_only;
 mod receipt;
+mod refuse_only;
 mod report;
 mod required;
 #[cfg(test)]

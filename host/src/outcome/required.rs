@@ -34,7 +34,10 @@ pub(super) fn fail_closed(
         report.id, report.source
     );
     if spec.honours_on_failure() {
-        decisions.push((blocking_decision(spec), Some(format!("{reason}; fail closed"))));
+        decisions.push((
+            blocking_decision(spec),
+            Some(format!("{reason}; fail closed")),
+        ));
     } else {
         outcome.notices.push(Notice {
             hook: report.id.clone(),

@@ -95,9 +95,7 @@ fn results_in(status: HookStatus) -> Vec<HookResult> {
             .map(failed)
             .collect(),
         HookStatus::Timeout => vec![failed(FailureKind::Timeout)],
-        HookStatus::Skipped => vec![HookResult::Skipped(
-            "any reason, present or future".into(),
-        )],
+        HookStatus::Skipped => vec![HookResult::Skipped("any reason, present or future".into())],
         HookStatus::Async => vec![HookResult::Started],
     }
 }

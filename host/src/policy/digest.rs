@@ -1,4 +1,4 @@
-//! The digest of a policy, for decision receipts ([`crate::outcome::DecisionReceipt`]):
+//! The digest of a policy, for decision receipts ((`outcome::DecisionReceipt`)):
 //! which config sources it was resolved from, each with the sha256 of the bytes it was
 //! parsed from (what the managed digest and the trust store's fingerprints take), the
 //! workspace trust decision, and the plugin pins of a trusted workspace. Pure: every
@@ -101,17 +101,26 @@ mod tests {
 
     #[test]
     fn the_digest_changes_with_a_source_and_with_trust() {
-        let layers = [layer(SourceKind::Managed, "aa"), layer(SourceKind::User, "bb")];
+        let layers = [
+            layer(SourceKind::Managed, "aa"),
+            layer(SourceKind::User, "bb"),
+        ];
         let one = PolicyDigest::of(&layers, None);
         assert_eq!(one, PolicyDigest::of(&layers, None), "deterministic");
         assert!(one.digest.starts_with("sha256:") && one.digest.len() == 71);
-        let edited = [layer(SourceKind::Managed, "aa"), layer(SourceKind::User, "bc")];
+        let edited = [
+            layer(SourceKind::Managed, "aa"),
+            layer(SourceKind::User, "bc"),
+        ];
         assert_ne!(one.digest, PolicyDigest::of(&edited, None).digest);
         let untrusted = TrustDecision::Untrusted {
             reason: String::new(),
             changes: Vec::new(),
         };
-        assert_ne!(one.digest, PolicyDigest::of(&layers, Some(&untrusted)).digest);
+        assert_ne!(
+            one.digest,
+            PolicyDigest::of(&layers, Some(&untrusted)).digest
+        );
         let project = [layer(SourceKind::Project, "cc")];
         let digest = PolicyDigest::of(&project, Some(&untrusted));
         assert!(!digest.sources[0].applies);

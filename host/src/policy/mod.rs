@@ -526,15 +526,7 @@ impl Resolution<'_> {
                 self.hooks.push(hook);
             }
         }
-        if group.hooks.iter().any(|h| h.required)
-            && let Some(message) = required::matches_no_tool(&group, spec)
-        {
-            self.warnings.push(ConfigWarning {
-                location: layer.origin.location.clone(),
-                path: format!("{group_path}.matcher"),
-                message,
-            });
-        }
+        self.warn_if_no_tool_matches(layer, &group, spec, &group_path);
         Some(group)
     }
 

@@ -1,15 +1,15 @@
 //! Required hooks (`"required": true` on a hook or its matcher group): where a
 //! `required` is honoured, and the warnings for one that has no effect. What a required
 //! hook that gives no verdict does to the event is the merge's rule
-//! ([`crate::outcome::merge`]); docs/required-hooks.md has the whole picture.
+//! (`outcome::merge`, `outcome/required.rs`); docs/required-hooks.md has the whole picture.
 
 use std::sync::Arc;
 
 use super::trust::TrustDecision;
 use super::{Group, Hook, Resolution, RunMode, is_workspace_source, unique_id};
-use crate::event::EventSpec;
 use crate::config::schema::{RawEventGroup, RawHandler};
 use crate::config::{ConfigLayer, ConfigWarning};
+use crate::event::EventSpec;
 
 impl Resolution<'_> {
     /// Whether `hook` is required where it stands, with a warning for a `required` that
@@ -37,9 +37,7 @@ impl Resolution<'_> {
                 None => format!("{path}.required"),
             },
         };
-        let trusted = self
-            .workspace_trust
-            .is_none_or(TrustDecision::is_trusted);
+        let trusted = self.workspace_trust.is_none_or(TrustDecision::is_trusted);
         let problem = if is_workspace_source(layer.origin.kind) && !trusted {
             Some(
                 "`required` is ignored: the workspace is not trusted, so this file's hooks \
@@ -47,13 +45,13 @@ impl Resolution<'_> {
                  workspace)"
                     .to_string(),
             )
-        } else if let Some(never) = &hook.skip {
-            Some(format!(
-                "`required` has no effect: this hook never runs ({never}), so it never \
-                 matches an event"
-            ))
         } else {
-            None
+            hook.skip.as_ref().map(|never| {
+                format!(
+                    "`required` has no effect: this hook never runs ({never}), so it never \
+                     matches an event"
+                )
+            })
         };
         if let Some(message) = problem {
             self.warnings.push(ConfigWarning {
@@ -75,6 +73,26 @@ impl Resolution<'_> {
         true
     }
 
+    /// Warns when `group` has a required hook and a matcher that accepts no tool of its
+    /// tool event ([`matches_no_tool`]).
+    pub(super) fn warn_if_no_tool_matches(
+        &mut self,
+        layer: &ConfigLayer,
+        group: &Group,
+        spec: &EventSpec,
+        group_path: &str,
+    ) {
+        if group.hooks.iter().any(|h| h.required)
+            && let Some(message) = matches_no_tool(group, spec)
+        {
+            self.warnings.push(ConfigWarning {
+                location: layer.origin.location.clone(),
+                path: format!("{group_path}.matcher"),
+                message,
+            });
+        }
+    }
+
     /// A required hook that policy refused to build (a ceiling, a host-owned place): kept
     /// as skipped with `message`, so that an event it matches fails closed instead of
     /// going ahead without it.
@@ -89,16 +107,34 @@ impl Resolution<'_> {
 /// Claude Code's built-in tools, for the one check of [`matches_no_tool`] (a warning, so a
 /// tool added later costs a false warning, never a missed guard).
 const KNOWN_TOOLS: &[&str] = &[
-    "Agent", "AskUserQuestion", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob",
-    "Grep", "KillShell", "LS", "MultiEdit", "NotebookEdit", "NotebookRead", "Read",
-    "SlashCommand", "Skill", "Task", "TodoWrite", "WebFetch", "WebSearch", "Write",
+    "Agent",
+    "AskUserQuestion",
+    "Bash",
+    "BashOutput",
+    "Edit",
+    "ExitPlanMode",
+    "Glob",
+    "Grep",
+    "KillShell",
+    "LS",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Read",
+    "SlashCommand",
+    "Skill",
+    "Task",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "Write",
 ];
 
 /// Why a group with a required hook on a tool event can never match: its matcher accepts
 /// none of Claude Code's tools (a typo: `bash`, `Bash(git *)`), so the hook never runs
 /// and never fails closed. `None` when it accepts one, or names MCP tools (`mcp__…`),
 /// which no list holds.
-pub(super) fn matches_no_tool(group: &Group, spec: &EventSpec) -> Option<String> {
+fn matches_no_tool(group: &Group, spec: &EventSpec) -> Option<String> {
     if !spec.tool_event || spec.matcher_field.is_none() {
         return None;
     }

@@ -246,7 +246,7 @@ pub struct Hook {
     pub chain: Option<usize>,
     /// A required hook: when it matches but gives no verdict (skipped, failed, timed
     /// out, started in the background), the event fails closed
-    /// ([`crate::outcome::merge`]; docs/required-hooks.md). Only set where honoured: a
+    /// (`outcome::merge`; docs/required-hooks.md). Only set where honoured: a
     /// project or local file's `required` counts in a trusted workspace only, and a
     /// hook that can never match (`enabled: false`, `if` on an event without a tool
     /// call, a duplicate of one that runs instead) is not required.

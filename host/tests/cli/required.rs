@@ -16,7 +16,10 @@ use crate::support::{TestEnv, bash_input, deny_dangerous_bash, hooks};
 fn user_plugin(env: &TestEnv) -> (PathBuf, String) {
     let path = env.home.join("guard.wasm");
     std::fs::copy(deny_dangerous_bash(), &path).unwrap();
-    (path, sha256_hex(&std::fs::read(deny_dangerous_bash()).unwrap()))
+    (
+        path,
+        sha256_hex(&std::fs::read(deny_dangerous_bash()).unwrap()),
+    )
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -107,14 +110,20 @@ fn a_required_plugin_replaced_fails_closed_naming_the_mismatch() {
     let listed = env.run(&["hooks", "--json"], "").json();
     assert_eq!(listed[0]["required"], true, "{listed}");
     assert_eq!(listed[0]["runs"], false, "{listed}");
-    assert!(listed[0]["whyNot"].as_str().unwrap().contains("not the one pinned"));
+    assert!(
+        listed[0]["whyNot"]
+            .as_str()
+            .unwrap()
+            .contains("not the one pinned")
+    );
 }
 
 #[test]
 fn a_required_plugin_not_admitted_by_the_allowlist_fails_closed() {
     let env = TestEnv::new();
     let (plugin, sha) = user_plugin(&env);
-    env.managed(json!({"pluginAllowlist": [{"sha256": "0".repeat(64)}]}));
+    env.managed(json!({"requireAllowlistedPlugins": true,
+        "pluginAllowlist": [{"sha256": "0".repeat(64)}]}));
     user_guard(&env, &plugin, Some(&sha), true);
     let out = env.dispatch("PreToolUse", bash_input("ls"));
     assert_closed(&out, "guard", "user", "failed");
@@ -133,7 +142,7 @@ fn a_users_required_hook_on_a_plugin_in_an_untrusted_repository_fails_closed() {
         let run = env.run_untrusted(&["dispatch", "PreToolUse"], &bash_input("ls").to_string());
         let out = run.json();
         match required {
-            true => assert_closed(&out, "guard", "user", "does not exist"),
+            true => assert_closed(&out, "guard", "user", "No such file"),
             false => assert_through(&out),
         }
     }
@@ -142,8 +151,10 @@ fn a_users_required_hook_on_a_plugin_in_an_untrusted_repository_fails_closed() {
 #[test]
 fn a_project_files_required_is_ignored_in_an_untrusted_workspace_and_validate_says_so() {
     let env = TestEnv::new();
-    env.project_hooks(json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "required": true,
-        "hooks": [{"type": "command", "id": "repo", "command": "exit 1"}]}]}}));
+    env.project_hooks(
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "required": true,
+        "hooks": [{"type": "command", "id": "repo", "command": "exit 1"}]}]}}),
+    );
     let run = env.run_untrusted(&["dispatch", "PreToolUse"], &bash_input("ls").to_string());
     let out = run.json();
     assert_through(&out);
@@ -165,7 +176,8 @@ fn a_project_files_required_is_ignored_in_an_untrusted_workspace_and_validate_sa
 fn a_required_hook_that_hangs_past_its_timeout_fails_closed() {
     for required in [true, false] {
         let env = TestEnv::new();
-        let mut hook = json!({"type": "command", "id": "slow", "command": "sleep 30", "timeout": 1});
+        let mut hook =
+            json!({"type": "command", "id": "slow", "command": "sleep 30", "timeout": 1});
         if required {
             hook["required"] = json!(true);
         }
@@ -225,7 +237,9 @@ fn on_stop_a_required_hook_without_a_verdict_is_a_notice_not_a_loop() {
     let out = env.dispatch("Stop", json!({"session_id": "s1"}));
     assert_eq!(out["decision"], "none", "{out}");
     assert!(
-        out["notices"].to_string().contains("required hook `gate` (user) gave no verdict"),
+        out["notices"]
+            .to_string()
+            .contains("required hook `gate` (user) gave no verdict"),
         "{out}"
     );
     // `--format claude`: exit 0, the agent stops as asked.
@@ -248,7 +262,10 @@ fn validate_warns_about_a_required_hook_that_can_never_match() {
     }}));
     let report = env.run(&["validate", "--json"], "").json();
     let warnings = report["warnings"].to_string();
-    assert!(warnings.contains("names none of the tools of `PreToolUse`"), "{report}");
+    assert!(
+        warnings.contains("names none of the tools of `PreToolUse`"),
+        "{report}"
+    );
     assert!(warnings.contains("unknown event `PreToolUze`"), "{report}");
     assert!(warnings.contains("`required` has no effect"), "{report}");
 }
@@ -261,7 +278,10 @@ fn the_receipt_names_the_input_the_policy_and_each_hook_and_stays_out_of_claudes
     let (plugin, sha) = user_plugin(&env);
     user_guard(&env, &plugin, Some(&sha), true);
     // Bytes as an agent sends them: spacing that a parse and re-serialization would lose.
-    let input = format!("{}\n", serde_json::to_string_pretty(&bash_input("rm -rf /")).unwrap());
+    let input = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&bash_input("rm -rf /")).unwrap()
+    );
     let run = env.run(&["dispatch", "PreToolUse"], &input);
     let out = run.json();
     let receipt = &out["receipt"];
@@ -286,7 +306,10 @@ fn the_receipt_names_the_input_the_policy_and_each_hook_and_stays_out_of_claudes
         .iter()
         .find(|s| s["source"] == "user")
         .unwrap_or_else(|| panic!("the user's file is a source: {policy}"));
-    assert_eq!(source["sha256"], format!("sha256:{}", sha256_hex(&user_file)));
+    assert_eq!(
+        source["sha256"],
+        format!("sha256:{}", sha256_hex(&user_file))
+    );
     // `seq` is the audit line's, once the log numbers its lines (issue 29.2).
     let line = env.audit_entries().pop().expect("an audit line");
     assert_eq!(receipt.get("seq"), line.get("seq"), "{receipt} {line}");
@@ -320,12 +343,19 @@ fn the_audit_line_carries_the_receipt() {
     ));
     let input = bash_input("ls").to_string();
     let run = env.run(&["dispatch", "PreToolUse", "--format", "claude"], &input);
-    assert_eq!(run.code, 2, "the required hook failed: denied: {}", run.stderr);
+    assert_eq!(
+        run.code, 2,
+        "the required hook failed: denied: {}",
+        run.stderr
+    );
     assert!(!run.stdout.contains("receipt"));
     let lines = env.audit_entries();
     let line = lines.last().expect("an audit line");
     let receipt = &line["receipt"];
-    assert_eq!(receipt["input"], format!("sha256:{}", sha256_hex(input.as_bytes())));
+    assert_eq!(
+        receipt["input"],
+        format!("sha256:{}", sha256_hex(input.as_bytes()))
+    );
     assert_eq!(receipt["decision"], "deny");
     assert_eq!(receipt["hooks"][0]["id"], "mine");
     assert_eq!(receipt["hooks"][0]["status"], "failed");
