@@ -205,35 +205,3 @@ fn on_stop_a_required_hook_without_a_verdict_is_a_notice() {
     assert_eq!(json["hooks"][0]["required"], true);
 }
 
-/// What a required hook without a verdict does on `spec`: the fail-closed table of
-/// docs/required-hooks.md, from the event's facts.
-fn closes_with(spec: &crate::event::EventSpec) -> &'static str {
-    match (spec.honours_on_failure(), spec.decision) {
-        (
-            true,
-            crate::event::DecisionStyle::Permission
-            | crate::event::DecisionStyle::PermissionRequest,
-        ) => "deny",
-        (true, _) => "block",
-        (false, _) if spec.can_block() => "notice (cannot fail closed: a block would loop)",
-        (false, _) => "notice (cannot block)",
-    }
-}
-
-/// The table in docs/required-hooks.md is the event table's: a row per event, each
-/// saying what the merge does (a new event, or a changed fact, fails here until the doc
-/// says it).
-#[test]
-fn the_documented_fail_closed_table_is_the_event_tables() {
-    let doc = include_str!("../../../docs/required-hooks.md");
-    let catalogue = EventCatalogue::default();
-    let mut expected = String::new();
-    for name in built_in_names() {
-        let spec = catalogue.get(name).unwrap();
-        expected.push_str(&format!("| `{name}` | {} |\n", closes_with(spec)));
-    }
-    assert!(
-        doc.contains(&expected),
-        "docs/required-hooks.md must hold this table:\n{expected}"
-    );
-}

@@ -367,3 +367,61 @@ fn the_audit_line_carries_the_receipt() {
         env.dispatch("PreToolUse", bash_input("ls"))["receipt"]["policy"]["digest"]
     );
 }
+
+/// A hook over a managed ceiling is refused at load (an error; without `required` it is
+/// gone and the action goes through). A required one stays, skipped with the refusal,
+/// and fails closed.
+#[test]
+fn a_required_hook_over_a_managed_ceiling_stays_and_fails_closed() {
+    for required in [true, false] {
+        let env = TestEnv::new();
+        env.managed(json!({"ceilings": {"timeout": 5}}));
+        let mut hook = json!({"type": "command", "id": "long", "command": "echo '{}'", "timeout": 10});
+        if required {
+            hook["required"] = json!(true);
+        }
+        env.user_hooks(hooks("PreToolUse", "Bash", json!([hook])));
+        let out = env.dispatch("PreToolUse", bash_input("ls"));
+        match required {
+            true => {
+                assert_closed(&out, "long", "user", "above the managed ceiling");
+                assert_eq!(out["hooks"][0]["status"], "skipped", "{out}");
+            }
+            false => {
+                assert_through(&out);
+                assert_eq!(out["hooks"], json!([]), "{out}");
+            }
+        }
+    }
+}
+
+/// What a required hook without a verdict does on `spec`: the fail-closed table of
+/// docs/required-hooks.md, from the event's facts (the merge's rule,
+/// `outcome/required.rs`).
+fn closes_with(spec: &hookhost::EventSpec) -> &'static str {
+    use hookhost::event::DecisionStyle;
+    match (spec.honours_on_failure(), spec.decision) {
+        (true, DecisionStyle::Permission | DecisionStyle::PermissionRequest) => "deny",
+        (true, _) => "block",
+        (false, _) if spec.can_block() => "notice (cannot fail closed: a block would loop)",
+        (false, _) => "notice (cannot block)",
+    }
+}
+
+/// The table in docs/required-hooks.md is the event table's: a row per event (a new
+/// event, or a changed fact, fails here until the doc says it).
+#[test]
+fn the_documented_fail_closed_table_is_the_event_tables() {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/required-hooks.md");
+    let doc = std::fs::read_to_string(doc).unwrap();
+    let catalogue = hookhost::EventCatalogue::default();
+    let mut expected = String::new();
+    for name in hookhost::event::built_in_names() {
+        let spec = catalogue.get(name).unwrap();
+        expected.push_str(&format!("| `{name}` | {} |\n", closes_with(spec)));
+    }
+    assert!(
+        doc.contains(&expected),
+        "docs/required-hooks.md must hold this table:\n{expected}"
+    );
+}
