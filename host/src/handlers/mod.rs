@@ -417,6 +417,12 @@ impl Handlers {
                 let resolved = self.model_for(spec.provider, spec.model.as_deref(), hook, policy);
                 agent::run(spec, hook, invocation, resolved, &policy.host_places).await
             }
+            // Never run (it is skipped); refused should it reach here.
+            HandlerSpec::Unbuilt(spec) => HandlerRun::failed(
+                FailureKind::Refused,
+                format!("the hook cannot be built: {}", spec.error),
+                started,
+            ),
             HandlerSpec::McpTool(spec) => {
                 let http = self.http_client(&policy.settings);
                 let embedder = self.mcp_provider.as_ref();

@@ -204,4 +204,3 @@ fn on_stop_a_required_hook_without_a_verdict_is_a_notice() {
     let json = serde_json::to_value(&out).unwrap();
     assert_eq!(json["hooks"][0]["required"], true);
 }
-

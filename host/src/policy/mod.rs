@@ -50,7 +50,7 @@ pub use on_failure::{FailureEffect, ignored as on_failure_ignored};
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
     AgentSpec, CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec,
-    Hook, HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
+    Hook, HttpSpec, PromptSpec, RunMode, Shell, UnbuiltSpec, WasmSpec, is_framing_header,
 };
 pub use urls::UrlAllowlist;
 
@@ -474,8 +474,8 @@ impl Resolution<'_> {
             Ok(m) => m,
             Err(message) => {
                 let path = format!("{group_path}.matcher");
-                self.note_build_error(layer, path, message);
-                return None;
+                self.note_build_error(layer, path, message.clone());
+                return self.unbuilt_group(layer, raw_group, spec, &group_path, &message);
             }
         };
         if spec.matcher_field.is_none()
@@ -555,8 +555,9 @@ impl Resolution<'_> {
                 hook
             }
             Err(message) => {
-                self.note_build_error(layer, path, message);
-                return None;
+                self.note_build_error(layer, path.clone(), message.clone());
+                // A required hook that cannot be built stays, as skipped: it fails closed.
+                return self.keep_unbuilt(layer, raw_group, raw, spec, path, &message);
             }
         };
         let required = self.required(layer, raw_group, raw, &hook, &path);

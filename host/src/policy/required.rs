@@ -6,10 +6,13 @@
 use std::sync::Arc;
 
 use super::trust::TrustDecision;
-use super::{Group, Hook, Resolution, RunMode, is_workspace_source, unique_id};
+use super::{
+    Group, HandlerSpec, Hook, Resolution, RunMode, UnbuiltSpec, is_workspace_source, unique_id,
+};
 use crate::config::schema::{RawEventGroup, RawHandler};
 use crate::config::{ConfigLayer, ConfigWarning};
 use crate::event::EventSpec;
+use crate::matcher::Matcher;
 
 impl Resolution<'_> {
     /// Whether `hook` is required where it stands, with a warning for a `required` that
@@ -37,8 +40,7 @@ impl Resolution<'_> {
                 None => format!("{path}.required"),
             },
         };
-        let trusted = self.workspace_trust.is_none_or(TrustDecision::is_trusted);
-        let problem = if is_workspace_source(layer.origin.kind) && !trusted {
+        let problem = if !self.honours_required(layer) {
             Some(
                 "`required` is ignored: the workspace is not trusted, so this file's hooks \
                  do not run (a project or local file's `required` counts only in a trusted \
@@ -71,6 +73,83 @@ impl Resolution<'_> {
             });
         }
         true
+    }
+
+    /// Whether a `required` of `layer` counts: everywhere but in a project or local file
+    /// of a workspace that is not trusted.
+    fn honours_required(&self, layer: &ConfigLayer) -> bool {
+        !is_workspace_source(layer.origin.kind)
+            || self.workspace_trust.is_none_or(TrustDecision::is_trusted)
+    }
+
+    /// A required hook whose entry `raw` could not be built (`message`): kept as a
+    /// skipped hook of type [`HandlerSpec::Unbuilt`], so that an event it would match
+    /// fails closed. `None` when the entry is not required where it stands.
+    pub(super) fn keep_unbuilt(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        raw: &RawHandler,
+        spec: &EventSpec,
+        path: String,
+        message: &str,
+    ) -> Option<Arc<Hook>> {
+        let asked = raw.required == Some(true) || raw_group.group.required == Some(true);
+        if !asked || raw.enabled == Some(false) || !self.honours_required(layer) {
+            return None;
+        }
+        let hook = Hook {
+            id: unique_id(&mut self.ids, super::hook::id_of(raw, layer, &path)),
+            event: spec.name.to_string(),
+            origin: layer.origin.clone(),
+            config_path: path,
+            handler: HandlerSpec::Unbuilt(UnbuiltSpec {
+                kind: raw.kind.as_str(),
+                error: message.to_string(),
+            }),
+            if_rule: None,
+            timeout: spec.default_timeout,
+            on_failure: Default::default(),
+            priority: 0,
+            mode: RunMode::Sync,
+            status_message: None,
+            skip: Some(format!("the hook cannot be built: {message}")),
+            order: self.hooks.len(),
+            widens: Vec::new(),
+            chain: None,
+            required: true,
+        };
+        Some(Arc::new(hook))
+    }
+
+    /// The group of the required hooks of `raw_group`, whose matcher cannot be read
+    /// (`message`): which events it was meant for is unknown, so it matches every event
+    /// of its name, where each of its required hooks fails closed. `None` when none of its
+    /// hooks is required.
+    pub(super) fn unbuilt_group(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        spec: &EventSpec,
+        group_path: &str,
+        message: &str,
+    ) -> Option<Group> {
+        let why = format!("its group's matcher cannot be read: {message}");
+        let mut hooks = Vec::new();
+        for (index, raw) in raw_group.group.hooks.iter().enumerate() {
+            let path = format!("{group_path}.hooks[{index}]");
+            if let Some(hook) = self.keep_unbuilt(layer, raw_group, raw, spec, path, &why) {
+                self.hooks.push(hook.clone());
+                hooks.push(hook);
+            }
+        }
+        (!hooks.is_empty()).then(|| Group {
+            matcher: Matcher::All,
+            matcher_source: raw_group.group.matcher.clone(),
+            sequential: false,
+            chain: false,
+            hooks,
+        })
     }
 
     /// Warns when `group` has a required hook and a matcher that accepts no tool of its

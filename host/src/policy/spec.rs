@@ -167,6 +167,19 @@ pub enum HandlerSpec {
     Agent(AgentSpec),
     /// A tool of an MCP server.
     McpTool(super::mcp::McpToolSpec),
+    /// A required hook whose entry could not be built (a missing or wrong field, an
+    /// `if` or a matcher that cannot be read): kept, never run (its `skip` says why), so
+    /// that an event it would match fails closed instead of going ahead without it.
+    Unbuilt(UnbuiltSpec),
+}
+
+/// What is known of a required hook that could not be built.
+#[derive(Debug, Clone)]
+pub struct UnbuiltSpec {
+    /// The handler type its entry names.
+    pub kind: &'static str,
+    /// Why it could not be built.
+    pub error: String,
 }
 
 impl HandlerSpec {
@@ -180,6 +193,7 @@ impl HandlerSpec {
             HandlerSpec::Prompt(_) => "prompt",
             HandlerSpec::Agent(_) => "agent",
             HandlerSpec::McpTool(_) => "mcp_tool",
+            HandlerSpec::Unbuilt(u) => u.kind,
         }
     }
 
@@ -205,6 +219,7 @@ impl HandlerSpec {
                 format!("agent: {short}")
             }
             HandlerSpec::McpTool(m) => format!("mcp {} {}", m.server, m.tool),
+            HandlerSpec::Unbuilt(u) => format!("(cannot be built: {})", u.error),
         }
     }
 }

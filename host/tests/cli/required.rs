@@ -376,7 +376,8 @@ fn a_required_hook_over_a_managed_ceiling_stays_and_fails_closed() {
     for required in [true, false] {
         let env = TestEnv::new();
         env.managed(json!({"ceilings": {"timeout": 5}}));
-        let mut hook = json!({"type": "command", "id": "long", "command": "echo '{}'", "timeout": 10});
+        let mut hook =
+            json!({"type": "command", "id": "long", "command": "echo '{}'", "timeout": 10});
         if required {
             hook["required"] = json!(true);
         }
@@ -424,4 +425,62 @@ fn the_documented_fail_closed_table_is_the_event_tables() {
         doc.contains(&expected),
         "docs/required-hooks.md must hold this table:\n{expected}"
     );
+}
+
+/// A required entry that cannot be built (a field missing, a matcher that is no regex) is
+/// not dropped: it stays as a skipped hook and fails closed; the same entries without
+/// `required` are config errors and the action goes through.
+#[test]
+fn a_required_hook_that_cannot_be_built_fails_closed() {
+    let message = |out: &Value, id: &str| {
+        let hooks = out["hooks"].as_array().unwrap();
+        let report = hooks.iter().find(|h| h["id"] == id).unwrap();
+        report["message"].as_str().unwrap().to_string()
+    };
+    for required in [true, false] {
+        // The user's file: an entry without its `command`, a group whose matcher is no
+        // regex.
+        let env = TestEnv::new();
+        let mut broken = json!({"type": "command", "id": "typo"});
+        let mut group = json!({"matcher": "Bash(",
+            "hooks": [{"type": "command", "id": "bad-matcher", "command": "true"}]});
+        if required {
+            broken["required"] = json!(true);
+            group["required"] = json!(true);
+        }
+        env.user_hooks(json!({"hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [broken.clone()]}, group]}}));
+        let out = env.dispatch("PreToolUse", bash_input("ls"));
+        // Managed policy: the same entry.
+        let managed = TestEnv::new();
+        managed.managed(hooks("PreToolUse", "Bash", json!([broken])));
+        let managed_out = managed.dispatch("PreToolUse", bash_input("ls"));
+        if !required {
+            assert_through(&out);
+            assert_through(&managed_out);
+            continue;
+        }
+        assert_closed(&out, "typo", "user", "need `command`");
+        assert!(
+            message(&out, "typo")
+                .contains("cannot be built: hooks of type `command` need `command`")
+        );
+        assert_closed(&out, "bad-matcher", "user", "matcher cannot be read");
+        assert!(message(&out, "bad-matcher").contains("its group's matcher cannot be read"));
+        // A guard entry of managed policy that cannot be built disables its file's hooks
+        // (Claude Code's rule): the required one among them fails closed.
+        assert_closed(&managed_out, "typo", "managed", "cannot be loaded");
+        let listed = env.run(&["hooks", "--json"], "").json();
+        let typo = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == "typo")
+            .unwrap();
+        assert_eq!(
+            (&typo["required"], &typo["runs"]),
+            (&json!(true), &json!(false))
+        );
+        assert_eq!(typo["type"], "command", "{typo}");
+    }
 }
