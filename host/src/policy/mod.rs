@@ -695,4 +695,6 @@ pub(crate) mod tests_support {
 }
 
 #[cfg(test)]
+mod required_tests;
+#[cfg(test)]
 mod tests;
