@@ -184,6 +184,18 @@ pub fn parse_settings(
     Ok((settings, warnings))
 }
 
+/// Whether a list of matcher groups has `"required": true` on a group or a hook.
+fn names_required(groups: &Value) -> bool {
+    let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
+    groups.as_array().into_iter().flatten().any(|group| {
+        required(group)
+            || group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hooks| hooks.iter().any(required))
+    })
+}
+
 fn parse_hooks(
     value: &Value,
     location: &str,
@@ -196,10 +208,15 @@ fn parse_hooks(
     for (event, mut list) in events {
         let path = format!("$.hooks.{event}");
         if catalogue.get(&event).is_none() {
+            let required = if names_required(&list) {
+                " (a required one too: it never matches, so it never fails closed)"
+            } else {
+                ""
+            };
             warnings.push(ConfigWarning {
                 location: location.to_string(),
                 path,
-                message: format!("unknown event `{event}`; its hooks are skipped"),
+                message: format!("unknown event `{event}`; its hooks are skipped{required}"),
             });
             continue;
         }

@@ -266,7 +266,10 @@ fn validate_warns_about_a_required_hook_that_can_never_match() {
         warnings.contains("names none of the tools of `PreToolUse`"),
         "{report}"
     );
-    assert!(warnings.contains("unknown event `PreToolUze`"), "{report}");
+    assert!(
+        warnings.contains("unknown event `PreToolUze`; its hooks are skipped (a required one too"),
+        "{report}"
+    );
     assert!(warnings.contains("`required` has no effect"), "{report}");
 }
 
