@@ -318,6 +318,8 @@ pub struct RawEventGroup {
     pub flat: Option<usize>,
     /// Entries left out unread (path, message) and each kept hook's position (`parse.rs`).
     pub left_out: Option<LeftOut>,
+    /// Required entries left out unread: policy keeps them, failing closed.
+    pub unread_required: Vec<super::UnreadHook>,
 }
 
 /// What a group's reading left out: the entries left unread (path, message) and each kept

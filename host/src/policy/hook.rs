@@ -481,7 +481,12 @@ pub(super) fn build(
 /// The hook's `id`, else its config path: `<source>:PreToolUse[0][1]`, or a flat file's
 /// `<source>:hooks[3]`.
 pub(super) fn id_of(raw: &RawHandler, layer: &ConfigLayer, path: &str) -> String {
-    raw.id.clone().unwrap_or_else(|| {
+    id_at(raw.id.as_deref(), layer, path)
+}
+
+/// `id`, else the id [`id_of`] makes of the config path.
+pub(super) fn id_at(id: Option<&str>, layer: &ConfigLayer, path: &str) -> String {
+    id.map(str::to_string).unwrap_or_else(|| {
         let short = match path.strip_prefix("$.hooks.") {
             Some(nested) => nested.replace(".hooks", ""),
             None => path.trim_start_matches("$.").replace(".handler", ""),

@@ -526,7 +526,7 @@ impl Resolution<'_> {
                 self.hooks.push(hook);
             }
         }
-        self.warn_if_no_tool_matches(layer, &group, spec, &group_path);
+        self.finish_required(layer, raw_group, spec, &group_path, &mut group);
         Some(group)
     }
 

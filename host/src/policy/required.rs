@@ -9,7 +9,7 @@ use super::trust::TrustDecision;
 use super::{
     Group, HandlerSpec, Hook, Resolution, RunMode, UnbuiltSpec, is_workspace_source, unique_id,
 };
-use crate::config::schema::{RawEventGroup, RawHandler};
+use crate::config::schema::{HandlerType, RawEventGroup, RawHandler};
 use crate::config::{ConfigLayer, ConfigWarning};
 use crate::event::EventSpec;
 use crate::matcher::Matcher;
@@ -95,16 +95,56 @@ impl Resolution<'_> {
         message: &str,
     ) -> Option<Arc<Hook>> {
         let asked = raw.required == Some(true) || raw_group.group.required == Some(true);
-        if !asked || raw.enabled == Some(false) || !self.honours_required(layer) {
+        if !asked || raw.enabled == Some(false) {
+            return None;
+        }
+        let id = super::hook::id_of(raw, layer, &path);
+        self.unbuilt(layer, spec, path, raw.kind.as_str(), id, message)
+    }
+
+    /// The required entries of `raw_group` that could not even be read
+    /// ([`RawEventGroup::unread_required`]), kept as [`keep_unbuilt`](Self::keep_unbuilt)
+    /// keeps the ones that could not be built.
+    pub(super) fn keep_unread(
+        &mut self,
+        layer: &ConfigLayer,
+        raw_group: &RawEventGroup,
+        spec: &EventSpec,
+    ) -> Vec<Arc<Hook>> {
+        let mut kept = Vec::new();
+        for unread in &raw_group.unread_required {
+            let kind = unread.kind.map_or("unknown", HandlerType::as_str);
+            let id = super::hook::id_at(unread.id.as_deref(), layer, &unread.path);
+            let path = unread.path.clone();
+            if let Some(hook) = self.unbuilt(layer, spec, path, kind, id, &unread.message) {
+                self.hooks.push(hook.clone());
+                kept.push(hook);
+            }
+        }
+        kept
+    }
+
+    /// The skipped, required hook `id` of type `kind` at `path`, which cannot be built
+    /// (`message`); `None` where `required` does not count.
+    fn unbuilt(
+        &mut self,
+        layer: &ConfigLayer,
+        spec: &EventSpec,
+        path: String,
+        kind: &'static str,
+        id: String,
+        message: &str,
+    ) -> Option<Arc<Hook>> {
+        if !self.honours_required(layer) {
             return None;
         }
         let hook = Hook {
-            id: unique_id(&mut self.ids, super::hook::id_of(raw, layer, &path)),
+            id: unique_id(&mut self.ids, id),
             event: spec.name.to_string(),
             origin: layer.origin.clone(),
             config_path: path,
             handler: HandlerSpec::Unbuilt(UnbuiltSpec {
-                kind: raw.kind.as_str(),
+                kind,
                 error: message.to_string(),
             }),
             if_rule: None,
@@ -143,6 +183,7 @@ impl Resolution<'_> {
                 hooks.push(hook);
             }
         }
+        hooks.extend(self.keep_unread(layer, raw_group, spec));
         (!hooks.is_empty()).then(|| Group {
             matcher: Matcher::All,
             matcher_source: raw_group.group.matcher.clone(),
@@ -152,15 +193,18 @@ impl Resolution<'_> {
         })
     }
 
-    /// Warns when `group` has a required hook and a matcher that accepts no tool of its
-    /// tool event ([`matches_no_tool`]).
-    pub(super) fn warn_if_no_tool_matches(
+    /// Completes a built `group`: its required entries that could not be read join it
+    /// ([`keep_unread`](Self::keep_unread)), and a warning is given when it has a required
+    /// hook and a matcher that accepts no tool of its tool event ([`matches_no_tool`]).
+    pub(super) fn finish_required(
         &mut self,
         layer: &ConfigLayer,
-        group: &Group,
+        raw_group: &RawEventGroup,
         spec: &EventSpec,
         group_path: &str,
+        group: &mut Group,
     ) {
+        group.hooks.extend(self.keep_unread(layer, raw_group, spec));
         if group.hooks.iter().any(|h| h.required)
             && let Some(message) = matches_no_tool(group, spec)
         {

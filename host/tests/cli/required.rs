@@ -451,8 +451,14 @@ fn a_required_hook_that_cannot_be_built_fails_closed() {
             broken["required"] = json!(true);
             group["required"] = json!(true);
         }
+        // And an entry that does not even read (a timeout that is no number).
+        let mut unread =
+            json!({"type": "wasm", "id": "unread", "plugin": "x.wasm", "timeout": "ten"});
+        if required {
+            unread["required"] = json!(true);
+        }
         env.user_hooks(json!({"hooks": {"PreToolUse": [
-            {"matcher": "Bash", "hooks": [broken.clone()]}, group]}}));
+            {"matcher": "Bash", "hooks": [broken.clone(), unread]}, group]}}));
         let out = env.dispatch("PreToolUse", bash_input("ls"));
         // Managed policy: the same entry.
         let managed = TestEnv::new();
@@ -469,6 +475,8 @@ fn a_required_hook_that_cannot_be_built_fails_closed() {
                 .contains("cannot be built: hooks of type `command` need `command`")
         );
         assert_closed(&out, "bad-matcher", "user", "matcher cannot be read");
+        assert_closed(&out, "unread", "user", "invalid type");
+        assert!(message(&out, "unread").contains("cannot be built"), "{out}");
         assert!(message(&out, "bad-matcher").contains("its group's matcher cannot be read"));
         // A guard entry of managed policy that cannot be built disables its file's hooks
         // (Claude Code's rule): the required one among them fails closed.
