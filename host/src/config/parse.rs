@@ -328,8 +328,9 @@ fn unread_required(
     path: String,
     message: &str,
 ) -> Option<UnreadHook> {
-    let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
-    (required(group) || required(entry)).then(|| UnreadHook {
+    // The entry's own `required` (true or false) over its group's.
+    let required = entry.get("required").or(group.get("required")) == Some(&Value::Bool(true));
+    required.then(|| UnreadHook {
         path,
         kind: entry
             .get("type")

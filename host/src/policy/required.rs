@@ -29,7 +29,7 @@ impl Resolution<'_> {
         hook: &Hook,
         path: &str,
     ) -> bool {
-        let asked = raw.required == Some(true) || raw_group.group.required == Some(true);
+        let asked = raw.required.or(raw_group.group.required) == Some(true);
         if !asked {
             return false;
         }
@@ -94,7 +94,7 @@ impl Resolution<'_> {
         path: String,
         message: &str,
     ) -> Option<Arc<Hook>> {
-        let asked = raw.required == Some(true) || raw_group.group.required == Some(true);
+        let asked = raw.required.or(raw_group.group.required) == Some(true);
         if !asked || raw.enabled == Some(false) {
             return None;
         }

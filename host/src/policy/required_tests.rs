@@ -38,7 +38,8 @@ fn required(p: &Policy) -> Vec<(String, bool)> {
 
 const GROUP: &str = r#"{"hooks": {"Stop": [{"required": true, "hooks": [
     {"type": "command", "id": "a", "command": "true"},
-    {"type": "command", "id": "b", "command": "true", "enabled": false}]}]}}"#;
+    {"type": "command", "id": "b", "command": "true", "enabled": false},
+    {"type": "command", "id": "c", "command": "true", "required": false}]}]}}"#;
 
 #[test]
 fn required_counts_by_source_and_not_on_a_hook_that_never_runs() {
@@ -46,7 +47,7 @@ fn required_counts_by_source_and_not_on_a_hook_that_never_runs() {
         let p = policy(&[(kind, GROUP)]);
         assert_eq!(
             required(&p),
-            [("a".into(), true), ("b".into(), false)],
+            [("a".into(), true), ("b".into(), false), ("c".into(), false)],
             "{kind}"
         );
         assert!(
