@@ -351,7 +351,7 @@ impl HostBuilder {
     }
 
     /// Signs the audit log's chain with the key in `path` (created 0600 on first use)
-    /// instead of `audit.key` in the data directory (`docs/audit.md`).
+    /// instead of `audit.key` in the data directory (`docs/book/src/audit-chain.md`).
     pub fn audit_key_file(mut self, path: impl Into<PathBuf>) -> HostBuilder {
         self.audit_key = Some(path.into());
         self
@@ -648,6 +648,25 @@ impl Host {
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
         self.dispatcher.dispatch_traced(event, input, parent).await
+    }
+
+    /// [`Host::dispatch_traced`] of an input read from `received` (the bytes as they
+    /// came): the outcome's receipt names their digest
+    /// ([`crate::outcome::DecisionReceipt::input`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::dispatch`].
+    pub async fn dispatch_received(
+        &self,
+        event: &str,
+        input: Value,
+        received: &[u8],
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
+        self.dispatcher
+            .dispatch_received(event, input, Some(received), parent)
+            .await
     }
 }
 

@@ -376,3 +376,57 @@ async fn function_hooks_chain_in_registration_order() {
     let errors = format!("{:?}", host.policy().errors);
     assert!(errors.contains("joins the chain `c`"), "{errors}");
 }
+
+/// Issue 29: a required function hook that fails denies (one that is not required lets
+/// the call through), and every outcome carries a receipt: the input's digest (of the
+/// bytes given to `dispatch_received`, else of the input's compact JSON), the policy's,
+/// and each hook with its status.
+#[tokio::test]
+async fn a_required_function_hook_that_fails_denies_and_the_receipt_says_so() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let failing = |id: &str, required: bool| {
+        FunctionHook::new("PreToolUse", id, |_: Value| async {
+            Err::<Value, String>("the guard's backend is down".into())
+        })
+        .required(required)
+    };
+    for required in [true, false] {
+        let host = HostBuilder::new(dir.path())
+            .function_hook(failing("guard", required))
+            .build();
+        let input = bash("ls");
+        let out = host.dispatch("PreToolUse", input.clone()).await.unwrap();
+        let receipt = out.receipt.as_ref().expect("every dispatch has a receipt");
+        assert_eq!(receipt.hooks[0].id, "guard");
+        assert_eq!(receipt.hooks[0].status, HookStatus::Failed);
+        assert_eq!(receipt.hooks[0].required, required);
+        assert_eq!(receipt.decision, out.decision);
+        let compact = serde_json::to_vec(&input).unwrap();
+        assert_eq!(
+            receipt.input,
+            format!("sha256:{}", hex::encode(sha2::Sha256::digest(&compact)))
+        );
+        if !required {
+            assert_eq!(out.decision, Decision::None, "{out:?}");
+            continue;
+        }
+        assert_eq!(out.decision, Decision::Deny, "{out:?}");
+        let reason = out.reason.as_deref().unwrap();
+        assert!(
+            reason.contains("required hook `guard` (embedded) gave no verdict")
+                && reason.contains("the guard's backend is down"),
+            "{reason}"
+        );
+        // The bytes as received, not the value re-serialized.
+        let bytes = b"{ \"session_id\": \"lib\", \"tool_name\": \"Bash\", \"tool_input\": {\"command\": \"ls\"} }";
+        let out = host
+            .dispatch_received("PreToolUse", input, bytes, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            out.receipt.unwrap().input,
+            format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+        );
+    }
+}

@@ -1,4 +1,4 @@
-//! The chain that makes the audit log tamper-evident (`docs/audit.md`).
+//! The chain that makes the audit log tamper-evident (`docs/book/src/audit-chain.md`).
 //!
 //! Every line starts with `"seq"` (0 at the genesis, one more each line) and `"prev"`:
 //! the lowercase hex SHA-256 of the previous line's bytes, without its newline. The first

@@ -51,6 +51,9 @@ pub struct Entry<'a> {
     )]
     rewrites: Option<serde_json::Value>,
     hooks: Vec<HookLine<'a>>,
+    /// The decision receipt of the dispatch (its `seq` is the line's own, so absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receipt: Option<&'a crate::outcome::DecisionReceipt>,
     /// The line of an async hook's run, written after its event's line.
     #[serde(rename = "async", skip_serializing_if = "std::ops::Not::not")]
     is_async: bool,
@@ -70,6 +73,8 @@ struct HookLine<'a> {
     #[serde(rename = "type")]
     kind: &'a str,
     status: HookStatus,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    required: bool,
     duration_ms: Option<f64>,
     exit_code: Option<i32>,
     fuel: Option<u64>,
@@ -143,6 +148,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
                 source: &h.source,
                 kind: &h.kind,
                 status: h.status,
+                required: h.required,
                 duration_ms: h.duration_ms,
                 exit_code: h.exit_code,
                 fuel: h.fuel,
@@ -160,6 +166,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
                 }),
             })
             .collect(),
+        receipt: outcome.receipt.as_ref(),
         is_async: false,
     }
 }

@@ -24,7 +24,7 @@
 //! signed genesis starts the chain and signed checkpoints follow every
 //! [`CHECKPOINT_EVERY`] seqs and at a daemon's shutdown; the head is taken under the lock
 //! (`chain.rs`), the key is the host's (`key.rs`), and [`verify`] checks it offline
-//! (`docs/audit.md`).
+//! (`docs/book/src/audit-chain.md`).
 //!
 //! Crash-only: a writer killed mid-line (`kill -9`, in any process, while a daemon holds
 //! the log open) leaves half a line; the next writer, under the lock, reads the byte

@@ -178,7 +178,7 @@ async fn dispatch(
         }
         Format::Outcome => Vec::new(),
     };
-    let mut outcome = match host.dispatch_traced(&event, input, trace).await {
+    let mut outcome = match host.dispatch_received(&event, input, stdin, trace).await {
         Ok(outcome) => outcome,
         // The host could not read its config: no answer, never "go ahead".
         Err(e @ hookhost::dispatch::DispatchError::CannotGuard(_)) => {

@@ -37,6 +37,9 @@ struct HookLine {
     handler: String,
     runs: bool,
     why_not: Option<String>,
+    /// A required hook: when it matches but gives no verdict, the event fails closed
+    /// (docs/book/src/required-hooks.md).
+    required: bool,
 }
 
 /// Why a hook would not run, from policy or from a quick look at what it names.
@@ -56,11 +59,49 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
             _ => None,
         },
         HandlerSpec::Wasm(w) if w.oci.is_some() => None,
-        HandlerSpec::Wasm(w) => {
-            (!w.plugin.is_file()).then(|| format!("plugin `{}` does not exist", w.plugin.display()))
-        }
+        HandlerSpec::Wasm(w) => plugin_refused(w, policy),
         _ => None,
     }
+}
+
+/// Why a wasm hook's plugin would not be admitted now: absent or not a regular file (a
+/// FIFO, a directory), not the `sha256` its hook (or the workspace's trust) pins, or not
+/// admitted by managed policy's allowlist. The loader decides again at every load; this
+/// is the same look, taken now.
+fn plugin_refused(w: &hookhost::policy::WasmSpec, policy: &Policy) -> Option<String> {
+    use hookhost::config::file::{FileError, read_regular, sha256_regular};
+    let shown = w.plugin.display();
+    let cap = hookhost::handlers::wasm::DEFAULT_MAX_PLUGIN_BYTES;
+    let digest = match sha256_regular(&w.plugin, cap) {
+        Ok(digest) => digest,
+        Err(FileError::NotFound) => return Some(format!("plugin `{shown}` does not exist")),
+        Err(e) => return Some(format!("plugin `{shown}` cannot be loaded: {e}")),
+    };
+    if let Some(pin) = w
+        .sha256
+        .as_deref()
+        .filter(|p| !p.eq_ignore_ascii_case(&digest))
+    {
+        return Some(format!(
+            "plugin `{shown}` is not the one pinned: `sha256` {pin}, the file's {digest}"
+        ));
+    }
+    let list = &policy.settings.plugin_allowlist;
+    if !list.required() {
+        return None;
+    }
+    let signature = match list.needs_signature(&digest) {
+        false => None,
+        true => match read_regular(
+            &hookhost::policy::allowlist::signature_path(&w.plugin),
+            4096,
+        ) {
+            Err(FileError::NotFound) => None,
+            Err(e) => Some(Err(e.to_string())),
+            Ok((bytes, _)) => Some(Ok(bytes)),
+        },
+    };
+    list.admit(&w.plugin, &digest, signature).err()
 }
 
 /// `hookhost hooks`: the table is for people, so every field that came from a config file
@@ -90,6 +131,7 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
             handler: hook.handler.summary(),
             runs: why_not.is_none(),
             why_not,
+            required: hook.required,
         });
     }
     if args.json {
@@ -107,9 +149,13 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
             "ID"
         );
         for l in &lines {
-            let state = match &l.why_not {
-                None => "runs".to_string(),
-                Some(why) => format!("skipped: {}", escape(why)),
+            let state = match (&l.why_not, l.required) {
+                (None, false) => "runs".to_string(),
+                (None, true) => "required, runs".to_string(),
+                (Some(why), false) => format!("skipped: {}", escape(why)),
+                (Some(why), true) => {
+                    format!("required, would not run (fails closed): {}", escape(why))
+                }
             };
             outln!(
                 "{:<9} {:<18} {:<14} {:<8} {:<34} {state}",

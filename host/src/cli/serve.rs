@@ -218,7 +218,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         }
     });
     // Stopped (a signal, or stdin's end): the lines this daemon wrote end signed
-    // (docs/audit.md), whether or not it stopped on an error.
+    // (docs/book/src/audit-chain.md), whether or not it stopped on an error.
     for problem in hookhost::audit::checkpoint_written() {
         say(&format!("audit: {}", hookhost::text::escape(&problem)));
     }

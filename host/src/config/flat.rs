@@ -170,6 +170,7 @@ pub(super) fn parse(
             group,
             flat: Some(n),
             left_out: None,
+            unread_required: Vec::new(),
         });
     }
     Ok(groups)

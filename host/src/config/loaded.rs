@@ -112,3 +112,16 @@ impl LoadedConfig {
         ));
     }
 }
+
+/// What is known of a hook entry that could not be read but is required.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnreadHook {
+    /// Its JSON path.
+    pub path: String,
+    /// Its `type`, when that much reads.
+    pub kind: Option<super::schema::HandlerType>,
+    /// Its `id`, when it has one.
+    pub id: Option<String>,
+    /// Why it could not be read.
+    pub message: String,
+}

@@ -17,7 +17,7 @@ mod sources;
 
 pub(crate) use load::is_claude_settings_file;
 pub use load::{load, load_with, parse_layer};
-pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig};
+pub use loaded::{ConfigLayer, FailedSource, GoodSource, LastGood, LoadedConfig, UnreadHook};
 pub(crate) use parse::kind_of;
 pub use parse::parse_settings;
 pub use sources::{FLAT_FILE, Origin, SourceKind, SourceOptions};

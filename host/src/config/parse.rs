@@ -4,6 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::UnreadHook;
 use super::schema::{RawEventGroup, RawHandler, RawMatcherGroup, RawSettings};
 use super::{ConfigError, ConfigWarning};
 use crate::event::EventCatalogue;
@@ -184,6 +185,18 @@ pub fn parse_settings(
     Ok((settings, warnings))
 }
 
+/// Whether a list of matcher groups has `"required": true` on a group or a hook.
+fn names_required(groups: &Value) -> bool {
+    let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
+    groups.as_array().into_iter().flatten().any(|group| {
+        required(group)
+            || group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hooks| hooks.iter().any(required))
+    })
+}
+
 fn parse_hooks(
     value: &Value,
     location: &str,
@@ -196,38 +209,47 @@ fn parse_hooks(
     for (event, mut list) in events {
         let path = format!("$.hooks.{event}");
         if catalogue.get(&event).is_none() {
+            let required = if names_required(&list) {
+                " (a required one too: it never matches, so it never fails closed)"
+            } else {
+                ""
+            };
             warnings.push(ConfigWarning {
                 location: location.to_string(),
                 path,
-                message: format!("unknown event `{event}`; its hooks are skipped"),
+                message: format!("unknown event `{event}`; its hooks are skipped{required}"),
             });
             continue;
         }
         super::lenient::prepare_groups(&mut list, location, &path, claude_format, warnings);
         let read = match typed::<Vec<RawMatcherGroup>>(&list, location, &path) {
-            Ok(read) => read.into_iter().map(|g| (g, None)).collect(),
+            Ok(read) => read.into_iter().map(|g| (g, None, Vec::new())).collect(),
             // One entry that cannot be read does not take the file's other hooks with it.
             Err(whole) => entry_by_entry(&list, location, &path).ok_or(whole)?,
         };
-        groups.extend(
-            read.into_iter()
-                .enumerate()
-                .map(|(index, (group, left_out))| RawEventGroup {
-                    event: event.clone(),
-                    index,
-                    group,
-                    flat: None,
-                    left_out,
-                }),
-        );
+        groups.extend(read.into_iter().enumerate().map(
+            |(index, (group, left_out, unread_required))| RawEventGroup {
+                event: event.clone(),
+                index,
+                group,
+                flat: None,
+                left_out,
+                unread_required,
+            },
+        ));
     }
     Ok(groups)
 }
 
-/// A group as read entry by entry: the group, and (when something was left out) its
+/// A group as read entry by entry: the group, (when something was left out) its
 /// entries that could not be read (`(JSON path, message)`) and the position of each kept
-/// hook in the file's list ([`RawEventGroup::left_out`]).
-type ReadGroup = (RawMatcherGroup, Option<(Vec<(String, String)>, Vec<usize>)>);
+/// hook in the file's list ([`RawEventGroup::left_out`]), and the required ones among
+/// those left out ([`RawEventGroup::unread_required`]).
+type ReadGroup = (
+    RawMatcherGroup,
+    Option<(Vec<(String, String)>, Vec<usize>)>,
+    Vec<UnreadHook>,
+);
 
 /// An event's list of groups that does not read whole, read one group and one hook
 /// entry at a time: what reads is kept, what does not is named (file, entry, field) for
@@ -239,7 +261,7 @@ fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGr
         let at = format!("{path}[{i}]");
         let whole = match typed::<RawMatcherGroup>(group, location, &at) {
             Ok(group) => {
-                read.push((group, None));
+                read.push((group, None, Vec::new()));
                 continue;
             }
             Err(e) => e,
@@ -261,23 +283,61 @@ fn entry_by_entry(list: &Value, location: &str, path: &str) -> Option<Vec<ReadGr
                 hooks: Vec::new(),
                 sequential: None,
                 chain: None,
+                required: None,
             };
-            read.push((empty, Some((vec![(whole.path, whole.message)], Vec::new()))));
+            // Its required entries stay known: they fail closed on every event of its name.
+            let unread = entries
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(j, entry)| {
+                    let path = format!("{at}.hooks[{j}]");
+                    unread_required(group, entry, path, &whole.message)
+                })
+                .collect();
+            read.push((
+                empty,
+                Some((vec![(whole.path, whole.message)], Vec::new())),
+                unread,
+            ));
             continue;
         };
-        let (mut unreadable, mut positions) = (Vec::new(), Vec::new());
+        let (mut unreadable, mut positions, mut unread) = (Vec::new(), Vec::new(), Vec::new());
         for (j, entry) in entries.iter().enumerate() {
             match typed::<RawHandler>(entry, location, &format!("{at}.hooks[{j}]")) {
                 Ok(hook) => {
                     kept.hooks.push(hook);
                     positions.push(j);
                 }
-                Err(e) => unreadable.push((e.path, e.message)),
+                Err(e) => {
+                    unread.extend(unread_required(group, entry, e.path.clone(), &e.message));
+                    unreadable.push((e.path, e.message));
+                }
             }
         }
-        read.push((kept, Some((unreadable, positions))));
+        read.push((kept, Some((unreadable, positions)), unread));
     }
     Some(read)
+}
+
+/// What is known of `entry` (of `group`), which could not be read (`message`), when it
+/// or its group says `"required": true`.
+fn unread_required(
+    group: &Value,
+    entry: &Value,
+    path: String,
+    message: &str,
+) -> Option<UnreadHook> {
+    // The entry's own `required` (true or false) over its group's.
+    let required = entry.get("required").or(group.get("required")) == Some(&Value::Bool(true));
+    required.then(|| UnreadHook {
+        path,
+        kind: entry
+            .get("type")
+            .and_then(|t| serde_json::from_value(t.clone()).ok()),
+        id: entry.get("id").and_then(Value::as_str).map(str::to_string),
+        message: message.to_string(),
+    })
 }
 
 /// Deserializes `value`, turning serde's error into one that names the JSON path below

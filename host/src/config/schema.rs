@@ -30,6 +30,10 @@ pub struct RawMatcherGroup {
     /// (`updatedInput`, `updatedToolOutput`, `updatedPrompt`, `skipResult`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<bool>,
+    /// Every hook of the group is required: when one that matches gives no verdict
+    /// (skipped, failed, timed out), the event fails closed (docs/book/src/required-hooks.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
 }
 
 /// The handler types a settings file may name.
@@ -141,6 +145,11 @@ pub struct RawHandler {
     /// Higher wins when several hooks rewrite the tool input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
+    /// When the hook matches but gives no verdict (skipped, failed, timed out), the event
+    /// fails closed (docs/book/src/required-hooks.md). Honoured from managed policy, the user's
+    /// settings and `--settings`; from project and local files in a trusted workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
 
     /// `hookSpecificOutput` keys that grant, consent or widen (`updatedPermissions`,
     /// `retry`, Elicitation `action`, `worktreePath` …) which this command or HTTP hook may
@@ -309,6 +318,8 @@ pub struct RawEventGroup {
     pub flat: Option<usize>,
     /// Entries left out unread (path, message) and each kept hook's position (`parse.rs`).
     pub left_out: Option<LeftOut>,
+    /// Required entries left out unread: policy keeps them, failing closed.
+    pub unread_required: Vec<super::UnreadHook>,
 }
 
 /// What a group's reading left out: the entries left unread (path, message) and each kept

@@ -130,6 +130,7 @@ pub fn admission(hook: &Hook, policy: &Policy) -> Value {
             "maxTurns": a.max_turns,
             "tokenBudget": a.token_budget,
         }),
+        HandlerSpec::Unbuilt(u) => json!({"type": u.kind, "unbuilt": u.error}),
         HandlerSpec::McpTool(m) => json!({
             "type": "mcp_tool",
             "server": m.server,

@@ -45,7 +45,9 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::handlers::{HandlerRun, Handlers, Invocation};
-use crate::outcome::{Executed, HookResult, Outcome, merge_event, step};
+use crate::outcome::{
+    DecisionReceipt, Executed, HookResult, Outcome, input_digest, merge_event, step,
+};
 use crate::policy::{Group, HandlerSpec, Hook, Policy, RunMode};
 use crate::session::SessionStore;
 
@@ -255,6 +257,27 @@ impl Dispatcher {
         input: Value,
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
+        self.dispatch_received(event, input, None, parent).await
+    }
+
+    /// [`Dispatcher::dispatch_traced`] for a caller that read the input from bytes
+    /// (`received`, as they came, before any repair): the outcome's receipt names their
+    /// digest. Without them it names the digest of the input's compact JSON.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispatcher::dispatch`].
+    pub async fn dispatch_received(
+        &self,
+        event: &str,
+        input: Value,
+        received: Option<&[u8]>,
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
+        let input_digest = match received {
+            Some(bytes) => input_digest(bytes),
+            None => input_digest(&serde_json::to_vec(&input).unwrap_or_default()),
+        };
         // Only while telemetry is on: otherwise not even a clock read.
         let traced = self.telemetry.as_ref().map(|_| {
             (
@@ -309,6 +332,12 @@ impl Dispatcher {
             None => {}
         }
         let mut outcome = merge_event(&invocation.spec, &invocation.input, &executed);
+        let mut receipt = DecisionReceipt::new(
+            input_digest,
+            self.policy.digest.clone(),
+            &executed,
+            &outcome,
+        );
         if let Some(why) = refused {
             depth::refuse(&invocation.spec, would_run, &why, &mut outcome);
         }
@@ -324,6 +353,10 @@ impl Dispatcher {
         self.deliver_async(&invocation.session_id, &mut outcome);
         self.apply_stop_cap(&invocation, &mut outcome);
         outcome.enforce_caps();
+        // The decision as it stands after the depth guard and the Stop cap.
+        receipt.decision = outcome.decision;
+        receipt.continue_ = outcome.continue_;
+        outcome.receipt = Some(receipt);
         if let (Some(telemetry), Some((started, timeline))) = (&self.telemetry, traced) {
             let dispatched = crate::telemetry::Dispatched {
                 invocation: &invocation,
@@ -337,10 +370,15 @@ impl Dispatcher {
                 outcome.host_notice(notice);
             }
         }
-        if let Some(log) = &self.audit
-            && let Err(e) = log.record(&invocation, &outcome)
-        {
-            outcome.host_notice(format!("audit: {e}"));
+        if let Some(log) = &self.audit {
+            match log.record(&invocation, &outcome) {
+                Ok(seq) => {
+                    if let Some(receipt) = &mut outcome.receipt {
+                        receipt.seq = seq;
+                    }
+                }
+                Err(e) => outcome.host_notice(format!("audit: {e}")),
+            }
         }
         if invocation.spec.ends_session {
             self.sessions.end_session(&invocation.session_id);

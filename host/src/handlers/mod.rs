@@ -132,6 +132,9 @@ pub struct Usage {
     /// Model turns taken (agent hooks), or model calls answered (wasm hooks whose plugin
     /// holds a model grant).
     pub turns: Option<u32>,
+    /// The sha256 of the plugin that ran (wasm hooks, once it was loaded and admitted):
+    /// what a decision receipt names.
+    pub plugin_sha256: Option<[u8; 32]>,
 }
 
 /// The result of running one hook once.
@@ -414,6 +417,12 @@ impl Handlers {
                 let resolved = self.model_for(spec.provider, spec.model.as_deref(), hook, policy);
                 agent::run(spec, hook, invocation, resolved, &policy.host_places).await
             }
+            // Never run (it is skipped); refused should it reach here.
+            HandlerSpec::Unbuilt(spec) => HandlerRun::failed(
+                FailureKind::Refused,
+                format!("the hook cannot be built: {}", spec.error),
+                started,
+            ),
             HandlerSpec::McpTool(spec) => {
                 let http = self.http_client(&policy.settings);
                 let embedder = self.mcp_provider.as_ref();

@@ -85,6 +85,14 @@ fn merge_inner(spec: &EventSpec, input: Option<&Value>, executed: &[Executed]) -
     for executed in executed {
         let Executed { hook, result } = executed;
         let mut report = report(executed);
+        // A required hook that gave no verdict, whatever the reason (every skip, failure,
+        // timeout, background start): the event fails closed, instead of what its
+        // `onFailure` says.
+        if hook.required && !report.status.gives_verdict() {
+            super::required::fail_closed(spec, &report, &mut outcome, &mut state.decisions);
+            outcome.hooks.push(report);
+            continue;
+        }
         if let HookResult::Ran(run) = result {
             match &run.verdict {
                 Verdict::Failed(Failure { message, kind }) => {
@@ -263,7 +271,7 @@ pub fn unanswered(spec: &EventSpec, why: &str) -> Outcome {
 }
 
 /// The decision a blocking error means on this event.
-fn blocking_decision(spec: &EventSpec) -> Decision {
+pub(super) fn blocking_decision(spec: &EventSpec) -> Decision {
     match spec.decision {
         DecisionStyle::Permission | DecisionStyle::PermissionRequest => Decision::Deny,
         _ => Decision::Block,

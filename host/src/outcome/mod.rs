@@ -31,8 +31,12 @@ mod admit;
 mod bounds;
 mod claude;
 mod merge;
+mod receipt;
 mod refuse_only;
 mod report;
+mod required;
+#[cfg(test)]
+mod required_tests;
 mod rewrite;
 #[cfg(test)]
 mod rewrite_tests;
@@ -42,6 +46,7 @@ mod tests;
 pub use bounds::{HOOK_TEXTS_CAP, LIST_TEXT_CAP, SHORT_TEXT_CAP};
 pub use claude::{ClaudeResponse, notice_line, to_claude, untrusted_notice};
 pub use merge::{Step, merge, merge_event, step, unanswered};
+pub use receipt::{DecisionReceipt, ReceiptHook, input_digest};
 pub use report::report;
 pub use rewrite::{REWRITES_BUDGET, Rewrite};
 
@@ -122,6 +127,28 @@ impl HookStatus {
             HookStatus::Async => "async",
         }
     }
+
+    /// Whether a hook in this state gave the event a verdict (it ran and answered, a
+    /// block or not). Every other state is a required hook's failure to guard
+    /// ([`merge`]); the match is exhaustive, so a new state must be judged here.
+    pub fn gives_verdict(self) -> bool {
+        match self {
+            HookStatus::Ok | HookStatus::Blocked => true,
+            HookStatus::Failed | HookStatus::Timeout | HookStatus::Skipped | HookStatus::Async => {
+                false
+            }
+        }
+    }
+
+    /// Every status, for tests that must cover each one.
+    pub const ALL: [HookStatus; 6] = [
+        HookStatus::Ok,
+        HookStatus::Blocked,
+        HookStatus::Failed,
+        HookStatus::Timeout,
+        HookStatus::Skipped,
+        HookStatus::Async,
+    ];
 }
 
 /// One hook's line in an outcome.
@@ -137,6 +164,10 @@ pub struct HookReport {
     pub kind: String,
     /// What happened.
     pub status: HookStatus,
+    /// A required hook (docs/book/src/required-hooks.md): when it gives no verdict, the event
+    /// fails closed. Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
     /// Exit code (command) or HTTP status (http).
     pub exit_code: Option<i32>,
     /// Wall-clock time in milliseconds.
@@ -227,6 +258,11 @@ pub struct Outcome {
     pub notices: Vec<Notice>,
     /// One entry per hook that matched.
     pub hooks: Vec<HookReport>,
+    /// The proof of this decision: the input's digest, the policy's, each hook with its
+    /// status, the decision and the audit line's `seq` ([`DecisionReceipt`]). Set by every
+    /// dispatch; not sent under `--format claude`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<DecisionReceipt>,
 }
 
 impl Outcome {
@@ -250,6 +286,7 @@ impl Outcome {
             hook_specific_output: Map::new(),
             notices: Vec::new(),
             hooks: Vec::new(),
+            receipt: None,
         }
     }
 

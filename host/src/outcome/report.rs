@@ -13,6 +13,7 @@ pub fn report(executed: &Executed) -> HookReport {
         source: hook.origin.kind.as_str().to_string(),
         kind: hook.handler.type_name().to_string(),
         status: HookStatus::Ok,
+        required: hook.required,
         exit_code: None,
         duration_ms: None,
         fuel: None,

@@ -41,6 +41,7 @@ fn hook(order: usize, priority: i64, chain: Option<usize>) -> Arc<Hook> {
         order,
         widens: Vec::new(),
         chain,
+        required: false,
     })
 }
 

@@ -35,6 +35,7 @@ fn hook(id: &str, order: usize, priority: i64, on_failure: OnFailure) -> Arc<Hoo
         order,
         widens: Vec::new(),
         chain: None,
+        required: false,
     })
 }
 
@@ -375,6 +376,7 @@ fn the_whole_outcome_is_bounded() {
             source: "project".into(),
             kind: "command".into(),
             status: HookStatus::Failed,
+            required: false,
             exit_code: Some(1),
             duration_ms: None,
             fuel: None,

@@ -44,6 +44,7 @@ pub struct FunctionHook {
     priority: i64,
     on_failure: OnFailure,
     chain: Option<String>,
+    required: bool,
     handler: FunctionSpec,
 }
 
@@ -65,6 +66,7 @@ impl FunctionHook {
             priority: 0,
             on_failure: OnFailure::Continue,
             chain: None,
+            required: false,
             handler: FunctionSpec {
                 handler: Arc::new(handler) as Arc<dyn FunctionHandler>,
             },
@@ -98,6 +100,14 @@ impl FunctionHook {
     /// Fail open (default) or closed.
     pub fn on_failure(mut self, on_failure: OnFailure) -> FunctionHook {
         self.on_failure = on_failure;
+        self
+    }
+
+    /// A required hook (`"required": true` in config): when it matches but gives no
+    /// verdict (fails, times out, is skipped by governance), the event fails closed
+    /// (docs/book/src/required-hooks.md).
+    pub fn required(mut self, required: bool) -> FunctionHook {
+        self.required = required;
         self
     }
 
@@ -152,6 +162,8 @@ pub(super) fn build(
                 continue;
             }
         };
+        let never_matches = (if_rule.is_some() && !spec.tool_event)
+            .then(|| format!("`if` never matches on `{}`", spec.name));
         let mut hook = Hook {
             id: f.id.clone(),
             event: f.event.clone(),
@@ -161,8 +173,9 @@ pub(super) fn build(
             },
             config_path: format!("function hook `{}`", f.id),
             handler: HandlerSpec::Function(f.handler.clone()),
-            skip: (if_rule.is_some() && !spec.tool_event)
-                .then(|| format!("`if` never matches on `{}`", spec.name)),
+            skip: never_matches.clone(),
+            // A hook that never matches never fails closed.
+            required: f.required && never_matches.is_none(),
             if_rule,
             timeout: f.timeout.unwrap_or(spec.default_timeout),
             on_failure: f.on_failure,

@@ -459,14 +459,7 @@ pub(super) fn build(
         }
     }
 
-    let id = raw.id.clone().unwrap_or_else(|| {
-        // `PreToolUse[0][1]`, or a flat file's `hooks[3]`.
-        let short = match path.strip_prefix("$.hooks.") {
-            Some(nested) => nested.replace(".hooks", ""),
-            None => path.trim_start_matches("$.").replace(".handler", ""),
-        };
-        format!("{}:{short}", layer.origin.kind)
-    });
+    let id = id_of(raw, layer, path);
     let hook = Hook {
         id,
         event: spec.name.to_string(),
@@ -483,8 +476,27 @@ pub(super) fn build(
         order,
         widens,
         chain: None,
+        // Decided by the resolution, which knows the group and the trust.
+        required: false,
     };
     Ok((hook, warnings))
+}
+
+/// The hook's `id`, else its config path: `<source>:PreToolUse[0][1]`, or a flat file's
+/// `<source>:hooks[3]`.
+pub(super) fn id_of(raw: &RawHandler, layer: &ConfigLayer, path: &str) -> String {
+    id_at(raw.id.as_deref(), layer, path)
+}
+
+/// `id`, else the id [`id_of`] makes of the config path.
+pub(super) fn id_at(id: Option<&str>, layer: &ConfigLayer, path: &str) -> String {
+    id.map(str::to_string).unwrap_or_else(|| {
+        let short = match path.strip_prefix("$.hooks.") {
+            Some(nested) => nested.replace(".hooks", ""),
+            None => path.trim_start_matches("$.").replace(".handler", ""),
+        };
+        format!("{}:{short}", layer.origin.kind)
+    })
 }
 
 fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<String, String> {

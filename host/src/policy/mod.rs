@@ -25,6 +25,7 @@ pub mod allowlist;
 pub mod capability;
 pub mod ceiling;
 pub mod chain;
+mod digest;
 mod embedded;
 pub mod env;
 mod guard_entries;
@@ -36,6 +37,7 @@ pub mod models;
 pub mod oci;
 mod on_failure;
 pub mod places;
+mod required;
 mod settings;
 mod spec;
 pub mod trust;
@@ -48,10 +50,11 @@ pub use on_failure::{FailureEffect, ignored as on_failure_ignored};
 pub use settings::{DEFAULT_STOP_BLOCK_CAP, Settings};
 pub use spec::{
     AgentSpec, CommandSpec, FRAMING_HEADERS, FunctionHandler, FunctionSpec, Group, HandlerSpec,
-    Hook, HttpSpec, PromptSpec, RunMode, Shell, WasmSpec, is_framing_header,
+    Hook, HttpSpec, PromptSpec, RunMode, Shell, UnbuiltSpec, WasmSpec, is_framing_header,
 };
 pub use urls::UrlAllowlist;
 
+pub use digest::{PolicyDigest, PolicySource};
 use settings::{managed_trust, merge_settings, sets_settings};
 use trust::{Fingerprint, TrustDecision, TrustInput};
 
@@ -100,6 +103,9 @@ pub struct Policy {
     /// What [`Policy::admit`] needs to judge a hook registered at runtime as this
     /// resolution judged the configured ones.
     pub admission: Admission,
+    /// The sources it was resolved from with their digests, and the digest of it all
+    /// (for decision receipts).
+    pub digest: Arc<PolicyDigest>,
 }
 
 impl Policy {
@@ -305,6 +311,7 @@ pub fn resolve(
         }
         groups.entry(event).or_default().push(group);
     }
+    let digest = Arc::new(PolicyDigest::of(&layers, workspace_trust.as_ref()));
     let mut notices = loaded_notices;
     for error in &errors {
         notices.push(if managed_errors.contains(error) {
@@ -332,6 +339,7 @@ pub fn resolve(
             home_dir: options.home_dir.clone(),
             real_path: options.real_path,
         },
+        digest,
     }
 }
 
@@ -471,8 +479,8 @@ impl Resolution<'_> {
             Ok(m) => m,
             Err(message) => {
                 let path = format!("{group_path}.matcher");
-                self.note_build_error(layer, path, message);
-                return None;
+                self.note_build_error(layer, path, message.clone());
+                return self.unbuilt_group(layer, raw_group, spec, &group_path, &message);
             }
         };
         if spec.matcher_field.is_none()
@@ -523,6 +531,7 @@ impl Resolution<'_> {
                 self.hooks.push(hook);
             }
         }
+        self.finish_required(layer, raw_group, spec, &group_path, &mut group);
         Some(group)
     }
 
@@ -551,13 +560,17 @@ impl Resolution<'_> {
                 hook
             }
             Err(message) => {
-                self.note_build_error(layer, path, message);
-                return None;
+                self.note_build_error(layer, path.clone(), message.clone());
+                // A required hook that cannot be built stays, as skipped: it fails closed.
+                return self.keep_unbuilt(layer, raw_group, raw, spec, path, &message);
             }
         };
+        let required = self.required(layer, raw_group, raw, &hook, &path);
         if let Some(message) = self.reaches_host_place(&hook) {
-            self.note_build_error(layer, path, format!("hook refused: {message}"));
-            return None;
+            let message = format!("hook refused: {message}");
+            self.note_build_error(layer, path, message.clone());
+            // A required hook refused stays, as skipped: it fails closed where it matches.
+            return required.then(|| self.keep_refused(hook, message));
         }
         let capped = !matches!(
             layer.origin.kind,
@@ -572,13 +585,15 @@ impl Resolution<'_> {
                 self.options.real_path,
             )
         {
+            let message = format!("hook refused by managed policy: {message}");
             self.errors.push(ConfigError {
                 location: layer.origin.location.clone(),
                 path,
-                message: format!("hook refused by managed policy: {message}"),
+                message: message.clone(),
             });
-            return None;
+            return required.then(|| self.keep_refused(hook, message));
         }
+        hook.required = required;
         hook.id = unique_id(&mut self.ids, hook.id);
         if is_workspace_source(layer.origin.kind) {
             apply_trust(&mut hook, self.workspace_trust);
@@ -586,14 +601,18 @@ impl Resolution<'_> {
         apply_governance(&mut hook, &self.settings);
         // A hook that does not run does not make its duplicates skip.
         if hook.skip.is_none() {
+            // A required hook is identical only to a required one, which then carries
+            // the rule for both.
             let identity = format!(
-                "{}\u{0}{}\u{0}{}",
+                "{}\u{0}{}\u{0}{}\u{0}{}",
                 raw_group.event,
                 raw_group.group.matcher.as_deref().unwrap_or("*"),
-                serde_json::to_string(raw).unwrap_or_default()
+                serde_json::to_string(raw).unwrap_or_default(),
+                hook.required
             );
             if let Some(first) = self.seen.get(&identity) {
                 hook.skip = Some(format!("identical to hook `{first}`, which runs instead"));
+                hook.required = false;
             } else {
                 self.seen.insert(identity, hook.id.clone());
             }
@@ -680,5 +699,7 @@ pub(crate) mod tests_support {
     }
 }
 
+#[cfg(test)]
+mod required_tests;
 #[cfg(test)]
 mod tests;

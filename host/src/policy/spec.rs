@@ -170,6 +170,19 @@ pub enum HandlerSpec {
     Agent(AgentSpec),
     /// A tool of an MCP server.
     McpTool(super::mcp::McpToolSpec),
+    /// A required hook whose entry could not be built (a missing or wrong field, an
+    /// `if` or a matcher that cannot be read): kept, never run (its `skip` says why), so
+    /// that an event it would match fails closed instead of going ahead without it.
+    Unbuilt(UnbuiltSpec),
+}
+
+/// What is known of a required hook that could not be built.
+#[derive(Debug, Clone)]
+pub struct UnbuiltSpec {
+    /// The handler type its entry names.
+    pub kind: &'static str,
+    /// Why it could not be built.
+    pub error: String,
 }
 
 impl HandlerSpec {
@@ -183,6 +196,7 @@ impl HandlerSpec {
             HandlerSpec::Prompt(_) => "prompt",
             HandlerSpec::Agent(_) => "agent",
             HandlerSpec::McpTool(_) => "mcp_tool",
+            HandlerSpec::Unbuilt(u) => u.kind,
         }
     }
 
@@ -208,6 +222,7 @@ impl HandlerSpec {
                 format!("agent: {short}")
             }
             HandlerSpec::McpTool(m) => format!("mcp {} {}", m.server, m.tool),
+            HandlerSpec::Unbuilt(u) => format!("(cannot be built: {})", u.error),
         }
     }
 }
@@ -247,6 +262,13 @@ pub struct Hook {
     /// The transform chain the hook belongs to, named by the config order of the chain's
     /// first hook (`None`: not in a chain). The merge composes a chain's rewrites.
     pub chain: Option<usize>,
+    /// A required hook: when it matches but gives no verdict (skipped, failed, timed
+    /// out, started in the background), the event fails closed
+    /// (`outcome::merge`; docs/book/src/required-hooks.md). Only set where honoured: a
+    /// project or local file's `required` counts in a trusted workspace only, and a
+    /// hook that can never match (`enabled: false`, `if` on an event without a tool
+    /// call, a duplicate of one that runs instead) is not required.
+    pub required: bool,
 }
 
 /// Fields that belong to one handler type only.

@@ -68,9 +68,10 @@ fn every_dispatch_appends_one_redacted_line() {
             "decision",
             "reason",
             "continue",
-            "hooks"
+            "hooks",
+            "receipt"
         ],
-        "the line's fields, in order (an async run's line adds `async`)"
+        "the line's fields, in order (an async run's line adds `async` and has no receipt)"
     );
     assert_eq!(first["hookhostVersion"], env!("CARGO_PKG_VERSION"));
     assert!(!first["user"].as_str().unwrap().is_empty());

@@ -1,5 +1,5 @@
 //! The audit log's chain through the binary (issue 29, items 2, 3 and the attacks of 5
-//! on the log; docs/audit.md): what `hookhost dispatch` and `hookhost serve` write, and
+//! on the log; docs/book/src/audit-chain.md): what `hookhost dispatch` and `hookhost serve` write, and
 //! what `hookhost audit verify` says of it, intact and attacked.
 
 use std::os::unix::fs::PermissionsExt;

@@ -53,6 +53,7 @@ mod pipes;
 mod plugin;
 mod prompt;
 mod reload_gate;
+mod required;
 mod schema;
 mod serve;
 mod serve_registry;

@@ -8,7 +8,7 @@
 //! Not breaks, but said: lines before the chain's first line (a log from before the
 //! chain), a set that begins after the genesis (older files rotated away), one line that
 //! is not a chain line but is chained over (half a line from a writer killed mid-line),
-//! the lines after the last signed line (the unsigned tail: see `docs/audit.md` for what
+//! the lines after the last signed line (the unsigned tail: see `docs/book/src/audit-chain.md` for what
 //! can be told of it), and a last line still being written.
 
 use std::path::PathBuf;

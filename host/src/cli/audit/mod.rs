@@ -4,7 +4,7 @@
 //! ([`hookhost::audit::AuditLog::read_tail`]), so it costs what the last entries take,
 //! whatever the size of the log. Every field that came from the log is escaped and
 //! bounded before the terminal shows it. `hookhost audit verify` checks the log's chain
-//! (`verify.rs`, `docs/audit.md`).
+//! (`verify.rs`, `docs/book/src/audit-chain.md`).
 
 mod summary;
 mod verify;
@@ -47,7 +47,7 @@ impl DecisionArg {
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
     /// Check the log's chain and signatures offline: exit 0 when intact, 1 on any break
-    /// (docs/audit.md).
+    /// (docs/book/src/audit-chain.md).
     Verify(verify::VerifyArgs),
 }
 

@@ -143,7 +143,7 @@ fn serve(
     // Not joined: a blocking thread stuck on a FIFO must not keep the daemon alive.
     runtime.shutdown_background();
     hookhost::telemetry::flush_all(hookhost::telemetry::EXIT_FLUSH);
-    // The lines this daemon wrote end signed (docs/audit.md).
+    // The lines this daemon wrote end signed (docs/book/src/audit-chain.md).
     for problem in hookhost::audit::checkpoint_written() {
         eprintln!("hookhost dispatch daemon: audit: {problem}");
     }

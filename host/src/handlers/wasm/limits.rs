@@ -157,6 +157,7 @@ pub(super) fn finish(
         memory_bytes: Some(store.data().limiter.peak as u64),
         tokens: model.as_ref().map(|m| m.tokens_used()),
         turns: model.as_ref().map(|m| m.answered()),
+        plugin_sha256: None,
     };
     let refused = store.data().limiter.refused;
     let mut notes: Vec<String> = model.iter().map(|m| m.summary()).collect();

@@ -447,6 +447,15 @@ impl Sandbox {
             Ok(l) => l,
             Err((kind, message)) => return failed(kind, message, Vec::new()),
         };
+        // From here every run names the plugin that was admitted (decision receipts).
+        let digest: Option<[u8; 32]> = hex::decode(&loaded.info.sha256)
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok());
+        let failed = |kind, message: String, warnings| {
+            let mut run = failed(kind, message, warnings);
+            run.run.usage.plugin_sha256 = digest;
+            run
+        };
         let event_name = invocation.spec.name.as_ref();
         if !loaded.info.events.is_empty()
             && !loaded
@@ -459,7 +468,10 @@ impl Sandbox {
                 verdict: Verdict::Answer(Answer::default()),
                 exit_code: None,
                 duration: started.elapsed(),
-                usage: Usage::default(),
+                usage: Usage {
+                    plugin_sha256: digest,
+                    ..Usage::default()
+                },
                 diagnostics: None,
             };
             run.diagnostics = Some(format!(
@@ -520,7 +532,7 @@ impl Sandbox {
         };
         let CallOutcome {
             result,
-            usage,
+            mut usage,
             mut diagnostics,
         } = match outcome {
             Ok(o) => o,
@@ -562,6 +574,7 @@ impl Sandbox {
                 None,
             ),
         };
+        usage.plugin_sha256 = digest;
         PluginRun {
             run: HandlerRun {
                 verdict,
