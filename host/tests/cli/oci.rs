@@ -96,7 +96,7 @@ impl Registry {
 
 /// An empty docker config directory outside the project (no credentials), so that the
 /// machine's own `~/.docker` plays no part.
-fn no_docker_config(env: &TestEnv) -> PathBuf {
+pub(crate) fn no_docker_config(env: &TestEnv) -> PathBuf {
     let dir = env.home.join("docker");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -113,7 +113,7 @@ fn push(env: &TestEnv, docker: &Path, file: &str, reference: &str) -> String {
     run.stdout.trim().to_string()
 }
 
-fn wasm_hook(plugin: &str) -> Value {
+pub(crate) fn wasm_hook(plugin: &str) -> Value {
     hooks(
         "PreToolUse",
         "Bash",
@@ -508,12 +508,12 @@ fn hostile(manifest: String, blob: String) -> TestServer {
     })
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-fn wasm_manifest(layer: &[u8], config_type: &str) -> String {
+pub(crate) fn wasm_manifest(layer: &[u8], config_type: &str) -> String {
     json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",

@@ -1,0 +1,141 @@
+//! Stop 37's red team: `hookhost.lock`, the OTLP headers rule, terminal escaping, audit
+//! reading and OCI pulls attacked with members of their class nobody named. Each test is
+//! the attack; what got through was fixed at its chokepoint (named on the test).
+
+use serde_json::{Value, json};
+
+use crate::oci::{no_docker_config, sha256, wasm_hook, wasm_manifest};
+use crate::serve::Daemon;
+use crate::support::{TestEnv, TestServer, bash_input, hooks, wait_until};
+
+/// A loopback "registry" that answers every manifest with `status` and `manifest` after
+/// `delay`, every blob with `blob`.
+fn registry(status: u16, manifest: String, blob: String, delay_ms: u64) -> TestServer {
+    TestServer::start(move |request| {
+        if request.path.contains("/manifests/") {
+            let delay = std::time::Duration::from_millis(delay_ms);
+            (status, manifest.clone(), delay)
+        } else if request.path.contains("/blobs/") {
+            (200, blob.clone(), std::time::Duration::ZERO)
+        } else {
+            (404, "{}".to_string(), std::time::Duration::ZERO)
+        }
+    })
+}
+
+fn daemon(env: &TestEnv) -> Daemon {
+    let docker = no_docker_config(env);
+    Daemon::start_with(env, {
+        let mut command = env.command();
+        command.env("DOCKER_CONFIG", &docker);
+        command
+    })
+}
+
+/// Four events at once on one daemon; their outcomes.
+fn four_at_once(daemon: &Daemon) -> Vec<Value> {
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let mut client = daemon.client();
+            std::thread::spawn(move || client.call("PreToolUse", bash_input("ls")))
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn manifest_pulls(server: &TestServer, pin: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("/manifests/sha256:{pin}")))
+        .count()
+}
+
+fn write_lock(env: &TestEnv, reference: &str, hex: &str) {
+    let lock = json!({"version": 1, "plugins": [
+        {"reference": reference, "digest": format!("sha256:{hex}")}]});
+    std::fs::write(env.project.join("hookhost.lock"), lock.to_string()).unwrap();
+}
+
+/// `hookhost.lock` changed under a running daemon (`hookhost plugin lock` after a tag
+/// moved, or an edit): the daemon did not watch the lock, so it kept running the old
+/// binding, and, the lock being part of the workspace's trust fingerprint, kept the old
+/// trust too, until some other file changed. Fixed at `config/sources.rs`
+/// `SourceOptions::watched_paths`, the one list of files a host is rebuilt on.
+#[test]
+fn a_daemon_rebinds_when_hookhost_lock_changes() {
+    let env = TestEnv::new();
+    let server = registry(404, "{}".into(), String::new(), 0);
+    let host = server.url.trim_start_matches("http://").to_string();
+    env.managed(json!({"ceilings": {"ociTags": true}}));
+    let tag = format!("oci://{host}/team/gate:v1");
+    env.project_hooks(wasm_hook(&tag));
+    let (first, second) = ("a".repeat(64), "b".repeat(64));
+    write_lock(&env, &tag, &first);
+    // Files younger than a stamp's granularity make the daemon rebuild at every poll
+    // whatever it watches; let them settle, so that only a watched change rebuilds.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let daemon = daemon(&env);
+    let out = daemon.client().call("PreToolUse", bash_input("ls"));
+    assert_eq!(
+        out["hooks"][0]["plugin"],
+        format!("{tag}@sha256:{first}"),
+        "{out}"
+    );
+    write_lock(&env, &tag, &second);
+    wait_until("the daemon to bind the new lock", || {
+        let out = daemon.client().call("PreToolUse", bash_input("ls"));
+        out["hooks"][0]["plugin"] == format!("{tag}@sha256:{second}")
+    });
+}
+
+/// A pull that fails, with events waiting for it: each waiter then pulled again in
+/// turn (a registry that fails slowly held the last event for the sum of them all), and
+/// an event arriving meanwhile started another pull beside them. Fixed at
+/// `handlers/wasm/oci/mod.rs` `OciStore::pull_once`: the waiters share the pull's
+/// outcome, a failure included.
+#[test]
+fn events_waiting_on_a_failed_pull_share_its_failure() {
+    let env = TestEnv::new();
+    let pin = "c".repeat(64);
+    let server = registry(500, "{}".into(), String::new(), 700);
+    let host = server.url.trim_start_matches("http://");
+    env.project_hooks(wasm_hook(&format!(
+        "oci://{host}/team/gate:v1@sha256:{pin}"
+    )));
+    let daemon = daemon(&env);
+    for outcome in four_at_once(&daemon) {
+        assert_eq!(outcome["hooks"][0]["status"], "failed", "{outcome}");
+    }
+    assert_eq!(manifest_pulls(&server, &pin), 1);
+}
+
+/// The same artifact spelled two ways (with its tag and without, both pinning one
+/// digest) in concurrent events: one pull each. Fixed at `OciStore::pull_once`'s key
+/// (`pull_key`): the registry, the repository and the digest.
+#[test]
+fn two_spellings_of_one_pinned_artifact_are_one_pull() {
+    let env = TestEnv::new();
+    let layer = b"pretend component".to_vec();
+    let manifest = wasm_manifest(&layer, "application/vnd.wasm.config.v0+json");
+    let pin = sha256(manifest.as_bytes());
+    let server = registry(200, manifest, String::from_utf8(layer).unwrap(), 700);
+    let host = server.url.trim_start_matches("http://");
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([
+            {"type": "wasm", "id": "tagged", "plugin": format!("oci://{host}/team/gate:v1@sha256:{pin}")},
+            {"type": "wasm", "id": "bare", "plugin": format!("oci://{host}/team/gate@sha256:{pin}")},
+        ]),
+    ));
+    let daemon = daemon(&env);
+    for outcome in four_at_once(&daemon) {
+        assert_eq!(
+            outcome["hooks"].as_array().map(Vec::len),
+            Some(2),
+            "{outcome}"
+        );
+    }
+    assert_eq!(manifest_pulls(&server, &pin), 1);
+}
