@@ -367,7 +367,6 @@ mod tests {
             "oci://r.example/team/gate:v1",
             "oci://R.Example/team/gate:v1",
             "r.example/team/gate:v1",
-            " oci://r.example/team/gate:v1 ",
         ] {
             let pins = lock(Ok(vec![
                 ("oci://r.example/team/gate:v1", &digest),
@@ -379,9 +378,10 @@ mod tests {
                 "{why}"
             );
             assert!(pins.bind(&tag).is_err(), "{second}");
+            let upper = format!("sha256:{}", HEX.to_uppercase());
             let same = lock(Ok(vec![
                 ("oci://r.example/team/gate:v1", &digest),
-                (second, &digest),
+                (second, &upper),
             ]));
             assert_eq!(same.bind(&tag), Ok(Some(tag.pinned(HEX))), "{second}");
         }
