@@ -139,3 +139,49 @@ fn two_spellings_of_one_pinned_artifact_are_one_pull() {
     }
     assert_eq!(manifest_pulls(&server, &pin), 1);
 }
+
+/// The user's own guard, pinned by digest in the user's `hooks.json`, in a trusted
+/// workspace whose `hookhost.lock` pins the same name at another digest: the lock is the
+/// repository's word, and must neither choose the digest of the user's hook nor take
+/// the guard away.
+#[test]
+fn a_projects_lock_does_not_bind_the_users_own_hooks() {
+    let env = TestEnv::new();
+    let Some(registry) =
+        crate::oci::Registry::start("a_projects_lock_does_not_bind_the_users_own_hooks", false)
+    else {
+        return;
+    };
+    let docker = no_docker_config(&env);
+    let tag = registry.reference("team/gate:v1");
+    let guard = crate::oci::push(
+        &env,
+        &docker,
+        crate::support::deny_dangerous_bash().to_str().unwrap(),
+        &tag,
+    );
+    env.user_hooks(wasm_hook(&guard));
+    write_lock(&env, &tag, &"a".repeat(64));
+    let out = crate::oci::dispatch(&env, &docker, "rm -rf /");
+    assert_eq!(
+        out["decision"], "deny",
+        "the user's guard did not run: {out}"
+    );
+    assert_eq!(out["hooks"][0]["plugin"], guard.as_str(), "{out}");
+    // Nor does it move a tag the user's hook runs at (managed policy allows tags).
+    env.managed(json!({"ceilings": {"ociTags": true}}));
+    env.user_hooks(wasm_hook(&tag));
+    let out = crate::oci::dispatch(&env, &docker, "rm -rf /");
+    assert_eq!(
+        out["decision"], "deny",
+        "the user's guard did not run: {out}"
+    );
+    // `plugin lock` writes no reference of the user's into the repository's lock, and
+    // `validate` does not ask for one there.
+    let locked = crate::oci::run(&env, &docker, &["plugin", "lock"]);
+    assert_eq!(locked.code, 0, "{}", locked.stderr);
+    let written = std::fs::read_to_string(env.project.join("hookhost.lock")).unwrap();
+    assert!(!written.contains("team/gate"), "{written}");
+    let valid = crate::oci::run(&env, &docker, &["validate"]);
+    assert_eq!(valid.code, 0, "{}{}", valid.stdout, valid.stderr);
+}
