@@ -185,3 +185,38 @@ fn a_projects_lock_does_not_bind_the_users_own_hooks() {
     let valid = crate::oci::run(&env, &docker, &["validate"]);
     assert_eq!(valid.code, 0, "{}{}", valid.stdout, valid.stderr);
 }
+
+/// Held: a repository whose workspace is not trusted cannot make `validate`, `hooks` or
+/// `dispatch` contact the registry its lock and hooks name; once trusted, a lock changed
+/// (or swapped for a FIFO) is a changed workspace.
+#[test]
+fn an_untrusted_lock_contacts_nothing_and_a_changed_lock_untrusts() {
+    let env = TestEnv::new();
+    let server = registry(404, "{}".into(), String::new(), 0);
+    let host = server.url.trim_start_matches("http://").to_string();
+    env.managed(json!({"ceilings": {"ociTags": true}}));
+    let tag = format!("oci://{host}/team/gate:v1");
+    env.project_hooks(wasm_hook(&tag));
+    write_lock(&env, &tag, &"a".repeat(64));
+    for args in [&["validate"][..], &["hooks"], &["dispatch", "PreToolUse"]] {
+        env.run_untrusted(args, &bash_input("ls").to_string());
+    }
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    let trusted = env.run_untrusted(&["trust"], "");
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    assert_eq!(env.run_untrusted(&["trust", "--status"], "").code, 0);
+    write_lock(&env, &tag, &"b".repeat(64));
+    let status = env.run_untrusted(&["trust", "--status"], "");
+    assert_ne!(status.code, 0, "{}", status.stdout);
+    assert!(status.stdout.contains("hookhost.lock"), "{}", status.stdout);
+    std::fs::remove_file(env.project.join("hookhost.lock")).unwrap();
+    nix_mkfifo(&env.project.join("hookhost.lock"));
+    let status = env.run_untrusted(&["trust", "--status"], "");
+    assert_ne!(status.code, 0, "{}", status.stdout);
+}
+
+fn nix_mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
