@@ -220,3 +220,67 @@ fn nix_mkfifo(path: &std::path::Path) {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
+
+/// A log with what a corrupt or edited log holds: a duration of `1e308` (309 digits once
+/// shown: the line view printed it whole; bounded as the summary's since stop 37,
+/// `cli/audit/mod.rs` `line`), `1e400`, `-0`, the largest integers, raw NUL bytes,
+/// invalid UTF-8, CRLF, a time that is an escape sequence. Every view answers, escaped
+/// and bounded.
+#[test]
+fn the_audit_views_bound_and_escape_what_a_corrupt_log_holds() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let env = TestEnv::new();
+    let path = env.data.join("audit.jsonl");
+    let entry = |time: &str, hook: Value| {
+        json!({"time": time, "session": "s", "event": "PreToolUse", "decision": "deny",
+            "hooks": [hook]})
+        .to_string()
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .unwrap();
+    let huge = json!({"id": "g", "source": "user", "type": "wasm", "status": "ok",
+        "durationMs": 1e308, "fuel": u64::MAX, "memoryBytes": 0});
+    writeln!(file, "{}", entry("2026-12-01T10:00:00.000Z", huge)).unwrap();
+    let text = entry(
+        "2026-12-01T10:00:01.000Z",
+        json!({"id": "n", "durationMs": -0.0}),
+    );
+    file.write_all(format!("{text}\r\n").as_bytes()).unwrap();
+    file.write_all(b"{\"time\": \"a\0b\"}\n").unwrap();
+    file.write_all(b"{\"time\": \"\xff\xfe\x9b2J\"}\n").unwrap();
+    file.write_all(b"{\"hooks\": [{\"id\": \"x\", \"durationMs\": 1e400}]}\n")
+        .unwrap();
+    writeln!(
+        file,
+        "{}",
+        entry(
+            "\u{1b}[2J2026-12-01T10:00:02.000Z",
+            json!({"id": "t\u{9b}1m"})
+        )
+    )
+    .unwrap();
+    drop(file);
+    for args in [
+        &["audit"][..],
+        &["audit", "--tail", "10"],
+        &["audit", "--summary"],
+    ] {
+        let run = env.run(args, "");
+        let shown = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{9b}') && !shown.contains('\0'),
+            "{args:?}: {shown:?}"
+        );
+        assert!(!shown.contains(&"0".repeat(25)), "{args:?}: {shown}");
+        assert!(
+            shown.contains("fuel") || args.len() == 2,
+            "{args:?}: {shown}"
+        );
+    }
+}
