@@ -151,6 +151,20 @@ pub fn lock(args: LockArgs) -> Result<ExitCode, String> {
     let project = args.sources.find_project(None)?;
     // The references as written: the old lock (broken or not) binds nothing here.
     let host = args.sources.host_unbound_lock()?;
+    // An untrusted workspace's hooks are not read: the lock would be written with none of
+    // them, wiping the pins the repository ships (red team, stop 37), and the registries
+    // they name are not to be contacted on a repository's word.
+    if host
+        .policy()
+        .workspace_trust
+        .as_ref()
+        .is_some_and(|t| !t.is_trusted())
+    {
+        return Err(format!(
+            "`{}` is not trusted, so its hooks are not read and `{LOCK_FILE}` is left as              it is; review and run `hookhost trust` first",
+            escape(&project.display().to_string())
+        ));
+    }
     let store = store()?;
     let mut plugins = Vec::new();
     for (name, (reference, _)) in references(host.policy()) {

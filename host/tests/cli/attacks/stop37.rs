@@ -284,3 +284,24 @@ fn the_audit_views_bound_and_escape_what_a_corrupt_log_holds() {
         );
     }
 }
+
+/// `plugin lock` in a workspace that is not trusted read none of its hooks (they are
+/// not read until it is trusted) and wrote the lock anew with no plugins, wiping the
+/// pins the repository ships. Fixed at `cli/oci.rs` `lock`: it refuses, naming trust,
+/// and leaves the lock as it is (and asks no registry).
+#[test]
+fn plugin_lock_in_an_untrusted_workspace_leaves_the_lock_alone() {
+    let env = TestEnv::new();
+    let server = registry(404, "{}".into(), String::new(), 0);
+    let host = server.url.trim_start_matches("http://").to_string();
+    let tag = format!("oci://{host}/team/gate:v1");
+    env.project_hooks(wasm_hook(&tag));
+    write_lock(&env, &tag, &"a".repeat(64));
+    let before = std::fs::read_to_string(env.project.join("hookhost.lock")).unwrap();
+    let run = env.run_untrusted(&["plugin", "lock"], "");
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(run.stderr.contains("not trusted"), "{}", run.stderr);
+    let after = std::fs::read_to_string(env.project.join("hookhost.lock")).unwrap();
+    assert_eq!(after, before);
+    assert!(server.requests().is_empty());
+}
