@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
+use hookhost::config::SourceKind;
 use hookhost::config::file::{PLUGIN_CAP, read_regular};
 use hookhost::config::lock::LOCK_FILE;
 use hookhost::handlers::wasm::oci::{OciStore, sha256_hex};
@@ -118,11 +119,16 @@ pub fn push(args: PushArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every `oci://` plugin the policy's hooks name, each once, with the first hook that
-/// names it.
+/// Every `oci://` plugin the workspace's own hooks (project and local) name, each once,
+/// with the first hook that names it: what the project's lock pins (the user's and
+/// managed policy's references are theirs, and are not written into a file the
+/// repository commits).
 fn references(policy: &Policy) -> BTreeMap<String, (OciRef, &hookhost::policy::Hook)> {
     let mut found = BTreeMap::new();
     for hook in &policy.hooks {
+        if !matches!(hook.origin.kind, SourceKind::Project | SourceKind::Local) {
+            continue;
+        }
         if let HandlerSpec::Wasm(spec) = &hook.handler
             && let Some(reference) = &spec.oci
         {
@@ -145,6 +151,20 @@ pub fn lock(args: LockArgs) -> Result<ExitCode, String> {
     let project = args.sources.find_project(None)?;
     // The references as written: the old lock (broken or not) binds nothing here.
     let host = args.sources.host_unbound_lock()?;
+    // An untrusted workspace's hooks are not read: the lock would be written with none of
+    // them, wiping the pins the repository ships (red team, stop 37), and the registries
+    // they name are not to be contacted on a repository's word.
+    if host
+        .policy()
+        .workspace_trust
+        .as_ref()
+        .is_some_and(|t| !t.is_trusted())
+    {
+        return Err(format!(
+            "`{}` is not trusted, so its hooks are not read and `{LOCK_FILE}` is left as              it is; review and run `hookhost trust` first",
+            escape(&project.display().to_string())
+        ));
+    }
     let store = store()?;
     let mut plugins = Vec::new();
     for (name, (reference, _)) in references(host.policy()) {

@@ -135,8 +135,9 @@ impl SourceOptions {
             .collect()
     }
 
-    /// Every file whose change can change the config, present or not: a watcher that
-    /// compares their state notices edits, creations and deletions. The drop-in
+    /// Every file whose change can change the config, present or not (the project's
+    /// `hookhost.lock` included): a watcher that compares their state notices edits,
+    /// creations and deletions. The drop-in
     /// directory is one (a file added there is a new source); the managed directory is
     /// not ([`SourceOptions::watched_places`]).
     pub fn watched_paths(&self) -> Vec<PathBuf> {
@@ -160,6 +161,10 @@ impl SourceOptions {
                 .map(PathBuf::from),
         );
         paths.extend(self.project_files().into_iter().map(|(_, path)| path));
+        // The lock binds the digests the project's plugins run at and is part of the
+        // workspace's trust fingerprint: a daemon that did not watch it kept the old
+        // binding (and the old trust) after `hookhost plugin lock` or an edit.
+        paths.push(self.project_dir.join(super::lock::LOCK_FILE));
         paths.extend(self.user_files());
         paths.sort();
         paths

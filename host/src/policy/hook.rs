@@ -509,10 +509,13 @@ fn required(value: &Option<String>, field: &str, kind: HandlerType) -> Result<St
 /// The registry reference of a `plugin` that is one (`oci://…`): it must pin the
 /// manifest's digest unless managed policy's `ceilings.ociTags` allows tags.
 ///
-/// A project's `hookhost.lock` (trusted workspace) binds every reference but managed
-/// policy's, which a project file does not choose: the reference runs at the lock's
-/// digest (returned with the lock's path), so what runs is what was locked whatever the
-/// tag names today.
+/// A project's `hookhost.lock` (trusted workspace) binds the references of the
+/// workspace's own files (project and local): the reference runs at the lock's digest
+/// (returned with the lock's path), so what runs is what was locked whatever the tag
+/// names today. The lock is the repository's word: it binds no reference of the user's
+/// files, `--settings` or managed policy (red team, stop 37: a lock pinning the name of
+/// the user's own guard at another digest made it a config error, and the guard was
+/// skipped).
 fn oci_reference(
     plugin: &str,
     settings: &Settings,
@@ -525,7 +528,7 @@ fn oci_reference(
     if let Some(lock) = settings
         .oci_lock
         .as_ref()
-        .filter(|_| source != SourceKind::Managed)
+        .filter(|_| matches!(source, SourceKind::Project | SourceKind::Local))
         && let Some(bound) = lock
             .bind(&reference)
             .map_err(|e| format!("`plugin`: {e}"))?

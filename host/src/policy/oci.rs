@@ -21,15 +21,26 @@ impl Pins {
     /// The pins of a lock as read, each entry judged as a reference pinned by its digest.
     pub fn from_raw(raw: &RawLock) -> Pins {
         let pins = raw.entries.clone().and_then(|entries| {
-            entries
-                .iter()
-                .enumerate()
-                .map(|(i, (reference, digest))| {
-                    let pinned = OciRef::parse(&format!("{reference}@{digest}"))
-                        .map_err(|e| format!("`$.plugins[{i}]`: {e}"))?;
-                    Ok((pinned.name(), pinned.digest.unwrap_or_default()))
-                })
-                .collect()
+            let mut pins = BTreeMap::new();
+            let mut first = BTreeMap::new();
+            for (i, (reference, digest)) in entries.iter().enumerate() {
+                let pinned = OciRef::parse(&format!("{reference}@{digest}"))
+                    .map_err(|e| format!("`$.plugins[{i}]`: {e}"))?;
+                let (name, digest) = (pinned.name(), pinned.digest.unwrap_or_default());
+                // One name pinned twice (spelled alike or not: `R.example` is `r.example`)
+                // at two digests: a reader of the lock sees one, the last would run.
+                if let Some(earlier) = pins.get(&name)
+                    && *earlier != digest
+                {
+                    return Err(format!(
+                        "`$.plugins[{i}]` pins `{name}` at another digest than                          `$.plugins[{}]`",
+                        first[&name]
+                    ));
+                }
+                first.entry(name.clone()).or_insert(i);
+                pins.insert(name, digest);
+            }
+            Ok(pins)
         });
         Pins {
             location: raw.location.clone(),
@@ -340,6 +351,39 @@ mod tests {
             assert!(broken.check().is_err());
             assert!(broken.bind(&tag).is_err());
             assert_eq!(broken.bind(&tag.pinned(HEX)), Ok(None));
+        }
+    }
+
+    /// Red team, stop 37: a lock naming one plugin twice at two digests (spelled alike, or
+    /// differently but the same name: registry case, the scheme left out) let the last
+    /// entry win silently, while a reviewer of the lock reads the first. Such a lock is
+    /// broken; the same digest twice is harmless.
+    #[test]
+    fn a_lock_that_pins_one_name_at_two_digests_is_broken() {
+        let other = format!("sha256:{}", "a".repeat(64));
+        let digest = format!("sha256:{HEX}");
+        let tag = OciRef::parse("oci://r.example/team/gate:v1").unwrap();
+        for second in [
+            "oci://r.example/team/gate:v1",
+            "oci://R.Example/team/gate:v1",
+            "r.example/team/gate:v1",
+        ] {
+            let pins = lock(Ok(vec![
+                ("oci://r.example/team/gate:v1", &digest),
+                (second, &other),
+            ]));
+            let why = pins.check().unwrap_err();
+            assert!(
+                why.contains("$.plugins[1]") && why.contains("$.plugins[0]"),
+                "{why}"
+            );
+            assert!(pins.bind(&tag).is_err(), "{second}");
+            let upper = format!("sha256:{}", HEX.to_uppercase());
+            let same = lock(Ok(vec![
+                ("oci://r.example/team/gate:v1", &digest),
+                (second, &upper),
+            ]));
+            assert_eq!(same.bind(&tag), Ok(Some(tag.pinned(HEX))), "{second}");
         }
     }
 

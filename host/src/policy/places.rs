@@ -122,27 +122,70 @@ pub const PRIVATE_FILES: &[(&str, &str, &str)] = &[
 
 /// What `path` (absolute, symlinks resolved) is by its names: a component named in
 /// [`OWNED_DIR_NAMES`], or a last component named in [`OWNED_FILE_NAMES`]. Names are
-/// compared without ASCII case: on a case-insensitive filesystem (casefolded ext4, vfat,
-/// NTFS, a shared folder) `.GIT/config` is `.git/config`.
+/// compared as a case-insensitive filesystem compares them ([`folded`]): on casefolded
+/// ext4, vfat, NTFS or a shared folder, `.GIT/config` is `.git/config`, `hookhoſt.lock`
+/// (a long s) is `hookhost.lock`, and `.git.` is `.git` on vfat.
 pub fn owned_by_name(path: &Path) -> Option<&'static str> {
     let names = || path.components().filter_map(|c| c.as_os_str().to_str());
     for name in names() {
-        if let Some((_, what)) = OWNED_DIR_NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        {
+        let name = folded(name);
+        if let Some((_, what)) = OWNED_DIR_NAMES.iter().find(|(n, _)| folded(n) == name) {
             return Some(what);
         }
     }
-    let last = path.file_name()?.to_str()?;
+    let last = folded(path.file_name()?.to_str()?);
     OWNED_FILE_NAMES
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(last))
+        .find(|(n, _)| folded(n) == last)
         .map(|(_, what)| *what)
 }
 
+/// `name` as the case-insensitive filesystems hookhost may run on compare it, as far as
+/// the owned and private names go (red team, stop 37: only ASCII case was folded): ASCII
+/// lowercase; the characters whose Unicode case folding is ASCII letters (ext4's casefold
+/// is NFD plus full case folding: `ſ` is `s`, the Kelvin sign `k`, the ligatures `ﬆ`
+/// and `ﬁ` two letters); default-ignorable characters dropped (older kernels' casefold
+/// ignored them); and trailing dots and spaces dropped (vfat strips them).
+pub fn folded(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '\u{17f}' => out.push('s'),
+            '\u{212a}' => out.push('k'),
+            '\u{fb00}' => out.push_str("ff"),
+            '\u{fb01}' => out.push_str("fi"),
+            '\u{fb02}' => out.push_str("fl"),
+            '\u{fb03}' => out.push_str("ffi"),
+            '\u{fb04}' => out.push_str("ffl"),
+            '\u{fb05}' | '\u{fb06}' => out.push_str("st"),
+            // Default-ignorable code points.
+            '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}' => {}
+            c => out.push(c.to_ascii_lowercase()),
+        }
+    }
+    let kept = out.trim_end_matches(['.', ' ']).len();
+    out.truncate(kept);
+    out
+}
+
 /// What `path` (absolute, symlinks resolved) is if it is a private file ([`PRIVATE_FILES`])
-/// or lies inside one; names compared without ASCII case, as [`owned_by_name`].
+/// or lies inside one; names compared as [`owned_by_name`] compares them ([`folded`]).
 pub fn private_by_name(path: &Path) -> Option<&'static str> {
     let names: Vec<&str> = path
         .components()
@@ -152,7 +195,7 @@ pub fn private_by_name(path: &Path) -> Option<&'static str> {
         PRIVATE_FILES
             .iter()
             .find(|(dir, file, _)| {
-                pair[0].eq_ignore_ascii_case(dir) && pair[1].eq_ignore_ascii_case(file)
+                folded(pair[0]) == folded(dir) && folded(pair[1]) == folded(file)
             })
             .map(|(_, _, what)| *what)
     })
@@ -295,6 +338,36 @@ pub fn command_files(command: &str, args: Option<&[String]>, project: &Path) -> 
 
 #[cfg(test)]
 mod tests {
+
+    /// Red team, stop 37: names were compared without ASCII case only; a case-insensitive
+    /// filesystem folds more (ext4's casefold: full Unicode folding; vfat: trailing dots).
+    #[test]
+    fn owned_and_private_names_are_compared_as_a_casefolding_filesystem_does() {
+        for owned in [
+            "/w/hookhoſt.lock",
+            "/w/HOOKHO\u{fb06}.LOCK",
+            "/w/hookhost.lock.",
+            "/w/hookhost.lock ",
+            "/w/hook\u{200d}host.lock",
+            "/w/.hoo\u{212a}host/hooks.json",
+            "/w/.git./config",
+            "/w/.g\u{fe0f}it/config",
+            "/w/CLAUDE.md..",
+            "/w/sub/HEAD.",
+        ] {
+            assert!(owned_by_name(Path::new(owned)).is_some(), "{owned}");
+        }
+        for free in [
+            "/w/hookhost.locks",
+            "/w/ghost.lock",
+            "/w/.gitx/config",
+            "/w/HEADS",
+        ] {
+            assert_eq!(owned_by_name(Path::new(free)), None, "{free}");
+        }
+        assert!(private_by_name(Path::new("/w/.clau\u{200b}de/settings.local.json.")).is_some());
+    }
+
     use super::*;
 
     fn places() -> Vec<HostPlace> {

@@ -102,7 +102,16 @@ pub fn decide(
     let mut headers: BTreeMap<String, String> = env.headers.iter().cloned().collect();
     let (traces, metrics) = match &settings.telemetry {
         Some(managed) => {
-            headers.extend(managed.headers.clone());
+            // Managed policy names the collector and what it is sent: headers from the
+            // environment (which a repository can set) could choose a tenant of that
+            // collector, or hand it the user's credentials for another (red team, stop 37).
+            if !headers.is_empty() {
+                notices.push(
+                    "telemetry: OTEL_EXPORTER_OTLP_HEADERS is not sent: managed policy sets                      the collector (`telemetry`), and only its `telemetry.headers` go to it"
+                        .to_string(),
+                );
+            }
+            headers = managed.headers.clone();
             let base = managed.endpoint.trim_end_matches('/');
             (format!("{base}/v1/traces"), format!("{base}/v1/metrics"))
         }

@@ -66,6 +66,34 @@ fn managed_policy_wins_over_the_environment() {
     assert_eq!(config.headers["x-api-key"], "managed");
 }
 
+/// Red team, stop 37: under managed telemetry, headers from the environment (a
+/// repository's `env` block can set them) joined managed policy's: a tenant header
+/// (`x-scope-orgid`) the managed headers do not name routed the user's spans to the
+/// repository's tenant of a shared collector. Only managed `telemetry.headers` are sent.
+#[test]
+fn managed_telemetry_sends_only_managed_headers() {
+    let mut settings = crate::policy::tests_support::settings();
+    settings.telemetry = Some(RawTelemetry {
+        endpoint: "https://otel.corp.example.com".into(),
+        headers: [("x-api-key".to_string(), "managed".to_string())].into(),
+    });
+    let mut env = env_with("http://127.0.0.1:9");
+    env.headers
+        .push(("x-scope-orgid".into(), "repository".into()));
+    let (config, notices) = decide(&settings, &env);
+    let config = config.unwrap();
+    assert_eq!(
+        config.headers,
+        [("x-api-key".to_string(), "managed".to_string())].into()
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("OTEL_EXPORTER_OTLP_HEADERS")),
+        "{notices:?}"
+    );
+}
+
 #[test]
 fn sdk_disabled_turns_an_environment_endpoint_off() {
     let settings = crate::policy::tests_support::settings();

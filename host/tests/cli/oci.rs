@@ -14,7 +14,7 @@ const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 
 /// A distribution registry on a free loopback port, its storage in a temp dir; killed
 /// when dropped.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
     host: String,
     _dir: tempfile::TempDir,
@@ -30,7 +30,7 @@ impl Drop for Registry {
 impl Registry {
     /// Starts one (`auth`: htpasswd basic auth for `alice:s3cret`); `None` (reported as
     /// skipped) when the registry or `htpasswd` is not installed.
-    fn start(test: &str, auth: bool) -> Option<Registry> {
+    pub(crate) fn start(test: &str, auth: bool) -> Option<Registry> {
         if !Path::new(REGISTRY_BIN).exists() {
             skipped(
                 test,
@@ -89,31 +89,31 @@ impl Registry {
         Some(registry)
     }
 
-    fn reference(&self, repository_tag: &str) -> String {
+    pub(crate) fn reference(&self, repository_tag: &str) -> String {
         format!("oci://{}/{repository_tag}", self.host)
     }
 }
 
 /// An empty docker config directory outside the project (no credentials), so that the
 /// machine's own `~/.docker` plays no part.
-fn no_docker_config(env: &TestEnv) -> PathBuf {
+pub(crate) fn no_docker_config(env: &TestEnv) -> PathBuf {
     let dir = env.home.join("docker");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn run(env: &TestEnv, docker: &Path, args: &[&str]) -> crate::support::Run {
+pub(crate) fn run(env: &TestEnv, docker: &Path, args: &[&str]) -> crate::support::Run {
     env.run_with(env.command().env("DOCKER_CONFIG", docker).args(args), "")
 }
 
 /// `plugin push FILE REF`; returns the pinned reference it prints.
-fn push(env: &TestEnv, docker: &Path, file: &str, reference: &str) -> String {
+pub(crate) fn push(env: &TestEnv, docker: &Path, file: &str, reference: &str) -> String {
     let run = run(env, docker, &["plugin", "push", file, reference]);
     assert_eq!(run.code, 0, "push failed: {}", run.stderr);
     run.stdout.trim().to_string()
 }
 
-fn wasm_hook(plugin: &str) -> Value {
+pub(crate) fn wasm_hook(plugin: &str) -> Value {
     hooks(
         "PreToolUse",
         "Bash",
@@ -121,7 +121,7 @@ fn wasm_hook(plugin: &str) -> Value {
     )
 }
 
-fn dispatch(env: &TestEnv, docker: &Path, command: &str) -> Value {
+pub(crate) fn dispatch(env: &TestEnv, docker: &Path, command: &str) -> Value {
     let run = env.run_with(
         env.command()
             .env("DOCKER_CONFIG", docker)
@@ -508,12 +508,12 @@ fn hostile(manifest: String, blob: String) -> TestServer {
     })
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-fn wasm_manifest(layer: &[u8], config_type: &str) -> String {
+pub(crate) fn wasm_manifest(layer: &[u8], config_type: &str) -> String {
     json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",

@@ -211,7 +211,11 @@ fn line(entry: &Value) -> String {
                 text(&h["type"]),
                 text(&h["status"])
             );
-            if let Some(ms) = h["durationMs"].as_f64() {
+            // Bounded as in the summary: `1e308` is 309 digits once shown (red team, stop 37).
+            if let Some(ms) = h["durationMs"]
+                .as_f64()
+                .filter(|ms| (0.0..=summary::MAX_DURATION_MS).contains(ms))
+            {
                 s.push_str(&format!(" {ms}ms"));
             }
             if let Some(fuel) = h["fuel"].as_u64() {

@@ -20,7 +20,7 @@ const SLOWEST: usize = 10;
 /// The longest duration a hook can have run (a day: far beyond any timeout, within what a
 /// table cell shows); a line claiming more, negative or not a number is edited or corrupt,
 /// and its duration is left out of the percentiles rather than widening the table.
-const MAX_DURATION_MS: f64 = 86_400_000.0;
+pub(super) const MAX_DURATION_MS: f64 = 86_400_000.0;
 
 /// The merged decisions, in the order of the table's columns.
 const DECISIONS: [&str; 6] = ["none", "allow", "ask", "defer", "deny", "block"];

@@ -20,6 +20,7 @@ mod sandbox;
 mod second_pass;
 mod second_round;
 mod stop35;
+mod stop37;
 mod terminal;
 mod third_round;
 mod trust_store;

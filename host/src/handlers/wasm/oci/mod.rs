@@ -36,6 +36,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// One pull under way, and its outcome once it ended.
+type Pulling = Arc<tokio::sync::OnceCell<Result<CachedPlugin, String>>>;
+
+/// What makes two references one pull: the registry, the repository and the pinned
+/// digest (the tag then names nothing more), else the tag.
+fn pull_key(reference: &OciRef) -> String {
+    match &reference.digest {
+        Some(hex) => format!(
+            "{}/{}@sha256:{hex}",
+            reference.registry, reference.repository
+        ),
+        None => reference.name(),
+    }
+}
+
 /// A plugin whose artifact is in the cache: its layer file and digests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedPlugin {
@@ -52,9 +67,10 @@ pub struct CachedPlugin {
 pub struct OciStore {
     dir: PathBuf,
     layer_cap: u64,
-    /// The pulls under way, one per reference: concurrent events of a daemon that find
-    /// the same plugin uncached wait for one pull instead of each starting their own.
-    pulls: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// The pulls under way, one per artifact ([`pull_key`]): concurrent events of a
+    /// daemon that find the same plugin uncached wait for one pull and share its outcome,
+    /// instead of each starting their own.
+    pulls: Arc<Mutex<HashMap<String, Pulling>>>,
 }
 
 impl OciStore {
@@ -67,29 +83,43 @@ impl OciStore {
         }
     }
 
-    /// [`OciStore::pull`], once per reference at a time: a caller that finds a pull of
-    /// the same reference under way (a clone of this store) waits for it and then reads
-    /// the cache, pulling only when that pull failed.
+    /// [`OciStore::pull`], once per artifact at a time: a caller that finds a pull of
+    /// the same artifact under way (a clone of this store; any spelling of the reference,
+    /// [`pull_key`]) waits for it and takes its outcome, a failure included (red team,
+    /// stop 37: each waiter of a failed pull pulled again in turn, and a caller arriving
+    /// meanwhile started another beside them). A pull whose caller is dropped (its hook's
+    /// deadline) is carried on by a waiter.
     ///
     /// # Errors
     ///
     /// As [`OciStore::pull`].
     pub async fn pull_once(&self, reference: &OciRef) -> Result<CachedPlugin, String> {
-        let key = reference.to_string();
-        let gate = {
+        let key = pull_key(reference);
+        let pulling = {
             let mut pulls = self.pulls.lock().unwrap_or_else(|e| e.into_inner());
-            pulls.entry(key.clone()).or_default().clone()
+            let pulling = pulls.entry(key.clone()).or_default();
+            // An outcome left by a caller dropped before it could clear it: this caller
+            // came after that pull ended, so it looks again.
+            if pulling.initialized() {
+                *pulling = Pulling::default();
+            }
+            pulling.clone()
         };
-        let _turn = gate.lock().await;
-        if let Some(cached) = self.cached(reference)? {
-            return Ok(cached);
+        let outcome = pulling
+            .get_or_init(|| async {
+                match self.cached(reference) {
+                    Ok(Some(cached)) => Ok(cached),
+                    Ok(None) => self.pull(reference).await,
+                    Err(e) => Err(e),
+                }
+            })
+            .await
+            .clone();
+        let mut pulls = self.pulls.lock().unwrap_or_else(|e| e.into_inner());
+        if pulls.get(&key).is_some_and(|p| Arc::ptr_eq(p, &pulling)) {
+            pulls.remove(&key);
         }
-        let pulled = self.pull(reference).await;
-        self.pulls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
-        pulled
+        outcome
     }
 
     /// `oci/` in the user's data directory (judged as `hookhost::data_dir`).
