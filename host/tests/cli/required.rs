@@ -313,8 +313,9 @@ fn the_receipt_names_the_input_the_policy_and_each_hook_and_stays_out_of_claudes
         source["sha256"],
         format!("sha256:{}", sha256_hex(&user_file))
     );
-    // `seq` is the audit line's, once the log numbers its lines (issue 29.2).
+    // `seq` is the audit line's: the chain numbers every line (issue 29.2).
     let line = env.audit_entries().pop().expect("an audit line");
+    assert!(receipt["seq"].is_u64(), "{receipt}");
     assert_eq!(receipt.get("seq"), line.get("seq"), "{receipt} {line}");
 
     // Another input, another digest; the same policy.
