@@ -192,12 +192,16 @@ fn the_daemon_prints_what_the_process_would_have() {
     );
 }
 
-/// An outcome without what differs from run to run: its timings, and the pid of the
-/// process that ran the parent hook (the caller in-process, the daemon otherwise).
+/// An outcome without what differs from run to run: its timings, the audit line's
+/// number its receipt names, and the pid of the process that ran the parent hook (the
+/// caller in-process, the daemon otherwise).
 pub(crate) fn normalized(stdout: &str) -> String {
     let Ok(mut outcome) = serde_json::from_str::<Value>(stdout) else {
         return stdout.to_string();
     };
+    if let Some(receipt) = outcome.get_mut("receipt").and_then(Value::as_object_mut) {
+        receipt.remove("seq");
+    }
     if let Some(hooks) = outcome.get_mut("hooks").and_then(Value::as_array_mut) {
         for hook in hooks {
             for timing in ["durationMs", "fuel", "memoryBytes"] {

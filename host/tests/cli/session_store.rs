@@ -52,6 +52,7 @@ const BUILDS_A_HOST: &[&str] = &[
     ".host(",
     ".host_for(",
     ".host_guarded(",
+    ".host_unbound_lock(",
     ".host_with(",
     ".host_reloading(",
     "Server::new(",
