@@ -619,6 +619,24 @@ impl Host {
     ) -> Result<Outcome, DispatchError> {
         self.dispatcher.dispatch_traced(event, input, parent).await
     }
+
+    /// Dispatches one event for the agent `agent` (as `--format` names it) with a trace
+    /// context: [`crate::Dispatcher::dispatch_as`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::dispatch`].
+    pub async fn dispatch_as(
+        &self,
+        event: &str,
+        input: Value,
+        parent: Option<&crate::telemetry::TraceContext>,
+        agent: Option<&'static str>,
+    ) -> Result<Outcome, DispatchError> {
+        self.dispatcher
+            .dispatch_as(event, input, parent, agent)
+            .await
+    }
 }
 
 /// The text of a panic's payload.

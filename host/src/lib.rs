@@ -52,6 +52,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agents; // adapters: other agents' hook input and output in hookhost's words
 pub mod audit; // the audit log: one redacted line per dispatch
 pub mod config; // stage 1: find and parse the settings sources into raw layers
 pub mod dispatch; // stage 4: run the matching hooks (parallel, sequential, async, Stop cap)

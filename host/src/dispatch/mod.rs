@@ -255,6 +255,23 @@ impl Dispatcher {
         input: Value,
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
+        self.dispatch_as(event, input, parent, None).await
+    }
+
+    /// [`Dispatcher::dispatch_traced`] for the agent `agent` (`claude`, `codex`, …, as
+    /// `--format` names it): the audit line records it, and hooks limited to other agents
+    /// (`agents`) do not run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispatcher::dispatch`].
+    pub async fn dispatch_as(
+        &self,
+        event: &str,
+        input: Value,
+        parent: Option<&crate::telemetry::TraceContext>,
+        agent: Option<&'static str>,
+    ) -> Result<Outcome, DispatchError> {
         // Only while telemetry is on: otherwise not even a clock read.
         let traced = self.telemetry.as_ref().map(|_| {
             (
@@ -264,6 +281,9 @@ impl Dispatcher {
         });
         let timeline = traced.as_ref().map(|(_, timeline)| timeline);
         let mut invocation = self.invocation(event, input)?;
+        if agent.is_some() {
+            Arc::make_mut(&mut invocation).agent = agent;
+        }
         let mut notices = Vec::new();
         if invocation.session_id.contains('\0') {
             notices.push(
