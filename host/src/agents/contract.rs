@@ -343,6 +343,13 @@ fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
                 }
             }
             if let Some(input) = &o.updated_input {
+                // Codex 0.171 fails a hook whose `updatedInput` comes without a
+                // `permissionDecision: "allow"` (measured): a rewrite with no decision is
+                // an allow of the rewritten call.
+                if word.is_none() {
+                    a.specific()
+                        .insert("permissionDecision".into(), json!("allow"));
+                }
                 a.specific().insert(
                     "updatedInput".into(),
                     tool_input_for(Agent::Codex, tool, input),

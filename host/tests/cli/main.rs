@@ -12,6 +12,7 @@ mod mcp_peers;
 mod model_server;
 
 mod agent;
+mod agents_real;
 mod answer_bytes;
 mod async_hooks;
 mod attacks;
