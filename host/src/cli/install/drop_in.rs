@@ -51,7 +51,7 @@ pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
     // Copilot's drop-in names its event last (its input names none).
     let command = match command.rsplit_once(' ') {
         Some((head, event))
-            if head.ends_with("--format copilot")
+            if (head.ends_with("--format copilot") || custom == Some(head))
                 && hookhost::agents::vocabulary::event(hookhost::agents::Agent::Copilot, event)
                     .is_some() =>
         {
@@ -59,6 +59,9 @@ pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
         }
         _ => command,
     };
+    if custom.is_some_and(|c| c == command) {
+        return true;
+    }
     FORMATS.iter().any(|format| {
         runs(command, "hookhost", &format!("dispatch --format {format}"))
             || runs(
@@ -169,7 +172,7 @@ pub(super) fn add_drop_in(
     let mut added = Vec::new();
     for &event in agent.events() {
         let fail_closed = blocks_on_failure(agent, event);
-        let command = agent.command_for(command, event, custom.is_some());
+        let command = agent.command_for(command, event);
         if let Some(groups) = hooks.get_mut(event) {
             if commands(groups).any(|c| is_any_drop_in(c, custom, agent.format())) {
                 // A drop-in `install` wrote before it wrote `onFailure` gets it now.

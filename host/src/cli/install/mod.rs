@@ -195,10 +195,10 @@ impl Agent {
         }
     }
 
-    /// The command of `event`'s drop-in: Copilot's names the event (its input does not),
-    /// unless the user gave the command.
-    fn command_for(self, command: &str, event: &str, custom: bool) -> String {
-        if self == Agent::Copilot && !custom {
+    /// The command of `event`'s drop-in: Copilot's names the event after the command
+    /// (its input does not; a `--command` gets it too).
+    fn command_for(self, command: &str, event: &str) -> String {
+        if self == Agent::Copilot {
             format!("{command} {event}")
         } else {
             command.to_string()
