@@ -13,6 +13,7 @@ mod model_server;
 
 mod agent;
 mod agents_real;
+mod agents_recorded;
 mod answer_bytes;
 mod async_hooks;
 mod attacks;

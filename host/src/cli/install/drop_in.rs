@@ -97,8 +97,15 @@ fn runs(command: &str, name: &str, args: &str) -> bool {
 /// `dispatch --format claude` too).
 fn is_any_drop_in(command: &str, custom: Option<&str>, format: &str) -> bool {
     let args = format!("--format {format}");
-    custom.is_some_and(|c| c == command)
-        || (command.contains("hookhost") && command.contains(&args))
+    // A `--command` is the drop-in as is, or with Copilot's event after it.
+    let custom_form = custom.is_some_and(|c| {
+        command == c
+            || command
+                .strip_prefix(c)
+                .and_then(|rest| rest.strip_prefix(' '))
+                .is_some_and(|event| !event.contains(' '))
+    });
+    custom_form || (command.contains("hookhost") && command.contains(&args))
 }
 
 /// The command of a handler: Claude Code's, Codex's, Gemini's and Cursor's `command`,
