@@ -513,6 +513,12 @@ impl Dispatcher {
 /// Whether a hook's `if` lets it run on this input (a hook with `if` on an event without a
 /// tool call is kept: it is reported as skipped).
 fn if_matches(hook: &Hook, invocation: &Invocation) -> bool {
+    // A hook for other agents than the caller does not run (`agents`).
+    if let (Some(agents), Some(caller)) = (&hook.agents, invocation.agent)
+        && !agents.iter().any(|a| a == caller)
+    {
+        return false;
+    }
     let Some(rule) = &hook.if_rule else {
         return true;
     };

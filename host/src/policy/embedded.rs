@@ -164,6 +164,7 @@ pub(super) fn build(
             skip: (if_rule.is_some() && !spec.tool_event)
                 .then(|| format!("`if` never matches on `{}`", spec.name)),
             if_rule,
+            agents: None,
             timeout: f.timeout.unwrap_or(spec.default_timeout),
             on_failure: f.on_failure,
             priority: f.priority,

@@ -326,3 +326,30 @@ fn install_for_every_agent_merges_is_idempotent_and_uninstalls_exactly() {
         );
     }
 }
+
+#[test]
+fn a_hook_for_some_agents_runs_only_when_they_call() {
+    let env = TestEnv::new();
+    env.user_hooks(
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "agents": ["codex", "gemini"],
+         "command": "echo 'not on codex or gemini' >&2; exit 2"}]}]}}),
+    );
+    for (agent, event, input) in shell_inputs("ls") {
+        let (answer, _) = dispatch(&env, agent, event, &input);
+        let limited = matches!(agent, "codex" | "gemini");
+        assert_eq!(refuses(agent, &answer), limited, "{agent}: {answer}");
+    }
+    // A dispatch that names no agent (the Outcome format) runs it.
+    let outcome = env.dispatch("PreToolUse", crate::support::bash_input("ls"));
+    assert_eq!(outcome["decision"], "deny", "{outcome}");
+    // An agent hookhost does not know is a config error naming the field.
+    env.user_hooks(json!({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "agents": ["windsurf"], "command": "true"}]}]}}));
+    let run = env.run(&["validate"], "");
+    assert!(
+        run.stderr.contains("`agents`: `windsurf`"),
+        "{}",
+        run.stderr
+    );
+}
