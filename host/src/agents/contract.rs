@@ -372,11 +372,11 @@ fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
                 a.done(Field::Reason);
             }
         }
-        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop" => {
-            if o.decision == Decision::Block {
-                a.set(Field::Decision, "decision", json!("block"));
-                a.set(Field::Reason, "reason", json!(reason(o)));
-            }
+        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop"
+            if o.decision == Decision::Block =>
+        {
+            a.set(Field::Decision, "decision", json!("block"));
+            a.set(Field::Reason, "reason", json!(reason(o)));
         }
         _ => {}
     }
