@@ -217,13 +217,12 @@ pub fn render(
             });
         }
     }
-    channel(agent, event, outcome, answer, notices)
+    channel(agent, outcome, answer, notices)
 }
 
 /// Delivers `notices` where the agent shows them, and writes the answer.
 fn channel(
     agent: Agent,
-    event: &EventName,
     outcome: &Outcome,
     mut answer: Answer,
     notices: Vec<String>,
@@ -275,7 +274,6 @@ fn channel(
             }
         }
     }
-    let _ = event;
     let stdout = if answer.json.is_empty() {
         String::new()
     } else {
