@@ -42,7 +42,6 @@ fn gemini_input() -> String {
     serde_json::json!({
         "session_id": "bench",
         "transcript_path": "/tmp/t.json",
-        "cwd": "/tmp",
         "hook_event_name": "BeforeTool",
         "timestamp": "2026-12-01T00:00:00Z",
         "tool_name": "run_shell_command",
@@ -121,9 +120,22 @@ fn main() {
     };
     start_dispatch_daemon(&dir.path().join("data"), via_daemon);
     let gemini_input = gemini_input();
+    // The event comes from the input (`hook_event_name`): Claude Code's `PreToolUse`,
+    // Gemini CLI's `BeforeTool`.
     let formatted = |format: &str| {
-        let mut cmd = hookhost();
-        cmd.args(["--format", format]);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
+        cmd.args([
+            "dispatch",
+            "--format",
+            format,
+            "--settings",
+            &settings.to_string(),
+        ])
+        .current_dir(&project)
+        .env("HOOKHOST_HOME", dir.path().join("home"))
+        .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
+        .env("HOOKHOST_DATA_DIR", dir.path().join("data"))
+        .env("HOOKHOST_DISPATCH_DAEMON", "off");
         cmd
     };
     let mut direct = Vec::with_capacity(runs);
