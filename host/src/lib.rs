@@ -26,6 +26,8 @@
 //! state that outlives one dispatch (and the one way to keep private files); [`trust`] the
 //! workspace trust store; [`audit`] the audit log every dispatch appends to; [`telemetry`]
 //! the OpenTelemetry spans and metrics of every dispatch (off unless an endpoint is set).
+//! [`agents`] maps the hook input and output of Codex, Gemini CLI, Copilot CLI, Cursor and
+//! OpenCode to and from hookhost's (Claude Code's) vocabulary (`dispatch --format AGENT`).
 //!
 //! # Workspace trust
 //!
