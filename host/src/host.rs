@@ -664,8 +664,27 @@ impl Host {
         received: &[u8],
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
+        self.dispatch_from(event, input, Some(received), None, parent)
+            .await
+    }
+
+    /// [`Host::dispatch_received`] for the agent `agent` (as `--format` names it): the
+    /// audit line records it, and hooks limited to other agents do not run
+    /// ([`crate::Dispatcher::dispatch_from`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::dispatch`].
+    pub async fn dispatch_from(
+        &self,
+        event: &str,
+        input: Value,
+        received: Option<&[u8]>,
+        agent: Option<&'static str>,
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
         self.dispatcher
-            .dispatch_received(event, input, Some(received), parent)
+            .dispatch_from(event, input, received, agent, parent)
             .await
     }
 }

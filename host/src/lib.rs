@@ -33,7 +33,9 @@
 //! attributes; [`session`] the state that outlives one dispatch (and the one way to keep
 //! private files); [`trust`] the workspace trust store; [`audit`] the audit log every
 //! dispatch appends to; [`telemetry`] the OpenTelemetry spans and metrics of every
-//! dispatch (off unless an endpoint is set); [`serve`] the `hookhost serve` daemon.
+//! dispatch (off unless an endpoint is set); [`serve`] the `hookhost serve` daemon;
+//! [`agents`] maps the hook input and output of Codex, Gemini CLI, Copilot CLI, Cursor and
+//! OpenCode to and from hookhost's (Claude Code's) vocabulary (`dispatch --format AGENT`).
 //! [`HostBuilder`] and [`Host`] put them together for an embedder.
 //!
 //! # Workspace trust
@@ -77,6 +79,7 @@
 //! gate, hooks registered at runtime); the book (`docs/book/`, chapter "Embedding") has
 //! the rest.
 
+pub mod agents; // adapters: other agents' hook input and output in hookhost's words
 pub mod audit; // the audit log: one redacted line per dispatch
 pub mod config; // stage 1: find and parse the settings sources into raw layers
 pub mod dispatch; // stage 4: run the matching hooks (parallel, sequential, async, Stop cap)

@@ -25,6 +25,9 @@ pub struct Entry<'a> {
     #[serde(flatten)]
     origin: Option<&'a super::Origin>,
     session: &'a str,
+    /// The agent that called (`claude`, `codex`, …), when the dispatch's format names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'static str>,
     event: &'a str,
     #[serde(serialize_with = "lossy_path")]
     project: &'a Path,
@@ -130,6 +133,7 @@ pub fn entry<'a>(invocation: &'a Invocation, outcome: &'a Outcome, now: SystemTi
         origin: None,
         // As hooks get it: an id of megabytes is not a line of megabytes.
         session: crate::handlers::command::session_id_text(&invocation.session_id),
+        agent: invocation.agent,
         event: &outcome.event,
         project: &invocation.project_dir,
         tool_name: invocation.input.get("tool_name").map(Redacted),

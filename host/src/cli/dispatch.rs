@@ -13,19 +13,46 @@ use hookhost::text::escape;
 use super::{SourceArgs, one_shot};
 
 /// What `dispatch` prints.
-#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 enum Format {
     /// hookhost's Outcome JSON.
     #[default]
     Outcome,
     /// Claude Code's hook output JSON; exit 2 with the reason on stderr when blocked.
     Claude,
+    /// Codex CLI 0.171's hook input and output (docs/book/src/agents/codex.md).
+    Codex,
+    /// Gemini CLI 0.61's (docs/book/src/agents/gemini.md).
+    Gemini,
+    /// GitHub Copilot CLI 1.0.102's; the event on the command line (docs/book/src/agents/copilot.md).
+    Copilot,
+    /// Cursor's, as its hooks reference (Cursor 1.7) has them (docs/book/src/agents/cursor.md).
+    Cursor,
+    /// hookhost's OpenCode plugin's (OpenCode 1.18; docs/book/src/agents/opencode.md).
+    Opencode,
+}
+
+impl Format {
+    /// The agent whose adapter the format is, if it is one.
+    fn agent(self) -> Option<hookhost::agents::Agent> {
+        use hookhost::agents::Agent;
+        match self {
+            Format::Outcome | Format::Claude => None,
+            Format::Codex => Some(Agent::Codex),
+            Format::Gemini => Some(Agent::Gemini),
+            Format::Copilot => Some(Agent::Copilot),
+            Format::Cursor => Some(Agent::Cursor),
+            Format::Opencode => Some(Agent::OpenCode),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct DispatchArgs {
     /// The event name (`PreToolUse`, `Stop`, ...); `hookhost events` lists them. With
-    /// `--format claude` it may be omitted: the input's `hook_event_name` is used.
+    /// `--format claude` it may be omitted: the input's `hook_event_name` is used. With an
+    /// agent's format it is the agent's event name (`preToolUse` for Copilot, whose input
+    /// names none).
     event: Option<String>,
     #[command(flatten)]
     pub(super) sources: SourceArgs,
@@ -143,10 +170,19 @@ async fn dispatch(
         // An input hookhost refuses to read reaches no hook: it cannot guard.
         Err(e) => return Ok(unreadable(args, stdin, &e)),
     };
-    let event = match (
-        &args.event,
-        input.get("hook_event_name").and_then(Value::as_str),
-    ) {
+    // Another agent's words become hookhost's before anything reads them.
+    let (input, adapted) = match args.format.agent() {
+        Some(agent) => {
+            let canonical = hookhost::agents::to_canonical(agent, args.event.as_deref(), input)?;
+            (canonical.input, Some((agent, canonical.event)))
+        }
+        None => (input, None),
+    };
+    let named = match adapted {
+        Some((_, event)) => Some(event.canonical.to_string()),
+        None => args.event.clone(),
+    };
+    let event = match (&named, input.get("hook_event_name").and_then(Value::as_str)) {
         (Some(event), _) => event.clone(),
         (None, Some(event)) => event.to_string(),
         (None, None) => {
@@ -163,22 +199,32 @@ async fn dispatch(
     // otherwise fail open in silence: both reach the user as a `systemMessage`, once per
     // session and text (computed only under `--format claude`, and costing nothing in a
     // trusted workspace with a clean config).
-    let notices: Vec<(String, NoticeState)> = match args.format {
-        Format::Claude => {
-            let session = input.get("session_id").and_then(Value::as_str);
-            [
-                (untrusted_notice(host.policy()), "trust-notice"),
-                (config_error_notice(host.policy()), "config-notice"),
-            ]
-            .into_iter()
-            .filter_map(|(notice, file)| {
-                notice.map(|notice| (notice, NoticeState::for_session(session, file)))
-            })
-            .collect()
-        }
-        Format::Outcome => Vec::new(),
+    let notices: Vec<(String, NoticeState)> = if args.format == Format::Claude || adapted.is_some()
+    {
+        let session = input.get("session_id").and_then(Value::as_str);
+        [
+            (untrusted_notice(host.policy()), "trust-notice"),
+            (config_error_notice(host.policy()), "config-notice"),
+        ]
+        .into_iter()
+        .filter_map(|(notice, file)| {
+            notice.map(|notice| (notice, NoticeState::for_session(session, file)))
+        })
+        .collect()
+    } else {
+        Vec::new()
     };
-    let mut outcome = match host.dispatch_received(&event, input, stdin, trace).await {
+    let tool = input
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let agent_name = match (args.format, adapted) {
+        (_, Some((agent, _))) => Some(agent.id()),
+        (Format::Claude, None) => Some("claude"),
+        _ => None,
+    };
+    let dispatched = host.dispatch_from(&event, input, Some(stdin), agent_name, trace);
+    let mut outcome = match dispatched.await {
         Ok(outcome) => outcome,
         // The host could not read its config: no answer, never "go ahead".
         Err(e @ hookhost::dispatch::DispatchError::CannotGuard(_)) => {
@@ -189,8 +235,23 @@ async fn dispatch(
     for repair in repairs {
         outcome.host_notice(repair);
     }
+    if let Some((agent, agent_event)) = adapted {
+        // The host's own notices (trust, config errors), once per session and text.
+        for (i, (notice, state)) in notices.into_iter().enumerate() {
+            if state.first_time(&notice) {
+                outcome.system_messages.insert(i, notice);
+            }
+        }
+        let response = hookhost::agents::render(agent, agent_event, tool.as_deref(), &outcome);
+        return Ok(agent_printed(response));
+    }
     match args.format {
-        Format::Outcome => {
+        Format::Outcome
+        | Format::Codex
+        | Format::Gemini
+        | Format::Copilot
+        | Format::Cursor
+        | Format::Opencode => {
             let json = if args.pretty {
                 serde_json::to_string_pretty(&outcome)
             } else {
@@ -252,6 +313,9 @@ async fn dispatch(
 /// drop-in has no `onFailure: "block"` (an older install, an older Claude Code);
 /// elsewhere, and for the Outcome format, the host error (exit 1).
 pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
+    if let Some(agent) = args.format.agent() {
+        return agent_blocked(args, agent, stdin, why);
+    }
     let Format::Claude = args.format else {
         return Printed::error(why);
     };
@@ -283,6 +347,9 @@ pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
 /// a block where the event can block, an error shown elsewhere). The Outcome format keeps
 /// the host error.
 fn unreadable(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
+    if let Some(agent) = args.format.agent() {
+        return agent_blocked(args, agent, stdin, why);
+    }
     let Format::Claude = args.format else {
         return Printed::error(why);
     };
@@ -322,6 +389,51 @@ fn blocked_for(spec: &hookhost::event::EventSpec, why: &str) -> Printed {
         stderr: response.stderr,
         code: response.exit_code as u8,
     }
+}
+
+/// An agent's answer as printed: JSON on stdout (with a newline), its exit status.
+fn agent_printed(response: hookhost::agents::AgentResponse) -> Printed {
+    Printed {
+        stdout: if response.stdout.is_empty() {
+            String::new()
+        } else {
+            response.stdout + "\n"
+        },
+        stderr: response.stderr,
+        code: response.exit_code as u8,
+    }
+}
+
+/// What an agent's format prints for a dispatch that could not guard (`why`): as
+/// [`unanswered`] for Claude Code, the agent's own deny or block where the event (by its
+/// canonical name) honours `onFailure`, and the host error elsewhere or when the agent's
+/// event cannot be told from the command line or the input.
+fn agent_blocked(
+    args: &DispatchArgs,
+    agent: hookhost::agents::Agent,
+    stdin: &[u8],
+    why: &str,
+) -> Printed {
+    let named = args.event.clone().or_else(|| {
+        let field = hookhost::agents::vocabulary::event_field(agent)?;
+        let input = hookhost::dispatch::input::parse(stdin).ok()?;
+        input.value.get(field)?.as_str().map(str::to_string)
+    });
+    let Some(event) = named
+        .as_deref()
+        .and_then(|name| hookhost::agents::vocabulary::event(agent, name))
+    else {
+        return Printed::error(why);
+    };
+    let catalogue = hookhost::event::EventCatalogue::default();
+    let Some(spec) = catalogue.get(event.canonical) else {
+        return Printed::error(why);
+    };
+    if !spec.honours_on_failure() {
+        return Printed::error(why);
+    }
+    let outcome = hookhost::outcome::unanswered(spec, why);
+    agent_printed(hookhost::agents::render(agent, event, None, &outcome))
 }
 
 /// The notice of project hooks skipped for trust, for the policy of a dispatch.

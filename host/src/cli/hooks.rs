@@ -169,6 +169,9 @@ pub fn run(args: HooksArgs) -> Result<ExitCode, String> {
         }
     }
     print_problems(policy);
+    for warning in super::install::agent_warnings() {
+        errln!("warning: {}", escape(&warning));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -209,6 +212,9 @@ struct ValidateReport<'a> {
     /// A registry that could not be asked whether a tag moved.
     #[serde(rename = "lockWarnings")]
     lock_warnings: &'a [String],
+    /// An agent that will not run hookhost's drop-in yet (Codex's hook trust).
+    #[serde(rename = "agentWarnings")]
+    agent_warnings: &'a [String],
 }
 
 pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
@@ -222,6 +228,7 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
     let (lock_errors, lock_warnings) =
         super::oci::check_lock(&args.sources.find_project(None)?, policy);
     let ok = policy.errors.is_empty() && lock_errors.is_empty();
+    let agent_warnings = super::install::agent_warnings();
     if args.json {
         let report = ValidateReport {
             ok,
@@ -231,12 +238,13 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
             warnings: &policy.warnings,
             lock_errors: &lock_errors,
             lock_warnings: &lock_warnings,
+            agent_warnings: &agent_warnings,
         };
         let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         outln!("{}", hookhost::text::escape_json(&json));
     } else {
         print_problems(policy);
-        for warning in &lock_warnings {
+        for warning in lock_warnings.iter().chain(&agent_warnings) {
             errln!("warning: {}", escape(warning));
         }
         for error in &lock_errors {
@@ -247,7 +255,7 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode, String> {
                 "ok: {} hooks from {} sources, {} warnings",
                 policy.hooks.len(),
                 sources.len(),
-                policy.warnings.len() + lock_warnings.len()
+                policy.warnings.len() + lock_warnings.len() + agent_warnings.len()
             );
         } else {
             outln!(

@@ -123,6 +123,10 @@ pub struct RawHandler {
     /// Permission-rule filter (`Bash(git *)`, `Edit(*.ts)`), tool events only.
     #[serde(rename = "if", default, skip_serializing_if = "Option::is_none")]
     pub if_rule: Option<String>,
+    /// The agents the hook runs for (`claude`, `codex`, `gemini`, `copilot`, `cursor`,
+    /// `opencode`: `hookhost dispatch --format`'s names); absent: every agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<String>>,
     /// Timeout in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,

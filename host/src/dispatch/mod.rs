@@ -257,7 +257,7 @@ impl Dispatcher {
         input: Value,
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
-        self.dispatch_received(event, input, None, parent).await
+        self.dispatch_from(event, input, None, None, parent).await
     }
 
     /// [`Dispatcher::dispatch_traced`] for a caller that read the input from bytes
@@ -274,6 +274,25 @@ impl Dispatcher {
         received: Option<&[u8]>,
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
+        self.dispatch_from(event, input, received, None, parent)
+            .await
+    }
+
+    /// [`Dispatcher::dispatch_received`] for the agent `agent` (`claude`, `codex`, …, as
+    /// `--format` names it): the audit line records it, and hooks limited to other agents
+    /// (`agents`) do not run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispatcher::dispatch`].
+    pub async fn dispatch_from(
+        &self,
+        event: &str,
+        input: Value,
+        received: Option<&[u8]>,
+        agent: Option<&'static str>,
+        parent: Option<&crate::telemetry::TraceContext>,
+    ) -> Result<Outcome, DispatchError> {
         let input_digest = match received {
             Some(bytes) => input_digest(bytes),
             None => input_digest(&serde_json::to_vec(&input).unwrap_or_default()),
@@ -287,6 +306,9 @@ impl Dispatcher {
         });
         let timeline = traced.as_ref().map(|(_, timeline)| timeline);
         let mut invocation = self.invocation(event, input)?;
+        if agent.is_some() {
+            Arc::make_mut(&mut invocation).agent = agent;
+        }
         let mut notices = Vec::new();
         if invocation.session_id.contains('\0') {
             notices.push(
@@ -531,6 +553,12 @@ impl Dispatcher {
 /// Whether a hook's `if` lets it run on this input (a hook with `if` on an event without a
 /// tool call is kept: it is reported as skipped).
 fn if_matches(hook: &Hook, invocation: &Invocation) -> bool {
+    // A hook for other agents than the caller does not run (`agents`).
+    if let (Some(agents), Some(caller)) = (&hook.agents, invocation.agent)
+        && !agents.iter().any(|a| a == caller)
+    {
+        return false;
+    }
     let Some(rule) = &hook.if_rule else {
         return true;
     };

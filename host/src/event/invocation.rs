@@ -25,6 +25,9 @@ pub struct Invocation {
     pub project_dir: PathBuf,
     /// The `CLAUDE_ENV_FILE` of the session, on the events that have one.
     pub env_file: Option<PathBuf>,
+    /// The agent that called, as `hookhost dispatch --format AGENT` names it (`claude`,
+    /// `codex`, …); `None` for the Outcome format and embedders that do not say.
+    pub agent: Option<&'static str>,
 }
 
 impl Invocation {
@@ -55,6 +58,7 @@ impl Invocation {
             cwd,
             project_dir: project_dir.to_path_buf(),
             env_file: None,
+            agent: None,
         })
     }
 
@@ -71,6 +75,7 @@ impl Invocation {
             cwd: self.cwd.clone(),
             project_dir: self.project_dir.clone(),
             env_file: self.env_file.clone(),
+            agent: self.agent,
         }
     }
 }

@@ -34,7 +34,9 @@ pub struct HostFiles<'a> {
 ///   key that authenticates it): any (the sandbox adds its own cache directory too);
 /// - `hookhost serve`'s default socket (`$XDG_RUNTIME_DIR/hookhost.sock`): any;
 /// - the agents' user settings that `hookhost install` writes (`CLAUDE_CONFIG_DIR` or
-///   `~/.claude`, `CODEX_HOME` or `~/.codex`; they also hold the agents' credentials): any;
+///   `~/.claude`, `CODEX_HOME` or `~/.codex`, `~/.gemini`, `COPILOT_HOME` or `~/.copilot`,
+///   `~/.cursor`, OpenCode's `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode`; they
+///   also hold the agents' credentials): any ([`AGENT_DIRS`]);
 /// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
 /// - the project's `.hookhost/` (hook files, plugins), `.claude/` and `.codex/` (the
 ///   project settings `install --project` writes), and its `.git/` (hooks and config
@@ -125,18 +127,23 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
         Guard::Any,
     );
     let home = sources.home_dir.clone();
-    for (var, dir, what) in [
-        ("CLAUDE_CONFIG_DIR", ".claude", AGENT_SETTINGS[0]),
-        ("CODEX_HOME", ".codex", AGENT_SETTINGS[1]),
-    ] {
+    for (var, under_var, dir, what) in AGENT_DIRS {
         // The same choice `hookhost install` makes (`cli/install`), read through the one
         // reader of the environment; any absolute value is guarded (refusing more grants
         // is the safe side), whether or not `install` would accept it.
-        add(
-            config::env::path_var(var, &[]).ok().flatten(),
-            what,
-            Guard::Any,
-        );
+        if let Some(var) = var {
+            add(
+                config::env::path_var(var, &[])
+                    .ok()
+                    .flatten()
+                    .map(|d| match under_var {
+                        "" => d,
+                        under => d.join(under),
+                    }),
+                what,
+                Guard::Any,
+            );
+        }
         add(home.as_ref().map(|h| h.join(dir)), what, Guard::Any);
     }
     add(sources.managed_dir.clone(), "managed policy", Guard::Write);
@@ -166,7 +173,31 @@ pub fn host_owned_places(sources: &SourceOptions, files: &HostFiles<'_>) -> Vec<
 }
 
 /// What the agents' user settings directories are called in [`host_owned_places`].
-const AGENT_SETTINGS: [&str; 2] = ["Claude Code's user settings", "Codex's user settings"];
+const AGENT_SETTINGS: [&str; 6] = [
+    "Claude Code's user settings",
+    "Codex's user settings",
+    "Gemini CLI's user settings",
+    "Copilot CLI's user settings",
+    "Cursor's user settings",
+    "OpenCode's user config",
+];
+
+/// Every agent's user directory that `hookhost install` writes (and the agent runs hooks
+/// or plugins from): the variable that moves it and the part under that variable's
+/// value, the default under the home directory, and what it is.
+const AGENT_DIRS: [(Option<&str>, &str, &str, &str); 6] = [
+    (Some("CLAUDE_CONFIG_DIR"), "", ".claude", AGENT_SETTINGS[0]),
+    (Some("CODEX_HOME"), "", ".codex", AGENT_SETTINGS[1]),
+    (None, "", ".gemini", AGENT_SETTINGS[2]),
+    (Some("COPILOT_HOME"), "", ".copilot", AGENT_SETTINGS[3]),
+    (None, "", ".cursor", AGENT_SETTINGS[4]),
+    (
+        Some("XDG_CONFIG_HOME"),
+        "opencode",
+        ".config/opencode",
+        AGENT_SETTINGS[5],
+    ),
+];
 
 /// Why hookhost may not append the hooks' `export` lines to `file` as the agent's
 /// `CLAUDE_ENV_FILE` (`dispatch/env_forward.rs`): it is, or lies inside, a place hookhost

@@ -32,6 +32,7 @@ fn hook(order: usize, priority: i64, chain: Option<usize>) -> Arc<Hook> {
             context_env: false,
         }),
         if_rule: None,
+        agents: None,
         timeout: Duration::from_secs(1),
         on_failure: OnFailure::Continue,
         priority,

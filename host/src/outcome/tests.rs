@@ -26,6 +26,7 @@ fn hook(id: &str, order: usize, priority: i64, on_failure: OnFailure) -> Arc<Hoo
             context_env: false,
         }),
         if_rule: None,
+        agents: None,
         timeout: Duration::from_secs(1),
         on_failure,
         priority,

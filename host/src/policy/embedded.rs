@@ -177,6 +177,7 @@ pub(super) fn build(
             // A hook that never matches never fails closed.
             required: f.required && never_matches.is_none(),
             if_rule,
+            agents: None,
             timeout: f.timeout.unwrap_or(spec.default_timeout),
             on_failure: f.on_failure,
             priority: f.priority,

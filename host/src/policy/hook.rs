@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The agents a hook's `agents` may name: `hookhost dispatch --format`'s names.
+pub const AGENTS: &[&str] = &["claude", "codex", "gemini", "copilot", "cursor", "opencode"];
+
 use super::oci::OciRef;
 use super::settings::Settings;
 use crate::config::schema::{HandlerType, OnFailure, RawHandler};
@@ -368,6 +371,16 @@ pub(super) fn build(
         }
     };
 
+    if let Some(agents) = &raw.agents
+        && let Some(unknown) = agents.iter().find(|a| !AGENTS.contains(&a.as_str()))
+    {
+        return Err(format!(
+            "`agents`: `{}` is not an agent hookhost dispatches for (it knows {})",
+            crate::text::escape(unknown),
+            AGENTS.join(", ")
+        ));
+    }
+
     let mode = match (raw.run_async, raw.async_rewake) {
         _ if model_hook && (raw.run_async.is_some() || raw.async_rewake.is_some()) => {
             warn(
@@ -467,6 +480,7 @@ pub(super) fn build(
         config_path: path.to_string(),
         handler,
         if_rule,
+        agents: raw.agents.clone(),
         timeout,
         on_failure,
         priority: raw.priority.unwrap_or(0),

@@ -76,6 +76,16 @@ pub const OWNED_DIR_NAMES: &[(&str, &str)] = &[
     (".hookhost", "hook files (hooks and plugins hookhost runs)"),
     (".claude", "Claude Code settings (hooks Claude Code runs)"),
     (".codex", "Codex settings (hooks Codex runs)"),
+    (".gemini", "Gemini CLI settings (hooks Gemini CLI runs)"),
+    (".cursor", "Cursor settings (hooks Cursor runs)"),
+    (
+        ".opencode",
+        "OpenCode's plugins (JavaScript OpenCode runs in process)",
+    ),
+    (
+        ".github",
+        "GitHub settings (hooks Copilot CLI runs, workflows CI runs)",
+    ),
     (
         ".git",
         "a git directory (hooks and config git runs natively)",

@@ -242,6 +242,9 @@ pub struct Hook {
     pub handler: HandlerSpec,
     /// The `if` filter.
     pub if_rule: Option<IfRule>,
+    /// The agents it runs for (`agents`); `None`: every agent, and dispatches that name
+    /// none.
+    pub agents: Option<Vec<String>>,
     /// Deadline of one run.
     pub timeout: Duration,
     /// Fail open or closed.

@@ -12,6 +12,8 @@ mod mcp_peers;
 mod model_server;
 
 mod agent;
+mod agents_real;
+mod agents_recorded;
 mod answer_bytes;
 mod async_hooks;
 mod attacks;

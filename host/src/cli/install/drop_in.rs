@@ -10,16 +10,23 @@ use hookhost::text::escape;
 
 use super::Agent;
 
-/// The command the drop-in runs, after the program.
+/// The command the drop-in runs, after the program (Claude Code's format).
+#[cfg(test)]
 pub(super) const DISPATCH_ARGS: &str = "dispatch --format claude";
 
-/// Events whose input has a tool name, so that their matcher group gets `"*"`.
+/// The `--format` of every drop-in `install` writes (one per agent).
+const FORMATS: &[&str] = &["claude", "codex", "gemini", "copilot", "cursor", "opencode"];
+
+/// Events whose input has a tool name, so that their matcher group gets a matcher
+/// (`"*"`; Gemini's matchers are regular expressions: `".*"`).
 const TOOL_EVENTS: &[&str] = &[
     "PreToolUse",
     "PermissionRequest",
     "PreSkillShellCommand",
     "PostToolUse",
     "PostToolUseFailure",
+    "BeforeTool",
+    "AfterTool",
 ];
 /// Whether the drop-in of `event` carries `"onFailure": "block"`: for Claude Code, on
 /// every event where Claude Code honours it for command hooks (2.1.295), by the event
@@ -33,20 +40,36 @@ pub(super) fn blocks_on_failure(agent: Agent, event: &str) -> bool {
             .is_some_and(|spec| spec.honours_on_failure())
 }
 
-/// Whether `command` is a drop-in `hookhost install` writes: `hookhost dispatch --format
-/// claude` or the small client's `hookhost-dispatch --format claude`
-/// ([`super::program`]), each by its plain name or by an absolute path to a program of
-/// that name (quoted or not), or exactly `custom`.
+/// Whether `command` is a drop-in `install` writes: `hookhost dispatch --format F` or
+/// the small client's `hookhost-dispatch --format F` ([`super::program`]), for any
+/// agent's format F (Copilot's with its event after it), each by its plain name or by an
+/// absolute path to a program of that name (quoted or not), or exactly `custom`.
 pub(super) fn is_installed_form(command: &str, custom: Option<&str>) -> bool {
     if custom.is_some_and(|c| c == command) {
         return true;
     }
-    [
-        ("hookhost", DISPATCH_ARGS),
-        (super::program::CLIENT, super::program::CLIENT_ARGS),
-    ]
-    .into_iter()
-    .any(|(name, args)| runs(command, name, args))
+    // Copilot's drop-in names its event last (its input names none).
+    let command = match command.rsplit_once(' ') {
+        Some((head, event))
+            if (head.ends_with("--format copilot") || custom == Some(head))
+                && hookhost::agents::vocabulary::event(hookhost::agents::Agent::Copilot, event)
+                    .is_some() =>
+        {
+            head
+        }
+        _ => command,
+    };
+    if custom.is_some_and(|c| c == command) {
+        return true;
+    }
+    FORMATS.iter().any(|format| {
+        runs(command, "hookhost", &format!("dispatch --format {format}"))
+            || runs(
+                command,
+                super::program::CLIENT,
+                &format!("--format {format}"),
+            )
+    })
 }
 
 /// Whether `command` is `NAME ARGS` or `/…/NAME ARGS` (quoted for the shell or not).
@@ -68,14 +91,35 @@ fn runs(command: &str, name: &str, args: &str) -> bool {
     unquoted.starts_with('/') && Path::new(&unquoted).file_name() == Some(name.as_ref())
 }
 
-/// Whether a handler already hands its events to hookhost (any form, including one the
-/// user wrote, like `HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude`; the
-/// small client's `hookhost-dispatch --format claude` contains `dispatch --format claude`
-/// too).
-fn is_any_drop_in(command: &str, custom: Option<&str>) -> bool {
-    is_installed_form(command, custom)
-        || (command.contains("hookhost") && command.contains(DISPATCH_ARGS))
+/// Whether a handler already hands its events to hookhost in `format` (any form,
+/// including one the user wrote, like `HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch
+/// --format claude`; the small client's `hookhost-dispatch --format claude` contains
+/// `dispatch --format claude` too).
+fn is_any_drop_in(command: &str, custom: Option<&str>, format: &str) -> bool {
+    let args = format!("--format {format}");
+    // A `--command` is the drop-in as is, or with Copilot's event after it.
+    let custom_form = custom.is_some_and(|c| {
+        command == c
+            || command
+                .strip_prefix(c)
+                .and_then(|rest| rest.strip_prefix(' '))
+                .is_some_and(|event| !event.contains(' '))
+    });
+    custom_form || (command.contains("hookhost") && command.contains(&args))
 }
+
+/// The command of a handler: Claude Code's, Codex's, Gemini's and Cursor's `command`,
+/// Copilot's `bash` (a handler with a `type` must be a command).
+fn handler_command(handler: &Value) -> Option<&str> {
+    match handler.get("type").and_then(Value::as_str) {
+        Some("command") | None => handler
+            .get("command")
+            .or_else(|| handler.get("bash"))
+            .and_then(Value::as_str),
+        Some(_) => None,
+    }
+}
+
 /// The `hooks` object of the settings, checked to be Claude Code's shape where hookhost
 /// looks: an object of arrays.
 fn hooks_object<'a>(
@@ -99,19 +143,23 @@ fn hooks_object<'a>(
     }
 }
 
-/// The commands of an event's handlers.
+/// The commands of an event's handlers: in matcher groups (`hooks` inside), or listed
+/// directly (Copilot, Cursor).
 fn commands(groups: &Value) -> impl Iterator<Item = &str> {
     groups
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|group| group.get("hooks")?.as_array())
-        .flatten()
-        .filter(|h| h.get("type").and_then(Value::as_str) == Some("command"))
-        .filter_map(|h| h.get("command")?.as_str())
+        .flat_map(|group| match group.get("hooks").and_then(Value::as_array) {
+            Some(handlers) => handlers.iter().collect::<Vec<_>>(),
+            None => vec![group],
+        })
+        .filter_map(handler_command)
 }
 
 /// Adds the drop-in for each event that has none; returns the events it was added to.
+/// A drop-in of another format (an older `install --codex` wrote `--format claude`) is
+/// brought to the agent's own.
 pub(super) fn add_drop_in(
     settings: &mut Map<String, Value>,
     agent: Agent,
@@ -120,6 +168,9 @@ pub(super) fn add_drop_in(
     shown: &str,
 ) -> Result<Vec<&'static str>, String> {
     hooks_object(settings, shown)?;
+    if agent.flat() && !settings.contains_key("version") {
+        settings.insert("version".into(), json!(1));
+    }
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()))
@@ -128,33 +179,73 @@ pub(super) fn add_drop_in(
     let mut added = Vec::new();
     for &event in agent.events() {
         let fail_closed = blocks_on_failure(agent, event);
-        if let Some(groups) = hooks.get_mut(event)
-            && commands(groups).any(|c| is_any_drop_in(c, custom))
-        {
-            // A drop-in `install` wrote before it wrote `onFailure` gets it now.
-            if fail_closed && add_on_failure(groups, custom) {
-                added.push(event);
+        let command = agent.command_for(command, event);
+        if let Some(groups) = hooks.get_mut(event) {
+            if commands(groups).any(|c| is_any_drop_in(c, custom, agent.format())) {
+                // A drop-in `install` wrote before it wrote `onFailure` gets it now.
+                if fail_closed && add_on_failure(groups, custom) {
+                    added.push(event);
+                }
+                continue;
             }
-            continue;
+            if reformat(groups, custom, &command) {
+                added.push(event);
+                continue;
+            }
         }
-        let mut group = Map::new();
-        if TOOL_EVENTS.contains(&event) {
-            group.insert("matcher".into(), json!("*"));
-        }
-        let mut handler = json!({"type": "command", "command": command});
-        if fail_closed {
-            handler["onFailure"] = json!("block");
-        }
-        group.insert("hooks".into(), json!([handler]));
+        let entry = if agent.flat() {
+            agent.flat_handler(&command)
+        } else {
+            let mut group = Map::new();
+            if TOOL_EVENTS.contains(&event) {
+                group.insert("matcher".into(), json!(agent.any_tool()));
+            }
+            let mut handler = json!({"type": "command", "command": command});
+            if fail_closed {
+                handler["onFailure"] = json!("block");
+            }
+            group.insert("hooks".into(), json!([handler]));
+            Value::Object(group)
+        };
         hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()))
             .as_array_mut()
             .expect("checked above")
-            .push(Value::Object(group));
+            .push(entry);
         added.push(event);
     }
     Ok(added)
+}
+
+/// Brings drop-ins of another format among `groups` to `command`; whether it did.
+fn reformat(groups: &mut Value, custom: Option<&str>, command: &str) -> bool {
+    let mut changed = false;
+    for group in groups.as_array_mut().into_iter().flatten() {
+        let handlers: Vec<&mut Value> = if group.get("hooks").is_some_and(Value::is_array) {
+            group["hooks"]
+                .as_array_mut()
+                .expect("an array")
+                .iter_mut()
+                .collect()
+        } else {
+            vec![group]
+        };
+        for handler in handlers {
+            let key = if handler.get("bash").is_some() {
+                "bash"
+            } else {
+                "command"
+            };
+            if handler_command(handler)
+                .is_some_and(|c| c != command && is_installed_form(c, custom))
+            {
+                handler[key] = json!(command);
+                changed = true;
+            }
+        }
+    }
+    changed
 }
 
 /// Adds `"onFailure": "block"` to the drop-ins of the form `install` writes among
@@ -185,7 +276,8 @@ fn add_on_failure(groups: &mut Value, custom: Option<&str>) -> bool {
 }
 
 /// Removes every drop-in handler `install` writes; matcher groups, events and the
-/// `hooks` object that it leaves empty go too. Returns the events it was removed from.
+/// `hooks` object that it leaves empty go too (and the `version` of Copilot's and
+/// Cursor's files, when nothing else is left). Returns the events it was removed from.
 pub(super) fn remove_drop_in(
     settings: &mut Map<String, Value>,
     custom: Option<&str>,
@@ -194,6 +286,7 @@ pub(super) fn remove_drop_in(
     let Some(hooks) = hooks_object(settings, shown)? else {
         return Ok(Vec::new());
     };
+    let ours = |h: &Value| handler_command(h).is_some_and(|c| is_installed_form(c, custom));
     let mut removed = Vec::new();
     let mut emptied = Vec::new();
     for (event, groups) in hooks.iter_mut() {
@@ -202,16 +295,15 @@ pub(super) fn remove_drop_in(
         let mut touched = false;
         groups.retain_mut(|group| {
             let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                // A handler listed directly (Copilot, Cursor).
+                if ours(group) {
+                    touched = true;
+                    return false;
+                }
                 return true;
             };
             let count = handlers.len();
-            handlers.retain(|h| {
-                let ours = h.get("type").and_then(Value::as_str) == Some("command")
-                    && h.get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(|c| is_installed_form(c, custom));
-                !ours
-            });
+            handlers.retain(|h| !ours(h));
             if handlers.len() == count {
                 return true;
             }
@@ -231,6 +323,9 @@ pub(super) fn remove_drop_in(
     }
     if had_events && hooks.is_empty() {
         settings.shift_remove("hooks");
+        if settings.len() == 1 && settings.get("version") == Some(&json!(1)) {
+            settings.shift_remove("version");
+        }
     }
     Ok(removed)
 }
@@ -272,11 +367,13 @@ mod tests {
         }
         assert!(is_any_drop_in(
             "HOOKHOST_DISPATCH_DAEMON=off hookhost-dispatch --format claude",
-            None
+            None,
+            "claude"
         ));
         assert!(is_any_drop_in(
             "HOOKHOST_DISPATCH_DAEMON=off hookhost dispatch --format claude",
-            None
+            None,
+            "claude"
         ));
         assert!(is_installed_form("my-hook", Some("my-hook")));
     }

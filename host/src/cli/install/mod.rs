@@ -1,6 +1,9 @@
-//! `hookhost install --claude|--codex [--user|--project [DIR]]` and `hookhost uninstall`:
-//! make hookhost the one command hook of Claude Code (`settings.json`) or Codex
-//! (`hooks.json`, the same shape), and take it out again.
+//! `hookhost install --claude|--codex|--gemini|--copilot|--cursor|--opencode
+//! [--user|--project [DIR]]` and `hookhost uninstall`: make hookhost the one hook of the
+//! agent (Claude Code's and Gemini's `settings.json`, Codex's and Cursor's `hooks.json`,
+//! Copilot's `hooks/hookhost.json`, OpenCode's plugin `plugins/hookhost.js`: the plugin
+//! of [`opencode`]), each calling `hookhost dispatch --format AGENT`, and take it out
+//! again (docs/book/src/agents/).
 //!
 //! The file belongs to the user and to the agent, so it is edited the way a careful
 //! person would: merged (every other key and hook kept, in their order), idempotent
@@ -13,7 +16,9 @@
 //! the user settings from a repository's `.claude/`), a FIFO or device, a file above
 //! the size cap, a file that changed while it was being edited.
 
+mod codex_trust;
 mod drop_in;
+mod opencode;
 mod program;
 mod settings;
 
@@ -24,8 +29,8 @@ use clap::Args;
 
 use hookhost::text::escape;
 
-use drop_in::{DISPATCH_ARGS, add_drop_in, remove_drop_in};
-use settings::{read_settings, render, write_settings};
+use drop_in::{add_drop_in, remove_drop_in};
+use settings::{read_settings, read_text, remove_file, render, write_settings};
 
 /// The events the drop-in handles in Claude Code.
 const CLAUDE_EVENTS: &[&str] = &[
@@ -39,7 +44,7 @@ const CLAUDE_EVENTS: &[&str] = &[
     "Stop",
 ];
 
-/// The events Codex runs command hooks for (reference §2.2).
+/// The events Codex 0.171 runs command hooks for (other-agents.md).
 const CODEX_EVENTS: &[&str] = &[
     "SessionStart",
     "UserPromptSubmit",
@@ -49,8 +54,38 @@ const CODEX_EVENTS: &[&str] = &[
     "Stop",
 ];
 
+/// Gemini CLI 0.61's events the drop-in handles.
+const GEMINI_EVENTS: &[&str] = &[
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeTool",
+    "AfterTool",
+    "AfterAgent",
+    "SessionEnd",
+];
+
+/// Copilot CLI 1.0.102's events (only `preToolUse`'s answer is read; the others are for
+/// context hooks and the audit log).
+const COPILOT_EVENTS: &[&str] = &[
+    "sessionStart",
+    "userPromptSubmitted",
+    "preToolUse",
+    "postToolUse",
+    "sessionEnd",
+];
+
+/// Cursor's events (its hooks reference, Cursor 1.7).
+const CURSOR_EVENTS: &[&str] = &[
+    "beforeSubmitPrompt",
+    "beforeShellExecution",
+    "beforeMCPExecution",
+    "beforeReadFile",
+    "afterFileEdit",
+    "stop",
+];
+
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("agent").required(true).args(["claude", "codex"]))]
+#[command(group = clap::ArgGroup::new("agent").required(true).args(["claude", "codex", "gemini", "copilot", "cursor", "opencode"]))]
 #[command(group = clap::ArgGroup::new("scope").args(["user", "project", "file"]))]
 pub struct InstallArgs {
     /// Claude Code: `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR`), or with `--project`
@@ -61,6 +96,20 @@ pub struct InstallArgs {
     /// `.codex/hooks.json`.
     #[arg(long)]
     codex: bool,
+    /// Gemini CLI: `~/.gemini/settings.json`, or the project's `.gemini/settings.json`.
+    #[arg(long)]
+    gemini: bool,
+    /// Copilot CLI: `~/.copilot/hooks/hookhost.json` (`$COPILOT_HOME`), or the project's
+    /// `.github/hooks/hookhost.json`.
+    #[arg(long)]
+    copilot: bool,
+    /// Cursor: `~/.cursor/hooks.json`, or the project's `.cursor/hooks.json`.
+    #[arg(long)]
+    cursor: bool,
+    /// OpenCode: the plugin `~/.config/opencode/plugins/hookhost.js`, or the project's
+    /// `.opencode/plugins/hookhost.js`.
+    #[arg(long)]
+    opencode: bool,
     /// The user's settings, for every project (the default).
     #[arg(long)]
     user: bool,
@@ -70,7 +119,7 @@ pub struct InstallArgs {
     /// This settings file instead (for example the target of a symlinked one).
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
-    /// The hook command to write (default: `hookhost dispatch --format claude`, with the
+    /// The hook command to write (default: `hookhost dispatch --format AGENT`, with the
     /// absolute path of this binary when `hookhost` on the PATH is another one).
     #[arg(long, value_name = "CMD")]
     command: Option<String>,
@@ -84,6 +133,10 @@ pub struct InstallArgs {
 enum Agent {
     Claude,
     Codex,
+    Gemini,
+    Copilot,
+    Cursor,
+    OpenCode,
 }
 
 impl Agent {
@@ -91,6 +144,22 @@ impl Agent {
         match self {
             Agent::Claude => "Claude Code",
             Agent::Codex => "Codex",
+            Agent::Gemini => "Gemini CLI",
+            Agent::Copilot => "Copilot CLI",
+            Agent::Cursor => "Cursor",
+            Agent::OpenCode => "OpenCode",
+        }
+    }
+
+    /// The `--format` of its drop-in.
+    fn format(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Copilot => "copilot",
+            Agent::Cursor => "cursor",
+            Agent::OpenCode => "opencode",
         }
     }
 
@@ -98,17 +167,88 @@ impl Agent {
         match self {
             Agent::Claude => CLAUDE_EVENTS,
             Agent::Codex => CODEX_EVENTS,
+            Agent::Gemini => GEMINI_EVENTS,
+            Agent::Copilot => COPILOT_EVENTS,
+            Agent::Cursor => CURSOR_EVENTS,
+            Agent::OpenCode => &[],
         }
+    }
+
+    /// Whether its file lists handlers directly under each event (no matcher groups):
+    /// Copilot's and Cursor's, which also carry `"version": 1`.
+    fn flat(self) -> bool {
+        matches!(self, Agent::Copilot | Agent::Cursor)
+    }
+
+    /// The matcher of every tool.
+    fn any_tool(self) -> &'static str {
+        if self == Agent::Gemini { ".*" } else { "*" }
+    }
+
+    /// A handler of a flat file.
+    fn flat_handler(self, command: &str) -> serde_json::Value {
+        match self {
+            Agent::Copilot => {
+                serde_json::json!({"type": "command", "bash": command, "timeoutSec": 30})
+            }
+            _ => serde_json::json!({"command": command}),
+        }
+    }
+
+    /// The command of `event`'s drop-in: Copilot's names the event after the command
+    /// (its input does not; a `--command` gets it too).
+    fn command_for(self, command: &str, event: &str) -> String {
+        if self == Agent::Copilot {
+            format!("{command} {event}")
+        } else {
+            command.to_string()
+        }
+    }
+
+    /// The file, under the project (or the user's directory, `dir` from `var` or home)
+    /// for each scope.
+    fn places(self) -> (&'static str, Option<&'static str>, &'static str) {
+        // (project file, variable naming the user's directory, user file under it or home)
+        match self {
+            Agent::Claude => (
+                ".claude/settings.json",
+                Some("CLAUDE_CONFIG_DIR"),
+                ".claude/settings.json",
+            ),
+            Agent::Codex => (".codex/hooks.json", Some("CODEX_HOME"), ".codex/hooks.json"),
+            Agent::Gemini => (".gemini/settings.json", None, ".gemini/settings.json"),
+            Agent::Copilot => (
+                ".github/hooks/hookhost.json",
+                Some("COPILOT_HOME"),
+                ".copilot/hooks/hookhost.json",
+            ),
+            Agent::Cursor => (".cursor/hooks.json", None, ".cursor/hooks.json"),
+            Agent::OpenCode => (
+                ".opencode/plugins/hookhost.js",
+                Some("XDG_CONFIG_HOME"),
+                ".config/opencode/plugins/hookhost.js",
+            ),
+        }
+    }
+
+    /// Whether the file is hookhost's alone (removed when nothing of it is left).
+    fn owns_file(self) -> bool {
+        matches!(self, Agent::Copilot | Agent::OpenCode)
     }
 }
 
 impl InstallArgs {
     fn agent(&self) -> Agent {
-        if self.codex {
-            Agent::Codex
-        } else {
-            Agent::Claude
-        }
+        [
+            (self.codex, Agent::Codex),
+            (self.gemini, Agent::Gemini),
+            (self.copilot, Agent::Copilot),
+            (self.cursor, Agent::Cursor),
+            (self.opencode, Agent::OpenCode),
+        ]
+        .into_iter()
+        .find_map(|(chosen, agent)| chosen.then_some(agent))
+        .unwrap_or(Agent::Claude)
     }
 
     /// The settings file to edit, and whether it is a project's (whose directory must
@@ -120,26 +260,29 @@ impl InstallArgs {
                 false,
             ));
         }
-        let (dir_name, file_name) = match self.agent() {
-            Agent::Claude => (".claude", "settings.json"),
-            Agent::Codex => (".codex", "hooks.json"),
-        };
+        let agent = self.agent();
+        let (in_project, var, in_home) = agent.places();
         if let Some(project) = &self.project {
             let project = super::project::find(project.as_deref(), None)?;
-            return Ok((project.join(dir_name).join(file_name), true));
+            return Ok((project.join(in_project), true));
         }
-        let var = match self.agent() {
-            Agent::Claude => "CLAUDE_CONFIG_DIR",
-            Agent::Codex => "CODEX_HOME",
-        };
         let workspaces = hookhost::config::env::workspaces_of(None);
-        let dir = match hookhost::config::env::path_var(var, &workspaces)? {
-            Some(dir) => dir,
-            None => hookhost::config::env::home_dir()
-                .map(|d| d.join(dir_name))
-                .ok_or("cannot find your home directory; pass `--file`")?,
-        };
-        Ok((dir.join(file_name), false))
+        if let Some(var) = var
+            && let Some(dir) = hookhost::config::env::path_var(var, &workspaces)?
+        {
+            // The variable names the agent's own directory (`$CODEX_HOME`), or for
+            // OpenCode the config base (`$XDG_CONFIG_HOME/opencode/plugins`).
+            let under = match agent {
+                Agent::OpenCode => "opencode/plugins/hookhost.js",
+                Agent::Copilot => "hooks/hookhost.json",
+                Agent::Claude => "settings.json",
+                _ => "hooks.json",
+            };
+            return Ok((dir.join(under), false));
+        }
+        let dir = hookhost::config::env::home_dir()
+            .ok_or("cannot find your home directory; pass `--file`")?;
+        Ok((dir.join(in_home), false))
     }
 
     /// The hook command: `--command`, else the program the drop-in runs
@@ -154,9 +297,12 @@ impl InstallArgs {
         let exe = std::env::current_exe()
             .and_then(|p| p.canonicalize())
             .map_err(|e| format!("cannot find this program's path ({e}); pass `--command`"))?;
+        let format = self.agent().format();
+        let client_args = format!("--format {format}");
+        let dispatch_args = format!("dispatch --format {format}");
         let (program, name, args) = match program::small_client_beside(&exe) {
-            Some(client) => (client, program::CLIENT, program::CLIENT_ARGS),
-            None => (exe, "hookhost", DISPATCH_ARGS),
+            Some(client) => (client, program::CLIENT, client_args.as_str()),
+            None => (exe, "hookhost", dispatch_args.as_str()),
         };
         let program = program
             .canonicalize()
@@ -204,12 +350,21 @@ fn diff(path: &str, old: &str, new: &str) -> String {
         .to_string()
 }
 
+/// Warnings about agents that will not run hookhost's drop-in yet (Codex's hook trust),
+/// for `hookhost hooks` and `validate`.
+pub fn agent_warnings() -> Vec<String> {
+    codex_trust::warnings()
+}
+
 /// `hookhost install`.
 pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
     let agent = args.agent();
     let (path, project_scope) = args.target()?;
     let (command, note) = args.command()?;
     let shown = escape(&path.display().to_string()).into_owned();
+    if agent == Agent::OpenCode {
+        return install_plugin(&args, &path, project_scope, &command, &shown);
+    }
     let mut settings = read_settings(&path, project_scope)?;
     let added = add_drop_in(
         &mut settings.value,
@@ -248,6 +403,9 @@ pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
     if let Some(note) = note {
         outln!("  note: {note}");
     }
+    if agent == Agent::Codex {
+        outln!("{}", codex_trust::approve_text(&path));
+    }
     outln!(
         "next: put hooks in a project's .hookhost/hooks.json and run `hookhost trust` there; \
          until then its hooks do not run and {} shows a message saying so",
@@ -261,6 +419,9 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
     let agent = args.agent();
     let (path, project_scope) = args.target()?;
     let shown = escape(&path.display().to_string()).into_owned();
+    if agent == Agent::OpenCode {
+        return uninstall_plugin(&args, &path, project_scope, &shown);
+    }
     let mut settings = read_settings(&path, project_scope)?;
     let Some(original) = &settings.original else {
         outln!("{shown} does not exist; nothing to remove");
@@ -275,13 +436,23 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let old = original.text.as_str();
-    let new = render(&settings.value, old.ends_with('\n'))?;
+    // A file that was hookhost's alone goes with the drop-in.
+    let emptied = agent.owns_file() && settings.value.is_empty();
+    let new = if emptied {
+        String::new()
+    } else {
+        render(&settings.value, old.ends_with('\n'))?
+    };
     if args.dry_run {
         out!("{}", escape_diff(&diff(&shown, old, &new)));
         outln!("(dry run: nothing written)");
         return Ok(ExitCode::SUCCESS);
     }
-    let backup = write_settings(&settings, &new)?;
+    let backup = if emptied {
+        Some(remove_file(&settings)?)
+    } else {
+        write_settings(&settings, &new)?
+    };
     outln!(
         "removed the hookhost drop-in from {shown} ({}), for {}",
         agent.name(),
@@ -296,6 +467,76 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `install --opencode`: the plugin file, written whole (the same file: nothing to do; a
+/// file that is not hookhost's plugin: refused).
+fn install_plugin(
+    args: &InstallArgs,
+    path: &std::path::Path,
+    project_scope: bool,
+    command: &str,
+    shown: &str,
+) -> Result<ExitCode, String> {
+    let settings = read_text(path, project_scope)?;
+    let new = opencode::plugin(command);
+    let old = settings.original.as_ref().map_or("", |o| o.text.as_str());
+    if old == new {
+        outln!("{shown} already hands every tool call to hookhost (OpenCode); nothing changed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if settings.original.is_some() && !old.contains(opencode::MARK) {
+        return Err(format!(
+            "`{shown}` is not hookhost's plugin; move it away or pass another `--file`"
+        ));
+    }
+    if args.dry_run {
+        out!("{}", escape_diff(&diff(shown, old, &new)));
+        outln!("(dry run: nothing written)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let backup = write_settings(&settings, &new)?;
+    outln!(
+        "installed the hookhost plugin {shown} (OpenCode), for tool.execute.before, tool.execute.after"
+    );
+    outln!("  command: {}", escape(command));
+    if let Some(backup) = backup {
+        outln!(
+            "  the previous file is in {}",
+            escape(&backup.display().to_string())
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `uninstall --opencode`: removes the plugin file when it is hookhost's.
+fn uninstall_plugin(
+    args: &InstallArgs,
+    path: &std::path::Path,
+    project_scope: bool,
+    shown: &str,
+) -> Result<ExitCode, String> {
+    let settings = read_text(path, project_scope)?;
+    let Some(original) = &settings.original else {
+        outln!("{shown} does not exist; nothing to remove");
+        return Ok(ExitCode::SUCCESS);
+    };
+    if !original.text.contains(opencode::MARK) {
+        outln!("{shown} is not hookhost's plugin; nothing changed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.dry_run {
+        out!("{}", escape_diff(&diff(shown, &original.text, "")));
+        outln!("(dry run: nothing written)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let backup = remove_file(&settings)?;
+    outln!("removed the hookhost plugin {shown} (OpenCode)");
+    outln!(
+        "  the previous file is in {}",
+        escape(&backup.display().to_string())
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A diff for the terminal: each line escaped (the file's strings are JSON-escaped
 /// already, but its keys and any raw bytes are the user's).
 fn escape_diff(diff: &str) -> String {
@@ -306,7 +547,47 @@ fn escape_diff(diff: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use drop_in::is_installed_form;
+    use drop_in::{DISPATCH_ARGS, is_installed_form};
+
+    /// Every file `install` writes, for every agent, is a place no plugin grant may
+    /// write: the project's under a host-owned name, the user's inside a host-owned
+    /// place. An agent added to `install` without its place fails here.
+    #[test]
+    fn every_file_install_writes_is_host_owned() {
+        use hookhost::policy::places::{Guard, owned_by_name};
+        let home = std::path::Path::new("/h");
+        let sources = hookhost::config::SourceOptions {
+            project_dir: "/w".into(),
+            home_dir: Some(home.to_path_buf()),
+            ..Default::default()
+        };
+        let places = hookhost::host_owned_places(&sources, &Default::default());
+        let all = [
+            Agent::Claude,
+            Agent::Codex,
+            Agent::Gemini,
+            Agent::Copilot,
+            Agent::Cursor,
+            Agent::OpenCode,
+        ];
+        for agent in all {
+            let (in_project, _, in_home) = agent.places();
+            assert!(
+                owned_by_name(std::path::Path::new(in_project)).is_some(),
+                "{}: the project's `{in_project}` is not a host-owned name",
+                agent.name()
+            );
+            let user = home.join(in_home);
+            assert!(
+                places
+                    .iter()
+                    .any(|p| p.guard == Guard::Any && user.starts_with(&p.path)),
+                "{}: the user's `{}` is not in a host-owned place",
+                agent.name(),
+                user.display()
+            );
+        }
+    }
 
     #[test]
     fn shell_quoting_keeps_one_word() {

@@ -14,8 +14,6 @@ use hookhost::config::file::{Owners, Rule};
 
 /// The small client's name, beside `hookhost`.
 pub(super) const CLIENT: &str = "hookhost-dispatch";
-/// Its arguments in the drop-in (`hookhost dispatch`'s, without `dispatch`).
-pub(super) const CLIENT_ARGS: &str = "--format claude";
 
 /// How long the small client may take to show `hookhost dispatch --help`.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);

@@ -40,6 +40,37 @@ fn identity(meta: &std::fs::Metadata) -> (u64, u64, u64, i64, i64) {
 
 /// Reads and checks the settings file at `path`.
 pub(super) fn read_settings(path: &Path, project_scope: bool) -> Result<Settings, String> {
+    read_file(path, project_scope, true)
+}
+
+/// Reads and checks a file hookhost owns whole (OpenCode's plugin), as text: its
+/// `value` is empty.
+pub(super) fn read_text(path: &Path, project_scope: bool) -> Result<Settings, String> {
+    read_file(path, project_scope, false)
+}
+
+/// Removes the file of `settings` (the plugin `install --opencode` wrote), after a
+/// backup, unless it changed since it was read.
+pub(super) fn remove_file(settings: &Settings) -> Result<PathBuf, String> {
+    let shown = escape(&settings.path.display().to_string()).into_owned();
+    let Some(original) = &settings.original else {
+        return Err(format!("`{shown}` does not exist"));
+    };
+    if !is_unchanged(&settings.path, Some(original)) {
+        return Err(format!(
+            "`{shown}` changed while hookhost was editing it; nothing was removed"
+        ));
+    }
+    let mut name = settings.path.file_name().unwrap_or_default().to_owned();
+    name.push(".hookhost-backup");
+    let backup = settings.path.with_file_name(name);
+    std::fs::write(&backup, &original.text)
+        .map_err(|e| format!("cannot write the backup of `{shown}`: {e}"))?;
+    std::fs::remove_file(&settings.path).map_err(|e| format!("cannot remove `{shown}`: {e}"))?;
+    Ok(backup)
+}
+
+fn read_file(path: &Path, project_scope: bool, json: bool) -> Result<Settings, String> {
     let shown = escape(&path.display().to_string()).into_owned();
     if let Some(dir) = path.parent()
         && project_scope
@@ -85,7 +116,7 @@ pub(super) fn read_settings(path: &Path, project_scope: bool) -> Result<Settings
     if text.starts_with('\u{feff}') {
         return Err(refuse("starts with a byte-order mark".into()));
     }
-    let mut value = if text.trim().is_empty() {
+    let mut value = if text.trim().is_empty() || !json {
         Value::Object(Map::new())
     } else {
         serde_json::from_str::<CheckedJson>(&text).map_err(|e| {

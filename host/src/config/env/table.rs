@@ -119,6 +119,11 @@ pub const VARIABLES: &[Variable] = &[
         "`hookhost install`: Codex's settings directory",
     ),
     v(
+        "COPILOT_HOME",
+        Kind::Path,
+        "`hookhost install --copilot`: Copilot CLI's directory (hooks/hookhost.json); else ~/.copilot",
+    ),
+    v(
         "RUSTC",
         Kind::Path,
         "`hookhost demo` only: the compiler that builds the examples",

@@ -1,0 +1,235 @@
+//! Adapters for agents other than Claude Code: `hookhost dispatch --format
+//! codex|gemini|copilot|cursor|opencode`. In: the agent's hook input, its event, tool and
+//! field names mapped into hookhost's canonical (Claude Code) vocabulary
+//! ([`to_canonical`], by the tables of [`vocabulary`]), so that a matcher `Bash` or an
+//! `if` rule `Bash(rm -rf *)` means the same whichever agent calls. Out: the merged
+//! [`Outcome`] in the agent's own output contract ([`render`], by [`contract`]); whatever
+//! the outcome says that the agent cannot express becomes a notice in the channel the
+//! agent shows (never dropped in silence).
+//!
+//! This room sits beside the pipeline, not in it: the CLI calls [`to_canonical`] before a
+//! dispatch and [`render`] after it; it reads the event table and the outcome, nothing
+//! reads it.
+//!
+//! Versions followed: Codex CLI 0.171.0, Gemini CLI 0.61.0, GitHub Copilot CLI 1.0.102,
+//! OpenCode 1.18.33, Cursor's published hooks reference (Cursor 1.7). `docs/book/src/agents/`
+//! describes each.
+
+pub mod contract;
+#[cfg(test)]
+mod tests;
+pub mod vocabulary;
+
+use serde_json::{Map, Value};
+
+use crate::outcome::Outcome;
+use vocabulary::EventName;
+
+/// An agent hookhost adapts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Agent {
+    /// OpenAI Codex CLI 0.171.0.
+    Codex,
+    /// Google Gemini CLI 0.61.0.
+    Gemini,
+    /// GitHub Copilot CLI 1.0.102.
+    Copilot,
+    /// Cursor (hooks reference of Cursor 1.7).
+    Cursor,
+    /// OpenCode 1.18.33, through hookhost's plugin.
+    OpenCode,
+}
+
+impl Agent {
+    /// Every agent, in the order the docs list them.
+    pub const ALL: [Agent; 5] = [
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Copilot,
+        Agent::Cursor,
+        Agent::OpenCode,
+    ];
+
+    /// The name `--format` takes and the audit line records.
+    pub fn id(self) -> &'static str {
+        match self {
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Copilot => "copilot",
+            Agent::Cursor => "cursor",
+            Agent::OpenCode => "opencode",
+        }
+    }
+
+    /// The agent's name for people, with the version its adapter follows.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Agent::Codex => "Codex 0.171",
+            Agent::Gemini => "Gemini CLI 0.61",
+            Agent::Copilot => "Copilot CLI 1.0.102",
+            Agent::Cursor => "Cursor 1.7",
+            Agent::OpenCode => "OpenCode 1.18",
+        }
+    }
+
+    /// The agent named `id` (as [`Agent::id`] writes it).
+    pub fn from_id(id: &str) -> Option<Agent> {
+        Agent::ALL.into_iter().find(|a| a.id() == id)
+    }
+}
+
+/// An agent's input in hookhost's vocabulary.
+#[derive(Debug, Clone)]
+pub struct Canonical {
+    /// The agent's event and its canonical name.
+    pub event: &'static EventName,
+    /// The input, with canonical event, tool and field names.
+    pub input: Value,
+}
+
+/// Maps `input`, the hook input `agent` sent for its event `named` (else the one its input
+/// names), into hookhost's vocabulary: `hook_event_name`, `tool_name` and the fields of
+/// `tool_input` become Claude Code's; every other field stays as the agent wrote it.
+///
+/// # Errors
+///
+/// An input that is not an object, an event the adapter does not map (the message lists
+/// the ones it does).
+pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<Canonical, String> {
+    let Value::Object(mut fields) = input else {
+        return Err(format!(
+            "the {} hook input is not a JSON object",
+            agent.shown()
+        ));
+    };
+    let from_input = vocabulary::event_field(agent)
+        .and_then(|f| fields.get(f))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let Some(name) = named.map(str::to_string).or(from_input) else {
+        return Err(format!(
+            "name the {} event (`hookhost dispatch --format {} EVENT`): its input names none",
+            agent.shown(),
+            agent.id()
+        ));
+    };
+    let Some(event) = vocabulary::event(agent, &name) else {
+        let known: Vec<&str> = vocabulary::EVENTS
+            .iter()
+            .filter(|e| e.agent == agent)
+            .map(|e| e.name)
+            .collect();
+        return Err(format!(
+            "`{}` is not a {} event hookhost maps (it maps {})",
+            crate::text::escape(&name),
+            agent.shown(),
+            known.join(", ")
+        ));
+    };
+    for &(theirs, ours) in vocabulary::input_fields(agent) {
+        if let Some(value) = fields.shift_remove(theirs) {
+            fields.insert(ours.to_string(), value);
+        }
+    }
+    if let Some(field) = vocabulary::event_field(agent)
+        && field != "hook_event_name"
+    {
+        fields.shift_remove(field);
+    }
+    // An argument object sent as JSON text (Copilot's `toolArgs` in its reference,
+    // Cursor's MCP `tool_input`) is read as the object.
+    if let Some(Value::String(text)) = fields.get("tool_input")
+        && let Ok(Value::Object(args)) = serde_json::from_str::<Value>(text)
+    {
+        fields.insert("tool_input".into(), Value::Object(args));
+    }
+    match event.implied_tool {
+        // The tool is the event's; its arguments are the input's own fields.
+        Some(canonical) => {
+            let mut args = Map::new();
+            if let Some(tool) = vocabulary::tool_for(agent, canonical) {
+                for &(theirs, ours) in tool.args {
+                    if let Some(value) = fields.shift_remove(theirs) {
+                        args.insert(ours.to_string(), value);
+                    }
+                }
+            }
+            fields.insert("tool_name".into(), Value::String(canonical.into()));
+            fields.insert("tool_input".into(), Value::Object(args));
+        }
+        None => {
+            let named_tool = fields
+                .get("tool_name")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if let Some(name) = named_tool {
+                if agent == Agent::Cursor {
+                    // Cursor names the MCP tool alone; Claude Code's form is
+                    // `mcp__SERVER__TOOL`, and Cursor's input names no server.
+                    fields.insert(
+                        "tool_name".into(),
+                        Value::String(format!("mcp__cursor__{name}")),
+                    );
+                } else if let Some(tool) = vocabulary::tool_named(agent, &name) {
+                    fields.insert("tool_name".into(), Value::String(tool.canonical.into()));
+                    if let Some(Value::Object(args)) = fields.get_mut("tool_input") {
+                        rename(args, tool.args.iter().map(|&(t, o)| (t, o)));
+                    }
+                }
+            }
+        }
+    }
+    fields.insert(
+        "hook_event_name".into(),
+        Value::String(event.canonical.into()),
+    );
+    Ok(Canonical {
+        event,
+        input: Value::Object(fields),
+    })
+}
+
+/// A rewritten tool input (canonical names) in the agent's argument names.
+pub fn tool_input_for(agent: Agent, canonical_tool: Option<&str>, input: &Value) -> Value {
+    let (Some(tool), Value::Object(args)) = (
+        canonical_tool.and_then(|t| vocabulary::tool_for(agent, t)),
+        input,
+    ) else {
+        return input.clone();
+    };
+    let mut args = args.clone();
+    rename(&mut args, tool.args.iter().map(|&(t, o)| (o, t)));
+    Value::Object(args)
+}
+
+/// Renames the keys of `fields`, `(from, to)`, keeping their values.
+fn rename<'a>(fields: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'a str, &'a str)>) {
+    let pairs: Vec<(&str, &str)> = pairs.filter(|(from, to)| from != to).collect();
+    let moved: Vec<(String, Value)> = pairs
+        .iter()
+        .filter_map(|&(from, to)| fields.shift_remove(from).map(|v| (to.to_string(), v)))
+        .collect();
+    fields.extend(moved);
+}
+
+/// What the agent's hook prints and returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentResponse {
+    /// stdout (JSON, or empty).
+    pub stdout: String,
+    /// stderr (notices where the agent has no other channel).
+    pub stderr: String,
+    /// The exit status.
+    pub exit_code: i32,
+}
+
+/// The outcome of `event` (an event of `agent`, dispatched with the canonical tool
+/// `tool`) in the agent's output contract.
+pub fn render(
+    agent: Agent,
+    event: &EventName,
+    tool: Option<&str>,
+    outcome: &Outcome,
+) -> AgentResponse {
+    contract::render(agent, event, tool, outcome)
+}

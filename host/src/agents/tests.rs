@@ -1,0 +1,248 @@
+//! The adapters held to their tables: every event an adapter maps dispatches to an event
+//! hookhost knows, and for every such event every field of an outcome is either
+//! expressed in the agent's answer or noticed in its visible channel (a generating test:
+//! a new event row or a new [`Field`] is covered without a new test).
+
+use serde_json::{Value, json};
+
+use super::contract::Field;
+use super::vocabulary::{EVENTS, TOOLS};
+use super::{Agent, AgentResponse, render, to_canonical};
+use crate::event::EventCatalogue;
+use crate::outcome::{Decision, Notice, Outcome};
+
+/// A token that a field's value carries, to find it in the answer.
+const TOKEN: &str = "tok3n";
+
+/// An outcome of `event` that sets `field` (and only what `field` needs).
+fn outcome_with(event: &str, field: Field) -> Outcome {
+    let mut o = Outcome::empty(event);
+    match field {
+        Field::Decision => o.decision = Decision::Deny,
+        Field::Reason => o.reason = Some(format!("reason {TOKEN}")),
+        Field::Continue => o.continue_ = false,
+        Field::StopReason => {
+            o.continue_ = false;
+            o.stop_reason = Some(format!("stop {TOKEN}"));
+        }
+        Field::AdditionalContext => o.additional_context = vec![format!("context {TOKEN}")],
+        Field::SystemMessages => o.system_messages = vec![format!("message {TOKEN}")],
+        Field::UpdatedInput => o.updated_input = Some(json!({"command": TOKEN})),
+        Field::UpdatedToolOutput => o.updated_tool_output = Some(json!(TOKEN)),
+        Field::UpdatedPrompt => o.updated_prompt = Some(TOKEN.into()),
+        Field::Skip => {
+            o.skip = true;
+            o.skip_result = Some(json!(TOKEN));
+        }
+        Field::HookSpecificOutput => {
+            o.hook_specific_output
+                .insert("sessionTitle".into(), json!(TOKEN));
+        }
+        Field::Notices => o.notices.push(Notice {
+            hook: "h".into(),
+            message: format!("notice {TOKEN}"),
+        }),
+    }
+    o
+}
+
+/// Whether the answer says the call is denied or blocked, in the agent's words.
+fn blocks(agent: Agent, r: &AgentResponse) -> bool {
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
+    match agent {
+        Agent::Codex => {
+            v["hookSpecificOutput"]["permissionDecision"] == "deny"
+                || v["decision"] == "block"
+                || v["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+        }
+        Agent::Gemini => v["decision"] == "deny" || v["decision"] == "block",
+        Agent::Copilot => v["permissionDecision"] == "deny",
+        Agent::Cursor => v["permission"] == "deny" || v["continue"] == false,
+        Agent::OpenCode => v["block"].is_string() || v["context"].is_array(),
+    }
+}
+
+/// Whether the answer has a notice (in any channel) that mentions `what`.
+fn noticed(r: &AgentResponse, what: &str) -> bool {
+    let all = format!("{}\n{}", r.stdout, r.stderr);
+    all.lines()
+        .any(|l| l.contains("hookhost:") && l.contains(what))
+}
+
+#[test]
+fn every_mapped_event_is_one_hookhost_knows() {
+    let catalogue = EventCatalogue::default();
+    for event in EVENTS {
+        assert!(
+            catalogue.get(event.canonical).is_some(),
+            "{:?} {} maps to {}, which hookhost does not know",
+            event.agent,
+            event.name,
+            event.canonical
+        );
+        if let Some(tool) = event.implied_tool {
+            assert!(
+                TOOLS
+                    .iter()
+                    .any(|t| t.agent == event.agent && t.canonical == tool),
+                "{} implies {tool}, which its tool table lacks",
+                event.name
+            );
+        }
+    }
+    for agent in Agent::ALL {
+        assert!(
+            EVENTS.iter().any(|e| e.agent == agent),
+            "{agent:?} maps no event"
+        );
+        assert_eq!(Agent::from_id(agent.id()), Some(agent));
+    }
+}
+
+#[test]
+fn every_outcome_field_is_expressed_or_noticed_for_every_mapped_event() {
+    for event in EVENTS {
+        for field in Field::ALL {
+            let o = outcome_with(event.canonical, field);
+            let r = render(event.agent, event, Some("Bash"), &o);
+            let what = format!("{:?} {} {field:?}", event.agent, event.name);
+            assert_eq!(r.exit_code, 0, "{what}: JSON answers exit 0");
+            if !r.stdout.is_empty() {
+                let v: Value = serde_json::from_str(&r.stdout)
+                    .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e}): {}", r.stdout));
+                assert!(v.is_object(), "{what}");
+            }
+            if field == Field::Decision {
+                // A deny either blocks in the agent's words or is noticed.
+                assert!(
+                    blocks(event.agent, &r) || noticed(&r, "`deny`"),
+                    "{what}: a deny neither blocks nor is noticed: {r:?}"
+                );
+            } else if field == Field::Continue {
+                let v: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
+                assert!(
+                    v["continue"] == false || noticed(&r, "continue: false"),
+                    "{what}: {r:?}"
+                );
+            } else {
+                assert!(
+                    r.stdout.contains(TOKEN) || r.stderr.contains(TOKEN),
+                    "{what}: the value is neither expressed nor noticed: {r:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ask_and_defer_never_weaken_a_guard() {
+    for event in EVENTS.iter().filter(|e| e.canonical == "PreToolUse") {
+        for decision in [Decision::Ask, Decision::Defer] {
+            let mut o = Outcome::empty("PreToolUse");
+            o.decision = decision;
+            let r = render(event.agent, event, Some("Bash"), &o);
+            let v: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
+            let asks = v["decision"] == "ask"
+                || v["permissionDecision"] == "ask"
+                || v["permission"] == "ask";
+            assert!(
+                asks || blocks(event.agent, &r),
+                "{:?} {} {decision:?}: neither asks nor denies: {r:?}",
+                event.agent,
+                event.name
+            );
+        }
+    }
+}
+
+#[test]
+fn inputs_come_in_as_claude_codes_words() {
+    let cases = [
+        (
+            Agent::Gemini,
+            None,
+            json!({"hook_event_name": "BeforeTool", "session_id": "s", "cwd": "/w",
+                   "tool_name": "run_shell_command", "tool_input": {"command": "rm -rf /"}}),
+            json!({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/w",
+                   "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}),
+        ),
+        (
+            Agent::Copilot,
+            Some("preToolUse"),
+            json!({"sessionId": "s", "timestamp": 1, "cwd": "/w", "toolName": "bash",
+                   "toolArgs": "{\"command\":\"ls\",\"description\":\"d\"}"}),
+            json!({"session_id": "s", "timestamp": 1, "cwd": "/w", "tool_name": "Bash",
+                   "tool_input": {"command": "ls", "description": "d"},
+                   "hook_event_name": "PreToolUse"}),
+        ),
+        (
+            Agent::Cursor,
+            None,
+            json!({"hook_event_name": "beforeShellExecution", "conversation_id": "c",
+                   "generation_id": "g", "command": "rm -rf ~", "cwd": "/w",
+                   "workspace_roots": ["/w"]}),
+            json!({"hook_event_name": "PreToolUse", "session_id": "c", "generation_id": "g",
+                   "cwd": "/w", "workspace_roots": ["/w"], "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf ~"}}),
+        ),
+        (
+            Agent::Cursor,
+            None,
+            json!({"hook_event_name": "beforeMCPExecution", "conversation_id": "c",
+                   "tool_name": "query", "tool_input": "{\"sql\":\"drop\"}", "url": "u"}),
+            json!({"hook_event_name": "PreToolUse", "session_id": "c", "url": "u",
+                   "tool_name": "mcp__cursor__query", "tool_input": {"sql": "drop"}}),
+        ),
+        (
+            Agent::OpenCode,
+            None,
+            json!({"event": "tool.execute.before", "tool": "edit", "sessionID": "s",
+                   "callID": "k", "directory": "/w",
+                   "args": {"filePath": "/w/a", "oldString": "x", "newString": "y"}}),
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Edit", "session_id": "s",
+                   "tool_use_id": "k", "cwd": "/w",
+                   "tool_input": {"file_path": "/w/a", "old_string": "x", "new_string": "y"}}),
+        ),
+        (
+            Agent::Codex,
+            None,
+            json!({"hook_event_name": "PreToolUse", "tool_name": "exec_command",
+                   "tool_input": {"cmd": "ls"}}),
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                   "tool_input": {"command": "ls"}}),
+        ),
+    ];
+    for (agent, named, input, expected) in cases {
+        let c = to_canonical(agent, named, input).unwrap();
+        let mut got = c.input.as_object().unwrap().clone();
+        let mut want = expected.as_object().unwrap().clone();
+        got.sort_keys();
+        want.sort_keys();
+        assert_eq!(got, want, "{agent:?}");
+    }
+    let e = to_canonical(Agent::Gemini, Some("Nope"), json!({})).unwrap_err();
+    assert!(e.contains("BeforeTool"), "{e}");
+    let e = to_canonical(Agent::Copilot, None, json!({})).unwrap_err();
+    assert!(e.contains("name the"), "{e}");
+}
+
+#[test]
+fn a_rewrite_goes_back_in_the_agents_argument_names() {
+    let event = super::vocabulary::event(Agent::OpenCode, "tool.execute.before").unwrap();
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"file_path": "/w/b", "old_string": "x", "new_string": "z"}));
+    let r = render(Agent::OpenCode, event, Some("Edit"), &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["args"],
+        json!({"filePath": "/w/b", "oldString": "x", "newString": "z"})
+    );
+    let event = super::vocabulary::event(Agent::Gemini, "BeforeTool").unwrap();
+    o.updated_input = Some(json!({"command": "echo safe"}));
+    let r = render(Agent::Gemini, event, Some("Bash"), &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"],
+        json!({"command": "echo safe"})
+    );
+}
