@@ -148,6 +148,8 @@ impl Resolution<'_> {
                 error: message.to_string(),
             }),
             if_rule: None,
+            // Which agents it was meant for is unknown too: it fails closed for every one.
+            agents: None,
             timeout: spec.default_timeout,
             on_failure: Default::default(),
             priority: 0,
