@@ -187,3 +187,40 @@ fn a_required_command_crashing_after_harmless_json_fails_closed() {
         assert_eq!(out["reason"], "no", "{out}");
     }
 }
+
+/// A chain line appended to the live log from outside (its `seq` the next, its `prev` the
+/// hash of the last line: no key needed): the next dispatch read its head from the
+/// file's end, chained on from the forged line, and the next checkpoint signed over it,
+/// though the page says an insertion followed by a signed line is detected. Fixed at
+/// `audit/chain.rs` (`head`): chain lines after the length the chain's record names were
+/// written by no writer, so the next line follows the record and verify reports the
+/// forged line as `inserted`. The control: the same dispatches without it verify intact.
+#[test]
+fn a_chain_line_appended_from_outside_is_not_adopted_by_the_next_writer() {
+    for forge in [false, true] {
+        let env = TestEnv::new();
+        env.dispatch("Stop", json!({"session_id": "s1"}));
+        let log = env.data.join("audit.jsonl");
+        if forge {
+            let text = std::fs::read_to_string(&log).unwrap();
+            let last = text.lines().last().unwrap();
+            let seq = serde_json::from_str::<Value>(last).unwrap()["seq"]
+                .as_u64()
+                .unwrap();
+            let forged = json!({"seq": seq + 1, "prev": sha256_hex(last.as_bytes()),
+                                "session": "forged", "event": "PreToolUse",
+                                "decision": "allow"});
+            std::fs::write(&log, format!("{text}{forged}\n")).unwrap();
+        }
+        env.dispatch("Stop", json!({"session_id": "s2"}));
+        let run = env.run(&["audit", "verify", "--json"], "");
+        let report: Value = serde_json::from_str(&run.stdout).unwrap();
+        if forge {
+            assert_eq!(run.code, 1, "the forged line was adopted: {report}");
+            assert_eq!(report["problem"]["kind"], "inserted", "{report}");
+            assert_eq!(report["problem"]["line"], 3, "{report}");
+        } else {
+            assert_eq!(run.code, 0, "{report}");
+        }
+    }
+}
