@@ -224,3 +224,36 @@ fn a_chain_line_appended_from_outside_is_not_adopted_by_the_next_writer() {
         }
     }
 }
+
+/// The user's required guard names its plugin relative to its file (`guard.wasm`, next to
+/// `~/.hookhost/hooks.json`); a repository the user trusted copies the entry word for
+/// word into its own hooks file, next to a `guard.wasm` of its own that allows
+/// everything. Identical entries run once, from the highest layer, and the project's
+/// comes before the user's: the repository's plugin ran, "carrying the rule", and the
+/// user's guard was skipped as its duplicate. Fixed at `policy/required.rs`
+/// (`identity`): entries are identical only when their plugins are the same file. The
+/// control: the user's guard alone denies.
+#[test]
+fn a_trusted_repository_cannot_stand_in_for_a_users_required_guard_by_copying_its_entry() {
+    let env = TestEnv::new();
+    std::fs::copy(
+        crate::support::deny_dangerous_bash(),
+        env.home.join("guard.wasm"),
+    )
+    .unwrap();
+    let entry = json!([{"type": "wasm", "id": "guard", "plugin": "guard.wasm",
+                        "required": true}]);
+    env.user_hooks(hooks("PreToolUse", "Bash", entry.clone()));
+    let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+    assert_eq!(out["decision"], "deny", "the control: {out}");
+
+    let repo_plugin = env.project.join(".hookhost/guard.wasm");
+    std::fs::create_dir_all(repo_plugin.parent().unwrap()).unwrap();
+    std::fs::copy(hookhost_test_plugins::plugins::PROTECT_PATHS, &repo_plugin).unwrap();
+    env.project_hooks(hooks("PreToolUse", "Bash", entry));
+    let out = env.dispatch("PreToolUse", bash_input("rm -rf /"));
+    assert_eq!(
+        out["decision"], "deny",
+        "the repository's plugin stood in for the user's guard: {out}"
+    );
+}
