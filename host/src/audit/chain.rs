@@ -186,7 +186,8 @@ impl Record {
 /// when it names this file at this length, or the file is empty (a new log after a
 /// rotation, or one emptied in place), else read from the file's last lines. The record
 /// also wins over a file that shrank (lines cut from its end): the next line's `prev`
-/// then shows the cut.
+/// then shows the cut; and over a file that grew by chain lines no writer recorded
+/// (lines appended from outside): the next line's `prev` then shows the insertion.
 pub(super) fn head(
     file: &File,
     at: At,
@@ -211,6 +212,16 @@ pub(super) fn head(
     match recorded {
         Some((rec_at, rec))
             if rec_at.same_file(at) && rec_at.len > at.len && rec.seq > read.seq =>
+        {
+            rec
+        }
+        // Chain lines after the record's length that no writer recorded (each rewrites
+        // the record after its line): appended from outside the chain, made to chain on.
+        // The next line follows the record, so verify shows them as `inserted` instead
+        // of a checkpoint signing them. (Half a line left by a killed writer is no chain
+        // line: it is chained over, as before.)
+        Some((rec_at, rec))
+            if rec_at.same_file(at) && rec_at.len < at.len && read.seq > rec.seq =>
         {
             rec
         }

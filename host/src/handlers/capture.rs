@@ -186,7 +186,8 @@ pub fn restrictive_or_invalid(stdout: Stdout, what: &str) -> Stdout {
     }
 }
 
-fn restricts(output: &HookOutput) -> bool {
+/// Whether `output` restricts: a deny, an ask, a block, `continue: false`.
+pub(super) fn restricts(output: &HookOutput) -> bool {
     let specific = |key: &str| output.specific.get(key).and_then(Value::as_str);
     matches!(output.decision.as_deref(), Some("block" | "deny"))
         || output.continue_ == Some(false)

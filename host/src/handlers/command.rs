@@ -413,17 +413,17 @@ pub async fn run(
     let stdout_text = String::from_utf8_lossy(stdout.bytes()).into_owned();
     let (verdict, exit_code) = match status {
         Ok(status) => match status.code() {
-            Some(code) => (
-                interpret_exit_in(
+            Some(code) => {
+                let verdict = interpret_exit_in(
                     code,
                     &stdout_text,
                     &stderr_text,
                     &invocation.spec.name,
                     &invocation.project_dir,
                     cut,
-                ),
-                Some(code),
-            ),
+                );
+                (required_exit(hook, code, verdict), Some(code))
+            }
             None => {
                 use std::os::unix::process::ExitStatusExt;
                 let signal = status.signal().unwrap_or(0);
@@ -448,6 +448,30 @@ pub async fn run(
         duration,
         usage: Usage::default(),
         diagnostics,
+    }
+}
+
+/// A required hook that exited with a failing code (neither 0 nor 2) gave a verdict only
+/// when its JSON restricts (a deny, an ask, a block): an answer that lets the action go
+/// (`{}`, a `systemMessage` printed before a crash) is no verdict, so the event fails
+/// closed (docs/book/src/required-hooks.md: "an exit code" is a failure).
+fn required_exit(hook: &Hook, code: i32, verdict: Verdict) -> Verdict {
+    match verdict {
+        Verdict::Answer(answer)
+            if hook.required
+                && code != 0
+                && code != 2
+                && !super::capture::restricts(&answer.output) =>
+        {
+            Verdict::failed(
+                FailureKind::ExitCode,
+                format!(
+                    "exit {code}: a required hook's answer on a failing exit counts only \
+                     when it denies or blocks"
+                ),
+            )
+        }
+        verdict => verdict,
     }
 }
 

@@ -601,15 +601,7 @@ impl Resolution<'_> {
         apply_governance(&mut hook, &self.settings);
         // A hook that does not run does not make its duplicates skip.
         if hook.skip.is_none() {
-            // A required hook is identical only to a required one, which then carries
-            // the rule for both.
-            let identity = format!(
-                "{}\u{0}{}\u{0}{}\u{0}{}",
-                raw_group.event,
-                raw_group.group.matcher.as_deref().unwrap_or("*"),
-                serde_json::to_string(raw).unwrap_or_default(),
-                hook.required
-            );
+            let identity = required::identity(raw_group, raw, &hook);
             if let Some(first) = self.seen.get(&identity) {
                 hook.skip = Some(format!("identical to hook `{first}`, which runs instead"));
                 hook.required = false;

@@ -229,6 +229,25 @@ impl Resolution<'_> {
     }
 }
 
+/// What makes two hook entries identical, so that only the first runs: event, matcher,
+/// the entry as written, whether it is required (a required hook is identical only to a
+/// required one, which then carries the rule for both), and the plugin file it names
+/// once resolved: a relative `plugin` is relative to its file, so a repository's copy
+/// of a user's entry names another file and must not stand in for the user's guard.
+pub(super) fn identity(raw_group: &RawEventGroup, raw: &RawHandler, hook: &Hook) -> String {
+    let plugin = match &hook.handler {
+        HandlerSpec::Wasm(spec) => spec.plugin.to_string_lossy(),
+        _ => Default::default(),
+    };
+    format!(
+        "{}\u{0}{}\u{0}{}\u{0}{}\u{0}{plugin}",
+        raw_group.event,
+        raw_group.group.matcher.as_deref().unwrap_or("*"),
+        serde_json::to_string(raw).unwrap_or_default(),
+        hook.required
+    )
+}
+
 /// Claude Code's built-in tools, for the one check of [`matches_no_tool`] (a warning, so a
 /// tool added later costs a false warning, never a missed guard).
 const KNOWN_TOOLS: &[&str] = &[

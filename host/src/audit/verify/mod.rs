@@ -154,6 +154,10 @@ struct Check<'a> {
     last_seq: Option<u64>,
     /// The last signed line: its seq and its promise (`every`).
     mark: Option<(u64, u64)>,
+    /// The first seq of a set that begins after the genesis: a signed line is due within
+    /// [`CHECKPOINT_EVERY`](super::CHECKPOINT_EVERY) seqs of it (before one, `mark` is
+    /// unknown).
+    unsigned_from: Option<u64>,
     /// A line that is not a chain line, waiting for the next line to chain over it.
     loose: Option<Place>,
     /// Lines before the first chain line.
@@ -194,6 +198,7 @@ impl<'a> Check<'a> {
             before_prev: None,
             last_seq: None,
             mark: None,
+            unsigned_from: None,
             loose: None,
             before_chain: 0,
             unnamed_warnings: 0,
@@ -325,6 +330,20 @@ impl<'a> Check<'a> {
         match fields.kind.as_deref() {
             Some("genesis" | "checkpoint") => self.signed(&at, &fields, bytes.unwrap_or(&[]))?,
             _ => {
+                if self.mark.is_none()
+                    && let Some(first) = self.unsigned_from
+                    && seq > first.saturating_add(super::CHECKPOINT_EVERY)
+                {
+                    return Err(break_(
+                        "checkpointMissing",
+                        format!(
+                            "no signed line since the set's first line (seq {first}), though \
+                             the host signs one at least every {} seqs (the signed lines were \
+                             removed, or the lines were made up without the key)",
+                            super::CHECKPOINT_EVERY
+                        ),
+                    ));
+                }
                 if let Some((mark, every)) = self.mark
                     && seq > mark.saturating_add(every)
                 {
@@ -399,6 +418,7 @@ impl<'a> Check<'a> {
             });
         }
         if !genesis {
+            self.unsigned_from = Some(seq);
             self.warn(
                 at.clone(),
                 "startsAfterGenesis",
@@ -419,11 +439,16 @@ impl<'a> Check<'a> {
 
     /// A chain line after the chain line of seq `last`.
     fn follows(&mut self, at: &Place, last: u64, seq: u64, prev: Hash) -> Result<(), Finding> {
-        let expected = last + 1;
         let finding = |kind: &'static str, message: String| Finding {
             at: at.clone(),
             kind,
             message,
+        };
+        let Some(expected) = last.checked_add(1) else {
+            return Err(finding(
+                "edited",
+                format!("a line after seq {last}, the largest a seq can be"),
+            ));
         };
         if seq > expected {
             if self.seq_comes_later(expected) {
@@ -509,7 +534,7 @@ impl<'a> Check<'a> {
         let seq = fields.seq;
         if let (Some((mark, _)), Some(count)) = (self.mark, fields.count)
             && fields.kind.as_deref() == Some("checkpoint")
-            && seq.checked_sub(count + 1) != Some(mark)
+            && count.checked_add(1).and_then(|n| seq.checked_sub(n)) != Some(mark)
         {
             return Err(finding(
                 "edited",

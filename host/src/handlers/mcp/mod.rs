@@ -200,17 +200,23 @@ async fn embedder_call(
 /// The tool's answer read as a command hook's stdout (exit 0). With `onFailure: "block"`
 /// on an event whose block stops something, only hook JSON (or `{}`, or nothing) is an
 /// answer: plain text, or JSON without any hook output field, is a failure (Claude Code
-/// 2.1.328).
+/// 2.1.328). A required hook is held as strictly (docs/book/src/required-hooks.md): a
+/// tool's plain text ("unavailable, try later") is no verdict, so the event fails closed.
 fn verdict(text: &str, what: &str, hook: &Hook, invocation: &Invocation) -> Verdict {
-    let strict = hook.on_failure == crate::config::schema::OnFailure::Block
+    let strict = (hook.on_failure == crate::config::schema::OnFailure::Block || hook.required)
         && invocation.spec.honours_on_failure();
+    let rule = if hook.required {
+        "a required hook"
+    } else {
+        "onFailure: \"block\""
+    };
     match classify_stdout(text, &invocation.spec.name) {
         Stdout::Empty => Verdict::Answer(Answer::default()),
         Stdout::Json(output) => {
             if strict && no_hook_field(&output) && text.trim() != "{}" {
                 return Verdict::failed(
                     FailureKind::InvalidOutput,
-                    format!("{what}: the answer holds no hook output field (onFailure: \"block\")"),
+                    format!("{what}: the answer holds no hook output field ({rule})"),
                 );
             }
             Verdict::Answer(Answer {
@@ -223,7 +229,7 @@ fn verdict(text: &str, what: &str, hook: &Hook, invocation: &Invocation) -> Verd
         }
         Stdout::Text(_) if strict => Verdict::failed(
             FailureKind::InvalidOutput,
-            format!("{what}: the answer is plain text, not hook output (onFailure: \"block\")"),
+            format!("{what}: the answer is plain text, not hook output ({rule})"),
         ),
         Stdout::Text(text) => Verdict::Answer(Answer {
             plain_text: Some(text),

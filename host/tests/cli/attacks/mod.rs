@@ -21,6 +21,7 @@ mod second_pass;
 mod second_round;
 mod stop35;
 mod stop37;
+mod stop37_29;
 mod terminal;
 mod third_round;
 mod trust_store;
