@@ -390,22 +390,28 @@ fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
     }
 }
 
+/// The decision in the words of an agent that knows allow, ask and deny: a block is a
+/// deny, and `defer`, which it cannot express, a deny with a notice.
+fn allow_ask_deny(agent: Agent, o: &Outcome, a: &mut Answer) -> Option<&'static str> {
+    match o.decision {
+        Decision::None => None,
+        Decision::Allow => Some("allow"),
+        Decision::Ask => Some("ask"),
+        Decision::Deny | Decision::Block => Some("deny"),
+        Decision::Defer => {
+            a.denied_instead(agent, o);
+            Some("deny")
+        }
+    }
+}
+
 /// Gemini CLI 0.61.0.
 fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
     common_top(o, a);
     let name = event.canonical;
     match name {
         "PreToolUse" => {
-            let word = match o.decision {
-                Decision::None => None,
-                Decision::Allow => Some("allow"),
-                Decision::Ask => Some("ask"),
-                Decision::Deny | Decision::Block => Some("deny"),
-                Decision::Defer => {
-                    a.denied_instead(Agent::Gemini, o);
-                    Some("deny")
-                }
-            };
+            let word = allow_ask_deny(Agent::Gemini, o, a);
             if let Some(word) = word {
                 a.set(Field::Decision, "decision", json!(word));
                 if o.reason.is_some() || o.decision.is_blocking() {
@@ -445,16 +451,7 @@ fn copilot(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
     if event.canonical != "PreToolUse" {
         return;
     }
-    let word = match o.decision {
-        Decision::None => None,
-        Decision::Allow => Some("allow"),
-        Decision::Ask => Some("ask"),
-        Decision::Deny | Decision::Block => Some("deny"),
-        Decision::Defer => {
-            a.denied_instead(Agent::Copilot, o);
-            Some("deny")
-        }
-    };
+    let word = allow_ask_deny(Agent::Copilot, o, a);
     if let Some(word) = word {
         a.set(Field::Decision, "permissionDecision", json!(word));
         if o.reason.is_some() || o.decision.is_blocking() {

@@ -380,27 +380,24 @@ fn blocked_for(spec: &hookhost::event::EventSpec, why: &str) -> Printed {
         return Printed::error(why);
     }
     let response = hookhost::outcome::to_claude(spec, &hookhost::outcome::unanswered(spec, why));
-    Printed {
-        stdout: if response.stdout.is_empty() {
-            String::new()
-        } else {
-            response.stdout + "\n"
-        },
-        stderr: response.stderr,
-        code: response.exit_code as u8,
-    }
+    answer_printed(response.stdout, response.stderr, response.exit_code)
 }
 
 /// An agent's answer as printed: JSON on stdout (with a newline), its exit status.
 fn agent_printed(response: hookhost::agents::AgentResponse) -> Printed {
+    answer_printed(response.stdout, response.stderr, response.exit_code)
+}
+
+/// An answer's stdout (a newline added unless empty), stderr and exit status, printed.
+fn answer_printed(stdout: String, stderr: String, code: impl TryInto<u8>) -> Printed {
     Printed {
-        stdout: if response.stdout.is_empty() {
-            String::new()
+        stdout: if stdout.is_empty() {
+            stdout
         } else {
-            response.stdout + "\n"
+            stdout + "\n"
         },
-        stderr: response.stderr,
-        code: response.exit_code as u8,
+        stderr,
+        code: code.try_into().unwrap_or(1),
     }
 }
 

@@ -28,6 +28,7 @@ fn hook(required: bool, on_failure: OnFailure) -> Arc<Hook> {
             context_env: false,
         }),
         if_rule: None,
+        agents: None,
         timeout: Duration::from_secs(1),
         on_failure,
         priority: 0,
