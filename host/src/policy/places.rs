@@ -426,7 +426,15 @@ mod tests {
             ("/w/a/CLAUDE.md.bak", false),
             ("/w/a/.gitignore", false),
             ("/w/a/git/config", false),
-            ("/w/a/.github/workflows/ci.yml", false),
+            // Copilot CLI's project hooks live in `.github/hooks/` (and CI runs the
+            // workflows beside them): host-owned since stop 37, as the other agents'.
+            ("/w/a/.github/workflows/ci.yml", true),
+            ("/w/a/.github/hooks/hookhost.json", true),
+            ("/w/a/.gemini/settings.json", true),
+            ("/w/a/.cursor/hooks.json", true),
+            ("/w/a/.opencode/plugins/hookhost.js", true),
+            ("/w/a/github/hooks", false),
+            ("/w/a/.geminirc", false),
         ] {
             assert_eq!(owned_by_name(Path::new(path)).is_some(), owned, "{path}");
         }
