@@ -650,27 +650,9 @@ impl Host {
         self.dispatcher.dispatch_traced(event, input, parent).await
     }
 
-    /// [`Host::dispatch_traced`] of an input read from `received` (the bytes as they
-    /// came): the outcome's receipt names their digest
-    /// ([`crate::outcome::DecisionReceipt::input`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Host::dispatch`].
-    pub async fn dispatch_received(
-        &self,
-        event: &str,
-        input: Value,
-        received: &[u8],
-        parent: Option<&crate::telemetry::TraceContext>,
-    ) -> Result<Outcome, DispatchError> {
-        self.dispatch_from(event, input, Some(received), None, parent)
-            .await
-    }
-
-    /// [`Host::dispatch_received`] for the agent `agent` (as `--format` names it): the
-    /// audit line records it, and hooks limited to other agents do not run
-    /// ([`crate::Dispatcher::dispatch_from`]).
+    /// [`Host::dispatch_traced`] of an input read from `received` (the bytes as they came:
+    /// the receipt names their digest) for the agent `agent` (as `--format` names it: the
+    /// audit line records it, and hooks limited to other agents do not run).
     ///
     /// # Errors
     ///

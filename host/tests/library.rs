@@ -379,7 +379,7 @@ async fn function_hooks_chain_in_registration_order() {
 
 /// Issue 29: a required function hook that fails denies (one that is not required lets
 /// the call through), and every outcome carries a receipt: the input's digest (of the
-/// bytes given to `dispatch_received`, else of the input's compact JSON), the policy's,
+/// bytes given to `dispatch_from`, else of the input's compact JSON), the policy's,
 /// and each hook with its status.
 #[tokio::test]
 async fn a_required_function_hook_that_fails_denies_and_the_receipt_says_so() {
@@ -421,7 +421,7 @@ async fn a_required_function_hook_that_fails_denies_and_the_receipt_says_so() {
         // The bytes as received, not the value re-serialized.
         let bytes = b"{ \"session_id\": \"lib\", \"tool_name\": \"Bash\", \"tool_input\": {\"command\": \"ls\"} }";
         let out = host
-            .dispatch_received("PreToolUse", input, bytes, None)
+            .dispatch_from("PreToolUse", input, Some(bytes), None, None)
             .await
             .unwrap();
         assert_eq!(
