@@ -1,7 +1,7 @@
 //! Each agent's output contract: what of an [`Outcome`] it can express for an event, and
 //! how. [`render`] asks the agent's contract to express what it can, marking each
 //! [`Field`] it expressed; every field the outcome sets that no contract expressed
-//! becomes a notice, delivered in the agent's visible channel ([`channel`]). The
+//! becomes a notice, delivered in the agent's visible channel (`channel`). The
 //! generating test (`agents::tests`) holds every mapped event and every field to that.
 //!
 //! The contracts (other-agents.md, measured with the real clients; Cursor from its

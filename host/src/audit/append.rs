@@ -1,5 +1,5 @@
 //! Writing lines: [`AuditLog::append`], the one place every line passes, with the chain
-//! ([`super::chain`]) taken under the lock; [`AuditLog::checkpoint`] and
+//! (`audit/chain.rs`) taken under the lock; [`AuditLog::checkpoint`] and
 //! [`checkpoint_written`], the signed line a daemon writes when it stops.
 
 use std::fs::File;
@@ -78,7 +78,7 @@ impl AuditLog {
     ///
     /// The one place every line passes (dispatches, async runs, every process and thread):
     /// under the file's lock (and the chain record's), the chain's head is taken (see
-    /// [`super::chain`]); a line that would follow half a line (a writer killed mid-write,
+    /// `audit/chain.rs`); a line that would follow half a line (a writer killed mid-write,
     /// here or in another process, even while this handle was open) starts with a newline
     /// of its own. After the write, a file that lost its last name meanwhile (deleted, or
     /// replaced by a rename over the path, by a symlink, a FIFO, a directory or another

@@ -1,5 +1,5 @@
 //! The host's audit key: the ed25519 key that signs the chain's genesis and checkpoint
-//! lines ([`super::chain`]). It is `audit.key` in the data directory (a host-owned place
+//! lines (`audit/chain.rs`). It is `audit.key` in the data directory (a host-owned place
 //! no plugin grant may reach), created on first use with mode 0600, in the format of
 //! `hookhost keygen` (the 32-byte seed in hex). An embedder, or a test, may name another
 //! file ([`super::AuditLog::with_key_file`]).

@@ -36,7 +36,7 @@ pub struct HostFiles<'a> {
 /// - the agents' user settings that `hookhost install` writes (`CLAUDE_CONFIG_DIR` or
 ///   `~/.claude`, `CODEX_HOME` or `~/.codex`, `~/.gemini`, `COPILOT_HOME` or `~/.copilot`,
 ///   `~/.cursor`, OpenCode's `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode`; they
-///   also hold the agents' credentials): any ([`AGENT_DIRS`]);
+///   also hold the agents' credentials): any (`AGENT_DIRS`);
 /// - managed policy (`/etc/hookhost` or `HOOKHOST_MANAGED_DIR`): write;
 /// - the project's `.hookhost/` (hook files, plugins), `.claude/` and `.codex/` (the
 ///   project settings `install --project` writes), and its `.git/` (hooks and config

@@ -85,7 +85,7 @@ impl OciStore {
 
     /// [`OciStore::pull`], once per artifact at a time: a caller that finds a pull of
     /// the same artifact under way (a clone of this store; any spelling of the reference,
-    /// [`pull_key`]) waits for it and takes its outcome, a failure included (red team,
+    /// `pull_key`) waits for it and takes its outcome, a failure included (red team,
     /// stop 37: each waiter of a failed pull pulled again in turn, and a caller arriving
     /// meanwhile started another beside them). A pull whose caller is dropped (its hook's
     /// deadline) is carried on by a waiter.
