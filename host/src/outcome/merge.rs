@@ -101,7 +101,7 @@ fn merge_inner(spec: &EventSpec, input: Option<&Value>, executed: &[Executed]) -
                     {
                         state
                             .decisions
-                            .push((blocking_decision(spec), Some(reason)));
+                            .push((Decision::blocking_on(spec), Some(reason)));
                     } else {
                         apply_failure(spec, hook, *kind, message, &mut outcome, &mut state);
                     }
@@ -203,13 +203,13 @@ fn apply_failure(
         );
         state
             .decisions
-            .push((blocking_decision(spec), Some(reason)));
+            .push((Decision::blocking_on(spec), Some(reason)));
         return;
     }
     match hook.failure_effect(spec) {
         FailureEffect::Block => state
             .decisions
-            .push((blocking_decision(spec), Some(failed("block")))),
+            .push((Decision::blocking_on(spec), Some(failed("block")))),
         FailureEffect::Abort => {
             outcome.continue_ = false;
             if outcome.stop_reason.is_none() {
@@ -262,20 +262,12 @@ pub fn unanswered(spec: &EventSpec, why: &str) -> Outcome {
     let mut outcome = Outcome::empty(&spec.name);
     let message = format!("hookhost could not check this action: {why}");
     if spec.honours_on_failure() {
-        outcome.decision = blocking_decision(spec);
+        outcome.decision = Decision::blocking_on(spec);
         outcome.reason = Some(cap_text(&format!("{message}; blocked (fail closed)")));
     } else {
         outcome.host_notice(message);
     }
     outcome
-}
-
-/// The decision a blocking error means on this event.
-pub(super) fn blocking_decision(spec: &EventSpec) -> Decision {
-    match spec.decision {
-        DecisionStyle::Permission | DecisionStyle::PermissionRequest => Decision::Deny,
-        _ => Decision::Block,
-    }
 }
 
 /// Applies one answer; returns whether this hook blocked or denied.
@@ -296,7 +288,7 @@ fn apply_answer(
             Exit2::Blocks => {
                 state
                     .decisions
-                    .push((blocking_decision(spec), Some(message.clone())));
+                    .push((Decision::blocking_on(spec), Some(message.clone())));
                 blocked = true;
             }
             Exit2::Notice => outcome.notices.push(Notice {

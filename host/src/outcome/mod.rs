@@ -79,6 +79,16 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// The decision a blocking error (or a required hook without a verdict) means on
+    /// `spec`'s event: a deny where its decisions are permissions, else a block.
+    pub(crate) fn blocking_on(spec: &crate::event::EventSpec) -> Decision {
+        use crate::event::DecisionStyle;
+        match spec.decision {
+            DecisionStyle::Permission | DecisionStyle::PermissionRequest => Decision::Deny,
+            _ => Decision::Block,
+        }
+    }
+
     /// Its name, as the outcome and the audit log write it.
     pub fn as_str(self) -> &'static str {
         match self {

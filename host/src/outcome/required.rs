@@ -12,7 +12,6 @@
 //! reads the hook's result, so a reason to give no verdict added later is covered
 //! without a change here: the rule reads the hook's status, never its reason.
 
-use super::merge::blocking_decision;
 use super::{Decision, HookReport, Notice, Outcome};
 use crate::event::EventSpec;
 
@@ -35,7 +34,7 @@ pub(super) fn fail_closed(
     );
     if spec.honours_on_failure() {
         decisions.push((
-            blocking_decision(spec),
+            Decision::blocking_on(spec),
             Some(format!("{reason}; fail closed")),
         ));
     } else {
