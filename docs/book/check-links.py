@@ -90,17 +90,23 @@ def check_book(book):
     return broken, links
 
 
-def github_ids(text):
-    """The anchors GitHub gives the headings of a Markdown file."""
-    ids, seen, fence = set(), {}, None
-    for line in text.splitlines():
+def outside_code(text):
+    """(line number, line) of every line of a Markdown file outside fenced code."""
+    fence = None
+    for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
         if stripped.startswith(("```", "~~~")):
             marker = stripped[:3]
             fence = None if fence == marker else (fence or marker)
             continue
-        if fence:
-            continue
+        if not fence:
+            yield number, line
+
+
+def github_ids(text):
+    """The anchors GitHub gives the headings of a Markdown file."""
+    ids, seen = set(), {}
+    for _, line in outside_code(text):
         m = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
         if not m:
             continue
@@ -114,15 +120,8 @@ def github_ids(text):
 
 def markdown_links(text):
     """(target, line) of every inline link outside code."""
-    found, fence = [], None
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            marker = stripped[:3]
-            fence = None if fence == marker else (fence or marker)
-            continue
-        if fence:
-            continue
+    found = []
+    for number, line in outside_code(text):
         line = re.sub(r"`[^`]*`", "", line)
         for m in re.finditer(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", line):
             found.append((m.group(1), number))
