@@ -64,44 +64,12 @@ fn why_not(hook: &Hook, policy: &Policy) -> Option<String> {
     }
 }
 
-/// Why a wasm hook's plugin would not be admitted now: absent or not a regular file (a
-/// FIFO, a directory), not the `sha256` its hook (or the workspace's trust) pins, or not
-/// admitted by managed policy's allowlist. The loader decides again at every load; this
-/// is the same look, taken now.
+/// Why a wasm hook's plugin would not be admitted now (`gate::plugin_refusal`: the
+/// loader's look, taken now; the loader decides again at every load).
 fn plugin_refused(w: &hookhost::policy::WasmSpec, policy: &Policy) -> Option<String> {
-    use hookhost::config::file::{FileError, read_regular, sha256_regular};
-    let shown = w.plugin.display();
-    let cap = hookhost::handlers::wasm::DEFAULT_MAX_PLUGIN_BYTES;
-    let digest = match sha256_regular(&w.plugin, cap) {
-        Ok(digest) => digest,
-        Err(FileError::NotFound) => return Some(format!("plugin `{shown}` does not exist")),
-        Err(e) => return Some(format!("plugin `{shown}` cannot be loaded: {e}")),
-    };
-    if let Some(pin) = w
-        .sha256
-        .as_deref()
-        .filter(|p| !p.eq_ignore_ascii_case(&digest))
-    {
-        return Some(format!(
-            "plugin `{shown}` is not the one pinned: `sha256` {pin}, the file's {digest}"
-        ));
-    }
     let list = &policy.settings.plugin_allowlist;
-    if !list.required() {
-        return None;
-    }
-    let signature = match list.needs_signature(&digest) {
-        false => None,
-        true => match read_regular(
-            &hookhost::policy::allowlist::signature_path(&w.plugin),
-            4096,
-        ) {
-            Err(FileError::NotFound) => None,
-            Err(e) => Some(Err(e.to_string())),
-            Ok((bytes, _)) => Some(Ok(bytes)),
-        },
-    };
-    list.admit(&w.plugin, &digest, signature).err()
+    hookhost::gate::plugin_refusal(&w.plugin, w.sha256.as_deref(), list)
+        .map(|(check, _, message)| format!("{}: {message}", check.words()))
 }
 
 /// `hookhost hooks`: the table is for people, so every field that came from a config file

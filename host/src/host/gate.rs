@@ -202,6 +202,58 @@ pub fn reload(
 /// systems), so a rewrite within it can leave the stamp as it was.
 pub(super) const STAMP_GRANULARITY: Duration = Duration::from_secs(1);
 
+/// Why the plugin `file` would not be admitted now, as the loader would judge it before
+/// a compile: the check that refuses it, the hook field to name, and why. It must be a
+/// readable regular file within the plugin cap (a FIFO or a directory is refused, never
+/// waited on), whose digest is `pin` when there is one, admitted by managed policy's
+/// allowlist `list` (with its `.sig` when the allowlist needs one). The gate's checks
+/// ([`plugin_checks`]) and `hookhost hooks` both ask here.
+pub fn plugin_refusal(
+    file: &Path,
+    pin: Option<&str>,
+    list: &crate::policy::allowlist::PluginAllowlist,
+) -> Option<(Check, &'static str, String)> {
+    let shown = file.display();
+    let digest = match sha256_regular(file, DEFAULT_MAX_PLUGIN_BYTES) {
+        Ok(digest) => digest,
+        Err(FileError::NotFound) => {
+            return Some((
+                Check::PluginFile,
+                "plugin",
+                format!("plugin `{shown}` does not exist"),
+            ));
+        }
+        Err(e) => {
+            return Some((
+                Check::PluginFile,
+                "plugin",
+                format!("cannot read plugin `{shown}`: {e}"),
+            ));
+        }
+    };
+    if let Some(pin) = pin.filter(|p| !p.eq_ignore_ascii_case(&digest)) {
+        return Some((
+            Check::PluginDigest,
+            "sha256",
+            format!("`{pin}`, but the file's is {digest}"),
+        ));
+    }
+    if !list.required() {
+        return None;
+    }
+    let signature = list.needs_signature(&digest).then(|| {
+        let sig = crate::policy::allowlist::signature_path(file);
+        match read_regular(&sig, 4096) {
+            Err(FileError::NotFound) => None,
+            Err(e) => Some(Err(e.to_string())),
+            Ok((bytes, _)) => Some(Ok(bytes)),
+        }
+    });
+    list.admit(file, &digest, signature.flatten())
+        .err()
+        .map(|message| (Check::PluginAllowlist, "plugin", message))
+}
+
 /// The plugin checks of every wasm hook of `policy` that runs: its plugin file's digest
 /// the hook's `sha256` pin and admitted by managed policy's allowlist (when either
 /// applies), then the plugin loaded by `wasm` (present, readable, a component of this
@@ -251,43 +303,11 @@ pub(super) fn plugin_checks(policy: &Policy, wasm: &WasmRuntime) -> Vec<ConfigEr
         // Pin and allowlist first, on the file's digest: a plugin that is not admitted is
         // never compiled (as at dispatch).
         let list = &policy.settings.plugin_allowlist;
-        if pin.is_some() || list.required() {
-            let digest = match sha256_regular(&file, DEFAULT_MAX_PLUGIN_BYTES) {
-                Ok(digest) => digest,
-                Err(e) => {
-                    let shown = file.display();
-                    refuse(
-                        Check::PluginFile,
-                        "plugin",
-                        format!("cannot read plugin `{shown}`: {e}"),
-                    );
-                    continue;
-                }
-            };
-            if let Some(pin) = &pin
-                && !pin.eq_ignore_ascii_case(&digest)
-            {
-                refuse(
-                    Check::PluginDigest,
-                    "sha256",
-                    format!("`{pin}`, but the file's is {digest}"),
-                );
-                continue;
-            }
-            if list.required() {
-                let signature = list.needs_signature(&digest).then(|| {
-                    let sig = crate::policy::allowlist::signature_path(&file);
-                    match read_regular(&sig, 4096) {
-                        Err(FileError::NotFound) => None,
-                        Err(e) => Some(Err(e.to_string())),
-                        Ok((bytes, _)) => Some(Ok(bytes)),
-                    }
-                });
-                if let Err(message) = list.admit(&file, &digest, signature.flatten()) {
-                    refuse(Check::PluginAllowlist, "plugin", message);
-                    continue;
-                }
-            }
+        if (pin.is_some() || list.required())
+            && let Some((check, field, message)) = plugin_refusal(&file, pin.as_deref(), list)
+        {
+            refuse(check, field, message);
+            continue;
         }
         let Some(mut call) = PluginCall::from_hook(hook) else {
             continue;

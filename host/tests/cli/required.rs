@@ -114,7 +114,7 @@ fn a_required_plugin_replaced_fails_closed_naming_the_mismatch() {
         listed[0]["whyNot"]
             .as_str()
             .unwrap()
-            .contains("not the one pinned")
+            .contains("is not the `sha256` pin")
     );
 }
 
