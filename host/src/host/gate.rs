@@ -207,7 +207,7 @@ pub(super) const STAMP_GRANULARITY: Duration = Duration::from_secs(1);
 /// readable regular file within the plugin cap (a FIFO or a directory is refused, never
 /// waited on), whose digest is `pin` when there is one, admitted by managed policy's
 /// allowlist `list` (with its `.sig` when the allowlist needs one). The gate's checks
-/// ([`plugin_checks`]) and `hookhost hooks` both ask here.
+/// (`plugin_checks`) and `hookhost hooks` both ask here.
 pub fn plugin_refusal(
     file: &Path,
     pin: Option<&str>,
