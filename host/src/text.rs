@@ -12,42 +12,26 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-/// Whether `c` must not reach a terminal raw: C0 controls, DEL, C1 controls, and whole
-/// Unicode classes rather than picked members: every format character (general category
-/// `Cf`, Unicode 16: bidi marks, embeddings, overrides and isolates, zero-width and
-/// invisible characters, soft hyphen, tag characters, interlinear annotations) and the
-/// line and paragraph separators (`Zl`, `Zp`: U+2028 and U+2029 end a line in many
-/// viewers and in JavaScript).
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+
+/// Whether `c` must not reach a terminal raw: whole Unicode classes rather than picked
+/// members, looked up in the Unicode Character Database's tables (`unicode-properties`,
+/// kept by unicode-rs, so a format character a later Unicode adds is escaped once the
+/// tables are): every control (`Cc`: C0, DEL, C1), every format character (`Cf`: bidi
+/// marks, embeddings, overrides and isolates, zero-width and invisible characters, soft
+/// hyphen, tag characters, interlinear annotations) and the line and paragraph separators
+/// (`Zl`, `Zp`: U+2028 and U+2029 end a line in many viewers and in JavaScript).
 fn is_unsafe(c: char, keep_newlines: bool) -> bool {
     match c {
         '\n' | '\t' => !keep_newlines,
-        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        c if c < '\u{ad}' => false,
-        // Zl, Zp.
-        '\u{2028}' | '\u{2029}' => true,
-        // Cf, Unicode 16.
-        '\u{ad}'
-        | '\u{600}'..='\u{605}'
-        | '\u{61c}'
-        | '\u{6dd}'
-        | '\u{70f}'
-        | '\u{890}'..='\u{891}'
-        | '\u{8e2}'
-        | '\u{180e}'
-        | '\u{200b}'..='\u{200f}'
-        | '\u{202a}'..='\u{202e}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206f}'
-        | '\u{feff}'
-        | '\u{fff9}'..='\u{fffb}'
-        | '\u{110bd}'
-        | '\u{110cd}'
-        | '\u{13430}'..='\u{1343f}'
-        | '\u{1bca0}'..='\u{1bca3}'
-        | '\u{1d173}'..='\u{1d17a}'
-        | '\u{e0001}'
-        | '\u{e0020}'..='\u{e007f}' => true,
-        _ => false,
+        ' '..='~' => false,
+        c => matches!(
+            c.general_category(),
+            GeneralCategory::Control
+                | GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        ),
     }
 }
 
@@ -215,6 +199,29 @@ mod tests {
         }
         // Letters, marks and spaces stay as they are.
         assert!(matches!(escape("é 中文 x"), Cow::Borrowed(_)));
+    }
+
+    /// Every character there is: one of the four classes never reaches the output raw,
+    /// and any other character passes through unchanged (borrowed, not copied).
+    #[test]
+    fn every_character_is_judged_by_its_class() {
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            let class = matches!(
+                c.general_category(),
+                GeneralCategory::Control
+                    | GeneralCategory::Format
+                    | GeneralCategory::LineSeparator
+                    | GeneralCategory::ParagraphSeparator
+            );
+            assert_eq!(class, is_unsafe(c, false), "{c:?}");
+            let s = c.to_string();
+            let shown = escape(&s);
+            if class {
+                assert!(!shown.contains(c) && shown.is_ascii(), "{c:?}");
+            } else {
+                assert!(matches!(shown, Cow::Borrowed(_)), "{c:?}");
+            }
+        }
     }
 
     #[test]
