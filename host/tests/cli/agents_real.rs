@@ -132,6 +132,8 @@ impl Drop for Model {
 struct Ran {
     /// Keeps the directories until the test has looked.
     _env: TestEnv,
+    /// The agent's home (`HOME`).
+    home: PathBuf,
     run: Run,
     work: PathBuf,
     requests: String,
@@ -182,9 +184,8 @@ fn run_agent(agent: &Agent, binary: &Path, command: &str, config: Option<Value>)
                     "exec",
                     "--skip-git-repo-check",
                     "--dangerously-bypass-approvals-and-sandbox",
-                    // Codex 0.171 runs only hooks the user trusted in its TUI; the test
-                    // has no TUI (`install --codex` prints what to approve).
-                    "--dangerously-bypass-hook-trust",
+                    // No `--dangerously-bypass-hook-trust`: Codex 0.171 runs only hooks
+                    // it trusts, and `install --codex` wrote their trust entries.
                     prompt,
                 ]);
         }
@@ -251,6 +252,12 @@ fn run_agent(agent: &Agent, binary: &Path, command: &str, config: Option<Value>)
             .arg(format!("{hookhost} dispatch --format {}", agent.id))
             .env("HOME", &home)
             .current_dir("/");
+        // `install --codex` asks the `codex` on the PATH for the hooks' trust hashes.
+        let mut path = vec![binary.parent().unwrap().to_path_buf()];
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        install.env("PATH", std::env::join_paths(path).unwrap());
         for var in ["CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME"] {
             if let Some((_, Some(value))) = cmd.get_envs().find(|(k, _)| *k == var) {
                 install.env(var, value);
@@ -263,11 +270,16 @@ fn run_agent(agent: &Agent, binary: &Path, command: &str, config: Option<Value>)
             agent.id,
             String::from_utf8_lossy(&installed.stderr)
         );
+        if agent.id == "codex" {
+            let said = String::from_utf8_lossy(&installed.stdout);
+            assert!(said.contains("trusted in Codex's config.toml"), "{said}");
+        }
     }
     let run = run_until(&mut cmd, "", Duration::from_secs(240)).expect("the agent finished");
     let audit = std::fs::read_to_string(env.data.join("audit.jsonl")).unwrap_or_default();
     Ran {
         _env: env,
+        home,
         run,
         work,
         requests: tail(&model.requests()),
@@ -332,6 +344,23 @@ fn guards(agent: &Agent, test: &str, rewrites: bool) {
                 && l.contains("\"decision\":\"deny\"")),
         "the audit line names the agent: {shown}"
     );
+    if agent.id == "codex" {
+        // `uninstall --codex` takes the trust entries out with the drop-in.
+        let config = guarded.home.join(".codex/config.toml");
+        assert!(std::fs::read_to_string(&config).unwrap().contains("trusted_hash"));
+        let removed = Command::new(env!("CARGO_BIN_EXE_hookhost"))
+            .args(["uninstall", "--codex", "--command"])
+            .arg(format!("{} dispatch --format codex", env!("CARGO_BIN_EXE_hookhost")))
+            .env("HOME", &guarded.home)
+            .env("CODEX_HOME", guarded.home.join(".codex"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&removed.stdout);
+        assert!(said.contains("removed Codex's trust entries"), "{said}");
+        let left = std::fs::read_to_string(&config).unwrap();
+        assert!(!left.contains("trusted_hash"), "{left}");
+        assert!(left.contains("model_provider = \"mock\""), "{left}");
+    }
     if !rewrites {
         return;
     }

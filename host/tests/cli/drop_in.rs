@@ -523,12 +523,32 @@ fn install_for_codex_writes_its_hooks_json() {
     use std::os::unix::fs::PermissionsExt;
     let env = TestEnv::new();
     let codex = env.home.join("codex-home");
+    // No `codex` on this PATH to ask for the trust hashes (agents_real.rs has one).
     let mut cmd = env.command();
     cmd.env("HOME", &env.home)
         .env("CODEX_HOME", &codex)
+        .env("PATH", "/usr/bin:/bin")
         .args(["install", "--codex"]);
     let run = env.run_with(&mut cmd, "");
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("no `codex` on the PATH")
+            && run.stdout.contains("type `/hooks`")
+            && run.stdout.contains("hooks.json:pre_tool_use:0:0"),
+        "{}",
+        run.stdout
+    );
+    // Until Codex trusts the drop-in, `validate` says it does not run.
+    let mut cmd = env.command();
+    cmd.env("HOME", &env.home)
+        .env("CODEX_HOME", &codex)
+        .args(["validate"]);
+    let run = env.run_with(&mut cmd, "");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("Codex does not run hookhost's PreToolUse hook yet"),
+        "{said}"
+    );
     let file = codex.join("hooks.json");
     let value: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let events: Vec<&String> = value["hooks"].as_object().unwrap().keys().collect();

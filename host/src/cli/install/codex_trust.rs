@@ -1,19 +1,36 @@
-//! Codex 0.171 runs a command hook only once the user trusted it: it keeps a
-//! `trusted_hash` per hook in `config.toml` (`[hooks.state."<hooks.json>:<event>:<group>:
-//! <handler>"]`), set when the user approves the hook in the TUI's `/hooks`, and skips an
-//! untrusted hook without a word. hookhost does not forge that hash (Codex's own hash of
-//! the hook, which hookhost could not verify against the real client without its
-//! `--dangerously-bypass-hook-trust`): `install --codex` says exactly what to approve,
-//! and `hookhost hooks` / `validate` warn while a drop-in has no trust entry.
+//! Codex 0.171 runs a command hook only once it is trusted: it keeps a `trusted_hash` per
+//! hook in its `config.toml` (`[hooks.state."<hooks.json>:<event>:<group>:<handler>"]`),
+//! set when the user approves the hook in the TUI's `/hooks`, and skips an untrusted hook
+//! without a word.
+//!
+//! `install --codex` writes those entries the way Codex itself computes them: it asks the
+//! user's own `codex` (the one on the PATH) through its app server's `hooks/list`, which
+//! answers each hook's key, command, source file, `currentHash` and trust status, and
+//! trusts exactly the hooks that are hookhost's drop-in in the file it just wrote. The
+//! hash is Codex's, so a Codex that hashes differently tomorrow still gets its own
+//! answer; hookhost never reimplements it. Without a `codex` on the PATH (or when it does
+//! not answer), `install` says exactly what to approve, and `hookhost hooks` / `validate`
+//! warn while a drop-in has no trust entry. `uninstall --codex` removes the entries of
+//! the drop-ins it removes.
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use toml_edit::{DocumentMut, Item, Table};
 
 use hookhost::text::escape;
 
+use super::settings::{read_text, write_settings};
+
 /// The most of `hooks.json` and `config.toml` read.
 const CAP: u64 = 4 << 20;
+/// The most of the app server's output read.
+const ANSWER_CAP: u64 = 16 << 20;
+/// How long the app server may take to list the hooks.
+const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 
 /// Codex's name of an event in a trust key (`PreToolUse` → `pre_tool_use`).
 fn snake(event: &str) -> String {
@@ -31,9 +48,13 @@ fn snake(event: &str) -> String {
     out
 }
 
-/// The trust keys of hookhost's drop-ins in the Codex hooks file `path` (its JSON
-/// `value`): `(event, key)`.
-fn drop_in_keys(path: &Path, value: &Value) -> Vec<(String, String)> {
+/// The trust keys of hookhost's drop-ins (`custom`: the `--command` one) in the Codex
+/// hooks file `path` (its JSON `value`): `(event, key)`.
+pub(super) fn drop_in_keys(
+    path: &Path,
+    value: &Value,
+    custom: Option<&str>,
+) -> Vec<(String, String)> {
     let mut keys = Vec::new();
     let Some(hooks) = value.get("hooks").and_then(Value::as_object) else {
         return keys;
@@ -48,7 +69,7 @@ fn drop_in_keys(path: &Path, value: &Value) -> Vec<(String, String)> {
                 .enumerate()
             {
                 let command = handler.get("command").and_then(Value::as_str);
-                if command.is_some_and(|c| super::drop_in::is_installed_form(c, None)) {
+                if command.is_some_and(|c| super::drop_in::is_installed_form(c, custom)) {
                     keys.push((
                         event.clone(),
                         format!("{}:{}:{g}:{h}", path.display(), snake(event)),
@@ -60,17 +81,15 @@ fn drop_in_keys(path: &Path, value: &Value) -> Vec<(String, String)> {
     keys
 }
 
-/// Whether Codex's `config.toml` text has a `trusted_hash` for `key`.
+/// Whether Codex's config text has a `trusted_hash` for `key`.
 fn has_trust(config: &str, key: &str) -> bool {
-    let header = format!("[hooks.state.\"{key}\"]");
-    let Some(at) = config.find(&header) else {
-        return false;
-    };
-    config[at + header.len()..]
-        .lines()
-        .skip(1)
-        .take_while(|line| !line.trim_start().starts_with('['))
-        .any(|line| line.trim_start().starts_with("trusted_hash"))
+    config.parse::<DocumentMut>().is_ok_and(|doc| {
+        doc.get("hooks")
+            .and_then(|h| h.get("state"))
+            .and_then(|s| s.get(key))
+            .and_then(|t| t.get("trusted_hash"))
+            .is_some_and(|h| h.is_str())
+    })
 }
 
 fn read(path: &Path) -> Option<String> {
@@ -78,20 +97,21 @@ fn read(path: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// The text `install --codex` prints: what the user must approve for Codex to run the
-/// drop-in in `hooks_json`.
-pub(super) fn approve_text(hooks_json: &Path) -> String {
+/// The text `install --codex` prints when it could not trust the drop-in in
+/// `hooks_json` (`why`): what the user must approve for Codex to run it.
+fn approve_text(hooks_json: &Path, custom: Option<&str>, why: &str) -> String {
     let value = read(hooks_json)
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
-    let keys: Vec<String> = drop_in_keys(hooks_json, &value)
+    let keys: Vec<String> = drop_in_keys(hooks_json, &value, custom)
         .into_iter()
         .map(|(event, key)| format!("    {} ({})", escape(&event), escape(&key)))
         .collect();
     format!(
-        "  Codex 0.171 skips a hook it has not trusted, without a word: start `codex`, type \
-         `/hooks`, and approve the hookhost hook of each event:\n{}\n  (`hookhost validate` \
-         warns until each has a trust entry in config.toml)",
+        "  Codex skips a hook it has not trusted, without a word, and hookhost could not \
+         trust this one ({why}): start `codex`, type `/hooks`, and approve the hookhost \
+         hook of each event:\n{}\n  (`hookhost validate` warns until each has a trust entry \
+         in config.toml)",
         keys.join("\n")
     )
 }
@@ -105,6 +125,259 @@ fn codex_home() -> Option<PathBuf> {
     }
 }
 
+/// A hook as Codex's app server lists it.
+struct Listed {
+    key: String,
+    command: String,
+    source: PathBuf,
+    hash: String,
+    trusted: bool,
+}
+
+/// The `codex` on the PATH.
+fn codex_program() -> Option<PathBuf> {
+    let path = hookhost::config::env::var("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("codex"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The hooks `codex` lists for `cwd` (`codex app-server`, JSON-RPC over stdio:
+/// `initialize`, `initialized`, `hooks/list`), read within [`ANSWER_WITHIN`] and
+/// [`ANSWER_CAP`].
+fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
+    let mut command = Command::new(codex);
+    command
+        .arg("app-server")
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child =
+        hookhost::handlers::descendants::spawn_own(|| command.spawn(), |c| Some(c.id()))
+            .map_err(|e| format!("cannot run `codex app-server`: {e}"))?;
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err("cannot talk to `codex app-server`".into());
+    };
+    let cwd_text = cwd.to_string_lossy();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"clientInfo": {"name": "hookhost", "version": env!("CARGO_PKG_VERSION")}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd_text]}}),
+    ];
+    let (sent, answer) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout.take(ANSWER_CAP));
+        let mut line = String::new();
+        while matches!(lines.read_line(&mut line), Ok(n) if n > 0) {
+            if let Ok(value) = serde_json::from_str::<Value>(&line)
+                && value.get("id") == Some(&json!(2))
+            {
+                let _ = sent.send(value);
+                return;
+            }
+            line.clear();
+        }
+    });
+    let written = requests
+        .iter()
+        .try_for_each(|r| writeln!(stdin, "{r}"))
+        .and_then(|()| stdin.flush());
+    let answer = written
+        .map_err(|e| format!("cannot talk to `codex app-server`: {e}"))
+        .and_then(|()| {
+            answer
+                .recv_timeout(ANSWER_WITHIN)
+                .map_err(|_| "`codex app-server` did not list the hooks".to_string())
+        });
+    // Its end of input ends the app server; a server that stays is stopped.
+    drop(stdin);
+    let started = Instant::now();
+    while !matches!(child.try_wait(), Ok(Some(_))) {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let answer = answer?;
+    if let Some(error) = answer.get("error") {
+        return Err(format!(
+            "`codex app-server` refused `hooks/list`: {}",
+            escape(&error.to_string())
+        ));
+    }
+    let text =
+        |hook: &Value, field: &str| hook.get(field).and_then(Value::as_str).map(String::from);
+    Ok(answer
+        .pointer("/result/data")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|entry| {
+            entry
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|hook| {
+            Some(Listed {
+                key: text(hook, "key")?,
+                command: text(hook, "command")?,
+                source: text(hook, "sourcePath")?.into(),
+                hash: text(hook, "currentHash")?,
+                trusted: text(hook, "trustStatus").as_deref() == Some("trusted"),
+            })
+        })
+        .collect())
+}
+
+/// Whether `a` and `b` name one file (Codex normalises its paths, and does not resolve
+/// symlinks).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// The `[hooks.state]` table of Codex's config `doc`, made if missing (as a dotted
+/// header's parent, so no empty `[hooks]` appears).
+fn state_table(doc: &mut DocumentMut) -> Result<&mut Table, String> {
+    let hooks = doc.entry("hooks").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let hooks = hooks.as_table_mut().ok_or("its `hooks` is not a table")?;
+    let state = hooks.entry("state").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    state
+        .as_table_mut()
+        .ok_or_else(|| "its `hooks.state` is not a table".to_string())
+}
+
+/// Edits Codex's `config.toml` with `change` (which says whether it changed anything),
+/// the careful way `install` edits every file (backup, atomic swap, refused if it changed
+/// meanwhile); the backup's path when it wrote.
+fn edit_config(
+    change: impl FnOnce(&mut DocumentMut) -> Result<bool, String>,
+) -> Result<Option<Option<PathBuf>>, String> {
+    let path = codex_home()
+        .ok_or("cannot find Codex's directory")?
+        .join("config.toml");
+    let shown = escape(&path.display().to_string()).into_owned();
+    let settings = read_text(&path, false)?;
+    let old = settings.original.as_ref().map_or("", |o| o.text.as_str());
+    let mut doc: DocumentMut = old
+        .parse()
+        .map_err(|e| format!("`{shown}` is not TOML hookhost can edit: {e}"))?;
+    if !change(&mut doc).map_err(|e| format!("`{shown}`: {e}"))? {
+        return Ok(None);
+    }
+    write_settings(&settings, &doc.to_string()).map(Some)
+}
+
+/// Trusts, in Codex's `config.toml`, the hookhost drop-ins (`custom`: the `--command`
+/// one) of `hooks_json` that the
+/// `codex` on the PATH lists for `cwd` and has not trusted, with the hash it computes;
+/// the lines `install` prints.
+pub(super) fn trust(hooks_json: &Path, cwd: &Path, custom: Option<&str>) -> String {
+    let Some(codex) = codex_program() else {
+        return approve_text(
+            hooks_json,
+            custom,
+            "no `codex` on the PATH to ask for the hash",
+        );
+    };
+    let listed = match list_hooks(&codex, cwd) {
+        Ok(listed) => listed,
+        Err(why) => return approve_text(hooks_json, custom, &why),
+    };
+    let ours: Vec<Listed> = listed
+        .into_iter()
+        .filter(|hook| {
+            same_file(&hook.source, hooks_json)
+                && super::drop_in::is_installed_form(&hook.command, custom)
+        })
+        .collect();
+    if ours.is_empty() {
+        return approve_text(
+            hooks_json,
+            custom,
+            "`codex` does not list it (an untrusted project?)",
+        );
+    }
+    let to_trust: Vec<&Listed> = ours.iter().filter(|hook| !hook.trusted).collect();
+    if to_trust.is_empty() {
+        return "  Codex already trusts every hookhost hook".into();
+    }
+    let written = edit_config(|doc| {
+        let state = state_table(doc)?;
+        for hook in &to_trust {
+            let entry = state
+                .entry(&hook.key)
+                .or_insert_with(|| Item::Table(Table::new()));
+            let entry = entry
+                .as_table_mut()
+                .ok_or_else(|| format!("its `hooks.state.\"{}\"` is not a table", hook.key))?;
+            entry["trusted_hash"] = toml_edit::value(hook.hash.as_str());
+        }
+        Ok(true)
+    });
+    match written {
+        Ok(backup) => {
+            let mut text = format!(
+                "  trusted in Codex's config.toml, with the hash `codex` computes: {}",
+                to_trust
+                    .iter()
+                    .map(|h| escape(&h.key).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if let Some(Some(backup)) = backup {
+                text += &format!(
+                    "\n  the previous config.toml is in {}",
+                    escape(&backup.display().to_string())
+                );
+            }
+            text
+        }
+        Err(why) => approve_text(hooks_json, custom, &why),
+    }
+}
+
+/// Removes from Codex's `config.toml` the trust entries of `keys` (the drop-ins
+/// `uninstall` removed); the line it prints, if it removed any.
+pub(super) fn untrust(keys: &[(String, String)]) -> Result<Option<String>, String> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let mut removed = Vec::new();
+    edit_config(|doc| {
+        let Some(state) = doc
+            .get_mut("hooks")
+            .and_then(|h| h.get_mut("state"))
+            .and_then(Item::as_table_like_mut)
+        else {
+            return Ok(false);
+        };
+        for (_, key) in keys {
+            if state.remove(key).is_some() {
+                removed.push(escape(key).into_owned());
+            }
+        }
+        Ok(!removed.is_empty())
+    })?;
+    Ok((!removed.is_empty())
+        .then(|| format!("  removed Codex's trust entries: {}", removed.join(", "))))
+}
+
 /// A warning for each hookhost drop-in in the user's Codex `hooks.json` that Codex has
 /// no trust entry for (so it does not run it).
 pub(crate) fn warnings() -> Vec<String> {
@@ -116,13 +389,14 @@ pub(crate) fn warnings() -> Vec<String> {
         return Vec::new();
     };
     let config = read(&home.join("config.toml")).unwrap_or_default();
-    drop_in_keys(&hooks_json, &value)
+    drop_in_keys(&hooks_json, &value, None)
         .into_iter()
         .filter(|(_, key)| !has_trust(&config, key))
         .map(|(event, key)| {
             format!(
                 "Codex does not run hookhost's {event} hook yet: it is not trusted (no \
-                 `trusted_hash` for \"{key}\" in {}); approve it in Codex's `/hooks`",
+                 `trusted_hash` for \"{key}\" in {}); run `hookhost install --codex` again \
+                 with `codex` on the PATH, or approve it in Codex's `/hooks`",
                 home.join("config.toml").display()
             )
         })
@@ -139,7 +413,7 @@ mod tests {
         let value = serde_json::json!({"hooks": {"PreToolUse": [
             {"matcher": "Bash", "hooks": [{"type": "command", "command": "./mine"}]},
             {"matcher": "*", "hooks": [{"type": "command", "command": "hookhost dispatch --format codex"}]}]}});
-        let keys = drop_in_keys(Path::new("/h/hooks.json"), &value);
+        let keys = drop_in_keys(Path::new("/h/hooks.json"), &value, None);
         assert_eq!(
             keys,
             [(
@@ -154,5 +428,36 @@ mod tests {
             "[hooks.state.\"/h/hooks.json:pre_tool_use:1:0\"]\n[other]\ntrusted_hash = 1\n",
             &keys[0].1
         ));
+        // A comment or a string that looks like the entry is not one.
+        assert!(!has_trust(
+            "# [hooks.state.\"/h/hooks.json:pre_tool_use:1:0\"]\n# trusted_hash = \"x\"\n",
+            &keys[0].1
+        ));
+    }
+
+    /// The entries go under `[hooks.state."key"]`, keeping every other byte, with no
+    /// empty `[hooks]` header; removing them leaves the rest as it was.
+    #[test]
+    fn state_entries_keep_the_rest_of_the_file() {
+        let old = "# mine\nmodel = \"m\" # keep\n\n[projects.\"/w\"]\ntrust_level = \"trusted\"\n";
+        let mut doc: DocumentMut = old.parse().unwrap();
+        let state = state_table(&mut doc).unwrap();
+        state
+            .entry("/h/hooks.json:stop:0:0")
+            .or_insert_with(|| Item::Table(Table::new()))["trusted_hash"] =
+            toml_edit::value("sha256:ab");
+        let new = doc.to_string();
+        assert!(new.starts_with(old), "{new}");
+        assert!(!new.contains("[hooks]\n"), "{new}");
+        assert!(has_trust(&new, "/h/hooks.json:stop:0:0"));
+        let mut doc: DocumentMut = new.parse().unwrap();
+        doc["hooks"]["state"]
+            .as_table_like_mut()
+            .unwrap()
+            .remove("/h/hooks.json:stop:0:0");
+        assert!(!has_trust(&doc.to_string(), "/h/hooks.json:stop:0:0"));
+        // `hooks` of another type is refused, never overwritten.
+        let mut doc: DocumentMut = "hooks = 1\n".parse().unwrap();
+        assert!(state_table(&mut doc).is_err());
     }
 }

@@ -404,7 +404,19 @@ pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
         outln!("  note: {note}");
     }
     if agent == Agent::Codex {
-        outln!("{}", codex_trust::approve_text(&path));
+        // Codex lists a project's hooks for that project; the user's, anywhere.
+        let cwd = match project_scope {
+            true => path.parent().and_then(|p| p.parent()).map(PathBuf::from),
+            false => std::env::current_dir().ok(),
+        };
+        outln!(
+            "{}",
+            codex_trust::trust(
+                &path,
+                cwd.as_deref().unwrap_or(std::path::Path::new("/")),
+                args.command.as_deref()
+            )
+        );
     }
     outln!(
         "next: put hooks in a project's .hookhost/hooks.json and run `hookhost trust` there; \
@@ -426,6 +438,13 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
     let Some(original) = &settings.original else {
         outln!("{shown} does not exist; nothing to remove");
         return Ok(ExitCode::SUCCESS);
+    };
+    let trust_keys = match agent {
+        Agent::Codex => {
+            let value = serde_json::Value::Object(settings.value.clone());
+            codex_trust::drop_in_keys(&path, &value, args.command.as_deref())
+        }
+        _ => Vec::new(),
     };
     let removed = remove_drop_in(&mut settings.value, args.command.as_deref(), &shown)?;
     if removed.is_empty() {
@@ -463,6 +482,9 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
             "  the previous file is in {}",
             escape(&backup.display().to_string())
         );
+    }
+    if let Some(line) = codex_trust::untrust(&trust_keys)? {
+        outln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }
