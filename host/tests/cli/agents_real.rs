@@ -347,10 +347,17 @@ fn guards(agent: &Agent, test: &str, rewrites: bool) {
     if agent.id == "codex" {
         // `uninstall --codex` takes the trust entries out with the drop-in.
         let config = guarded.home.join(".codex/config.toml");
-        assert!(std::fs::read_to_string(&config).unwrap().contains("trusted_hash"));
+        assert!(
+            std::fs::read_to_string(&config)
+                .unwrap()
+                .contains("trusted_hash")
+        );
         let removed = Command::new(env!("CARGO_BIN_EXE_hookhost"))
             .args(["uninstall", "--codex", "--command"])
-            .arg(format!("{} dispatch --format codex", env!("CARGO_BIN_EXE_hookhost")))
+            .arg(format!(
+                "{} dispatch --format codex",
+                env!("CARGO_BIN_EXE_hookhost")
+            ))
             .env("HOME", &guarded.home)
             .env("CODEX_HOME", guarded.home.join(".codex"))
             .output()

@@ -134,12 +134,24 @@ struct Listed {
     trusted: bool,
 }
 
-/// The `codex` on the PATH.
+/// The `codex` on the PATH, in an absolute directory (never `.` or another relative
+/// one, which would run a repository's `codex`), resolved, when it is an executable file
+/// of this user or root that no one else can write ([`Rule::Believed`]).
 fn codex_program() -> Option<PathBuf> {
+    use hookhost::config::file::{Owners, Rule};
+    use std::os::unix::fs::MetadataExt;
     let path = hookhost::config::env::var("PATH")?;
-    std::env::split_paths(&path)
+    let found = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join("codex"))
-        .find(|candidate| candidate.is_file())
+        .find(|candidate| candidate.is_file())?
+        .canonicalize()
+        .ok()?;
+    let meta = std::fs::metadata(&found).ok()?;
+    (meta.is_file()
+        && meta.mode() & 0o111 != 0
+        && Rule::Believed(Owners::MeOrRoot).judge(&meta).is_none())
+    .then_some(found)
 }
 
 /// The hooks `codex` lists for `cwd` (`codex app-server`, JSON-RPC over stdio:
@@ -292,7 +304,8 @@ pub(super) fn trust(hooks_json: &Path, cwd: &Path, custom: Option<&str>) -> Stri
         return approve_text(
             hooks_json,
             custom,
-            "no `codex` on the PATH to ask for the hash",
+            "no `codex` on the PATH to ask for the hash (one in an absolute directory, your \
+             file or root's, that only its owner can write)",
         );
     };
     let listed = match list_hooks(&codex, cwd) {
