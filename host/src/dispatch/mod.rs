@@ -496,7 +496,8 @@ impl Dispatcher {
         let mut executed = Vec::with_capacity(hooks.len());
         let mut stopped_by: Option<String> = None;
         let mut invocation = invocation.clone();
-        for hook in hooks {
+        let count = hooks.len();
+        for (at, hook) in hooks.into_iter().enumerate() {
             if hook.chain.is_some() && !if_matches(&hook, &invocation) {
                 continue;
             }
@@ -517,7 +518,10 @@ impl Dispatcher {
                     Executed { hook, result }
                 }
             };
-            if stopped_by.is_none() {
+            // What this hook means for the hooks after it: nothing when none is left
+            // (the event's merge judges the group, and composes a chain's `rewrites`,
+            // on its own).
+            if stopped_by.is_none() && at + 1 < count {
                 let chained = done.hook.chain.is_some().then_some(&invocation.input);
                 let step = step(&invocation.spec, &done, chained);
                 if step.stops {
