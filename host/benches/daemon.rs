@@ -21,7 +21,10 @@
 //!    process with the audit log on (chained) and off, and one audit line appended with
 //!    the chain and without it; target: the chain under 5% of a `serve` event
 //!    (`HOOKHOST_BENCH_ONLY=audit` runs only this part).
-//! 4. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
+//! 4. Only with `HOOKHOST_BENCH_ONLY=before-after` and `HOOKHOST_BENCH_BEFORE=PATH`:
+//!    this build beside an older `hookhost`, interleaved (`daemon/before_after.rs`,
+//!    issue 23: no p50 more than 5% slower).
+//! 5. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
 //!    (`HOOKHOST_BENCH_SOAK_SECS`) against one daemon; every answer must arrive exactly
 //!    once, and the daemon's memory is reported (`daemon/soak.rs`).
 //!
@@ -34,6 +37,8 @@
 mod allocs;
 #[path = "daemon/audit_cost.rs"]
 mod audit_cost;
+#[path = "daemon/before_after.rs"]
+mod before_after;
 mod common;
 #[path = "daemon/echo.rs"]
 mod echo;
@@ -346,6 +351,18 @@ fn main() {
             {"type": "wasm", "plugin": plugin("deny_dangerous_bash"), "instance": instance}
         ]}]}})
     };
+    let three = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "wasm", "plugin": plugin("deny_dangerous_bash")},
+        {"type": "wasm", "plugin": plugin("protect_paths")},
+        {"type": "wasm", "plugin": plugin("redact_secrets")}
+    ]}]}})
+    .to_string();
+    if only == "before-after" {
+        let before = std::env::var_os("HOOKHOST_BENCH_BEFORE")
+            .expect("HOOKHOST_BENCH_BEFORE: the older `hookhost` to compare with");
+        before_after::report(dir.path(), Path::new(&before), &one_hook("event"), &three);
+        return;
+    }
     if only == "soak" {
         let daemon = start_daemon(dir.path(), &one_hook("event"), "soak");
         client(&daemon.socket, 300, 1, 0); // warm
@@ -379,12 +396,6 @@ fn main() {
     }
 
     // 2. The one-shot CLI with three plugins and a warm cache vs one shell hook.
-    let three = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "wasm", "plugin": plugin("deny_dangerous_bash")},
-        {"type": "wasm", "plugin": plugin("protect_paths")},
-        {"type": "wasm", "plugin": plugin("redact_secrets")}
-    ]}]}})
-    .to_string();
     let stdin = input(1).to_string();
     let dispatch_with = |program: &str, args: &[&str], daemon: bool| {
         let mut cmd = Command::new(program);
