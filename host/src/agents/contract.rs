@@ -22,9 +22,9 @@
 use serde_json::{Map, Value, json};
 
 use super::vocabulary::EventName;
-use super::{Agent, AgentResponse, tool_input_for};
+use super::{Agent, AgentResponse, Call, tool_input_for};
 use crate::outcome::{Decision, Outcome};
-use crate::text::escape;
+use crate::text::{escape, escape_multiline};
 
 /// A part of an [`Outcome`] that an agent expresses or is told about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,20 +191,15 @@ impl Answer {
     }
 }
 
-/// Renders `outcome` for `event` of `agent` (`tool`: the canonical tool of the call).
-pub fn render(
-    agent: Agent,
-    event: &EventName,
-    tool: Option<&str>,
-    outcome: &Outcome,
-) -> AgentResponse {
+/// Renders `outcome` for `event` of `agent` (`call`: how the tool call came in).
+pub fn render(agent: Agent, event: &EventName, call: &Call, outcome: &Outcome) -> AgentResponse {
     let mut answer = Answer::default();
     match agent {
-        Agent::Codex => codex(event, tool, outcome, &mut answer),
-        Agent::Gemini => gemini(event, tool, outcome, &mut answer),
-        Agent::Copilot => copilot(event, tool, outcome, &mut answer),
+        Agent::Codex => codex(event, call, outcome, &mut answer),
+        Agent::Gemini => gemini(event, call, outcome, &mut answer),
+        Agent::Copilot => copilot(event, call, outcome, &mut answer),
         Agent::Cursor => cursor(event, outcome, &mut answer),
-        Agent::OpenCode => opencode(event, tool, outcome, &mut answer),
+        Agent::OpenCode => opencode(event, call, outcome, &mut answer),
     }
     let mut notices = std::mem::take(&mut answer.notices);
     for field in Field::ALL {
@@ -263,7 +258,10 @@ fn channel(
                     stderr.push('\n');
                 }
             }
+            // hookhost's plugin prints them (`console.error`) once JSON has given back
+            // every character: escaped here, as every line for a terminal.
             Agent::OpenCode => {
+                let lines: Vec<String> = lines.iter().map(|l| escape(l).into_owned()).collect();
                 answer.json.insert("notices".into(), json!(lines));
             }
             Agent::Cursor => {
@@ -312,7 +310,7 @@ fn common_top(o: &Outcome, a: &mut Answer) {
 }
 
 /// Codex 0.171.0: Claude Code's shape.
-fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn codex(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     common_top(o, a);
     let name = event.canonical;
     let honours_context = matches!(
@@ -348,10 +346,8 @@ fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
                     a.specific()
                         .insert("permissionDecision".into(), json!("allow"));
                 }
-                a.specific().insert(
-                    "updatedInput".into(),
-                    tool_input_for(Agent::Codex, tool, input),
-                );
+                a.specific()
+                    .insert("updatedInput".into(), tool_input_for(call, input));
                 a.done(Field::UpdatedInput);
             }
         }
@@ -406,7 +402,7 @@ fn allow_ask_deny(agent: Agent, o: &Outcome, a: &mut Answer) -> Option<&'static 
 }
 
 /// Gemini CLI 0.61.0.
-fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn gemini(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     common_top(o, a);
     let name = event.canonical;
     match name {
@@ -419,10 +415,8 @@ fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
                 }
             }
             if let Some(input) = &o.updated_input {
-                a.specific().insert(
-                    "tool_input".into(),
-                    tool_input_for(Agent::Gemini, tool, input),
-                );
+                a.specific()
+                    .insert("tool_input".into(), tool_input_for(call, input));
                 a.done(Field::UpdatedInput);
             }
         }
@@ -447,7 +441,7 @@ fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
 }
 
 /// Copilot CLI 1.0.102: only `preToolUse`'s answer is read.
-fn copilot(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn copilot(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     if event.canonical != "PreToolUse" {
         return;
     }
@@ -465,7 +459,7 @@ fn copilot(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
         a.set(
             Field::UpdatedInput,
             "modifiedArgs",
-            tool_input_for(Agent::Copilot, tool, input),
+            tool_input_for(call, input),
         );
     }
 }
@@ -502,17 +496,26 @@ fn cursor(event: &EventName, o: &Outcome, a: &mut Answer) {
 }
 
 /// OpenCode 1.18.33, through hookhost's plugin (`install --opencode`).
-fn opencode(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn opencode(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     match event.canonical {
         "PreToolUse" => {
             match o.decision {
+                // The plugin throws it: OpenCode prints the error on the terminal.
                 Decision::Deny | Decision::Block => {
-                    a.set(Field::Decision, "block", json!(reason(o)));
+                    a.set(
+                        Field::Decision,
+                        "block",
+                        json!(escape_multiline(&reason(o))),
+                    );
                     a.done(Field::Reason);
                 }
                 Decision::Ask | Decision::Defer => {
                     a.denied_instead(Agent::OpenCode, o);
-                    a.set(Field::Decision, "block", json!(reason(o)));
+                    a.set(
+                        Field::Decision,
+                        "block",
+                        json!(escape_multiline(&reason(o))),
+                    );
                     a.done(Field::Reason);
                 }
                 // The call goes ahead: nothing to say.
@@ -520,11 +523,7 @@ fn opencode(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) 
                 Decision::None => {}
             }
             if let Some(input) = &o.updated_input {
-                a.set(
-                    Field::UpdatedInput,
-                    "args",
-                    tool_input_for(Agent::OpenCode, tool, input),
-                );
+                a.set(Field::UpdatedInput, "args", tool_input_for(call, input));
             }
         }
         "PostToolUse" => {

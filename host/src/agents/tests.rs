@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::contract::Field;
 use super::vocabulary::{EVENTS, TOOLS};
-use super::{Agent, AgentResponse, render, to_canonical};
+use super::{Agent, AgentResponse, Call, render, to_canonical};
 use crate::event::EventCatalogue;
 use crate::outcome::{Decision, Notice, Outcome};
 
@@ -104,7 +104,7 @@ fn every_outcome_field_is_expressed_or_noticed_for_every_mapped_event() {
     for event in EVENTS {
         for field in Field::ALL {
             let o = outcome_with(event.canonical, field);
-            let r = render(event.agent, event, Some("Bash"), &o);
+            let r = render(event.agent, event, &Call::default(), &o);
             let what = format!("{:?} {} {field:?}", event.agent, event.name);
             assert_eq!(r.exit_code, 0, "{what}: JSON answers exit 0");
             if !r.stdout.is_empty() {
@@ -140,7 +140,7 @@ fn ask_and_defer_never_weaken_a_guard() {
         for decision in [Decision::Ask, Decision::Defer] {
             let mut o = Outcome::empty("PreToolUse");
             o.decision = decision;
-            let r = render(event.agent, event, Some("Bash"), &o);
+            let r = render(event.agent, event, &Call::default(), &o);
             let v: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
             let asks = v["decision"] == "ask"
                 || v["permissionDecision"] == "ask"
@@ -228,21 +228,110 @@ fn inputs_come_in_as_claude_codes_words() {
 
 #[test]
 fn a_rewrite_goes_back_in_the_agents_argument_names() {
-    let event = super::vocabulary::event(Agent::OpenCode, "tool.execute.before").unwrap();
+    let input = json!({"event": "tool.execute.before", "tool": "edit",
+                       "args": {"filePath": "/w/a", "oldString": "x", "newString": "y"}});
+    let c = to_canonical(Agent::OpenCode, None, input).unwrap();
     let mut o = Outcome::empty("PreToolUse");
-    o.updated_input = Some(json!({"file_path": "/w/b", "old_string": "x", "new_string": "z"}));
-    let r = render(Agent::OpenCode, event, Some("Edit"), &o);
+    // `replace_all` came in under no name: it goes back through the table.
+    o.updated_input = Some(
+        json!({"file_path": "/w/b", "old_string": "x", "new_string": "z",
+                                  "replace_all": true}),
+    );
+    let r = render(Agent::OpenCode, c.event, &c.call, &o);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(
         v["args"],
-        json!({"filePath": "/w/b", "oldString": "x", "newString": "z"})
+        json!({"filePath": "/w/b", "oldString": "x", "newString": "z", "replaceAll": true})
     );
-    let event = super::vocabulary::event(Agent::Gemini, "BeforeTool").unwrap();
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                       "tool_input": {"command": "rm -rf /"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
     o.updated_input = Some(json!({"command": "echo safe"}));
-    let r = render(Agent::Gemini, event, Some("Bash"), &o);
+    let r = render(Agent::Gemini, c.event, &c.call, &o);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(
         v["hookSpecificOutput"]["tool_input"],
         json!({"command": "echo safe"})
     );
+}
+
+/// Red team (issue 30): a rewrite went back through the *first* table row of the
+/// canonical tool, whatever name the agent had sent the argument by. Gemini CLI 0.61
+/// sends `read_file`'s path as `file_path` and merges the rewrite into the call
+/// (`Object.assign`, no schema rejects an unknown key): the rewrite came back as
+/// `absolute_path`, which 0.61 ignores, and the unrewritten file was read. Codex's raw
+/// `exec_command` (`cmd`) went back as `command` (the first Bash row's). Fixed at
+/// `agents::tool_input_for`: an argument goes back under the name it came by.
+#[test]
+fn a_rewrite_goes_back_under_the_name_the_argument_came_by() {
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"file_path": "/dev/null"}));
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"file_path": "/w/.env"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    let r = render(Agent::Gemini, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"],
+        json!({"file_path": "/dev/null"}),
+        "{r:?}"
+    );
+    // An older Gemini's `absolute_path` goes back as `absolute_path`.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"absolute_path": "/w/.env"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    let r = render(Agent::Gemini, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"],
+        json!({"absolute_path": "/dev/null"})
+    );
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "exec_command",
+                       "tool_input": {"cmd": "rm -rf /"}});
+    let c = to_canonical(Agent::Codex, None, input).unwrap();
+    o.updated_input = Some(json!({"command": "echo safe"}));
+    let r = render(Agent::Codex, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"],
+        json!({"cmd": "echo safe"})
+    );
+}
+
+/// Red team (issue 30): the model writes the arguments, and Gemini CLI 0.61 accepts an
+/// unknown one: `read_file` with `file_path` (which 0.61 reads) and `absolute_path` (the
+/// name the table maps to `file_path`) had the rename overwrite `file_path`, so a rule
+/// saw the harmless path while Gemini read the secret one. Fixed at
+/// `agents::to_canonical_args`: two arguments that take one canonical name with different
+/// values are refused (the dispatch then blocks, `cli/dispatch.rs`).
+#[test]
+fn two_arguments_for_one_canonical_name_are_refused() {
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"file_path": "/w/.env", "absolute_path": "/w/README"}});
+    let e = to_canonical(Agent::Gemini, None, input).unwrap_err();
+    assert!(e.contains("twice"), "{e}");
+    // The same value under both names is one argument.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"file_path": "/w/a", "absolute_path": "/w/a"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    assert_eq!(c.input["tool_input"], json!({"file_path": "/w/a"}));
+    let input = json!({"event": "tool.execute.before", "tool": "edit",
+                       "args": {"filePath": "/w/a", "file_path": "/w/b"}});
+    assert!(to_canonical(Agent::OpenCode, None, input).is_err());
+}
+
+/// Red team (issue 30): JSON text arguments (Copilot's `toolArgs` as its reference
+/// writes it, Cursor's MCP `tool_input`) were read with a plain `serde_json::from_str`,
+/// which refuses a lone surrogate escape that the agent's `JSON.parse` reads: the text
+/// stayed a string, and a rule saw no `command`. Fixed in `agents::to_canonical`: the
+/// input's own reader (`dispatch::input::parse`, which repairs it) reads the text.
+#[test]
+fn json_text_arguments_are_read_as_the_input_is() {
+    let input = json!({"sessionId": "s", "toolName": "bash",
+                       "toolArgs": "{\"command\":\"rm -rf / #\\ud800\"}"});
+    let c = to_canonical(Agent::Copilot, Some("preToolUse"), input).unwrap();
+    let command = c.input["tool_input"]["command"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(command.starts_with("rm -rf / #"), "{}", c.input);
 }

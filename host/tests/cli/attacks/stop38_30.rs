@@ -1,0 +1,173 @@
+//! Issue 30's red team: the agent adapters (`dispatch --format
+//! codex|gemini|copilot|cursor|opencode`, their drop-ins), attacked with members nobody
+//! named. Each test is the attack and its control; what got through was fixed at its
+//! chokepoint (named on the test).
+
+use serde_json::{Value, json};
+
+use crate::support::{TestEnv, hooks, run_bytes};
+
+/// A guard that refuses any input naming a `.env` file.
+const ENV_GUARD: &str = "input=$(cat); case \"$input\" in *.env*) \
+                         echo 'no reading .env' >&2; exit 2;; esac; exit 0";
+
+fn answer(run: &crate::support::Run) -> Value {
+    serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {:?} (exit {}, {})",
+            run.stdout, run.code, run.stderr
+        )
+    })
+}
+
+/// An input padded past the 64 MiB read limit (the model writes the command) is refused
+/// unread. Under `--format claude` that blocks (the event read from the first 64 KiB);
+/// under an agent's format the event was looked for only in a parsed input, so the
+/// Codex, Gemini CLI, Cursor and OpenCode drop-ins, which name no event on their command
+/// line, got the host error, exit 1: a non-blocking error to Gemini CLI and Codex, and
+/// the padded `rm -rf` ran. Fixed at `cli/dispatch.rs` `agent_blocked`: the event is read
+/// from the prefix in the agent's own event field (`dispatch::input::string_in_prefix`),
+/// and an unread input whose event cannot be named blocks (exit 2), as for Claude Code.
+#[test]
+fn an_agents_input_padded_past_the_read_limit_is_not_let_through() {
+    let env = TestEnv::new();
+    let pad = " ".repeat(64 << 20);
+    let cases = [
+        (
+            "gemini",
+            r#"{"hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"rm -rf /"#,
+        ),
+        (
+            "codex",
+            r#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"#,
+        ),
+        (
+            "opencode",
+            r#"{"event":"tool.execute.before","tool":"bash","args":{"command":"rm -rf /"#,
+        ),
+    ];
+    for (agent, before) in cases {
+        let stdin = format!("{before}{pad}\"}}}}");
+        let run = run_bytes(
+            env.command().args(["dispatch", "--format", agent]),
+            stdin.as_bytes(),
+        );
+        assert_eq!(run.code, 0, "{agent}: {}", run.stderr);
+        let v = answer(&run);
+        let refused = v["decision"] == "deny"
+            || v["hookSpecificOutput"]["permissionDecision"] == "deny"
+            || v["block"].is_string();
+        assert!(refused, "{agent}: {v}");
+    }
+    // The event after the padding: it cannot be named, and the call is blocked.
+    let stdin = format!(
+        r#"{{"tool_name":"run_shell_command","tool_input":{{"command":"rm -rf /{pad}"}},"hook_event_name":"BeforeTool"}}"#
+    );
+    let run = run_bytes(
+        env.command().args(["dispatch", "--format", "gemini"]),
+        stdin.as_bytes(),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("blocked"), "{}", run.stderr);
+}
+
+/// The model writes the tool's arguments, and Gemini CLI 0.61 accepts one its schema
+/// does not list: `read_file` with `file_path` (what 0.61 reads) and `absolute_path` (an
+/// older Gemini's name, which the table maps to `file_path`). The rename overwrote
+/// `file_path` with the harmless path; the guard saw `README` and Gemini read `.env`.
+/// Fixed at `agents::to_canonical_args` (two arguments for one canonical name with
+/// different values are refused) and `cli/dispatch.rs` (a refusal of the adapter blocks
+/// where the event guards, not exit 1).
+#[test]
+fn a_read_naming_its_path_twice_does_not_slip_past_a_guard() {
+    let env = TestEnv::new();
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Read",
+        json!([{"type": "command", "command": ENV_GUARD}]),
+    ));
+    let read = |args: Value| {
+        let input = json!({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeTool",
+                           "tool_name": "read_file", "tool_input": args});
+        let run = env.run(&["dispatch", "--format", "gemini"], &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        if run.stdout.trim().is_empty() {
+            Value::Null
+        } else {
+            answer(&run)
+        }
+    };
+    // Controls: the guard refuses `.env`, lets README through.
+    assert_eq!(read(json!({"file_path": "/w/.env"}))["decision"], "deny");
+    assert_ne!(read(json!({"file_path": "/w/README"}))["decision"], "deny");
+    // The attack.
+    let v = read(json!({"file_path": "/w/.env", "absolute_path": "/w/README"}));
+    assert_eq!(v["decision"], "deny", "{v}");
+    assert!(v["reason"].as_str().unwrap_or("").contains("twice"), "{v}");
+}
+
+/// A rewrite of a Gemini `read_file` call went back as `absolute_path` (the first table
+/// row's name), which Gemini CLI 0.61 ignores when it merges the rewrite into the call:
+/// the unrewritten file was read. Fixed at `agents::tool_input_for`: an argument goes
+/// back under the name it came by.
+#[test]
+fn a_gemini_read_rewrite_lands_in_the_argument_gemini_reads() {
+    let env = TestEnv::new();
+    let rewrite = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "allow", "updatedInput": {"file_path": "/dev/null"}}});
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Read",
+        json!([{"type": "command", "command": format!("cat >/dev/null; echo '{rewrite}'")}]),
+    ));
+    let input = json!({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeTool",
+                       "tool_name": "read_file", "tool_input": {"file_path": "/w/.env"}});
+    let run = env.run(&["dispatch", "--format", "gemini"], &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = answer(&run);
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"],
+        json!({"file_path": "/dev/null"}),
+        "{v}"
+    );
+}
+
+/// The OpenCode plugin prints `notices` with `console.error` and throws `block`, which
+/// OpenCode prints as the call's error: both after `JSON.parse`, which gives back every
+/// character that JSON escaping hid. Copilot's and Cursor's stderr lines were escaped,
+/// OpenCode's notices and block were not: a hook's ESC sequence or bidi override reached
+/// the terminal raw. Fixed at `agents::contract` (`channel`, `opencode`).
+#[test]
+fn opencode_notices_and_blocks_reach_the_terminal_escaped() {
+    let env = TestEnv::new();
+    let output = json!({"systemMessage": "\u{1b}[2J\u{1b}]0;owned\u{7}cleared",
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": "no \u{1b}[31mred\u{202e}txt"}});
+    let file = env.home.join("answer.json");
+    std::fs::write(&file, output.to_string()).unwrap();
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": format!("cat >/dev/null; cat '{}'", file.display())}]),
+    ));
+    let input = json!({"event": "tool.execute.before", "tool": "bash", "sessionID": "s",
+                       "callID": "k", "args": {"command": "ls"}, "directory": "/w"});
+    let run = env.run(&["dispatch", "--format", "opencode"], &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = answer(&run);
+    let block = v["block"].as_str().expect("blocked");
+    let notices: Vec<&str> = v["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(block.contains("red"), "{v}");
+    assert!(notices.iter().any(|n| n.contains("cleared")), "{v}");
+    for text in notices.iter().chain([&block]) {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+            "raw for the terminal: {text:?}"
+        );
+    }
+}
