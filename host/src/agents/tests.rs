@@ -335,3 +335,24 @@ fn json_text_arguments_are_read_as_the_input_is() {
         .unwrap_or_default();
     assert!(command.starts_with("rm -rf / #"), "{}", c.input);
 }
+
+/// Red team (issue 30): the real clients' tool names, decided once each. Gemini CLI 0.61
+/// names its grep tool `grep_search` (the table had only the legacy alias), OpenCode
+/// offers GPT models `apply_patch`, Copilot has `grep` and `glob`; `agents_real` holds
+/// the table to what each client offers.
+#[test]
+fn every_tool_is_mapped_or_kept_never_both() {
+    use super::vocabulary::{OWN_NAMES, decided, tool_named};
+    for &(agent, name) in OWN_NAMES {
+        assert!(tool_named(agent, name).is_none(), "{agent:?} {name}: both");
+    }
+    for (agent, name, canonical) in [
+        (Agent::Gemini, "grep_search", "Grep"),
+        (Agent::OpenCode, "apply_patch", "Edit"),
+        (Agent::Copilot, "grep", "Grep"),
+    ] {
+        assert!(decided(agent, name));
+        assert_eq!(tool_named(agent, name).unwrap().canonical, canonical);
+    }
+    assert!(!decided(Agent::Gemini, "no_such_tool"));
+}

@@ -171,3 +171,52 @@ fn opencode_notices_and_blocks_reach_the_terminal_escaped() {
         );
     }
 }
+
+/// A guard on `Edit` with a path rule, `Edit(.env)`: OpenCode 1.18 offers GPT models
+/// `apply_patch` (`patchText`) instead of `edit` and `write` (measured with the model id
+/// `gpt-5.1-codex`), a tool the table did not know, so the matcher `Edit` never saw the
+/// patch that rewrote `.env`; and mapped to `Edit`, the call has no `file_path`, so the
+/// path rule skipped the hook. Fixed at the table (`agents/vocabulary.rs`, held complete
+/// against the real clients' offered tools by `agents_real`) and at the `if` rule
+/// (`matcher/if_rule/mod.rs`: a call of the rule's tool without a path is not
+/// understood, so the hook runs, as a Bash call without a command already did).
+#[test]
+fn an_opencode_patch_does_not_slip_past_an_edit_guard() {
+    let env = TestEnv::new();
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Edit",
+        json!([{"type": "command", "if": "Edit(.env)",
+                "command": "echo 'no edits to .env' >&2; exit 2"}]),
+    ));
+    let call = |tool: &str, args: Value| {
+        let input = json!({"event": "tool.execute.before", "tool": tool, "sessionID": "s",
+                           "callID": "k", "args": args, "directory": "/w"});
+        let run = env.run(&["dispatch", "--format", "opencode"], &input.to_string());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        if run.stdout.trim().is_empty() {
+            Value::Null
+        } else {
+            answer(&run)
+        }
+    };
+    // Controls: the rule tells an edit of `.env` from one of README.
+    assert!(
+        call(
+            "edit",
+            json!({"filePath": "/w/.env", "oldString": "a", "newString": "b"})
+        )["block"]
+            .is_string()
+    );
+    assert!(
+        !call(
+            "edit",
+            json!({"filePath": "/w/README", "oldString": "a", "newString": "b"})
+        )["block"]
+            .is_string()
+    );
+    // The attack.
+    let patch = "*** Begin Patch\n*** Update File: .env\n@@\n-A=1\n+A=2\n*** End Patch";
+    let v = call("apply_patch", json!({"patchText": patch}));
+    assert!(v["block"].as_str().unwrap_or("").contains(".env"), "{v}");
+}
