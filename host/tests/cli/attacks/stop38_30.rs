@@ -220,3 +220,49 @@ fn an_opencode_patch_does_not_slip_past_an_edit_guard() {
     let v = call("apply_patch", json!({"patchText": patch}));
     assert!(v["block"].as_str().unwrap_or("").contains(".env"), "{v}");
 }
+
+/// `install --AGENT` writes the small client, `hookhost-dispatch --format AGENT`, when
+/// it sits beside `hookhost`. When it cannot run `hookhost` (none beside it, the child
+/// killed: out of memory), it blocked only under `--format claude`; every agent's format
+/// got exit 1, which Gemini CLI and Codex read as "go ahead", and the call ran
+/// unguarded. Fixed at `dispatch_client.rs` `unanswered`: the agent's guarding events
+/// (`key::AGENT_BLOCKING_EVENTS`, held to the adapters' table by a test) and an event
+/// that cannot be told block (exit 2); the others keep the host error.
+#[test]
+fn the_small_client_that_cannot_run_hookhost_blocks_for_every_agent() {
+    let env = TestEnv::new();
+    let alone = env.home.join("bin");
+    std::fs::create_dir_all(&alone).unwrap();
+    let copy = alone.join("hookhost-dispatch");
+    std::fs::copy(env!("CARGO_BIN_EXE_hookhost-dispatch"), &copy).unwrap();
+    let lone = |args: &[&str], input: &str| {
+        let mut cmd = std::process::Command::new(&copy);
+        crate::support::copy_env(&env.command(), &mut cmd);
+        cmd.current_dir(&env.project).args(args);
+        let run = run_bytes(&mut cmd, input.as_bytes());
+        assert!(
+            run.stderr.contains("no `hookhost` beside"),
+            "{}",
+            run.stderr
+        );
+        run.code
+    };
+    let before_tool = json!({"session_id": "s", "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command", "tool_input": {"command": "rm -rf /"}})
+    .to_string();
+    assert_eq!(lone(&["--format", "gemini"], &before_tool), 2);
+    assert_eq!(
+        lone(
+            &["--format=codex"],
+            &before_tool.replace("BeforeTool", "PreToolUse")
+        ),
+        2
+    );
+    assert_eq!(lone(&["--format", "copilot", "preToolUse"], "{}"), 2);
+    // No event to be told: blocked.
+    assert_eq!(lone(&["--format", "cursor"], "{not json"), 2);
+    // Controls: an event that guards nothing keeps the host error, as the Outcome format.
+    let start = json!({"session_id": "s", "hook_event_name": "SessionStart"}).to_string();
+    assert_eq!(lone(&["--format", "gemini"], &start), 1);
+    assert_eq!(lone(&["PreToolUse"], &before_tool), 1);
+}
