@@ -153,7 +153,14 @@ pub async fn dispatch_stdin(
 ) -> Printed {
     dispatch(args, stdin, trace, host)
         .await
-        .unwrap_or_else(|message| Printed::error(&message))
+        .unwrap_or_else(|message| match args.format.agent() {
+            // Claude Code's drop-in blocks on exit 1 where the event guards
+            // (`onFailure: "block"`); no other agent has that key, and exit 1 is "go
+            // ahead" to Gemini CLI and Codex: the agent's own block instead, wherever
+            // the host failed before it could answer.
+            Some(agent) => agent_blocked(args, agent, stdin, &message, false),
+            None => Printed::error(&message),
+        })
 }
 
 async fn dispatch(
@@ -179,9 +186,8 @@ async fn dispatch(
                     Some((agent, canonical.event, canonical.call)),
                 ),
                 // What the adapter refuses to read (an argument named twice) reaches no
-                // hook: the agent's own block where its event guards, as for an input
-                // hookhost refuses (exit 1 is "go ahead" to Gemini CLI and Codex).
-                Err(e) => return Ok(agent_blocked(args, agent, stdin, &e, false)),
+                // hook: the agent's own block where its event guards (`dispatch_stdin`).
+                Err(e) => return Err(e),
             }
         }
         None => (input, None),

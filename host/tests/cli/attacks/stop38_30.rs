@@ -266,3 +266,35 @@ fn the_small_client_that_cannot_run_hookhost_blocks_for_every_agent() {
     assert_eq!(lone(&["--format", "gemini"], &start), 1);
     assert_eq!(lone(&["PreToolUse"], &before_tool), 1);
 }
+
+/// A host error before the hooks could answer (here the agent's working directory was
+/// removed under it, and its input's `cwd` with it, so no project can be found) was
+/// exit 1 under every format. Claude Code's drop-in blocks on it (`onFailure: "block"`);
+/// Gemini CLI and Codex have no such key and go ahead on exit 1, so every later call
+/// of the session ran unguarded. Fixed at `cli/dispatch.rs` `dispatch_stdin`: under an
+/// agent's format every host error is the agent's own block where its event guards.
+#[test]
+fn a_host_error_under_an_agents_format_is_the_agents_block() {
+    let env = TestEnv::new();
+    let gone = env.home.join("gone");
+    std::fs::create_dir_all(&gone).unwrap();
+    let input = json!({"session_id": "s", "cwd": gone, "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command", "tool_input": {"command": "rm -rf ~"}});
+    let mut cmd = std::process::Command::new("/bin/sh");
+    crate::support::copy_env(&env.command(), &mut cmd);
+    cmd.arg("-c")
+        .arg("cd \"$1\" && rmdir \"$1\" && exec \"$2\" dispatch --format gemini")
+        .args(["sh", gone.to_str().unwrap(), env!("CARGO_BIN_EXE_hookhost")]);
+    let run = run_bytes(&mut cmd, input.to_string().as_bytes());
+    assert!(!gone.exists());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = answer(&run);
+    assert_eq!(v["decision"], "deny", "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("current directory"),
+        "{v}"
+    );
+}
