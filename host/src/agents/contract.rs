@@ -224,7 +224,12 @@ fn channel(
 ) -> AgentResponse {
     let mut stderr = String::new();
     if !notices.is_empty() {
-        let lines: Vec<String> = notices.iter().map(|n| format!("hookhost: {n}")).collect();
+        // Shown on a terminal by every agent (its transcript, its stderr, the plugin's
+        // `console.error`): escaped (on stderr, one line each).
+        let lines: Vec<String> = notices
+            .iter()
+            .map(|n| escape_multiline(&format!("hookhost: {n}")).into_owned())
+            .collect();
         let text = lines.join("\n");
         match agent {
             // Shown to the user in the transcript.
@@ -258,10 +263,7 @@ fn channel(
                     stderr.push('\n');
                 }
             }
-            // hookhost's plugin prints them (`console.error`) once JSON has given back
-            // every character: escaped here, as every line for a terminal.
             Agent::OpenCode => {
-                let lines: Vec<String> = lines.iter().map(|l| escape(l).into_owned()).collect();
                 answer.json.insert("notices".into(), json!(lines));
             }
             Agent::Cursor => {
@@ -285,10 +287,14 @@ fn channel(
 }
 
 /// The reason of a blocking decision, with a default.
+///
+/// Escaped for the terminal: every agent here prints a hook's reason where the user
+/// reads it, as it is (measured: Copilot CLI 1.0.102 prints "Denied by preToolUse hook:
+/// REASON" with a hook's ESC sequences and bidi overrides raw), and JSON escaping is
+/// undone by the agent's parser.
 fn reason(o: &Outcome) -> String {
-    o.reason
-        .clone()
-        .unwrap_or_else(|| "blocked by hookhost".into())
+    let text = o.reason.as_deref().unwrap_or("blocked by hookhost");
+    escape_multiline(text).into_owned()
 }
 
 /// `continue: false` and `stopReason`, `systemMessage`: the top-level fields Codex and
@@ -297,14 +303,18 @@ fn common_top(o: &Outcome, a: &mut Answer) {
     if !o.continue_ {
         a.set(Field::Continue, "continue", json!(false));
         if let Some(stop) = &o.stop_reason {
-            a.set(Field::StopReason, "stopReason", json!(stop));
+            a.set(
+                Field::StopReason,
+                "stopReason",
+                json!(escape_multiline(stop)),
+            );
         }
     }
     if !o.system_messages.is_empty() {
         a.set(
             Field::SystemMessages,
             "systemMessage",
-            json!(o.system_messages.join("\n")),
+            json!(escape_multiline(&o.system_messages.join("\n"))),
         );
     }
 }
@@ -502,20 +512,12 @@ fn opencode(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
             match o.decision {
                 // The plugin throws it: OpenCode prints the error on the terminal.
                 Decision::Deny | Decision::Block => {
-                    a.set(
-                        Field::Decision,
-                        "block",
-                        json!(escape_multiline(&reason(o))),
-                    );
+                    a.set(Field::Decision, "block", json!(reason(o)));
                     a.done(Field::Reason);
                 }
                 Decision::Ask | Decision::Defer => {
                     a.denied_instead(Agent::OpenCode, o);
-                    a.set(
-                        Field::Decision,
-                        "block",
-                        json!(escape_multiline(&reason(o))),
-                    );
+                    a.set(Field::Decision, "block", json!(reason(o)));
                     a.done(Field::Reason);
                 }
                 // The call goes ahead: nothing to say.

@@ -132,13 +132,16 @@ fn a_gemini_read_rewrite_lands_in_the_argument_gemini_reads() {
     );
 }
 
-/// The OpenCode plugin prints `notices` with `console.error` and throws `block`, which
-/// OpenCode prints as the call's error: both after `JSON.parse`, which gives back every
-/// character that JSON escaping hid. Copilot's and Cursor's stderr lines were escaped,
-/// OpenCode's notices and block were not: a hook's ESC sequence or bidi override reached
-/// the terminal raw. Fixed at `agents::contract` (`channel`, `opencode`).
+/// Every agent prints a hook's reason and hookhost's notices where the user reads them,
+/// after its JSON parser has given back every character JSON escaping hid (measured:
+/// Copilot CLI 1.0.102 prints "Denied by preToolUse hook: REASON" with a hook's ESC
+/// sequences, OSC title and bidi override raw; the OpenCode plugin prints `notices` with
+/// `console.error` and OpenCode prints the thrown `block`). Only Copilot's and Cursor's
+/// stderr lines were escaped. Fixed at `agents::contract`: the reason, stop reason and
+/// system message (`reason`, `common_top`) and every notice line (`channel`) are escaped
+/// for the terminal whatever the channel.
 #[test]
-fn opencode_notices_and_blocks_reach_the_terminal_escaped() {
+fn reasons_and_notices_reach_every_agents_terminal_escaped() {
     let env = TestEnv::new();
     let output = json!({"systemMessage": "\u{1b}[2J\u{1b}]0;owned\u{7}cleared",
         "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
@@ -150,25 +153,64 @@ fn opencode_notices_and_blocks_reach_the_terminal_escaped() {
         "Bash",
         json!([{"type": "command", "command": format!("cat >/dev/null; cat '{}'", file.display())}]),
     ));
-    let input = json!({"event": "tool.execute.before", "tool": "bash", "sessionID": "s",
-                       "callID": "k", "args": {"command": "ls"}, "directory": "/w"});
-    let run = env.run(&["dispatch", "--format", "opencode"], &input.to_string());
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let v = answer(&run);
-    let block = v["block"].as_str().expect("blocked");
-    let notices: Vec<&str> = v["notices"]
-        .as_array()
-        .expect("notices")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(block.contains("red"), "{v}");
-    assert!(notices.iter().any(|n| n.contains("cleared")), "{v}");
-    for text in notices.iter().chain([&block]) {
+    let calls = [
+        (
+            "codex",
+            None,
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                               "tool_input": {"command": "ls"}}),
+        ),
+        (
+            "gemini",
+            None,
+            json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                                "tool_input": {"command": "ls"}}),
+        ),
+        (
+            "copilot",
+            Some("preToolUse"),
+            json!({"toolName": "bash", "toolArgs": {"command": "ls"}}),
+        ),
+        (
+            "cursor",
+            None,
+            json!({"hook_event_name": "beforeShellExecution", "command": "ls"}),
+        ),
+        (
+            "opencode",
+            None,
+            json!({"event": "tool.execute.before", "tool": "bash",
+                                  "args": {"command": "ls"}}),
+        ),
+    ];
+    fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    for (agent, event, input) in calls {
+        let mut args = vec!["dispatch", "--format", agent];
+        args.extend(event);
+        let run = env.run(&args, &input.to_string());
+        assert_eq!(run.code, 0, "{agent}: {}", run.stderr);
+        let v = answer(&run);
+        let all = format!("{v}\n{}", run.stderr);
+        assert!(all.contains("red"), "{agent}: the reason is shown: {all}");
         assert!(
-            !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
-            "raw for the terminal: {text:?}"
+            all.contains("cleared"),
+            "{agent}: the message is shown: {all}"
         );
+        let mut texts = vec![run.stderr.as_str()];
+        strings(&v, &mut texts);
+        for text in texts {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+                "{agent}: raw for the terminal: {text:?}"
+            );
+        }
     }
 }
 
