@@ -462,10 +462,11 @@ fn copilot(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
             a.set(Field::Reason, "permissionDecisionReason", json!(reason(o)));
         }
     }
+    // A rewrite alone is no approval (Claude Code's rule): `modifiedArgs` without a
+    // decision is applied and the call still goes through Copilot's own permission
+    // (measured, 1.0.102: with `permissionDecision: "allow"` added, a rewritten command
+    // ran where Copilot would have asked, and `-p` without `--allow-all-tools` denied it).
     if let Some(input) = &o.updated_input {
-        if word.is_none() {
-            a.json.insert("permissionDecision".into(), json!("allow"));
-        }
         a.set(
             Field::UpdatedInput,
             "modifiedArgs",

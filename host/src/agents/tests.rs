@@ -356,3 +356,24 @@ fn every_tool_is_mapped_or_kept_never_both() {
     }
     assert!(!decided(Agent::Gemini, "no_such_tool"));
 }
+
+/// Red team (issue 30): the Copilot contract added `permissionDecision: "allow"` to every
+/// rewrite without a decision, so a hook that only rewrote (Claude Code: no approval)
+/// approved the call past Copilot's own permission prompt (measured with Copilot CLI
+/// 1.0.102 without `--allow-all-tools`: the rewritten command ran where the same call
+/// with no hook answer was denied, "no one to approve"; `modifiedArgs` alone is applied).
+/// Fixed at `contract::copilot`.
+#[test]
+fn a_rewrite_alone_approves_nothing_on_copilot() {
+    let event = super::vocabulary::event(Agent::Copilot, "preToolUse").unwrap();
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"command": "ls -la"}));
+    let r = render(Agent::Copilot, event, &Call::default(), &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["modifiedArgs"], json!({"command": "ls -la"}));
+    assert!(v.get("permissionDecision").is_none(), "{v}");
+    o.decision = Decision::Allow;
+    let r = render(Agent::Copilot, event, &Call::default(), &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["permissionDecision"], "allow");
+}
