@@ -185,7 +185,11 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
                 .and_then(Value::as_str)
                 .map(str::to_string);
             if let Some(name) = named_tool {
-                if agent == Agent::Cursor {
+                if let Some(mcp) = mcp_name(agent, &fields) {
+                    // An MCP tool in Claude Code's form, `mcp__SERVER__TOOL`, so that one
+                    // matcher names it for every agent.
+                    fields.insert("tool_name".into(), Value::String(mcp));
+                } else if agent == Agent::Cursor {
                     // Cursor names the MCP tool alone; Claude Code's form is
                     // `mcp__SERVER__TOOL`, and Cursor's input names no server.
                     fields.insert(
@@ -211,6 +215,20 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
         input: Value::Object(fields),
         call,
     })
+}
+
+/// Claude Code's name of an MCP call, `mcp__SERVER__TOOL`, where the agent's input says
+/// which server and tool it is: Gemini CLI 0.61 names an MCP tool `mcp_SERVER_TOOL` (a
+/// name that cannot be split back where the server's name has a `_`) and sends
+/// `mcp_context` with `server_name` and `tool_name`.
+fn mcp_name(agent: Agent, fields: &Map<String, Value>) -> Option<String> {
+    if agent != Agent::Gemini {
+        return None;
+    }
+    let context = fields.get("mcp_context")?;
+    let server = context.get("server_name")?.as_str()?;
+    let tool = context.get("tool_name")?.as_str()?;
+    Some(format!("mcp__{server}__{tool}"))
 }
 
 /// Renames the arguments `args` of the agent's tool `name` (row `tool`) to the canonical

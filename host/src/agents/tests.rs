@@ -377,3 +377,23 @@ fn a_rewrite_alone_approves_nothing_on_copilot() {
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["permissionDecision"], "allow");
 }
+
+/// Red team (issue 30): Gemini CLI 0.61 names an MCP tool `mcp_SERVER_TOOL`, so a matcher
+/// written once as Claude Code's `mcp__github__.*` never saw a Gemini MCP call. Its input
+/// carries `mcp_context` (`server_name`, `tool_name`): the adapter names the call
+/// `mcp__SERVER__TOOL` (`agents::mcp_name`).
+#[test]
+fn a_gemini_mcp_call_takes_claude_codes_mcp_name() {
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "mcp_github_delete_repo",
+                       "tool_input": {"repo": "r"},
+                       "mcp_context": {"server_name": "github", "tool_name": "delete_repo",
+                                       "command": "npx"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    assert_eq!(c.input["tool_name"], "mcp__github__delete_repo");
+    assert_eq!(c.input["tool_input"], json!({"repo": "r"}));
+    // A built-in tool is not touched.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                       "tool_input": {"command": "ls"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    assert_eq!(c.input["tool_name"], "Bash");
+}
