@@ -397,3 +397,24 @@ fn a_gemini_mcp_call_takes_claude_codes_mcp_name() {
     let c = to_canonical(Agent::Gemini, None, input).unwrap();
     assert_eq!(c.input["tool_name"], "Bash");
 }
+
+/// Red team (issue 30): Copilot CLI 1.0.102's `write_bash` types text into a running
+/// `bash` session (`bash` with `mode: "async"` starts one): a command a `Bash(rm -rf *)`
+/// guard never saw under its own name. Mapped to `Bash`, its `input` read as `command`,
+/// and a rewrite goes back as `input`.
+#[test]
+fn text_typed_into_a_copilot_shell_is_a_bash_call() {
+    let input = json!({"sessionId": "s", "toolName": "write_bash",
+                       "toolArgs": {"shellId": "1", "input": "rm -rf ~\n"}});
+    let c = to_canonical(Agent::Copilot, Some("preToolUse"), input).unwrap();
+    assert_eq!(c.input["tool_name"], "Bash");
+    assert_eq!(c.input["tool_input"]["command"], "rm -rf ~\n");
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"shellId": "1", "command": "echo no\n"}));
+    let r = render(Agent::Copilot, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["modifiedArgs"],
+        json!({"shellId": "1", "input": "echo no\n"})
+    );
+}

@@ -150,6 +150,9 @@ pub const TOOLS: &[ToolName] = &[
     tool(Gemini, "write_todos", "TodoWrite", &[]),
     // Copilot CLI.
     tool(Copilot, "bash", "Bash", &[]),
+    // Text typed into a running `bash` session (`shellId`, `input`; 1.0.102 checks it
+    // as a shell call, `subtype: "write_shell"`): what a Bash guard must see too.
+    tool(Copilot, "write_bash", "Bash", &[("input", "command")]),
     tool(
         Copilot,
         "edit",
