@@ -201,6 +201,24 @@ pub fn render(agent: Agent, event: &EventName, call: &Call, outcome: &Outcome) -
         Agent::Cursor => cursor(event, outcome, &mut answer),
         Agent::OpenCode => opencode(event, call, outcome, &mut answer),
     }
+    // A rewrite of a tool call the agent cannot take (Cursor's shell, MCP and read
+    // events) would leave the call to run as it was, which the hook replaced: denied
+    // instead, with the rewrite in a notice.
+    if event.canonical == "PreToolUse"
+        && Field::UpdatedInput.is_set(outcome)
+        && !answer.expressed.contains(&Field::UpdatedInput)
+        && !outcome.decision.is_blocking()
+    {
+        let mut denied = outcome.clone();
+        denied.decision = Decision::Deny;
+        denied.reason = Some(format!(
+            "a hook rewrote this call, and {} cannot take a rewrite on {}: denied instead \
+             of running the call as it was",
+            agent.shown(),
+            event.name
+        ));
+        return render(agent, event, call, &denied);
+    }
     let mut notices = std::mem::take(&mut answer.notices);
     for field in Field::ALL {
         if field.is_set(outcome) && !answer.expressed.contains(&field) {

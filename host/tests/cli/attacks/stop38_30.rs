@@ -340,3 +340,43 @@ fn a_host_error_under_an_agents_format_is_the_agents_block() {
         "{v}"
     );
 }
+
+/// Cursor's hooks cannot rewrite a call (its reference has no such field): a hook's
+/// `updatedInput` on `beforeShellExecution` became a notice, and the command ran as it
+/// was, the one the hook had replaced. Fixed at `agents::contract::render`: a rewrite of a
+/// PreToolUse call that the agent cannot take denies the call, with the rewrite in the
+/// notice.
+#[test]
+fn a_rewrite_cursor_cannot_take_does_not_let_the_original_run() {
+    let env = TestEnv::new();
+    let rewrite = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "updatedInput": {"command": "rm -rf ./build --dry-run"}}});
+    env.user_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": format!("cat >/dev/null; echo '{rewrite}'")}]),
+    ));
+    let input = json!({"conversation_id": "c", "hook_event_name": "beforeShellExecution",
+                       "command": "rm -rf ./build", "cwd": "/w"});
+    let run = env.run(&["dispatch", "--format", "cursor"], &input.to_string());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = answer(&run);
+    assert_eq!(v["permission"], "deny", "{v}");
+    assert!(
+        v["userMessage"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--dry-run"),
+        "the rewrite is shown: {v}"
+    );
+    // Control: Gemini takes the rewrite.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                       "tool_input": {"command": "rm -rf ./build"}});
+    let run = env.run(&["dispatch", "--format", "gemini"], &input.to_string());
+    let v = answer(&run);
+    assert_ne!(v["decision"], "deny", "{v}");
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"]["command"],
+        "rm -rf ./build --dry-run"
+    );
+}
