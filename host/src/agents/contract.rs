@@ -381,7 +381,12 @@ fn codex(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
         }
         "PermissionRequest" => {
             if let Some(decision) = o.hook_specific_output.get("decision") {
-                a.specific().insert("decision".into(), decision.clone());
+                // The hook's own object; its message is shown like any reason.
+                let mut decision = decision.clone();
+                if let Some(Value::String(message)) = decision.get_mut("message") {
+                    *message = escape_multiline(message).into_owned();
+                }
+                a.specific().insert("decision".into(), decision);
                 a.done(Field::HookSpecificOutput);
                 a.done(Field::Decision);
                 a.done(Field::Reason);

@@ -148,12 +148,24 @@ fn reasons_and_notices_reach_every_agents_terminal_escaped() {
         "permissionDecisionReason": "no \u{1b}[31mred\u{202e}txt"}});
     let file = env.home.join("answer.json");
     std::fs::write(&file, output.to_string()).unwrap();
-    env.user_hooks(hooks(
-        "PreToolUse",
-        "Bash",
-        json!([{"type": "command", "command": format!("cat >/dev/null; cat '{}'", file.display())}]),
-    ));
+    let permission = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "deny", "message": "no \u{1b}[31mred\u{202e}"}},
+        "systemMessage": "\u{1b}[2Jcleared"});
+    let permission_file = env.home.join("permission.json");
+    std::fs::write(&permission_file, permission.to_string()).unwrap();
+    let answering = |file: &std::path::Path| {
+        json!([{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": format!("cat >/dev/null; cat '{}'", file.display())}]}])
+    };
+    env.user_hooks(json!({"hooks": {"PreToolUse": answering(&file),
+                                    "PermissionRequest": answering(&permission_file)}}));
     let calls = [
+        (
+            "codex",
+            None,
+            json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                               "tool_input": {"command": "ls"}}),
+        ),
         (
             "codex",
             None,
