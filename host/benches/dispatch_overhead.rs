@@ -71,7 +71,7 @@ fn translation_costs() -> (Duration, Duration) {
     let n = 20_000;
     let adapter = per_call(n, || {
         let canonical = to_canonical(Agent::Gemini, None, input.clone()).unwrap();
-        let answer = render(Agent::Gemini, canonical.event, Some("Bash"), &outcome);
+        let answer = render(Agent::Gemini, canonical.event, &canonical.call, &outcome);
         std::hint::black_box(answer);
     });
     let claude = per_call(n, || {

@@ -23,7 +23,9 @@
 //!   the child killed by a signal): under `--format claude` the call is blocked (exit 2
 //!   with the reason on stderr), except on the events where Claude Code ignores
 //!   `onFailure` (a block there traps the agent in a loop: [`key::ON_FAILURE_IGNORED_EVENTS`]),
-//!   which get the host error (exit 1), as the Outcome format does.
+//!   which get the host error (exit 1), as the Outcome format does; under another
+//!   agent's format it is blocked on that agent's guarding events
+//!   ([`key::AGENT_BLOCKING_EVENTS`]) and when the event cannot be told.
 
 // The one reader of the environment, compiled here as well: what the key hashes
 // (`snapshot`) and where the daemons live (`data_dir_judged`) are that file's reads.
@@ -177,7 +179,8 @@ fn run_hookhost_on(hookhost: &Path, args: &[OsString], input: &[u8]) -> ExitCode
 /// error (exit 1) there and under the Outcome format.
 fn unanswered(args: &[OsString], input: Option<&[u8]>, why: &str) -> ExitCode {
     eprintln!("hookhost: error: {}", escaped(why));
-    if !claude_format(args) {
+    let agent = agent_format(args);
+    if !claude_format(args) && agent.is_none() {
         return ExitCode::from(1);
     }
     let read;
@@ -189,8 +192,32 @@ fn unanswered(args: &[OsString], input: Option<&[u8]>, why: &str) -> ExitCode {
         }
     };
     let event = event_argument(args).or_else(|| event_in(input));
+    if let Some(agent) = agent {
+        // Another agent's format: its block where its event guards, or when the event
+        // cannot be told (the OpenCode plugin's `event` is not read here: that plugin
+        // blocks on any exit but 0).
+        let guards = event.is_none_or(|event| key::AGENT_BLOCKING_EVENTS.contains(&(agent, event)));
+        return ExitCode::from(if guards { 2 } else { 1 });
+    }
     let loops = event.is_some_and(|event| key::ON_FAILURE_IGNORED_EVENTS.contains(&event));
     ExitCode::from(if loops { 1 } else { 2 })
+}
+
+/// The agent whose format the command line asks for (`--format codex` or
+/// `--format=codex`, …: an agent of [`key::AGENT_BLOCKING_EVENTS`]), if any.
+fn agent_format(args: &[OsString]) -> Option<&'static str> {
+    let named = args.iter().enumerate().find_map(|(i, arg)| {
+        let arg = arg.to_str()?;
+        match arg.strip_prefix("--format=") {
+            Some(value) => Some(value),
+            None if arg == "--format" => args.get(i + 1)?.to_str(),
+            None => None,
+        }
+    })?;
+    key::AGENT_BLOCKING_EVENTS
+        .iter()
+        .map(|&(agent, _)| agent)
+        .find(|&agent| agent == named)
 }
 
 /// Whether the command line asks for Claude Code's format (`--format claude` or

@@ -22,9 +22,9 @@
 use serde_json::{Map, Value, json};
 
 use super::vocabulary::EventName;
-use super::{Agent, AgentResponse, tool_input_for};
+use super::{Agent, AgentResponse, Call, tool_input_for};
 use crate::outcome::{Decision, Outcome};
-use crate::text::escape;
+use crate::text::{escape, escape_multiline};
 
 /// A part of an [`Outcome`] that an agent expresses or is told about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,20 +191,33 @@ impl Answer {
     }
 }
 
-/// Renders `outcome` for `event` of `agent` (`tool`: the canonical tool of the call).
-pub fn render(
-    agent: Agent,
-    event: &EventName,
-    tool: Option<&str>,
-    outcome: &Outcome,
-) -> AgentResponse {
+/// Renders `outcome` for `event` of `agent` (`call`: how the tool call came in).
+pub fn render(agent: Agent, event: &EventName, call: &Call, outcome: &Outcome) -> AgentResponse {
     let mut answer = Answer::default();
     match agent {
-        Agent::Codex => codex(event, tool, outcome, &mut answer),
-        Agent::Gemini => gemini(event, tool, outcome, &mut answer),
-        Agent::Copilot => copilot(event, tool, outcome, &mut answer),
+        Agent::Codex => codex(event, call, outcome, &mut answer),
+        Agent::Gemini => gemini(event, call, outcome, &mut answer),
+        Agent::Copilot => copilot(event, call, outcome, &mut answer),
         Agent::Cursor => cursor(event, outcome, &mut answer),
-        Agent::OpenCode => opencode(event, tool, outcome, &mut answer),
+        Agent::OpenCode => opencode(event, call, outcome, &mut answer),
+    }
+    // A rewrite of a tool call the agent cannot take (Cursor's shell, MCP and read
+    // events) would leave the call to run as it was, which the hook replaced: denied
+    // instead, with the rewrite in a notice.
+    if event.canonical == "PreToolUse"
+        && Field::UpdatedInput.is_set(outcome)
+        && !answer.expressed.contains(&Field::UpdatedInput)
+        && !outcome.decision.is_blocking()
+    {
+        let mut denied = outcome.clone();
+        denied.decision = Decision::Deny;
+        denied.reason = Some(format!(
+            "a hook rewrote this call, and {} cannot take a rewrite on {}: denied instead \
+             of running the call as it was",
+            agent.shown(),
+            event.name
+        ));
+        return render(agent, event, call, &denied);
     }
     let mut notices = std::mem::take(&mut answer.notices);
     for field in Field::ALL {
@@ -229,7 +242,12 @@ fn channel(
 ) -> AgentResponse {
     let mut stderr = String::new();
     if !notices.is_empty() {
-        let lines: Vec<String> = notices.iter().map(|n| format!("hookhost: {n}")).collect();
+        // Shown on a terminal by every agent (its transcript, its stderr, the plugin's
+        // `console.error`): escaped (on stderr, one line each).
+        let lines: Vec<String> = notices
+            .iter()
+            .map(|n| escape_multiline(&format!("hookhost: {n}")).into_owned())
+            .collect();
         let text = lines.join("\n");
         match agent {
             // Shown to the user in the transcript.
@@ -287,10 +305,14 @@ fn channel(
 }
 
 /// The reason of a blocking decision, with a default.
+///
+/// Escaped for the terminal: every agent here prints a hook's reason where the user
+/// reads it, as it is (measured: Copilot CLI 1.0.102 prints "Denied by preToolUse hook:
+/// REASON" with a hook's ESC sequences and bidi overrides raw), and JSON escaping is
+/// undone by the agent's parser.
 fn reason(o: &Outcome) -> String {
-    o.reason
-        .clone()
-        .unwrap_or_else(|| "blocked by hookhost".into())
+    let text = o.reason.as_deref().unwrap_or("blocked by hookhost");
+    escape_multiline(text).into_owned()
 }
 
 /// `continue: false` and `stopReason`, `systemMessage`: the top-level fields Codex and
@@ -299,20 +321,24 @@ fn common_top(o: &Outcome, a: &mut Answer) {
     if !o.continue_ {
         a.set(Field::Continue, "continue", json!(false));
         if let Some(stop) = &o.stop_reason {
-            a.set(Field::StopReason, "stopReason", json!(stop));
+            a.set(
+                Field::StopReason,
+                "stopReason",
+                json!(escape_multiline(stop)),
+            );
         }
     }
     if !o.system_messages.is_empty() {
         a.set(
             Field::SystemMessages,
             "systemMessage",
-            json!(o.system_messages.join("\n")),
+            json!(escape_multiline(&o.system_messages.join("\n"))),
         );
     }
 }
 
 /// Codex 0.171.0: Claude Code's shape.
-fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn codex(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     common_top(o, a);
     let name = event.canonical;
     let honours_context = matches!(
@@ -348,16 +374,19 @@ fn codex(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
                     a.specific()
                         .insert("permissionDecision".into(), json!("allow"));
                 }
-                a.specific().insert(
-                    "updatedInput".into(),
-                    tool_input_for(Agent::Codex, tool, input),
-                );
+                a.specific()
+                    .insert("updatedInput".into(), tool_input_for(call, input));
                 a.done(Field::UpdatedInput);
             }
         }
         "PermissionRequest" => {
             if let Some(decision) = o.hook_specific_output.get("decision") {
-                a.specific().insert("decision".into(), decision.clone());
+                // The hook's own object; its message is shown like any reason.
+                let mut decision = decision.clone();
+                if let Some(Value::String(message)) = decision.get_mut("message") {
+                    *message = escape_multiline(message).into_owned();
+                }
+                a.specific().insert("decision".into(), decision);
                 a.done(Field::HookSpecificOutput);
                 a.done(Field::Decision);
                 a.done(Field::Reason);
@@ -406,7 +435,7 @@ fn allow_ask_deny(agent: Agent, o: &Outcome, a: &mut Answer) -> Option<&'static 
 }
 
 /// Gemini CLI 0.61.0.
-fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn gemini(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     common_top(o, a);
     let name = event.canonical;
     match name {
@@ -419,10 +448,8 @@ fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
                 }
             }
             if let Some(input) = &o.updated_input {
-                a.specific().insert(
-                    "tool_input".into(),
-                    tool_input_for(Agent::Gemini, tool, input),
-                );
+                a.specific()
+                    .insert("tool_input".into(), tool_input_for(call, input));
                 a.done(Field::UpdatedInput);
             }
         }
@@ -447,7 +474,7 @@ fn gemini(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
 }
 
 /// Copilot CLI 1.0.102: only `preToolUse`'s answer is read.
-fn copilot(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn copilot(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     if event.canonical != "PreToolUse" {
         return;
     }
@@ -458,14 +485,15 @@ fn copilot(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
             a.set(Field::Reason, "permissionDecisionReason", json!(reason(o)));
         }
     }
+    // A rewrite alone is no approval (Claude Code's rule): `modifiedArgs` without a
+    // decision is applied and the call still goes through Copilot's own permission
+    // (measured, 1.0.102: with `permissionDecision: "allow"` added, a rewritten command
+    // ran where Copilot would have asked, and `-p` without `--allow-all-tools` denied it).
     if let Some(input) = &o.updated_input {
-        if word.is_none() {
-            a.json.insert("permissionDecision".into(), json!("allow"));
-        }
         a.set(
             Field::UpdatedInput,
             "modifiedArgs",
-            tool_input_for(Agent::Copilot, tool, input),
+            tool_input_for(call, input),
         );
     }
 }
@@ -502,10 +530,11 @@ fn cursor(event: &EventName, o: &Outcome, a: &mut Answer) {
 }
 
 /// OpenCode 1.18.33, through hookhost's plugin (`install --opencode`).
-fn opencode(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) {
+fn opencode(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
     match event.canonical {
         "PreToolUse" => {
             match o.decision {
+                // The plugin throws it: OpenCode prints the error on the terminal.
                 Decision::Deny | Decision::Block => {
                     a.set(Field::Decision, "block", json!(reason(o)));
                     a.done(Field::Reason);
@@ -520,11 +549,7 @@ fn opencode(event: &EventName, tool: Option<&str>, o: &Outcome, a: &mut Answer) 
                 Decision::None => {}
             }
             if let Some(input) = &o.updated_input {
-                a.set(
-                    Field::UpdatedInput,
-                    "args",
-                    tool_input_for(Agent::OpenCode, tool, input),
-                );
+                a.set(Field::UpdatedInput, "args", tool_input_for(call, input));
             }
         }
         "PostToolUse" => {

@@ -85,6 +85,23 @@ pub struct Canonical {
     pub event: &'static EventName,
     /// The input, with canonical event, tool and field names.
     pub input: Value,
+    /// How the call's arguments came in, for a rewrite to go back the same way.
+    pub call: Call,
+}
+
+/// How a tool call's arguments came into hookhost's vocabulary: the tool the agent named
+/// and, for each argument it sent, its name and the canonical one. A rewrite
+/// (`updatedInput`) goes back through exactly these names ([`tool_input_for`]), so an
+/// argument goes back under the name the agent sent it by (Gemini CLI 0.61 sends
+/// `read_file`'s `file_path`, not the `absolute_path` of older versions, and merges what
+/// it gets back into the call: a rewrite under the other name would be ignored and the
+/// unrewritten call run).
+#[derive(Debug, Clone, Default)]
+pub struct Call {
+    /// The agent's tool row the call came through, if the table maps it.
+    pub tool: Option<&'static vocabulary::ToolName>,
+    /// Each argument the agent sent, `(agent's name, canonical name)`.
+    pub arrived: Vec<(String, String)>,
 }
 
 /// Maps `input`, the hook input `agent` sent for its event `named` (else the one its input
@@ -137,12 +154,15 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
         fields.shift_remove(field);
     }
     // An argument object sent as JSON text (Copilot's `toolArgs` in its reference,
-    // Cursor's MCP `tool_input`) is read as the object.
+    // Cursor's MCP `tool_input`) is read as the object, by the reader of the input itself
+    // (a lone surrogate, which the agent's JavaScript reads, must not leave the text
+    // unread: a rule would see no `command` where the agent runs one).
     if let Some(Value::String(text)) = fields.get("tool_input")
-        && let Ok(Value::Object(args)) = serde_json::from_str::<Value>(text)
+        && let Ok(args) = crate::dispatch::input::parse(text.as_bytes())
     {
-        fields.insert("tool_input".into(), Value::Object(args));
+        fields.insert("tool_input".into(), args.value);
     }
+    let mut call = Call::default();
     match event.implied_tool {
         // The tool is the event's; its arguments are the input's own fields.
         Some(canonical) => {
@@ -151,8 +171,10 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
                 for &(theirs, ours) in tool.args {
                     if let Some(value) = fields.shift_remove(theirs) {
                         args.insert(ours.to_string(), value);
+                        call.arrived.push((theirs.into(), ours.into()));
                     }
                 }
+                call.tool = Some(tool);
             }
             fields.insert("tool_name".into(), Value::String(canonical.into()));
             fields.insert("tool_input".into(), Value::Object(args));
@@ -163,7 +185,11 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
                 .and_then(Value::as_str)
                 .map(str::to_string);
             if let Some(name) = named_tool {
-                if agent == Agent::Cursor {
+                if let Some(mcp) = mcp_name(agent, &fields) {
+                    // An MCP tool in Claude Code's form, `mcp__SERVER__TOOL`, so that one
+                    // matcher names it for every agent.
+                    fields.insert("tool_name".into(), Value::String(mcp));
+                } else if agent == Agent::Cursor {
                     // Cursor names the MCP tool alone; Claude Code's form is
                     // `mcp__SERVER__TOOL`, and Cursor's input names no server.
                     fields.insert(
@@ -172,8 +198,9 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
                     );
                 } else if let Some(tool) = vocabulary::tool_named(agent, &name) {
                     fields.insert("tool_name".into(), Value::String(tool.canonical.into()));
+                    call.tool = Some(tool);
                     if let Some(Value::Object(args)) = fields.get_mut("tool_input") {
-                        rename(args, tool.args.iter().map(|&(t, o)| (t, o)));
+                        call.arrived = to_canonical_args(agent, &name, tool, args)?;
                     }
                 }
             }
@@ -186,30 +213,86 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
     Ok(Canonical {
         event,
         input: Value::Object(fields),
+        call,
     })
 }
 
-/// A rewritten tool input (canonical names) in the agent's argument names.
-pub fn tool_input_for(agent: Agent, canonical_tool: Option<&str>, input: &Value) -> Value {
-    let (Some(tool), Value::Object(args)) = (
-        canonical_tool.and_then(|t| vocabulary::tool_for(agent, t)),
-        input,
-    ) else {
-        return input.clone();
-    };
-    let mut args = args.clone();
-    rename(&mut args, tool.args.iter().map(|&(t, o)| (o, t)));
-    Value::Object(args)
+/// Claude Code's name of an MCP call, `mcp__SERVER__TOOL`, where the agent's input says
+/// which server and tool it is: Gemini CLI 0.61 names an MCP tool `mcp_SERVER_TOOL` (a
+/// name that cannot be split back where the server's name has a `_`) and sends
+/// `mcp_context` with `server_name` and `tool_name`.
+fn mcp_name(agent: Agent, fields: &Map<String, Value>) -> Option<String> {
+    if agent != Agent::Gemini {
+        return None;
+    }
+    let context = fields.get("mcp_context")?;
+    let server = context.get("server_name")?.as_str()?;
+    let tool = context.get("tool_name")?.as_str()?;
+    Some(format!("mcp__{server}__{tool}"))
 }
 
-/// Renames the keys of `fields`, `(from, to)`, keeping their values.
-fn rename<'a>(fields: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'a str, &'a str)>) {
-    let pairs: Vec<(&str, &str)> = pairs.filter(|(from, to)| from != to).collect();
-    let moved: Vec<(String, Value)> = pairs
-        .iter()
-        .filter_map(|&(from, to)| fields.shift_remove(from).map(|v| (to.to_string(), v)))
-        .collect();
-    fields.extend(moved);
+/// Renames the arguments `args` of the agent's tool `name` (row `tool`) to the canonical
+/// names, and returns how each came in. Two arguments that would take one canonical name
+/// with different values (Gemini's `read_file` given `file_path` and `absolute_path`,
+/// which the model writes: the agent reads one, and which one depends on its version)
+/// are refused: a rule would check one path while the agent reads the other.
+fn to_canonical_args(
+    agent: Agent,
+    name: &str,
+    tool: &vocabulary::ToolName,
+    args: &mut Map<String, Value>,
+) -> Result<Vec<(String, String)>, String> {
+    let mut arrived: Vec<(String, String)> = Vec::new();
+    let mut renamed = Map::new();
+    for (key, value) in std::mem::take(args) {
+        let ours = tool
+            .args
+            .iter()
+            .find(|&&(theirs, _)| theirs == key)
+            .map_or(key.as_str(), |&(_, ours)| ours)
+            .to_string();
+        if let Some(before) = renamed.get(&ours) {
+            if *before != value {
+                let first = arrived
+                    .iter()
+                    .find(|(_, o)| *o == ours)
+                    .map_or(ours.as_str(), |(t, _)| t.as_str());
+                return Err(format!(
+                    "the {} call of `{}` names its argument `{}` twice with different values                      (`{}` and `{}`): which one {} uses cannot be told",
+                    agent.shown(),
+                    crate::text::escape(name),
+                    crate::text::escape(&ours),
+                    crate::text::escape(first),
+                    crate::text::escape(&key),
+                    agent.shown()
+                ));
+            }
+            continue;
+        }
+        renamed.insert(ours.clone(), value);
+        arrived.push((key, ours));
+    }
+    *args = renamed;
+    Ok(arrived)
+}
+
+/// A rewritten tool input (canonical names) in the agent's argument names, for the call
+/// that came in as `call`: an argument the agent sent goes back under the name it came
+/// by, one the rewrite adds through the table row of the agent's tool, any other as is.
+pub fn tool_input_for(call: &Call, input: &Value) -> Value {
+    let Value::Object(args) = input else {
+        return input.clone();
+    };
+    let back = |key: &str| -> String {
+        if let Some((theirs, _)) = call.arrived.iter().find(|(_, ours)| ours == key) {
+            return theirs.clone();
+        }
+        call.tool
+            .and_then(|tool| tool.args.iter().find(|&&(_, ours)| ours == key))
+            .map_or(key, |&(theirs, _)| theirs)
+            .to_string()
+    };
+    Value::Object(args.iter().map(|(k, v)| (back(k), v.clone())).collect())
 }
 
 /// What the agent's hook prints and returns.
@@ -223,13 +306,8 @@ pub struct AgentResponse {
     pub exit_code: i32,
 }
 
-/// The outcome of `event` (an event of `agent`, dispatched with the canonical tool
-/// `tool`) in the agent's output contract.
-pub fn render(
-    agent: Agent,
-    event: &EventName,
-    tool: Option<&str>,
-    outcome: &Outcome,
-) -> AgentResponse {
-    contract::render(agent, event, tool, outcome)
+/// The outcome of `event` (an event of `agent`, dispatched for the tool call that came
+/// in as `call`) in the agent's output contract.
+pub fn render(agent: Agent, event: &EventName, call: &Call, outcome: &Outcome) -> AgentResponse {
+    contract::render(agent, event, call, outcome)
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::contract::Field;
 use super::vocabulary::{EVENTS, TOOLS};
-use super::{Agent, AgentResponse, render, to_canonical};
+use super::{Agent, AgentResponse, Call, render, to_canonical};
 use crate::event::EventCatalogue;
 use crate::outcome::{Decision, Notice, Outcome};
 
@@ -104,7 +104,7 @@ fn every_outcome_field_is_expressed_or_noticed_for_every_mapped_event() {
     for event in EVENTS {
         for field in Field::ALL {
             let o = outcome_with(event.canonical, field);
-            let r = render(event.agent, event, Some("Bash"), &o);
+            let r = render(event.agent, event, &Call::default(), &o);
             let what = format!("{:?} {} {field:?}", event.agent, event.name);
             assert_eq!(r.exit_code, 0, "{what}: JSON answers exit 0");
             if !r.stdout.is_empty() {
@@ -140,7 +140,7 @@ fn ask_and_defer_never_weaken_a_guard() {
         for decision in [Decision::Ask, Decision::Defer] {
             let mut o = Outcome::empty("PreToolUse");
             o.decision = decision;
-            let r = render(event.agent, event, Some("Bash"), &o);
+            let r = render(event.agent, event, &Call::default(), &o);
             let v: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
             let asks = v["decision"] == "ask"
                 || v["permissionDecision"] == "ask"
@@ -228,21 +228,193 @@ fn inputs_come_in_as_claude_codes_words() {
 
 #[test]
 fn a_rewrite_goes_back_in_the_agents_argument_names() {
-    let event = super::vocabulary::event(Agent::OpenCode, "tool.execute.before").unwrap();
+    let input = json!({"event": "tool.execute.before", "tool": "edit",
+                       "args": {"filePath": "/w/a", "oldString": "x", "newString": "y"}});
+    let c = to_canonical(Agent::OpenCode, None, input).unwrap();
     let mut o = Outcome::empty("PreToolUse");
-    o.updated_input = Some(json!({"file_path": "/w/b", "old_string": "x", "new_string": "z"}));
-    let r = render(Agent::OpenCode, event, Some("Edit"), &o);
+    // `replace_all` came in under no name: it goes back through the table.
+    o.updated_input = Some(
+        json!({"file_path": "/w/b", "old_string": "x", "new_string": "z",
+                                  "replace_all": true}),
+    );
+    let r = render(Agent::OpenCode, c.event, &c.call, &o);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(
         v["args"],
-        json!({"filePath": "/w/b", "oldString": "x", "newString": "z"})
+        json!({"filePath": "/w/b", "oldString": "x", "newString": "z", "replaceAll": true})
     );
-    let event = super::vocabulary::event(Agent::Gemini, "BeforeTool").unwrap();
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                       "tool_input": {"command": "rm -rf /"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
     o.updated_input = Some(json!({"command": "echo safe"}));
-    let r = render(Agent::Gemini, event, Some("Bash"), &o);
+    let r = render(Agent::Gemini, c.event, &c.call, &o);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(
         v["hookSpecificOutput"]["tool_input"],
         json!({"command": "echo safe"})
+    );
+}
+
+/// Red team (issue 30): a rewrite went back through the *first* table row of the
+/// canonical tool, whatever name the agent had sent the argument by. Gemini CLI 0.61
+/// sends `read_file`'s path as `file_path` and merges the rewrite into the call
+/// (`Object.assign`, no schema rejects an unknown key): the rewrite came back as
+/// `absolute_path`, which 0.61 ignores, and the unrewritten file was read. Codex's raw
+/// `exec_command` (`cmd`) went back as `command` (the first Bash row's). Fixed at
+/// `agents::tool_input_for`: an argument goes back under the name it came by.
+#[test]
+fn a_rewrite_goes_back_under_the_name_the_argument_came_by() {
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"file_path": "/dev/null"}));
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"file_path": "/w/.env"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    let r = render(Agent::Gemini, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"],
+        json!({"file_path": "/dev/null"}),
+        "{r:?}"
+    );
+    // An older Gemini's `absolute_path` goes back as `absolute_path`.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"absolute_path": "/w/.env"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    let r = render(Agent::Gemini, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["tool_input"],
+        json!({"absolute_path": "/dev/null"})
+    );
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "exec_command",
+                       "tool_input": {"cmd": "rm -rf /"}});
+    let c = to_canonical(Agent::Codex, None, input).unwrap();
+    o.updated_input = Some(json!({"command": "echo safe"}));
+    let r = render(Agent::Codex, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"],
+        json!({"cmd": "echo safe"})
+    );
+}
+
+/// Red team (issue 30): the model writes the arguments, and Gemini CLI 0.61 accepts an
+/// unknown one: `read_file` with `file_path` (which 0.61 reads) and `absolute_path` (the
+/// name the table maps to `file_path`) had the rename overwrite `file_path`, so a rule
+/// saw the harmless path while Gemini read the secret one. Fixed at
+/// `agents::to_canonical_args`: two arguments that take one canonical name with different
+/// values are refused (the dispatch then blocks, `cli/dispatch.rs`).
+#[test]
+fn two_arguments_for_one_canonical_name_are_refused() {
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"file_path": "/w/.env", "absolute_path": "/w/README"}});
+    let e = to_canonical(Agent::Gemini, None, input).unwrap_err();
+    assert!(e.contains("twice"), "{e}");
+    // The same value under both names is one argument.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "read_file",
+                       "tool_input": {"file_path": "/w/a", "absolute_path": "/w/a"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    assert_eq!(c.input["tool_input"], json!({"file_path": "/w/a"}));
+    let input = json!({"event": "tool.execute.before", "tool": "edit",
+                       "args": {"filePath": "/w/a", "file_path": "/w/b"}});
+    assert!(to_canonical(Agent::OpenCode, None, input).is_err());
+}
+
+/// Red team (issue 30): JSON text arguments (Copilot's `toolArgs` as its reference
+/// writes it, Cursor's MCP `tool_input`) were read with a plain `serde_json::from_str`,
+/// which refuses a lone surrogate escape that the agent's `JSON.parse` reads: the text
+/// stayed a string, and a rule saw no `command`. Fixed in `agents::to_canonical`: the
+/// input's own reader (`dispatch::input::parse`, which repairs it) reads the text.
+#[test]
+fn json_text_arguments_are_read_as_the_input_is() {
+    let input = json!({"sessionId": "s", "toolName": "bash",
+                       "toolArgs": "{\"command\":\"rm -rf / #\\ud800\"}"});
+    let c = to_canonical(Agent::Copilot, Some("preToolUse"), input).unwrap();
+    let command = c.input["tool_input"]["command"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(command.starts_with("rm -rf / #"), "{}", c.input);
+}
+
+/// Red team (issue 30): the real clients' tool names, decided once each. Gemini CLI 0.61
+/// names its grep tool `grep_search` (the table had only the legacy alias), OpenCode
+/// offers GPT models `apply_patch`, Copilot has `grep` and `glob`; `agents_real` holds
+/// the table to what each client offers.
+#[test]
+fn every_tool_is_mapped_or_kept_never_both() {
+    use super::vocabulary::{OWN_NAMES, decided, tool_named};
+    for &(agent, name) in OWN_NAMES {
+        assert!(tool_named(agent, name).is_none(), "{agent:?} {name}: both");
+    }
+    for (agent, name, canonical) in [
+        (Agent::Gemini, "grep_search", "Grep"),
+        (Agent::OpenCode, "apply_patch", "Edit"),
+        (Agent::Copilot, "grep", "Grep"),
+    ] {
+        assert!(decided(agent, name));
+        assert_eq!(tool_named(agent, name).unwrap().canonical, canonical);
+    }
+    assert!(!decided(Agent::Gemini, "no_such_tool"));
+}
+
+/// Red team (issue 30): the Copilot contract added `permissionDecision: "allow"` to every
+/// rewrite without a decision, so a hook that only rewrote (Claude Code: no approval)
+/// approved the call past Copilot's own permission prompt (measured with Copilot CLI
+/// 1.0.102 without `--allow-all-tools`: the rewritten command ran where the same call
+/// with no hook answer was denied, "no one to approve"; `modifiedArgs` alone is applied).
+/// Fixed at `contract::copilot`.
+#[test]
+fn a_rewrite_alone_approves_nothing_on_copilot() {
+    let event = super::vocabulary::event(Agent::Copilot, "preToolUse").unwrap();
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"command": "ls -la"}));
+    let r = render(Agent::Copilot, event, &Call::default(), &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["modifiedArgs"], json!({"command": "ls -la"}));
+    assert!(v.get("permissionDecision").is_none(), "{v}");
+    o.decision = Decision::Allow;
+    let r = render(Agent::Copilot, event, &Call::default(), &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["permissionDecision"], "allow");
+}
+
+/// Red team (issue 30): Gemini CLI 0.61 names an MCP tool `mcp_SERVER_TOOL`, so a matcher
+/// written once as Claude Code's `mcp__github__.*` never saw a Gemini MCP call. Its input
+/// carries `mcp_context` (`server_name`, `tool_name`): the adapter names the call
+/// `mcp__SERVER__TOOL` (`agents::mcp_name`).
+#[test]
+fn a_gemini_mcp_call_takes_claude_codes_mcp_name() {
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "mcp_github_delete_repo",
+                       "tool_input": {"repo": "r"},
+                       "mcp_context": {"server_name": "github", "tool_name": "delete_repo",
+                                       "command": "npx"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    assert_eq!(c.input["tool_name"], "mcp__github__delete_repo");
+    assert_eq!(c.input["tool_input"], json!({"repo": "r"}));
+    // A built-in tool is not touched.
+    let input = json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                       "tool_input": {"command": "ls"}});
+    let c = to_canonical(Agent::Gemini, None, input).unwrap();
+    assert_eq!(c.input["tool_name"], "Bash");
+}
+
+/// Red team (issue 30): Copilot CLI 1.0.102's `write_bash` types text into a running
+/// `bash` session (`bash` with `mode: "async"` starts one): a command a `Bash(rm -rf *)`
+/// guard never saw under its own name. Mapped to `Bash`, its `input` read as `command`,
+/// and a rewrite goes back as `input`.
+#[test]
+fn text_typed_into_a_copilot_shell_is_a_bash_call() {
+    let input = json!({"sessionId": "s", "toolName": "write_bash",
+                       "toolArgs": {"shellId": "1", "input": "rm -rf ~\n"}});
+    let c = to_canonical(Agent::Copilot, Some("preToolUse"), input).unwrap();
+    assert_eq!(c.input["tool_name"], "Bash");
+    assert_eq!(c.input["tool_input"]["command"], "rm -rf ~\n");
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"shellId": "1", "command": "echo no\n"}));
+    let r = render(Agent::Copilot, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["modifiedArgs"],
+        json!({"shellId": "1", "input": "echo no\n"})
     );
 }

@@ -141,6 +141,8 @@ pub const TOOLS: &[ToolName] = &[
         &[("absolute_path", "file_path")],
     ),
     tool(Gemini, "glob", "Glob", &[]),
+    // 0.61's name; `search_file_content` is its legacy alias.
+    tool(Gemini, "grep_search", "Grep", &[]),
     tool(Gemini, "search_file_content", "Grep", &[]),
     tool(Gemini, "list_directory", "LS", &[]),
     tool(Gemini, "web_fetch", "WebFetch", &[]),
@@ -148,6 +150,9 @@ pub const TOOLS: &[ToolName] = &[
     tool(Gemini, "write_todos", "TodoWrite", &[]),
     // Copilot CLI.
     tool(Copilot, "bash", "Bash", &[]),
+    // Text typed into a running `bash` session (`shellId`, `input`; 1.0.102 checks it
+    // as a shell call, `subtype: "write_shell"`): what a Bash guard must see too.
+    tool(Copilot, "write_bash", "Bash", &[("input", "command")]),
     tool(
         Copilot,
         "edit",
@@ -165,6 +170,8 @@ pub const TOOLS: &[ToolName] = &[
         &[("path", "file_path"), ("file_text", "content")],
     ),
     tool(Copilot, "view", "Read", &[("path", "file_path")]),
+    tool(Copilot, "grep", "Grep", &[]),
+    tool(Copilot, "glob", "Glob", &[]),
     // Cursor: the tool is implied by the event (table above); the arguments are the
     // input's own top-level fields, listed here.
     tool(Cursor, "shell", "Bash", &[("command", "command")]),
@@ -194,6 +201,9 @@ pub const TOOLS: &[ToolName] = &[
         ],
     ),
     tool(OpenCode, "write", "Write", &[("filePath", "file_path")]),
+    // Offered instead of `edit` and `write` to GPT models (measured with `gpt-5.1-codex`):
+    // an edit, its patch as is (`patchText`), as Codex's.
+    tool(OpenCode, "apply_patch", "Edit", &[]),
     tool(OpenCode, "read", "Read", &[("filePath", "file_path")]),
     tool(OpenCode, "glob", "Glob", &[]),
     tool(OpenCode, "grep", "Grep", &[]),
@@ -202,6 +212,49 @@ pub const TOOLS: &[ToolName] = &[
     tool(OpenCode, "todowrite", "TodoWrite", &[]),
     tool(OpenCode, "task", "Task", &[]),
 ];
+
+/// The tools the real clients offer their model that keep their own name in hooks:
+/// hookhost has no canonical tool that means the same, so only a matcher naming the
+/// agent's tool sees them. With [`TOOLS`], every tool each client offers is decided:
+/// `agents_real`'s control runs read the tools the client sends the model server and fail
+/// on one that is in neither (a client upgrade that renames its grep tool, or adds a
+/// patch tool, must not leave a guard on `Grep` or `Edit` silently unmatched).
+pub const OWN_NAMES: &[(Agent, &str)] = &[
+    // Codex 0.171 names its shell `Bash` in hooks; `write_stdin` (input to a running
+    // `exec_command` session) reaches no hook at all: docs/book/src/agents/codex.md.
+    (Codex, "write_stdin"),
+    (Codex, "request_user_input"),
+    (Codex, "view_image"),
+    (Codex, "multi_agent_v1"),
+    (Codex, "get_goal"),
+    (Codex, "create_goal"),
+    (Codex, "update_goal"),
+    (Codex, "web_search"),
+    (Gemini, "update_topic"),
+    (Gemini, "list_background_processes"),
+    (Gemini, "read_background_output"),
+    (Gemini, "enter_plan_mode"),
+    (Gemini, "invoke_agent"),
+    (Gemini, "activate_skill"),
+    (Copilot, "read_bash"),
+    (Copilot, "stop_bash"),
+    (Copilot, "list_bash"),
+    (Copilot, "fetch_copilot_cli_documentation"),
+    (Copilot, "skill"),
+    (Copilot, "sql"),
+    (Copilot, "session_store_sql"),
+    (Copilot, "read_agent"),
+    (Copilot, "list_agents"),
+    (Copilot, "write_agent"),
+    (Copilot, "task"),
+    (OpenCode, "skill"),
+];
+
+/// Whether the agent's tool `name` is decided: mapped ([`TOOLS`]) or kept under its own
+/// name ([`OWN_NAMES`]).
+pub fn decided(agent: Agent, name: &str) -> bool {
+    tool_named(agent, name).is_some() || OWN_NAMES.contains(&(agent, name))
+}
 
 /// Top-level input fields whose names differ, `(agent's, canonical)`.
 pub fn input_fields(agent: Agent) -> &'static [(&'static str, &'static str)] {

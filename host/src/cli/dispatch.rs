@@ -153,7 +153,14 @@ pub async fn dispatch_stdin(
 ) -> Printed {
     dispatch(args, stdin, trace, host)
         .await
-        .unwrap_or_else(|message| Printed::error(&message))
+        .unwrap_or_else(|message| match args.format.agent() {
+            // Claude Code's drop-in blocks on exit 1 where the event guards
+            // (`onFailure: "block"`); no other agent has that key, and exit 1 is "go
+            // ahead" to Gemini CLI and Codex: the agent's own block instead, wherever
+            // the host failed before it could answer.
+            Some(agent) => agent_blocked(args, agent, stdin, &message, false),
+            None => Printed::error(&message),
+        })
 }
 
 async fn dispatch(
@@ -173,13 +180,20 @@ async fn dispatch(
     // Another agent's words become hookhost's before anything reads them.
     let (input, adapted) = match args.format.agent() {
         Some(agent) => {
-            let canonical = hookhost::agents::to_canonical(agent, args.event.as_deref(), input)?;
-            (canonical.input, Some((agent, canonical.event)))
+            match hookhost::agents::to_canonical(agent, args.event.as_deref(), input) {
+                Ok(canonical) => (
+                    canonical.input,
+                    Some((agent, canonical.event, canonical.call)),
+                ),
+                // What the adapter refuses to read (an argument named twice) reaches no
+                // hook: the agent's own block where its event guards (`dispatch_stdin`).
+                Err(e) => return Err(e),
+            }
         }
         None => (input, None),
     };
-    let named = match adapted {
-        Some((_, event)) => Some(event.canonical.to_string()),
+    let named = match &adapted {
+        Some((_, event, _)) => Some(event.canonical.to_string()),
         None => args.event.clone(),
     };
     let event = match (&named, input.get("hook_event_name").and_then(Value::as_str)) {
@@ -214,12 +228,8 @@ async fn dispatch(
     } else {
         Vec::new()
     };
-    let tool = input
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let agent_name = match (args.format, adapted) {
-        (_, Some((agent, _))) => Some(agent.id()),
+    let agent_name = match (args.format, &adapted) {
+        (_, Some((agent, _, _))) => Some(agent.id()),
         (Format::Claude, None) => Some("claude"),
         _ => None,
     };
@@ -235,14 +245,14 @@ async fn dispatch(
     for repair in repairs {
         outcome.host_notice(repair);
     }
-    if let Some((agent, agent_event)) = adapted {
+    if let Some((agent, agent_event, call)) = adapted {
         // The host's own notices (trust, config errors), once per session and text.
         for (i, (notice, state)) in notices.into_iter().enumerate() {
             if state.first_time(&notice) {
                 outcome.system_messages.insert(i, notice);
             }
         }
-        let response = hookhost::agents::render(agent, agent_event, tool.as_deref(), &outcome);
+        let response = hookhost::agents::render(agent, agent_event, &call, &outcome);
         return Ok(agent_printed(response));
     }
     match args.format {
@@ -314,7 +324,7 @@ async fn dispatch(
 /// elsewhere, and for the Outcome format, the host error (exit 1).
 pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
     if let Some(agent) = args.format.agent() {
-        return agent_blocked(args, agent, stdin, why);
+        return agent_blocked(args, agent, stdin, why, false);
     }
     let Format::Claude = args.format else {
         return Printed::error(why);
@@ -348,7 +358,7 @@ pub fn unanswered(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
 /// the host error.
 fn unreadable(args: &DispatchArgs, stdin: &[u8], why: &str) -> Printed {
     if let Some(agent) = args.format.agent() {
-        return agent_blocked(args, agent, stdin, why);
+        return agent_blocked(args, agent, stdin, why, true);
     }
     let Format::Claude = args.format else {
         return Printed::error(why);
@@ -403,24 +413,46 @@ fn answer_printed(stdout: String, stderr: String, code: impl TryInto<u8>) -> Pri
 
 /// What an agent's format prints for a dispatch that could not guard (`why`): as
 /// [`unanswered`] for Claude Code, the agent's own deny or block where the event (by its
-/// canonical name) honours `onFailure`, and the host error elsewhere or when the agent's
-/// event cannot be told from the command line or the input.
+/// canonical name) honours `onFailure`, and the host error elsewhere. The event is the
+/// argument's, else the one the input names in the agent's event field: read from the
+/// input's first [`hookhost::dispatch::input::EVENT_NAME_PREFIX`] bytes when hookhost
+/// refused to read it (`unread`: over the limit, not JSON; the drop-ins of Codex, Gemini
+/// CLI, Cursor and OpenCode name no event on their command line). An unread input whose
+/// event cannot be told blocks as [`unreadable`] does for Claude Code (exit 2 with the
+/// reason on stderr, a block to Codex, Gemini CLI and Copilot CLI, and to the OpenCode
+/// plugin, which blocks on any exit but 0): exit 1 would let the call go ahead.
 fn agent_blocked(
     args: &DispatchArgs,
     agent: hookhost::agents::Agent,
     stdin: &[u8],
     why: &str,
+    unread: bool,
 ) -> Printed {
     let named = args.event.clone().or_else(|| {
         let field = hookhost::agents::vocabulary::event_field(agent)?;
-        let input = hookhost::dispatch::input::parse(stdin).ok()?;
-        input.value.get(field)?.as_str().map(str::to_string)
+        match hookhost::dispatch::input::parse(stdin) {
+            Ok(input) => input.value.get(field)?.as_str().map(str::to_string),
+            Err(_) => hookhost::dispatch::input::string_in_prefix(stdin, field),
+        }
     });
     let Some(event) = named
         .as_deref()
         .and_then(|name| hookhost::agents::vocabulary::event(agent, name))
     else {
-        return Printed::error(why);
+        if !unread {
+            return Printed::error(why);
+        }
+        return Printed {
+            stdout: String::new(),
+            stderr: format!(
+                "hookhost could not check this action: {} (and no {} event it maps is named \
+                 in its first {} bytes); blocked (fail closed)\n",
+                escape(why),
+                agent.shown(),
+                hookhost::dispatch::input::EVENT_NAME_PREFIX
+            ),
+            code: 2,
+        };
     };
     let catalogue = hookhost::event::EventCatalogue::default();
     let Some(spec) = catalogue.get(event.canonical) else {
@@ -430,7 +462,12 @@ fn agent_blocked(
         return Printed::error(why);
     }
     let outcome = hookhost::outcome::unanswered(spec, why);
-    agent_printed(hookhost::agents::render(agent, event, None, &outcome))
+    agent_printed(hookhost::agents::render(
+        agent,
+        event,
+        &hookhost::agents::Call::default(),
+        &outcome,
+    ))
 }
 
 /// The notice of project hooks skipped for trust, for the policy of a dispatch.

@@ -246,6 +246,12 @@ pub const EVENT_NAME_PREFIX: usize = 64 << 10;
 /// it appears twice, or when the text is not an object's: the caller then cannot name
 /// the event (and blocks).
 pub fn event_name_in_prefix(bytes: &[u8]) -> Option<String> {
+    string_in_prefix(bytes, "hook_event_name")
+}
+
+/// As [`event_name_in_prefix`], for the top-level string field `field` (another agent's
+/// input names its event in its own field: the OpenCode plugin's `event`).
+pub fn string_in_prefix(bytes: &[u8], field: &str) -> Option<String> {
     let bytes = &bytes[..bytes.len().min(EVENT_NAME_PREFIX)];
     let mut at = skip_space(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
@@ -267,7 +273,7 @@ pub fn event_name_in_prefix(bytes: &[u8]) -> Option<String> {
             return found;
         }
         at = skip_space(bytes, at + 1);
-        if key.as_deref() == Some("hook_event_name") {
+        if key.as_deref() == Some(field) {
             if found.is_some() || bytes.get(at) != Some(&b'"') {
                 return None;
             }

@@ -138,6 +138,38 @@ struct Ran {
     work: PathBuf,
     requests: String,
     audit: String,
+    /// The tools the agent offered the model, over all its requests.
+    offered: Vec<String>,
+}
+
+/// The names of the tools in the model requests of `log` (one JSON line each): Chat
+/// Completions' `function.name`, the Responses API's `name` (a built-in tool: its
+/// `type`), Gemini's `functionDeclarations`.
+fn offered_tools(log: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in log.lines() {
+        let Ok(request) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        for tool in request["body"]["tools"].as_array().into_iter().flatten() {
+            let declared = tool["functionDeclarations"].as_array();
+            let own = [&tool["name"], &tool["function"]["name"], &tool["type"]]
+                .into_iter()
+                .find_map(Value::as_str)
+                .filter(|_| declared.is_none());
+            let found = declared
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d["name"].as_str())
+                .chain(own);
+            for name in found {
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    names
 }
 
 /// Runs `agent` once in a fresh work directory, its model asking for `command`; with
@@ -277,12 +309,14 @@ fn run_agent(agent: &Agent, binary: &Path, command: &str, config: Option<Value>)
     }
     let run = run_until(&mut cmd, "", Duration::from_secs(240)).expect("the agent finished");
     let audit = std::fs::read_to_string(env.data.join("audit.jsonl")).unwrap_or_default();
+    let requests = model.requests();
     Ran {
         _env: env,
         home,
         run,
         work,
-        requests: tail(&model.requests()),
+        offered: offered_tools(&requests),
+        requests: tail(&requests),
         audit,
     }
 }
@@ -317,6 +351,29 @@ fn guards(agent: &Agent, test: &str, rewrites: bool) {
         control.run.stdout,
         control.run.stderr,
         control.requests
+    );
+    // Every tool the client offers is decided in the adapter's table (red team, issue
+    // 30: Gemini CLI 0.61 offers `grep_search`, which the table did not know, so a guard
+    // on `Grep` never ran for it).
+    assert!(
+        control
+            .offered
+            .iter()
+            .any(|t| ["bash", "run_shell_command", "exec_command"].contains(&t.as_str())),
+        "the model server read the offered tools: {:?}",
+        control.offered
+    );
+    let adapter = hookhost::agents::Agent::from_id(agent.id).expect("an adapter");
+    let undecided: Vec<&String> = control
+        .offered
+        .iter()
+        .filter(|name| !hookhost::agents::vocabulary::decided(adapter, name))
+        .collect();
+    assert!(
+        undecided.is_empty(),
+        "{} offers tools agents/vocabulary.rs neither maps (TOOLS) nor keeps (OWN_NAMES): \
+         {undecided:?}",
+        agent.id
     );
     // Guard: the sandboxed plugin, on hookhost's own words.
     let guard = hooks(

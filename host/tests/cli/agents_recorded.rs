@@ -216,8 +216,10 @@ fn an_agent_the_host_cannot_answer_is_refused_in_its_own_words() {
     let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!(answer["permissionDecision"], "deny", "{answer}");
     let run = env.run(&["dispatch", "--format", "gemini"], "{not json");
-    // Gemini's event is in the input, which cannot be read: the host error (exit 1).
-    assert_eq!(run.code, 1, "{}", run.stdout);
+    // Gemini's event is in the input, which cannot be read: blocked (exit 2, which Gemini
+    // CLI reads as a block; exit 1 would be a warning, and the call would go ahead).
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("blocked"), "{}", run.stderr);
 }
 
 /// `hookhost install`/`uninstall` for `agent` with HOME at `home`.

@@ -51,6 +51,36 @@ pub const MAX_TRACE_VALUE: usize = 4096;
 pub const ON_FAILURE_IGNORED_EVENTS: [&str; 4] =
     ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"];
 
+/// Other agents' events (`--format AGENT`, the agent's own event name) on which a call
+/// that nothing could dispatch is blocked (exit 2, which Codex, Gemini CLI, Copilot CLI
+/// and Cursor read as a block; the OpenCode plugin blocks on any exit but 0): those the
+/// adapter maps to an event that honours `onFailure`. Elsewhere it is the host error
+/// (exit 1), which those agents read as "go ahead". `hookhost` checks this list against
+/// the adapters' table (the test `the_small_client_knows_the_agents_guarding_events`);
+/// `hookhost-dispatch` reads it when it cannot run `hookhost` at all.
+#[allow(dead_code)] // `hookhost` only checks it (a test); `hookhost-dispatch` reads it.
+pub const AGENT_BLOCKING_EVENTS: &[(&str, &str)] = &[
+    ("codex", "UserPromptSubmit"),
+    ("codex", "PreToolUse"),
+    ("codex", "PermissionRequest"),
+    ("codex", "PostToolUse"),
+    ("codex", "PreCompact"),
+    ("gemini", "BeforeAgent"),
+    ("gemini", "BeforeTool"),
+    ("gemini", "AfterTool"),
+    ("gemini", "PreCompress"),
+    ("copilot", "userPromptSubmitted"),
+    ("copilot", "preToolUse"),
+    ("copilot", "postToolUse"),
+    ("cursor", "beforeShellExecution"),
+    ("cursor", "beforeMCPExecution"),
+    ("cursor", "beforeReadFile"),
+    ("cursor", "afterFileEdit"),
+    ("cursor", "beforeSubmitPrompt"),
+    ("opencode", "tool.execute.before"),
+    ("opencode", "tool.execute.after"),
+];
+
 /// Whether this call is dispatched without a daemon whatever its command line:
 /// `HOOKHOST_DISPATCH_DAEMON` turns daemons off, `CLAUDE_ENV_FILE` is set (even to a
 /// value `config::env` refuses), or stdin is a listening socket (a daemon being started,

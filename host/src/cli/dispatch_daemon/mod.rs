@@ -100,4 +100,26 @@ mod tests {
         listed.sort_unstable();
         assert_eq!(listed, table);
     }
+
+    /// The agents' events on which `hookhost-dispatch` blocks when it cannot run
+    /// `hookhost` are exactly the adapters' events whose canonical event honours
+    /// `onFailure` (red team, issue 30: the client answered every agent's format with
+    /// exit 1, which Gemini CLI and Codex read as "go ahead").
+    #[test]
+    fn the_small_client_knows_the_agents_guarding_events() {
+        let catalogue = hookhost::event::EventCatalogue::default();
+        let mut table: Vec<(&str, &str)> = hookhost::agents::vocabulary::EVENTS
+            .iter()
+            .filter(|e| {
+                catalogue
+                    .get(e.canonical)
+                    .is_some_and(|spec| spec.honours_on_failure())
+            })
+            .map(|e| (e.agent.id(), e.name))
+            .collect();
+        table.sort_unstable();
+        let mut listed = super::key::AGENT_BLOCKING_EVENTS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(listed, table);
+    }
 }

@@ -245,11 +245,15 @@ impl Compiled {
                 pattern.matches(&analysis(command))
             }
             Some(Argument::Path(pattern)) => {
+                // A call of the rule's tool without a string path is not understood: the
+                // hook runs, as for a Bash call without a command (another agent's edit
+                // tool mapped to `Edit` carries a patch, not a path: OpenCode's and
+                // Codex's `apply_patch`).
                 let Some(path) = ["file_path", "notebook_path", "path"]
                     .iter()
                     .find_map(|f| tool_input.get(*f).and_then(Value::as_str))
                 else {
-                    return false;
+                    return true;
                 };
                 pattern.matches(path, cwd, project_dir)
             }

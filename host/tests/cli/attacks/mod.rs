@@ -22,6 +22,7 @@ mod second_round;
 mod stop35;
 mod stop37;
 mod stop37_29;
+mod stop38_30;
 mod terminal;
 mod third_round;
 mod trust_store;
