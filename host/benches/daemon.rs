@@ -21,9 +21,10 @@
 //!    process with the audit log on (chained) and off, and one audit line appended with
 //!    the chain and without it; target: the chain under 5% of a `serve` event
 //!    (`HOOKHOST_BENCH_ONLY=audit` runs only this part).
-//! 4. Only with `HOOKHOST_BENCH_ONLY=before-after` and `HOOKHOST_BENCH_BEFORE=PATH`:
-//!    this build beside an older `hookhost`, interleaved (`daemon/before_after.rs`,
-//!    issue 23: no p50 more than 5% slower).
+//! 4. Only with `HOOKHOST_BENCH_ONLY=before-after` and `HOOKHOST_BENCH_BEFORE=PATH`
+//!    (and `HOOKHOST_BENCH_BEFORE_PLUGINS=DIR`, the older build's plugins when its WIT
+//!    differs): this build beside an older `hookhost`, interleaved
+//!    (`daemon/before_after.rs`, issue 23: no p50 more than 5% slower).
 //! 5. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
 //!    (`HOOKHOST_BENCH_SOAK_SECS`) against one daemon; every answer must arrive exactly
 //!    once, and the daemon's memory is reported (`daemon/soak.rs`).
@@ -75,11 +76,16 @@ fn scaled(base: usize) -> usize {
     ((base as f64 * scale) as usize).max(10)
 }
 
+/// The `cwd` of every input: the bench's project directory (set first thing in
+/// `main`). Not `/tmp`: hookhost takes the input's `cwd` as the workspace and refuses
+/// `HOOKHOST_*` directories inside it, so the processes would use the user's own.
+static CWD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn input(n: usize) -> Value {
     json!({
         "session_id": format!("bench-{}", n % 64),
         "hook_event_name": "PreToolUse",
-        "cwd": "/tmp",
+        "cwd": CWD.get().map_or("/nonexistent", String::as_str),
         "tool_name": "Bash",
         "tool_input": {"command": format!("cargo test --workspace -- --test-threads {n}"), "description": "run the tests"},
         "tool_use_id": format!("toolu_{n}"),
@@ -329,6 +335,7 @@ fn main() {
         .expect("the plugins' directory");
     let plugin = |name: &str| plugins.join(format!("{name}.wasm")).display().to_string();
     let dir = tempfile::tempdir().expect("tempdir");
+    let _ = CWD.set(workspace(dir.path()).display().to_string());
     // The in-process server of `allocs.rs` uses the same state directories as the
     // daemons, never the user's own.
     for (name, value) in isolated_env(dir.path()) {
@@ -360,7 +367,21 @@ fn main() {
     if only == "before-after" {
         let before = std::env::var_os("HOOKHOST_BENCH_BEFORE")
             .expect("HOOKHOST_BENCH_BEFORE: the older `hookhost` to compare with");
-        before_after::report(dir.path(), Path::new(&before), &one_hook("event"), &three);
+        // The older build's plugins, built against its WIT (else these).
+        let before_plugins = std::env::var("HOOKHOST_BENCH_BEFORE_PLUGINS").ok();
+        let of_before = |settings: String| match &before_plugins {
+            Some(older) => settings.replace(&plugins.display().to_string(), older),
+            None => settings,
+        };
+        before_after::report(
+            dir.path(),
+            Path::new(&before),
+            [
+                &of_before(one_hook("event").to_string()),
+                &one_hook("event").to_string(),
+            ],
+            [&of_before(three.clone()), &three],
+        );
         return;
     }
     if only == "soak" {

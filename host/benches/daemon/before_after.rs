@@ -31,30 +31,77 @@ struct Side {
     dir: PathBuf,
 }
 
-fn serve(side: &Side, settings: &Value) -> Daemon {
+fn serve(side: &Side, settings: &str) -> Daemon {
     let socket = side.dir.join("serve.sock");
     let mut command = Command::new(&side.program);
     command
         .args(["serve", "--socket", socket.to_str().expect("UTF-8 path")])
-        .args(["--settings", &settings.to_string()])
+        .args(["--settings", settings])
         .current_dir(super::workspace(&side.dir))
         .envs(isolated_env(&side.dir));
     super::spawn_server(command, socket)
 }
 
-fn dispatch(side: &Side, settings: &str, stdin: &str) -> Duration {
+fn dispatch_command(side: &Side, settings: &str) -> Command {
     let mut command = Command::new(&side.program);
     command
         .args(["dispatch", "PreToolUse", "--settings", settings])
         .current_dir(super::workspace(&side.dir))
         .envs(isolated_env(&side.dir))
         .env("HOOKHOST_DISPATCH_DAEMON", "off");
-    time_process(&mut command, stdin)
+    command
+}
+
+/// Checks that `side` runs every hook of `settings` (an older host refuses plugins
+/// built for a newer WIT, and a refusal is fast), and that its state stays in its own
+/// directories (no notice that one was refused).
+fn check(side: &Side, settings: &str, stdin: &str) {
+    use std::io::Write;
+    let mut child = dispatch_command(side, settings)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("hookhost dispatch");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write the input");
+    let output = child.wait_with_output().expect("its answer");
+    let answer: Value = serde_json::from_slice(&output.stdout).expect("a JSON answer");
+    let hooks = answer["hooks"].as_array().expect("the hooks' report");
+    assert!(
+        hooks.len() == 3 && hooks.iter().all(|h| h["status"] == "ok"),
+        "{}: every hook must run: {answer}",
+        side.program.display()
+    );
+    assert!(
+        !answer.to_string().contains("is ignored"),
+        "{}: its state directories: {answer}",
+        side.program.display()
+    );
+}
+
+/// Checks that a daemon runs its hook (its answer reports it `ok`).
+fn check_serve(socket: &Path) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    let request = serde_json::json!({"id": 0, "event": "PreToolUse", "input": input(0)});
+    writeln!(stream, "{request}").expect("send");
+    let mut answer = String::new();
+    BufReader::new(stream)
+        .read_line(&mut answer)
+        .expect("answer");
+    assert!(
+        answer.contains("\"status\":\"ok\"") && !answer.contains("\"failed\""),
+        "the daemon must run its hook: {answer}"
+    );
 }
 
 /// Runs the comparison; `before` is the older `hookhost`, `one_hook` and `three` the
-/// settings of the daemon's and the one-shot's rows.
-pub fn report(dir: &Path, before: &Path, one_hook: &Value, three: &str) {
+/// settings (before's, after's) of the daemon's and the one-shot's rows.
+pub fn report(dir: &Path, before: &Path, one_hook: [&str; 2], three: [&str; 2]) {
     let sides = [
         Side {
             program: before.to_path_buf(),
@@ -73,11 +120,12 @@ pub fn report(dir: &Path, before: &Path, one_hook: &Value, three: &str) {
         before.display()
     );
     println!();
-    let daemons: Vec<Daemon> = sides.iter().map(|s| serve(s, one_hook)).collect();
+    let daemons: Vec<Daemon> = (0..2).map(|s| serve(&sides[s], one_hook[s])).collect();
     let stdin = input(1).to_string();
-    for (side, daemon) in sides.iter().zip(&daemons) {
+    for (s, daemon) in daemons.iter().enumerate() {
+        check_serve(&daemon.socket);
         client(&daemon.socket, 300, 1, 0); // warm: compile, caches, connections
-        dispatch(side, three, &stdin); // fills the compile cache
+        check(&sides[s], three[s], &stdin); // and fills the compile cache
     }
     // [side] samples over the interleaved rounds.
     let mut latency: [Vec<Duration>; 2] = Default::default();
@@ -91,7 +139,7 @@ pub fn report(dir: &Path, before: &Path, one_hook: &Value, three: &str) {
         }
         for _ in 0..scaled(40) {
             for (s, side) in sides.iter().enumerate() {
-                oneshot[s].push(dispatch(side, three, &stdin));
+                oneshot[s].push(time_process(&mut dispatch_command(side, three[s]), &stdin));
             }
         }
     }
