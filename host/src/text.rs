@@ -7,7 +7,8 @@
 //! and Unicode bidi overrides (which reorder what is shown, "Trojan source"). Printed raw,
 //! such text can forge lines of a report the user reads before trusting something.
 //! Everything hookhost prints *for a person* passes through [`escape`] or
-//! [`escape_multiline`]; JSON output stays JSON-escaped by serde instead.
+//! [`escape_multiline`]; JSON output stays JSON-escaped by serde instead. And text made
+//! one word for a shell ([`shell_word`]).
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -119,6 +120,20 @@ pub fn shown_len(text: &str) -> usize {
         return text.len() + text.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
     }
     text.chars().map(shown_width).sum()
+}
+
+/// `text` as one POSIX shell word: as it is when it holds only characters no shell
+/// treats specially, else in single quotes (each `'` written `'\''`).
+pub fn shell_word(text: &str) -> Cow<'_, str> {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c));
+    if plain {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("'{}'", text.replace('\'', r"'\''")))
+    }
 }
 
 #[cfg(test)]

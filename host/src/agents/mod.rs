@@ -102,6 +102,40 @@ pub struct Call {
     pub tool: Option<&'static vocabulary::ToolName>,
     /// Each argument the agent sent, `(agent's name, canonical name)`.
     pub arrived: Vec<(String, String)>,
+    /// A shell command the agent sent as an argument vector, and the one command line
+    /// hookhost made of it ([`argv_line`]).
+    pub argv: Option<(Vec<String>, String)>,
+}
+
+/// A shell command sent as an argument vector (Codex's raw `shell` and `local_shell`:
+/// `["bash", "-lc", "…"]`) as one command line, each word quoted for the shell: what
+/// `Bash(rm -rf *)` and a plugin reading `command` must see. `None` when a word is not
+/// text.
+fn argv_line(words: &[Value]) -> Option<(Vec<String>, String)> {
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| w.as_str().map(str::to_string))
+        .collect::<Option<_>>()?;
+    let line = words
+        .iter()
+        .map(|w| crate::text::shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some((words, line))
+}
+
+/// The argument vector to send back for the command line `line` of a call that came as
+/// `argv` (its line `was`): the vector as it came when the line is unchanged, else the
+/// line run by the vector's own shell (`bash -lc LINE`).
+fn argv_back(argv: &[String], was: &str, line: &str) -> Value {
+    if line == was {
+        return Value::from(argv.to_vec());
+    }
+    let shell = match argv {
+        [shell, flag, _] if flag == "-c" || flag == "-lc" => [shell.as_str(), flag.as_str()],
+        _ => ["bash", "-lc"],
+    };
+    Value::from(vec![shell[0], shell[1], line])
 }
 
 /// Maps `input`, the hook input `agent` sent for its event `named` (else the one its input
@@ -206,6 +240,20 @@ pub fn to_canonical(agent: Agent, named: Option<&str>, input: Value) -> Result<C
             }
         }
     }
+    if fields.get("tool_name").and_then(Value::as_str) == Some("Bash")
+        && let Some(Value::Object(args)) = fields.get_mut("tool_input")
+        && let Some(Value::Array(words)) = args.get("command")
+    {
+        let Some((words, line)) = argv_line(words) else {
+            return Err(format!(
+                "the {} shell call's `command` is an argument vector with a word that is \
+                 not text",
+                agent.shown()
+            ));
+        };
+        args.insert("command".into(), Value::String(line.clone()));
+        call.argv = Some((words, line));
+    }
     fields.insert(
         "hook_event_name".into(),
         Value::String(event.canonical.into()),
@@ -258,7 +306,8 @@ fn to_canonical_args(
                     .find(|(_, o)| *o == ours)
                     .map_or(ours.as_str(), |(t, _)| t.as_str());
                 return Err(format!(
-                    "the {} call of `{}` names its argument `{}` twice with different values                      (`{}` and `{}`): which one {} uses cannot be told",
+                    "the {} call of `{}` names its argument `{}` twice with different values \
+                     (`{}` and `{}`): which one {} uses cannot be told",
                     agent.shown(),
                     crate::text::escape(name),
                     crate::text::escape(&ours),
@@ -292,7 +341,16 @@ pub fn tool_input_for(call: &Call, input: &Value) -> Value {
             .map_or(key, |&(theirs, _)| theirs)
             .to_string()
     };
-    Value::Object(args.iter().map(|(k, v)| (back(k), v.clone())).collect())
+    Value::Object(
+        args.iter()
+            .map(|(k, v)| match (&call.argv, k.as_str(), v) {
+                (Some((argv, was)), "command", Value::String(line)) => {
+                    (back(k), argv_back(argv, was, line))
+                }
+                _ => (back(k), v.clone()),
+            })
+            .collect(),
+    )
 }
 
 /// What the agent's hook prints and returns.

@@ -418,3 +418,41 @@ fn text_typed_into_a_copilot_shell_is_a_bash_call() {
         json!({"shellId": "1", "input": "echo no\n"})
     );
 }
+
+/// A shell command sent as an argument vector (Codex's raw `shell`) is one command line
+/// for the guards, each word quoted: `Bash(rm -rf *)` sees `rm -rf /` inside `bash -lc`;
+/// a rewrite goes back as the vector's own shell running the new line, an unchanged line
+/// as the vector that came; a word that is not text is refused.
+#[test]
+fn a_shell_argument_vector_is_one_command_line() {
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "shell",
+                       "tool_input": {"command": ["bash", "-lc", "rm -rf /"], "workdir": "/w"}});
+    let c = to_canonical(Agent::Codex, None, input).unwrap();
+    assert_eq!(c.input["tool_name"], "Bash");
+    assert_eq!(c.input["tool_input"]["command"], "bash -lc 'rm -rf /'");
+    let rule = crate::matcher::IfRule::parse("Bash(rm -rf *)", None).unwrap();
+    assert!(rule.matches(
+        "Bash",
+        &c.input["tool_input"],
+        std::path::Path::new("/w"),
+        std::path::Path::new("/w")
+    ));
+    let mut o = Outcome::empty("PreToolUse");
+    o.updated_input = Some(json!({"command": "echo safe", "workdir": "/w"}));
+    let r = render(Agent::Codex, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"]["command"],
+        json!(["bash", "-lc", "echo safe"])
+    );
+    o.updated_input = Some(json!({"command": "bash -lc 'rm -rf /'", "workdir": "/x"}));
+    let r = render(Agent::Codex, c.event, &c.call, &o);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"]["command"],
+        json!(["bash", "-lc", "rm -rf /"])
+    );
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "shell",
+                       "tool_input": {"command": ["bash", 1]}});
+    assert!(to_canonical(Agent::Codex, None, input).is_err());
+}

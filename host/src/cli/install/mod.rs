@@ -326,19 +326,10 @@ impl InstallArgs {
              install --path host --locked` (or with `--command`) it can be plain `{name}`",
             escape(program_text)
         );
-        Ok((format!("{} {args}", shell_quote(program_text)), Some(note)))
-    }
-}
-/// `text` as one shell word.
-fn shell_quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+        Ok((
+            format!("{} {args}", hookhost::text::shell_word(program_text)),
+            Some(note),
+        ))
     }
 }
 /// The change from `old` to `new` as a unified diff.
@@ -612,11 +603,17 @@ mod tests {
     }
 
     #[test]
-    fn shell_quoting_keeps_one_word() {
-        assert_eq!(shell_quote("/usr/bin/hookhost"), "/usr/bin/hookhost");
-        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
+    fn the_program_is_one_shell_word() {
+        assert_eq!(
+            hookhost::text::shell_word("/usr/bin/hookhost"),
+            "/usr/bin/hookhost"
+        );
+        assert_eq!(hookhost::text::shell_word("/a b/it's"), r"'/a b/it'\''s'");
         assert!(is_installed_form(
-            &format!("{} {DISPATCH_ARGS}", shell_quote("/a b/it's/hookhost")),
+            &format!(
+                "{} {DISPATCH_ARGS}",
+                hookhost::text::shell_word("/a b/it's/hookhost")
+            ),
             None
         ));
     }
