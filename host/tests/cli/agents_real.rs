@@ -210,6 +210,15 @@ fn run_agent(agent: &Agent, binary: &Path, command: &str, config: Option<Value>)
                 ),
             )
             .unwrap();
+            // A hook that only looks like hookhost's (a program named `hookhost` in a
+            // repository): `install --codex` must leave it for Codex to ask about.
+            std::fs::write(
+                codex_home.join("hooks.json"),
+                json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command":
+                    "/proc/self/cwd/lookalike/hookhost dispatch --format codex"}]}]}})
+                .to_string(),
+            )
+            .unwrap();
             cmd.env("CODEX_HOME", &codex_home)
                 .env("MOCK_API_KEY", "x")
                 .args([
@@ -305,6 +314,13 @@ fn run_agent(agent: &Agent, binary: &Path, command: &str, config: Option<Value>)
         if agent.id == "codex" {
             let said = String::from_utf8_lossy(&installed.stdout);
             assert!(said.contains("trusted in Codex's config.toml"), "{said}");
+            let config =
+                std::fs::read_to_string(home.join(".codex/config.toml")).unwrap_or_default();
+            assert!(config.contains(":pre_tool_use:0:0"), "{config}");
+            assert!(
+                !config.contains(":stop:0:0"),
+                "the look-alike is trusted: {config}"
+            );
         }
     }
     let run = run_until(&mut cmd, "", Duration::from_secs(240)).expect("the agent finished");

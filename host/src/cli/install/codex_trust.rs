@@ -295,11 +295,13 @@ fn edit_config(
     write_settings(&settings, &doc.to_string()).map(Some)
 }
 
-/// Trusts, in Codex's `config.toml`, the hookhost drop-ins (`custom`: the `--command`
-/// one) of `hooks_json` that the
+/// Trusts, in Codex's `config.toml`, the hooks of `hooks_json` that run exactly
+/// `command` (the drop-in `install` wrote: never another hook that merely looks like
+/// one, such as a repository's `/proc/self/cwd/bin/hookhost dispatch --format codex`,
+/// which Codex must still ask about) that the
 /// `codex` on the PATH lists for `cwd` and has not trusted, with the hash it computes;
 /// the lines `install` prints.
-pub(super) fn trust(hooks_json: &Path, cwd: &Path, custom: Option<&str>) -> String {
+pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option<&str>) -> String {
     let Some(codex) = codex_program() else {
         return approve_text(
             hooks_json,
@@ -314,10 +316,7 @@ pub(super) fn trust(hooks_json: &Path, cwd: &Path, custom: Option<&str>) -> Stri
     };
     let ours: Vec<Listed> = listed
         .into_iter()
-        .filter(|hook| {
-            same_file(&hook.source, hooks_json)
-                && super::drop_in::is_installed_form(&hook.command, custom)
-        })
+        .filter(|hook| same_file(&hook.source, hooks_json) && hook.command == command)
         .collect();
     if ours.is_empty() {
         return approve_text(

@@ -405,6 +405,7 @@ pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
             codex_trust::trust(
                 &path,
                 cwd.as_deref().unwrap_or(std::path::Path::new("/")),
+                &command,
                 args.command.as_deref()
             )
         );
