@@ -23,7 +23,8 @@
 //!    (`HOOKHOST_BENCH_ONLY=audit` runs only this part).
 //! 4. Only with `HOOKHOST_BENCH_ONLY=before-after` and `HOOKHOST_BENCH_BEFORE=PATH`
 //!    (and `HOOKHOST_BENCH_BEFORE_PLUGINS=DIR`, the older build's plugins when its WIT
-//!    differs): this build beside an older `hookhost`, interleaved
+//!    differs; `HOOKHOST_BENCH_AFTER`, `HOOKHOST_BENCH_AFTER_PLUGINS`: another build in
+//!    this one's place): this build beside an older `hookhost`, interleaved
 //!    (`daemon/before_after.rs`, issue 23: no p50 more than 5% slower).
 //! 5. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
 //!    (`HOOKHOST_BENCH_SOAK_SECS`) against one daemon; every answer must arrive exactly
@@ -367,20 +368,26 @@ fn main() {
     if only == "before-after" {
         let before = std::env::var_os("HOOKHOST_BENCH_BEFORE")
             .expect("HOOKHOST_BENCH_BEFORE: the older `hookhost` to compare with");
-        // The older build's plugins, built against its WIT (else these).
-        let before_plugins = std::env::var("HOOKHOST_BENCH_BEFORE_PLUGINS").ok();
-        let of_before = |settings: String| match &before_plugins {
-            Some(older) => settings.replace(&plugins.display().to_string(), older),
-            None => settings,
+        // Each build's plugins, built against its own WIT (else these).
+        let of = |var: &str, settings: String| match std::env::var(var) {
+            Ok(other) => settings.replace(&plugins.display().to_string(), &other),
+            Err(_) => settings,
         };
+        let (before_plugins, after_plugins) = (
+            "HOOKHOST_BENCH_BEFORE_PLUGINS",
+            "HOOKHOST_BENCH_AFTER_PLUGINS",
+        );
         before_after::report(
             dir.path(),
             Path::new(&before),
             [
-                &of_before(one_hook("event").to_string()),
-                &one_hook("event").to_string(),
+                &of(before_plugins, one_hook("event").to_string()),
+                &of(after_plugins, one_hook("event").to_string()),
             ],
-            [&of_before(three.clone()), &three],
+            [
+                &of(before_plugins, three.clone()),
+                &of(after_plugins, three.clone()),
+            ],
         );
         return;
     }

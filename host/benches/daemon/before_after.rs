@@ -108,7 +108,12 @@ pub fn report(dir: &Path, before: &Path, one_hook: [&str; 2], three: [&str; 2]) 
             dir: dir.join("before"),
         },
         Side {
-            program: PathBuf::from(env!("CARGO_BIN_EXE_hookhost")),
+            // `HOOKHOST_BENCH_AFTER`: another build in this build's place (to measure
+            // where between two commits a cost came in).
+            program: std::env::var_os("HOOKHOST_BENCH_AFTER").map_or_else(
+                || PathBuf::from(env!("CARGO_BIN_EXE_hookhost")),
+                PathBuf::from,
+            ),
             dir: dir.join("after"),
         },
     ];
@@ -116,8 +121,9 @@ pub fn report(dir: &Path, before: &Path, one_hook: [&str; 2], three: [&str; 2]) 
         std::fs::create_dir_all(&side.dir).expect("the state directory");
     }
     println!(
-        "before and after (issue 23): before = {}, after = this build",
-        before.display()
+        "before and after (issue 23): before = {}, after = {}",
+        before.display(),
+        sides[1].program.display()
     );
     println!();
     let daemons: Vec<Daemon> = (0..2).map(|s| serve(&sides[s], one_hook[s])).collect();
