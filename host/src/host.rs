@@ -36,12 +36,21 @@ use stored_good::StoredGood;
 /// here so that policy itself does no I/O. Every caller of [`policy::resolve`] outside
 /// tests starts from this; the rest of the options keep their defaults.
 pub fn resolve_options(sources: &SourceOptions) -> ResolveOptions {
+    resolve_options_with(sources, host_owned_places(sources, &HostFiles::default()))
+}
+
+/// [`resolve_options`] with the host-owned places already found (a build that knows
+/// the host's files finds them once, with those files).
+fn resolve_options_with(
+    sources: &SourceOptions,
+    host_places: Vec<policy::places::HostPlace>,
+) -> ResolveOptions {
     ResolveOptions {
         project_dir: sources.project_dir.clone(),
         home_dir: sources.home_dir.clone(),
         uid: config::file::effective_uid(),
         real_path: policy::ceiling::RealPath(config::file::real_path),
-        host_places: host_owned_places(sources, &HostFiles::default()),
+        host_places,
         ..ResolveOptions::default()
     }
 }
@@ -393,8 +402,7 @@ impl HostBuilder {
         let options = ResolveOptions {
             stop_block_cap: self.stop_block_cap,
             functions: self.functions,
-            host_places: host_owned_places(&sources, &files),
-            ..resolve_options(&sources)
+            ..resolve_options_with(&sources, host_owned_places(&sources, &files))
         };
         let resolve = |mut loaded: LoadedConfig| {
             if self.unbound_lock {

@@ -81,6 +81,7 @@ impl Policy {
         let mut resolution = Resolution {
             options: &options,
             host_places: &self.host_places,
+            place_paths: Default::default(),
             workspace_trust: self.workspace_trust.as_ref(),
             settings: self.settings.clone(),
             errors: Vec::new(),

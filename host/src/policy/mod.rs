@@ -245,6 +245,7 @@ pub fn resolve(
     let mut resolution = Resolution {
         options,
         host_places: &host_places,
+        place_paths: Default::default(),
         workspace_trust: workspace_trust.as_ref(),
         settings,
         errors,
@@ -396,6 +397,9 @@ struct Resolution<'a> {
     options: &'a ResolveOptions,
     /// The host-owned places, plugin files included.
     host_places: &'a [places::HostPlace],
+    /// Each host-owned place as written and resolved ([`places::resolved`]), found at
+    /// the first grant to check (most resolutions have none) and kept for the rest.
+    place_paths: std::cell::OnceCell<Vec<Vec<std::path::PathBuf>>>,
     workspace_trust: Option<&'a TrustDecision>,
     settings: Settings,
     errors: Vec<ConfigError>,
@@ -445,11 +449,15 @@ impl Resolution<'_> {
                 )
                 .ok()?;
                 let write = grant.mode == crate::config::schema::DirMode::ReadWrite;
-                places::refuse(
+                let place_paths = self
+                    .place_paths
+                    .get_or_init(|| places::resolved(self.host_places, self.options.real_path));
+                places::refuse_resolved(
                     &grant.path,
                     &expanded,
                     write,
                     self.host_places,
+                    place_paths,
                     self.options.real_path,
                 )
                 .map(|why| format!("`capabilities.dirs[{i}]` {why}"))

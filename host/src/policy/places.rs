@@ -256,13 +256,46 @@ pub fn refuse(
     places: &[HostPlace],
     real: RealPath,
 ) -> Option<String> {
+    refuse_resolved(
+        grant,
+        expanded,
+        write,
+        places,
+        &resolved(places, real),
+        real,
+    )
+}
+
+/// The paths a grant is compared against for each of `places`: as written, and resolved
+/// by `real` ([`real_or_parent`]). A resolution finds them once for all its grants.
+pub fn resolved(places: &[HostPlace], real: RealPath) -> Vec<Vec<PathBuf>> {
+    places
+        .iter()
+        .map(|place| {
+            let mut paths = vec![place.path.clone()];
+            paths.extend(real_or_parent(&place.path, real));
+            paths
+        })
+        .collect()
+}
+
+/// [`refuse`] with each place's paths already found ([`resolved`], one entry per place).
+pub fn refuse_resolved(
+    grant: &str,
+    expanded: &Path,
+    write: bool,
+    places: &[HostPlace],
+    place_paths: &[Vec<PathBuf>],
+    real: RealPath,
+) -> Option<String> {
     let mut grant_paths = vec![expanded.to_path_buf()];
     grant_paths.extend(real_or_parent(expanded, real));
-    for place in places.iter().filter(|p| p.guards(write)) {
-        let mut place_paths = vec![place.path.clone()];
-        place_paths.extend(real_or_parent(&place.path, real));
+    for (place, place_paths) in places.iter().zip(place_paths) {
+        if !place.guards(write) {
+            continue;
+        }
         for g in &grant_paths {
-            for p in &place_paths {
+            for p in place_paths {
                 if let Some(how) = relation(g, p) {
                     return Some(message(grant, g, write, how, place));
                 }
