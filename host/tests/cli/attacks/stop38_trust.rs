@@ -1,0 +1,231 @@
+//! Red team (stop 38): `install --codex` writing Codex's hook trust
+//! (`cli/install/codex_trust.rs`), attacked with members nobody named. Trust is Codex's
+//! security boundary: hookhost must never make Codex trust a hook the user did not
+//! install through hookhost, nor run a `codex` (or what it runs) that someone else
+//! placed. Each test is the attack and its control; the chokepoint fixed is named on it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::skip::skipped;
+use crate::support::{Run, TestEnv, run_bytes};
+
+/// The drop-in command the tests install (`--command`, so no PATH lookup of hookhost).
+const COMMAND: &str = "hookhost dispatch --format codex";
+
+/// A Codex directory beside the test's project, and `bin`, a directory holding `codex`
+/// (`script`, mode 0755, the directory `dir_mode`).
+struct Codex {
+    home: PathBuf,
+    bin: PathBuf,
+}
+
+fn codex(env: &TestEnv, script: &str, dir_mode: u32) -> Codex {
+    let base = env.project.parent().unwrap();
+    let home = base.join("codex-home");
+    let bin = base.join("codex-bin");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let program = bin.join("codex");
+    std::fs::write(&program, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(dir_mode)).unwrap();
+    Codex { home, bin }
+}
+
+/// `hookhost install --codex --command COMMAND` (the user's file, `$CODEX_HOME`) in the
+/// project, with `path` as the PATH.
+fn install(env: &TestEnv, codex: &Codex, path: &str) -> Run {
+    let mut cmd = env.command();
+    cmd.args(["install", "--codex", "--command", COMMAND])
+        .env("CODEX_HOME", &codex.home)
+        .env("HOME", env.project.parent().unwrap())
+        .env("PATH", path);
+    run_bytes(&mut cmd, b"")
+}
+
+fn config(codex: &Codex) -> String {
+    std::fs::read_to_string(codex.home.join("config.toml")).unwrap_or_default()
+}
+
+/// A `codex` that answers a forged `hooks/list`: hookhost's exact command, from the
+/// file it wrote, but under the key of the user's own hook before it (`./mine` at
+/// `pre_tool_use:0:0`), with a hash of the forger's choosing. hookhost wrote that key's
+/// `trusted_hash`: Codex would run whatever hook later sits there with that hash. Fixed
+/// at `codex_trust.rs` `trust` (`is_ours`): a listed key must be Codex's key of a
+/// position where the file hookhost wrote has its exact drop-in (`exact_drop_ins`).
+#[test]
+fn a_forged_listing_cannot_trust_another_hooks_key() {
+    let env = TestEnv::new();
+    let base = env.project.parent().unwrap();
+    let hooks_json = base.join("codex-home/hooks.json");
+    let entry = |key: &str, hash: &str| {
+        json!({"key": key, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
+               "currentHash": hash, "trustStatus": "untrusted"})
+    };
+    let ours = format!("{}:pre_tool_use:1:0", hooks_json.display());
+    let theirs = format!("{}:pre_tool_use:0:0", hooks_json.display());
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
+        entry(&theirs, "sha256:forged"), entry(&ours, "sha256:ours")]}]}});
+    let script = format!(
+        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
+         exit 0;; esac; done"
+    );
+    let codex = codex(&env, &script, 0o755);
+    std::fs::write(
+        &hooks_json,
+        json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "./mine"}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let run = install(
+        &env,
+        &codex,
+        &format!("{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let config = config(&codex);
+    assert!(
+        !config.contains("forged"),
+        "a forged key is trusted:\n{config}\n{}",
+        run.stdout
+    );
+    // Control: the key of hookhost's own drop-in is trusted.
+    assert!(config.contains("sha256:ours"), "{config}\n{}", run.stdout);
+}
+
+/// A `codex` in a directory others can write (mode 0777, not sticky: anyone can put
+/// their own `codex` there) was run: only the file's owner and mode were judged. Fixed
+/// at `codex_trust.rs` `codex_program`: every directory up to `/` is held to
+/// `Rule::Holder`.
+#[test]
+fn a_codex_in_a_directory_others_can_write_is_not_run() {
+    let env = TestEnv::new();
+    let marker = env.project.join("CODEX-RAN");
+    let codex = codex(&env, &format!("touch '{}'", marker.display()), 0o777);
+    let run = install(
+        &env,
+        &codex,
+        &format!("{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!marker.exists(), "ran it: {}", run.stdout);
+    assert!(
+        run.stdout.contains("no `codex` on the PATH"),
+        "{}",
+        run.stdout
+    );
+    // Control: the same `codex` in a directory only its owner writes runs.
+    std::fs::set_permissions(&codex.bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = install(
+        &env,
+        &codex,
+        &format!("{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert!(marker.exists(), "control: {}", run.stdout);
+}
+
+/// `codex_program` skips the PATH's relative entries, so that `install` in a repository
+/// never runs the repository's `./codex`; but the `codex` it then ran inherited the whole
+/// PATH, and the npm package's `codex` is `#!/usr/bin/env node`: a relative entry before
+/// node's directory ran the repository's `node` (here: its `rt38probe`). Fixed at
+/// `codex_trust.rs` `list_hooks`: the app server's PATH is the absolute entries only.
+#[test]
+fn the_codex_it_runs_finds_nothing_in_a_relative_path_entry() {
+    let env = TestEnv::new();
+    let marker = env.project.join("REPOSITORY-PROGRAM-RAN");
+    env.write(
+        "probe-bin/rt38probe",
+        &format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    );
+    std::fs::set_permissions(
+        env.project.join("probe-bin/rt38probe"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let ran = env.project.join("CODEX-RAN");
+    let codex = codex(
+        &env,
+        &format!("touch '{}'; rt38probe; exit 1", ran.display()),
+        0o755,
+    );
+    let run = install(
+        &env,
+        &codex,
+        &format!("probe-bin:{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(ran.exists(), "control: codex ran: {}", run.stdout);
+    assert!(
+        !marker.exists(),
+        "the repository's program ran: {}",
+        run.stdout
+    );
+}
+
+/// The real Codex 0.171 (`.ci/run` installs it): a repository whose `.codex/hooks.json`
+/// is a link to the user's `$CODEX_HOME/hooks.json`. `install --codex` (the user's
+/// file) from inside it asks Codex for the hooks of that project, and Codex lists the
+/// project's file too (by the link's path, with the same hash): hookhost compared files
+/// through symlinks and trusted the key `<repository>/.codex/hooks.json:pre_tool_use:…`,
+/// which the repository can later fill with a file of its own. Fixed at `codex_trust.rs`
+/// `trust` (`is_ours`): the listed source must be the path hookhost wrote, or its
+/// canonical path.
+#[test]
+fn a_repositorys_link_to_the_users_hooks_json_is_not_trusted() {
+    let test = "a_repositorys_link_to_the_users_hooks_json_is_not_trusted";
+    let real = PathBuf::from(env!("CARGO_BIN_EXE_hookhost"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("agents/codex/node_modules/.bin/codex");
+    if !real.exists() {
+        skipped(
+            test,
+            "@openai/codex@0.171.0 is not installed (.ci/run installs it)",
+        );
+        return;
+    }
+    let env = TestEnv::new();
+    let codex = codex(&env, "exit 1", 0o755);
+    std::fs::write(
+        codex.home.join("config.toml"),
+        format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            env.project.display()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.project.join(".git")).unwrap();
+    std::fs::create_dir_all(env.project.join(".codex")).unwrap();
+    std::os::unix::fs::symlink(
+        codex.home.join("hooks.json"),
+        env.project.join(".codex/hooks.json"),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        real.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = install(&env, &codex, &path);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let config = config(&codex);
+    let user_key = format!(
+        "{}:pre_tool_use:0:0",
+        codex.home.join("hooks.json").display()
+    );
+    assert!(
+        config.contains(&user_key),
+        "control: {config}\n{}",
+        run.stdout
+    );
+    let repo_key = format!("{}/.codex/hooks.json:", env.project.display());
+    assert!(
+        !config.contains(&repo_key),
+        "the repository's key is trusted:\n{config}\n{}",
+        run.stdout
+    );
+}
