@@ -275,6 +275,9 @@ fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // What it started and left running (re-parented to this program, a child
+    // subreaper) ends with it.
+    hookhost::handlers::descendants::end_adopted();
     let answer = answer?;
     if let Some(error) = answer.get("error") {
         return Err(format!(

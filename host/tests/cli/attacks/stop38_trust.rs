@@ -229,3 +229,82 @@ fn a_repositorys_link_to_the_users_hooks_json_is_not_trusted() {
         run.stdout
     );
 }
+
+/// A `codex` that answers and leaves a process of its own behind (holding the app
+/// server's output): it outlived `install`, re-parented to init. Fixed at
+/// `codex_trust.rs` `list_hooks`: once the app server is gone, what it left (adopted by
+/// `hookhost`, a child subreaper) is ended (`descendants::end_adopted`).
+#[test]
+fn what_codex_leaves_behind_does_not_outlive_install() {
+    let env = TestEnv::new();
+    let marker = format!("{}/left-behind", env.project.display());
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": []}});
+    let script = format!(
+        "sh -c 'sleep 300; :' '{marker}' &\n\
+         while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
+         exit 0;; esac; done"
+    );
+    let codex = codex(&env, &script, 0o755);
+    let run = install(
+        &env,
+        &codex,
+        &format!("{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("does not list it"),
+        "control: {}",
+        run.stdout
+    );
+    let left = crate::support::process_running(&marker);
+    if left {
+        // Not left to the next test run: ended by its pid.
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&marker) {
+                let _ = std::process::Command::new("kill")
+                    .arg(entry.file_name())
+                    .status();
+            }
+        }
+    }
+    assert!(!left, "a process of `codex` outlived install");
+}
+
+/// Without a `codex` on the PATH `install --codex` writes the drop-in untrusted and
+/// `hookhost validate` says to run `install --codex` again with `codex` on the PATH;
+/// but the second run found the drop-in there, printed "nothing changed" and returned
+/// before asking Codex: the advice could never work. Fixed at `cli/install/mod.rs`
+/// `install`: a Codex drop-in already there is trusted too (`trust_codex`).
+#[test]
+fn a_second_install_trusts_the_drop_in_the_first_could_not() {
+    let env = TestEnv::new();
+    let hooks_json = env.project.parent().unwrap().join("codex-home/hooks.json");
+    let ours = format!("{}:pre_tool_use:0:0", hooks_json.display());
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
+        {"key": ours, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
+         "currentHash": "sha256:ours", "trustStatus": "untrusted"}]}]}});
+    let script = format!(
+        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
+         exit 0;; esac; done"
+    );
+    let codex = codex(&env, &script, 0o755);
+    let first = install(&env, &codex, "/usr/bin:/bin");
+    assert!(
+        first.stdout.contains("no `codex` on the PATH"),
+        "{}",
+        first.stdout
+    );
+    assert!(!config(&codex).contains("sha256:ours"));
+    let second = install(
+        &env,
+        &codex,
+        &format!("{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        config(&codex).contains("sha256:ours"),
+        "not trusted on the second run: {}",
+        second.stdout
+    );
+}
