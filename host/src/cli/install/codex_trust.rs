@@ -150,12 +150,18 @@ fn approve_text(hooks_json: &Path, custom: Option<&str>, why: &str) -> String {
     )
 }
 
-/// Codex's directory: `$CODEX_HOME`, else `~/.codex`.
-fn codex_home() -> Option<PathBuf> {
+/// Codex's directory: `$CODEX_HOME`, else `~/.codex`. A `$CODEX_HOME` hookhost refuses
+/// (relative, or in the workspace: a repository's) is an error, never `~/.codex` in its
+/// place: the `codex` asked and the user's Codex read `$CODEX_HOME`, so trust written to
+/// `~/.codex/config.toml` would be trust in a file neither reads.
+fn codex_home() -> Result<PathBuf, String> {
     let workspaces = hookhost::config::env::workspaces_of(None);
-    match hookhost::config::env::path_var("CODEX_HOME", &workspaces) {
-        Ok(Some(dir)) => Some(dir),
-        _ => hookhost::config::env::home_dir().map(|h| h.join(".codex")),
+    let refused = |why: String| why.replace("; the default is used", "");
+    match hookhost::config::env::path_var("CODEX_HOME", &workspaces).map_err(refused)? {
+        Some(dir) => Ok(dir),
+        None => hookhost::config::env::home_dir()
+            .map(|h| h.join(".codex"))
+            .ok_or_else(|| "cannot find Codex's directory".to_string()),
     }
 }
 
@@ -207,10 +213,10 @@ fn codex_program() -> Option<PathBuf> {
     (believed && held).then_some(found)
 }
 
-/// The hooks `codex` lists for `cwd` (`codex app-server`, JSON-RPC over stdio:
+/// The hooks `codex` (its directory `home`) lists for `cwd` (`codex app-server`, JSON-RPC over stdio:
 /// `initialize`, `initialized`, `hooks/list`), read within [`ANSWER_WITHIN`] and
 /// [`ANSWER_CAP`].
-fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
+fn list_hooks(codex: &Path, home: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
     let mut command = Command::new(codex);
     // What it runs by name (`#!/usr/bin/env node` starts the npm package's `codex`) is
     // looked for in the PATH's absolute directories only, as `codex` itself was: never a
@@ -220,6 +226,9 @@ fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
     command
         .arg("app-server")
         .env("PATH", path)
+        // The directory whose config.toml hookhost edits, so that the trust it reads is
+        // the trust it writes.
+        .env("CODEX_HOME", home)
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -356,9 +365,7 @@ fn state_table(doc: &mut DocumentMut) -> Result<&mut Table, String> {
 fn edit_config(
     change: impl FnOnce(&mut DocumentMut) -> Result<bool, String>,
 ) -> Result<Option<Option<PathBuf>>, String> {
-    let path = codex_home()
-        .ok_or("cannot find Codex's directory")?
-        .join("config.toml");
+    let path = codex_home()?.join("config.toml");
     let shown = escape(&path.display().to_string()).into_owned();
     let settings = read_text(&path, false)?;
     let old = settings.original.as_ref().map_or("", |o| o.text.as_str());
@@ -378,6 +385,10 @@ fn edit_config(
 /// `codex` on the PATH lists for `cwd` and has not trusted, with the hash it computes;
 /// the lines `install` prints.
 pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option<&str>) -> String {
+    let home = match codex_home() {
+        Ok(home) => home,
+        Err(why) => return approve_text(hooks_json, custom, &escape(&why)),
+    };
     let Some(codex) = codex_program() else {
         return approve_text(
             hooks_json,
@@ -387,7 +398,7 @@ pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option
              can write)",
         );
     };
-    let listed = match list_hooks(&codex, cwd) {
+    let listed = match list_hooks(&codex, &home, cwd) {
         Ok(listed) => listed,
         Err(why) => return approve_text(hooks_json, custom, &why),
     };
@@ -474,7 +485,7 @@ pub(super) fn untrust(keys: &[(String, String)]) -> Result<Option<String>, Strin
 /// A warning for each hookhost drop-in in the user's Codex `hooks.json` that Codex has
 /// no trust entry for (so it does not run it).
 pub(crate) fn warnings() -> Vec<String> {
-    let Some(home) = codex_home() else {
+    let Ok(home) = codex_home() else {
         return Vec::new();
     };
     let hooks_json = home.join("hooks.json");

@@ -308,3 +308,43 @@ fn a_second_install_trusts_the_drop_in_the_first_could_not() {
         second.stdout
     );
 }
+
+/// `$CODEX_HOME` in the workspace (a repository's directory) is refused by hookhost, and
+/// `install --codex --project` then wrote the trust into `~/.codex/config.toml`, while the
+/// `codex` it asked (and the user's) read `$CODEX_HOME`: it said "trusted" and Codex
+/// still skipped the hook. Fixed at `codex_trust.rs` `codex_home` (the refusal is an
+/// error, never `~/.codex` in its place) and `list_hooks` (the `codex` asked reads the
+/// directory hookhost writes).
+#[test]
+fn a_refused_codex_home_is_not_replaced_by_the_users() {
+    let env = TestEnv::new();
+    let hooks_json = env.project.join(".codex/hooks.json");
+    let ours = format!("{}:pre_tool_use:0:0", hooks_json.display());
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
+        {"key": ours, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
+         "currentHash": "sha256:ours", "trustStatus": "untrusted"}]}]}});
+    let script = format!(
+        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
+         exit 0;; esac; done"
+    );
+    let codex = codex(&env, &script, 0o755);
+    let in_workspace = env.project.join("codex-home");
+    std::fs::create_dir_all(&in_workspace).unwrap();
+    let users = env.project.parent().unwrap().join(".codex");
+    std::fs::create_dir_all(&users).unwrap();
+    let mut cmd = env.command();
+    cmd.args(["install", "--codex", "--project", "--command", COMMAND])
+        .env("CODEX_HOME", &in_workspace)
+        .env("HOME", env.project.parent().unwrap())
+        .env("PATH", format!("{}:/usr/bin:/bin", codex.bin.display()));
+    let run = run_bytes(&mut cmd, b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(hooks_json.exists(), "control: {}", run.stdout);
+    let written = std::fs::read_to_string(users.join("config.toml")).unwrap_or_default();
+    assert!(
+        !written.contains("sha256:ours"),
+        "trust written where Codex does not read it: {}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("CODEX_HOME"), "{}", run.stdout);
+}
