@@ -476,6 +476,9 @@ fn vectors_that_are_not_bash_lc_are_seen_and_rewritten_as_written() {
         json!(["env", "bash", "-c", "rm -rf /"]),
         json!(["/bin/sh", "-c", "echo ok\nrm -rf /"]),
         json!(["sh", "-c", "rm -rf /", "arg0"]),
+        json!(["bash", "-c", "rm -rf \"$1\"", "_", "/"]),
+        json!(["/usr/bin/env", "-S", "bash -c 'rm -rf /'"]),
+        json!(["rm", "-rf", "/\n"]),
         json!(["bash", "-lc", "echo 'it''s'; rm -rf /"]),
     ] {
         let c = canonical(argv.clone());

@@ -348,3 +348,81 @@ fn a_refused_codex_home_is_not_replaced_by_the_users() {
     );
     assert!(run.stdout.contains("CODEX_HOME"), "{}", run.stdout);
 }
+
+/// Codex's `config.toml` as a symlink (it could point anywhere) or a FIFO (a read that
+/// never ends): the trust is not written through it, and `install` does not hang; it
+/// says what to approve. Held (`settings::read_text`).
+#[test]
+fn config_toml_as_a_link_or_a_fifo_is_not_written_through() {
+    let env = TestEnv::new();
+    let hooks_json = env.project.parent().unwrap().join("codex-home/hooks.json");
+    let ours = format!("{}:pre_tool_use:0:0", hooks_json.display());
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
+        {"key": ours, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
+         "currentHash": "sha256:ours", "trustStatus": "untrusted"}]}]}});
+    let script = format!(
+        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
+         exit 0;; esac; done"
+    );
+    let codex = codex(&env, &script, 0o755);
+    let elsewhere = env.project.join("elsewhere.toml");
+    std::fs::write(&elsewhere, "model = \"m\"\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, codex.home.join("config.toml")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", codex.bin.display());
+    let run = install(&env, &codex, &path);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap(),
+        "model = \"m\"\n"
+    );
+    assert!(run.stdout.contains("/hooks"), "{}", run.stdout);
+    std::fs::remove_file(codex.home.join("config.toml")).unwrap();
+    std::fs::remove_file(&hooks_json).unwrap();
+    let fifo = std::ffi::CString::new(
+        codex
+            .home
+            .join("config.toml")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let run = install(&env, &codex, &path);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("/hooks"), "{}", run.stdout);
+}
+
+/// Codex's raw shell call as an argument vector that is not `bash -lc LINE` (the program
+/// itself, `env bash -c`, a shell with `$1`, a newline): the sandboxed
+/// `deny-dangerous-bash` and a `Bash(rm -rf *)` condition see what runs, and refuse it.
+/// Held (`agents/mod.rs` `argv_line`); control: a harmless vector passes.
+#[test]
+fn argument_vectors_that_are_not_bash_lc_are_refused_by_the_guards() {
+    let env = TestEnv::new();
+    env.project_hooks(json!({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [
+            {"type": "wasm", "plugin": crate::support::deny_dangerous_bash()}]},
+        {"matcher": "Bash", "hooks": [
+            {"type": "command", "if": "Bash(rm -rf *)", "command": "echo 'no rm' >&2; exit 2"}]}]}}));
+    let ask = |argv: serde_json::Value| {
+        let input = json!({"hook_event_name": "PreToolUse", "tool_name": "shell",
+                           "session_id": "s", "cwd": env.project.display().to_string(),
+                           "tool_input": {"command": argv}});
+        let run = run_bytes(
+            env.command().args(["dispatch", "--format", "codex"]),
+            input.to_string().as_bytes(),
+        );
+        let v: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap_or_default();
+        v["hookSpecificOutput"]["permissionDecision"] == "deny" || v["decision"] == "block"
+    };
+    for argv in [
+        json!(["rm", "-rf", "/"]),
+        json!(["env", "bash", "-c", "rm -rf /"]),
+        json!(["bash", "-c", "rm -rf \"$1\"", "_", "/"]),
+        json!(["/bin/sh", "-c", "echo ok\nrm -rf /"]),
+    ] {
+        assert!(ask(argv.clone()), "{argv} was let through");
+    }
+    assert!(!ask(json!(["bash", "-lc", "echo ok"])), "control");
+}
