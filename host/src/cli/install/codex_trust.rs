@@ -97,13 +97,18 @@ pub(super) fn drop_in_keys(
 /// The positions (`:event:group:handler`) in the Codex hooks file `value` of the
 /// handlers that are exactly the drop-in `install` writes for `command`: `{"type":
 /// "command", "command": COMMAND}` and nothing else (no `async`, `timeout`,
-/// `statusMessage`), in a group whose matcher, if any, is every tool (`*`). A handler
+/// `statusMessage`), in a group whose matcher, if any, is every tool (`*`), under an event
+/// `install` writes ([`super::CODEX_EVENTS`]). A handler
 /// running that command another way (a repository's asynchronous one, or one behind a
 /// matcher no tool has, which would look installed and guard nothing) is not one.
 fn exact_drop_ins(value: &Value, command: &str) -> Vec<String> {
     let drop_in = json!({"type": "command", "command": command});
     handlers(value)
         .into_iter()
+        // Only under the events `install` writes: another spelling (`preToolUse`) has
+        // the same position in a key (`:pre_tool_use:0:0`) as the real event's first
+        // hook, whatever that is.
+        .filter(|(event, _, _, _)| super::CODEX_EVENTS.contains(event))
         .filter(|(_, _, group, handler)| {
             let group_is_plain = group.as_object().is_some_and(|g| {
                 g.keys().all(|k| k == "hooks" || k == "matcher")
@@ -580,7 +585,9 @@ mod tests {
             {"matcher": "*", "hooks": [{"type": "command", "command": c, "statusMessage": "ok"}]},
             {"matcher": "*", "hooks": [{"type": "command", "command": format!("{c} ")}]},
             {"matcher": "*", "hooks": [{"type": "command", "command": c}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": c}]}]}});
+            "Stop": [{"hooks": [{"type": "command", "command": c}]}],
+            "stop": [{"hooks": [{"type": "command", "command": c}]},
+                     {"hooks": [{"type": "command", "command": c}]}]}});
         assert_eq!(
             exact_drop_ins(&value, c),
             [":pre_tool_use:5:0".to_string(), ":stop:0:0".to_string()]
