@@ -94,6 +94,24 @@ pub(super) fn drop_in_keys(
         .collect()
 }
 
+/// The trust keys of hookhost's drop-ins in the Codex hooks file `path` ([`drop_in_keys`])
+/// under each name Codex may give the file: the path, and its canonical path (Codex
+/// resolves `$CODEX_HOME`, so a `~/.codex` that is a link has its keys under the link's
+/// target); for `uninstall`, which removes both.
+pub(super) fn keys_by_every_name(
+    path: &Path,
+    value: &Value,
+    custom: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut keys = drop_in_keys(path, value, custom);
+    if let Ok(canonical) = path.canonicalize()
+        && canonical != path
+    {
+        keys.extend(drop_in_keys(&canonical, value, custom));
+    }
+    keys
+}
+
 /// The positions (`:event:group:handler`) in the Codex hooks file `value` of the
 /// handlers that are exactly the drop-in `install` writes for `command`: `{"type":
 /// "command", "command": COMMAND}` and nothing else (no `async`, `timeout`,
@@ -498,10 +516,17 @@ pub(crate) fn warnings() -> Vec<String> {
         return Vec::new();
     };
     let config = read(&home.join("config.toml")).unwrap_or_default();
+    // Codex names the file by its canonical path (it resolves `$CODEX_HOME`).
+    let canonical = hooks_json
+        .canonicalize()
+        .unwrap_or_else(|_| hooks_json.clone());
     drop_in_keys(&hooks_json, &value, None)
         .into_iter()
-        .filter(|(_, key)| !has_trust(&config, key))
-        .map(|(event, key)| {
+        .zip(drop_in_keys(&canonical, &value, None))
+        .filter(|((_, key), (_, resolved))| {
+            !has_trust(&config, key) && !has_trust(&config, resolved)
+        })
+        .map(|((event, key), _)| {
             format!(
                 "Codex does not run hookhost's {event} hook yet: it is not trusted (no \
                  `trusted_hash` for \"{key}\" in {}); run `hookhost install --codex` again \

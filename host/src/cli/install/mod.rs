@@ -447,7 +447,7 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
     let trust_keys = match agent {
         Agent::Codex => {
             let value = serde_json::Value::Object(settings.value.clone());
-            codex_trust::drop_in_keys(&path, &value, args.command.as_deref())
+            codex_trust::keys_by_every_name(&path, &value, args.command.as_deref())
         }
         _ => Vec::new(),
     };

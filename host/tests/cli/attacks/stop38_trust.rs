@@ -426,3 +426,56 @@ fn argument_vectors_that_are_not_bash_lc_are_refused_by_the_guards() {
     }
     assert!(!ask(json!(["bash", "-lc", "echo ok"])), "control");
 }
+
+/// `$CODEX_HOME` through a link (a `~/.codex` kept in a dotfiles repository): Codex
+/// names its hooks by the resolved path, so `install --codex` trusted
+/// `<target>/hooks.json:…`, while `uninstall --codex` removed `<link>/hooks.json:…`
+/// (nothing: the trust stayed behind the removed drop-in) and `validate` warned that a
+/// trusted drop-in was not. Fixed at `codex_trust.rs` `keys_by_every_name` (uninstall)
+/// and `warnings`: both names of the file.
+#[test]
+fn trust_under_a_linked_codex_home_is_removed_and_seen() {
+    let env = TestEnv::new();
+    let codex = codex(&env, "exit 1", 0o755);
+    let link = env.project.parent().unwrap().join("codex-link");
+    std::os::unix::fs::symlink(&codex.home, &link).unwrap();
+    let resolved = codex.home.join("hooks.json");
+    std::fs::write(
+        &resolved,
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": COMMAND}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        codex.home.join("config.toml"),
+        format!(
+            "model = \"m\"\n\n[hooks.state.\"{}:stop:0:0\"]\ntrusted_hash = \"sha256:x\"\n",
+            resolved.display()
+        ),
+    )
+    .unwrap();
+    let hookhost = |args: &[&str]| {
+        let mut cmd = env.command();
+        cmd.args(args)
+            .env("CODEX_HOME", &link)
+            .env("HOME", env.project.parent().unwrap())
+            .env("PATH", "/usr/bin:/bin");
+        run_bytes(&mut cmd, b"")
+    };
+    let validated = hookhost(&["validate"]);
+    assert!(
+        !validated.stdout.contains("not trusted") && !validated.stderr.contains("not trusted"),
+        "a trusted drop-in is said not to be: {}{}",
+        validated.stdout,
+        validated.stderr
+    );
+    let run = hookhost(&["uninstall", "--codex", "--command", COMMAND]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let left = config(&codex);
+    assert!(
+        !left.contains("trusted_hash"),
+        "left behind: {left}\n{}",
+        run.stdout
+    );
+    assert!(left.contains("model = \"m\""), "{left}");
+}
