@@ -408,6 +408,49 @@ fn edit_config(
 /// `codex` on the PATH lists for `cwd` and has not trusted, with the hash it computes;
 /// the lines `install` prints.
 pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option<&str>) -> String {
+    let mut text = trust_listed(hooks_json, cwd, command, custom);
+    if let Some(note) = not_the_drop_in(hooks_json, command, custom) {
+        text = format!("{text}\n{note}");
+    }
+    text
+}
+
+/// The line naming the events whose hookhost hook in `hooks_json` is not the drop-in
+/// `install` writes ([`exact_drop_ins`]: a repository's behind a matcher no tool has, or
+/// asynchronous): `install` added none there (the event has one) and trusted none, so
+/// hookhost does not run for that event until the user looks.
+fn not_the_drop_in(hooks_json: &Path, command: &str, custom: Option<&str>) -> Option<String> {
+    let value = read(hooks_json)
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or(Value::Null);
+    let exact = exact_drop_ins(&value, command);
+    let mut events: Vec<String> = Vec::new();
+    for (event, _) in drop_in_keys(hooks_json, &value, custom) {
+        let has_exact = exact
+            .iter()
+            .any(|at| at.starts_with(&format!(":{}:", snake(&event))));
+        if !has_exact && !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    (!events.is_empty()).then(|| {
+        format!(
+            "  not trusted: the hookhost hook of {} is not the drop-in `install` writes \
+             (another matcher, `async`, `timeout` or `statusMessage`), so Codex skips it: \
+             make it `{{\"type\": \"command\", \"command\": \"{}\"}}` in a group with \
+             the matcher `*`, or approve it in Codex's `/hooks` if you mean it",
+            events
+                .iter()
+                .map(|e| escape(e).into_owned())
+                .collect::<Vec<_>>()
+                .join(", "),
+            escape(command)
+        )
+    })
+}
+
+/// [`trust`], the hooks `codex` lists; the lines `install` prints.
+fn trust_listed(hooks_json: &Path, cwd: &Path, command: &str, custom: Option<&str>) -> String {
     let home = match codex_home() {
         Ok(home) => home,
         Err(why) => return approve_text(hooks_json, custom, &escape(&why)),
@@ -442,7 +485,7 @@ pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option
     }
     let to_trust: Vec<&Listed> = ours.iter().filter(|hook| !hook.trusted).collect();
     if to_trust.is_empty() {
-        return "  Codex already trusts every hookhost hook".into();
+        return "  Codex already trusts hookhost's drop-ins".into();
     }
     let written = edit_config(|doc| {
         let state = state_table(doc)?;

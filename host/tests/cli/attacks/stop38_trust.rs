@@ -479,3 +479,33 @@ fn trust_under_a_linked_codex_home_is_removed_and_seen() {
     );
     assert!(left.contains("model = \"m\""), "{left}");
 }
+
+/// A repository's `.codex/hooks.json` with hookhost's command behind a matcher no tool
+/// has (a decoy): `install --codex --project` took the event as installed, added no
+/// drop-in there, and (rightly, now) trusted nothing there, without a word: the user
+/// believed `PreToolUse` guarded. Fixed at `codex_trust.rs` `trust` (`not_the_drop_in`):
+/// the event is named, with what to do.
+#[test]
+fn a_decoy_drop_in_in_a_repository_is_named() {
+    let env = TestEnv::new();
+    env.write(
+        ".codex/hooks.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "NoSuchTool",
+            "hooks": [{"type": "command", "command": COMMAND}]}]}})
+        .to_string(),
+    );
+    let codex = codex(&env, "exit 1", 0o755);
+    let mut cmd = env.command();
+    cmd.args(["install", "--codex", "--project", "--command", COMMAND])
+        .env("CODEX_HOME", &codex.home)
+        .env("HOME", env.project.parent().unwrap())
+        .env("PATH", "/usr/bin:/bin");
+    let run = run_bytes(&mut cmd, b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("not trusted: the hookhost hook of PreToolUse is not the drop-in"),
+        "{}",
+        run.stdout
+    );
+}
