@@ -124,15 +124,28 @@ fn argv_line(words: &[Value]) -> Option<(Vec<String>, String)> {
     Some((words, line))
 }
 
+/// The shells whose `-c`/`-lc` runs the next word as a command line, as a rewrite sends
+/// it back.
+const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh"];
+
 /// The argument vector to send back for the command line `line` of a call that came as
 /// `argv` (its line `was`): the vector as it came when the line is unchanged, else the
-/// line run by the vector's own shell (`bash -lc LINE`).
+/// line run by the vector's own shell (`bash -lc LINE`) when it came as a shell's
+/// (`[SHELL, -c|-lc, …]`, [`SHELLS`]), else by `bash -lc`. Another program's `-c`
+/// (`python3 -c CODE`, `git -c NAME=VALUE`) is not a shell's: the line given to it would
+/// not be what the hook wrote.
 fn argv_back(argv: &[String], was: &str, line: &str) -> Value {
     if line == was {
         return Value::from(argv.to_vec());
     }
+    let is_shell = |program: &str| {
+        let name = program.rsplit('/').next().unwrap_or(program);
+        SHELLS.contains(&name)
+    };
     let shell = match argv {
-        [shell, flag, _] if flag == "-c" || flag == "-lc" => [shell.as_str(), flag.as_str()],
+        [shell, flag, _] if (flag == "-c" || flag == "-lc") && is_shell(shell) => {
+            [shell.as_str(), flag.as_str()]
+        }
         _ => ["bash", "-lc"],
     };
     Value::from(vec![shell[0], shell[1], line])

@@ -456,3 +456,65 @@ fn a_shell_argument_vector_is_one_command_line() {
                        "tool_input": {"command": ["bash", 1]}});
     assert!(to_canonical(Agent::Codex, None, input).is_err());
 }
+
+/// Red team (stop 38): argument vectors that are not `bash -lc LINE` still show the
+/// guard what runs (`Bash(rm -rf *)` sees `rm -rf /` whatever the vector's program or
+/// shape), and a rewrite of a vector whose program merely takes a `-c` (`python3 -c
+/// CODE`) runs the hook's line in a shell, not as that program's argument: it went back
+/// as `["python3", "-c", LINE]` (Python running the shell line as code). Fixed at
+/// `argv_back`: only a shell's `-c`/`-lc` is kept.
+#[test]
+fn vectors_that_are_not_bash_lc_are_seen_and_rewritten_as_written() {
+    let rule = crate::matcher::IfRule::parse("Bash(rm -rf *)", None).unwrap();
+    let canonical = |argv: Value| {
+        let input = json!({"hook_event_name": "PreToolUse", "tool_name": "shell",
+                           "tool_input": {"command": argv}});
+        to_canonical(Agent::Codex, None, input).unwrap()
+    };
+    for argv in [
+        json!(["rm", "-rf", "/"]),
+        json!(["env", "bash", "-c", "rm -rf /"]),
+        json!(["/bin/sh", "-c", "echo ok\nrm -rf /"]),
+        json!(["sh", "-c", "rm -rf /", "arg0"]),
+        json!(["bash", "-c", "rm -rf \"$1\"", "_", "/"]),
+        json!(["/usr/bin/env", "-S", "bash -c 'rm -rf /'"]),
+        json!(["rm", "-rf", "/\n"]),
+        json!(["bash", "-lc", "echo 'it''s'; rm -rf /"]),
+    ] {
+        let c = canonical(argv.clone());
+        assert!(
+            rule.matches(
+                "Bash",
+                &c.input["tool_input"],
+                std::path::Path::new("/w"),
+                std::path::Path::new("/w")
+            ),
+            "{argv} as {}",
+            c.input["tool_input"]["command"]
+        );
+    }
+    let back = |argv: Value, line: &str| {
+        let c = canonical(argv);
+        let mut o = Outcome::empty("PreToolUse");
+        o.updated_input = Some(json!({"command": line}));
+        let r = render(Agent::Codex, c.event, &c.call, &o);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        v["hookSpecificOutput"]["updatedInput"]["command"].clone()
+    };
+    assert_eq!(
+        back(json!(["python3", "-c", "print(1)"]), "echo hi"),
+        json!(["bash", "-lc", "echo hi"])
+    );
+    assert_eq!(
+        back(json!(["git", "-c", "x=y"]), "git status"),
+        json!(["bash", "-lc", "git status"])
+    );
+    assert_eq!(
+        back(json!(["/bin/sh", "-c", "rm -rf /"]), "echo hi"),
+        json!(["/bin/sh", "-c", "echo hi"])
+    );
+    assert_eq!(
+        back(json!([]), "echo hi"),
+        json!(["bash", "-lc", "echo hi"])
+    );
+}

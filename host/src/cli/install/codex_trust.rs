@@ -48,16 +48,13 @@ fn snake(event: &str) -> String {
     out
 }
 
-/// The trust keys of hookhost's drop-ins (`custom`: the `--command` one) in the Codex
-/// hooks file `path` (its JSON `value`): `(event, key)`.
-pub(super) fn drop_in_keys(
-    path: &Path,
-    value: &Value,
-    custom: Option<&str>,
-) -> Vec<(String, String)> {
-    let mut keys = Vec::new();
+/// Each command handler in the Codex hooks file `value`: its event, Codex's position of
+/// it after the file's path in a trust key (`:pre_tool_use:1:0`), its matcher group and
+/// the handler.
+fn handlers(value: &Value) -> Vec<(&str, String, &Value, &Value)> {
+    let mut found = Vec::new();
     let Some(hooks) = value.get("hooks").and_then(Value::as_object) else {
-        return keys;
+        return found;
     };
     for (event, groups) in hooks {
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
@@ -68,17 +65,77 @@ pub(super) fn drop_in_keys(
                 .flatten()
                 .enumerate()
             {
-                let command = handler.get("command").and_then(Value::as_str);
-                if command.is_some_and(|c| super::drop_in::is_installed_form(c, custom)) {
-                    keys.push((
-                        event.clone(),
-                        format!("{}:{}:{g}:{h}", path.display(), snake(event)),
-                    ));
-                }
+                found.push((
+                    event.as_str(),
+                    format!(":{}:{g}:{h}", snake(event)),
+                    group,
+                    handler,
+                ));
             }
         }
     }
+    found
+}
+
+/// The trust keys of hookhost's drop-ins (`custom`: the `--command` one) in the Codex
+/// hooks file `path` (its JSON `value`): `(event, key)`.
+pub(super) fn drop_in_keys(
+    path: &Path,
+    value: &Value,
+    custom: Option<&str>,
+) -> Vec<(String, String)> {
+    handlers(value)
+        .into_iter()
+        .filter(|(_, _, _, handler)| {
+            let command = handler.get("command").and_then(Value::as_str);
+            command.is_some_and(|c| super::drop_in::is_installed_form(c, custom))
+        })
+        .map(|(event, at, _, _)| (event.to_string(), format!("{}{at}", path.display())))
+        .collect()
+}
+
+/// The trust keys of hookhost's drop-ins in the Codex hooks file `path` ([`drop_in_keys`])
+/// under each name Codex may give the file: the path, and its canonical path (Codex
+/// resolves `$CODEX_HOME`, so a `~/.codex` that is a link has its keys under the link's
+/// target); for `uninstall`, which removes both.
+pub(super) fn keys_by_every_name(
+    path: &Path,
+    value: &Value,
+    custom: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut keys = drop_in_keys(path, value, custom);
+    if let Ok(canonical) = path.canonicalize()
+        && canonical != path
+    {
+        keys.extend(drop_in_keys(&canonical, value, custom));
+    }
     keys
+}
+
+/// The positions (`:event:group:handler`) in the Codex hooks file `value` of the
+/// handlers that are exactly the drop-in `install` writes for `command`: `{"type":
+/// "command", "command": COMMAND}` and nothing else (no `async`, `timeout`,
+/// `statusMessage`), in a group whose matcher, if any, is every tool (`*`), under an event
+/// `install` writes ([`super::CODEX_EVENTS`]). A handler
+/// running that command another way (a repository's asynchronous one, or one behind a
+/// matcher no tool has, which would look installed and guard nothing) is not one.
+fn exact_drop_ins(value: &Value, command: &str) -> Vec<String> {
+    let drop_in = json!({"type": "command", "command": command});
+    handlers(value)
+        .into_iter()
+        // Only under the events `install` writes: another spelling (`preToolUse`) has
+        // the same position in a key (`:pre_tool_use:0:0`) as the real event's first
+        // hook, whatever that is.
+        .filter(|(event, _, _, _)| super::CODEX_EVENTS.contains(event))
+        .filter(|(_, _, group, handler)| {
+            let group_is_plain = group.as_object().is_some_and(|g| {
+                g.keys().all(|k| k == "hooks" || k == "matcher")
+                    && g.get("matcher").is_none_or(|m| m == "*")
+            });
+            **handler == drop_in && group_is_plain
+        })
+        .map(|(_, at, _, _)| at)
+        .collect()
 }
 
 /// Whether Codex's config text has a `trusted_hash` for `key`.
@@ -116,12 +173,18 @@ fn approve_text(hooks_json: &Path, custom: Option<&str>, why: &str) -> String {
     )
 }
 
-/// Codex's directory: `$CODEX_HOME`, else `~/.codex`.
-fn codex_home() -> Option<PathBuf> {
+/// Codex's directory: `$CODEX_HOME`, else `~/.codex`. A `$CODEX_HOME` hookhost refuses
+/// (relative, or in the workspace: a repository's) is an error, never `~/.codex` in its
+/// place: the `codex` asked and the user's Codex read `$CODEX_HOME`, so trust written to
+/// `~/.codex/config.toml` would be trust in a file neither reads.
+fn codex_home() -> Result<PathBuf, String> {
     let workspaces = hookhost::config::env::workspaces_of(None);
-    match hookhost::config::env::path_var("CODEX_HOME", &workspaces) {
-        Ok(Some(dir)) => Some(dir),
-        _ => hookhost::config::env::home_dir().map(|h| h.join(".codex")),
+    let refused = |why: String| why.replace("; the default is used", "");
+    match hookhost::config::env::path_var("CODEX_HOME", &workspaces).map_err(refused)? {
+        Some(dir) => Ok(dir),
+        None => hookhost::config::env::home_dir()
+            .map(|h| h.join(".codex"))
+            .ok_or_else(|| "cannot find Codex's directory".to_string()),
     }
 }
 
@@ -129,38 +192,66 @@ fn codex_home() -> Option<PathBuf> {
 struct Listed {
     key: String,
     command: String,
-    source: PathBuf,
+    /// `sourcePath`, as Codex wrote it (the start of its keys).
+    source: String,
     hash: String,
     trusted: bool,
 }
 
-/// The `codex` on the PATH, in an absolute directory (never `.` or another relative
-/// one, which would run a repository's `codex`), resolved, when it is an executable file
-/// of this user or root that no one else can write ([`Rule::Believed`]).
+/// The absolute directories of the PATH (never `.` or another relative one, which would
+/// find a repository's program).
+fn absolute_path_dirs() -> Vec<PathBuf> {
+    hookhost::config::env::var("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .filter(|dir| dir.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `codex` on the PATH, in an absolute directory ([`absolute_path_dirs`]), resolved,
+/// when it is an executable file of this user or root that no one else can write
+/// ([`Rule::Believed`]), in directories no one else can write either ([`Rule::Holder`]:
+/// of this user or root, sticky when others can write them), up to `/`: whoever can
+/// write one of them can put their own `codex` there, and its answer decides what Codex
+/// trusts.
 fn codex_program() -> Option<PathBuf> {
     use hookhost::config::file::{Owners, Rule};
     use std::os::unix::fs::MetadataExt;
-    let path = hookhost::config::env::var("PATH")?;
-    let found = std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
+    let found = absolute_path_dirs()
+        .into_iter()
         .map(|dir| dir.join("codex"))
         .find(|candidate| candidate.is_file())?
         .canonicalize()
         .ok()?;
     let meta = std::fs::metadata(&found).ok()?;
-    (meta.is_file()
+    let believed = meta.is_file()
         && meta.mode() & 0o111 != 0
-        && Rule::Believed(Owners::MeOrRoot).judge(&meta).is_none())
-    .then_some(found)
+        && Rule::Believed(Owners::MeOrRoot).judge(&meta).is_none();
+    let held = found
+        .ancestors()
+        .skip(1)
+        .all(|dir| std::fs::metadata(dir).is_ok_and(|meta| Rule::Holder.judge(&meta).is_none()));
+    (believed && held).then_some(found)
 }
 
-/// The hooks `codex` lists for `cwd` (`codex app-server`, JSON-RPC over stdio:
+/// The hooks `codex` (its directory `home`) lists for `cwd` (`codex app-server`, JSON-RPC over stdio:
 /// `initialize`, `initialized`, `hooks/list`), read within [`ANSWER_WITHIN`] and
 /// [`ANSWER_CAP`].
-fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
+fn list_hooks(codex: &Path, home: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
     let mut command = Command::new(codex);
+    // What it runs by name (`#!/usr/bin/env node` starts the npm package's `codex`) is
+    // looked for in the PATH's absolute directories only, as `codex` itself was: never a
+    // repository's `./node` in the project this runs in.
+    let path = std::env::join_paths(absolute_path_dirs())
+        .map_err(|e| format!("cannot run `codex app-server`: {e}"))?;
     command
         .arg("app-server")
+        .env("PATH", path)
+        // The directory whose config.toml hookhost edits, so that the trust it reads is
+        // the trust it writes.
+        .env("CODEX_HOME", home)
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -216,6 +307,9 @@ fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // What it started and left running (re-parented to this program, a child
+    // subreaper) ends with it.
+    hookhost::handlers::descendants::end_adopted();
     let answer = answer?;
     if let Some(error) = answer.get("error") {
         return Err(format!(
@@ -241,7 +335,7 @@ fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
             Some(Listed {
                 key: text(hook, "key")?,
                 command: text(hook, "command")?,
-                source: text(hook, "sourcePath")?.into(),
+                source: text(hook, "sourcePath")?,
                 hash: text(hook, "currentHash")?,
                 trusted: text(hook, "trustStatus").as_deref() == Some("trusted"),
             })
@@ -249,10 +343,24 @@ fn list_hooks(codex: &Path, cwd: &Path) -> Result<Vec<Listed>, String> {
         .collect())
 }
 
-/// Whether `a` and `b` name one file (Codex normalises its paths, and does not resolve
-/// symlinks).
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+/// Whether the hook Codex listed is a drop-in `install` wrote, so hookhost may trust
+/// it: `command` exactly, listed from the file `install` wrote (`hooks_json`, by that
+/// path or its canonical one, as Codex names `$CODEX_HOME`: never another path that
+/// leads to it, such as a repository's `.codex/hooks.json` linked to the user's, whose
+/// key the repository could later fill with its own file), under the key Codex gives one
+/// of the `positions` of an exact drop-in in it ([`exact_drop_ins`]: never another
+/// hook's key, even when a `codex` answers so).
+fn is_ours(hook: &Listed, hooks_json: &Path, positions: &[String], command: &str) -> bool {
+    let source = Path::new(&hook.source);
+    let named = source == hooks_json
+        || hooks_json
+            .canonicalize()
+            .is_ok_and(|canonical| canonical == source);
+    named
+        && hook.command == command
+        && positions
+            .iter()
+            .any(|at| hook.key == format!("{}{at}", hook.source))
 }
 
 /// The `[hooks.state]` table of Codex's config `doc`, made if missing (as a dotted
@@ -280,9 +388,7 @@ fn state_table(doc: &mut DocumentMut) -> Result<&mut Table, String> {
 fn edit_config(
     change: impl FnOnce(&mut DocumentMut) -> Result<bool, String>,
 ) -> Result<Option<Option<PathBuf>>, String> {
-    let path = codex_home()
-        .ok_or("cannot find Codex's directory")?
-        .join("config.toml");
+    let path = codex_home()?.join("config.toml");
     let shown = escape(&path.display().to_string()).into_owned();
     let settings = read_text(&path, false)?;
     let old = settings.original.as_ref().map_or("", |o| o.text.as_str());
@@ -302,21 +408,73 @@ fn edit_config(
 /// `codex` on the PATH lists for `cwd` and has not trusted, with the hash it computes;
 /// the lines `install` prints.
 pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option<&str>) -> String {
+    let mut text = trust_listed(hooks_json, cwd, command, custom);
+    if let Some(note) = not_the_drop_in(hooks_json, command, custom) {
+        text = format!("{text}\n{note}");
+    }
+    text
+}
+
+/// The line naming the events whose hookhost hook in `hooks_json` is not the drop-in
+/// `install` writes ([`exact_drop_ins`]: a repository's behind a matcher no tool has, or
+/// asynchronous): `install` added none there (the event has one) and trusted none, so
+/// hookhost does not run for that event until the user looks.
+fn not_the_drop_in(hooks_json: &Path, command: &str, custom: Option<&str>) -> Option<String> {
+    let value = read(hooks_json)
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or(Value::Null);
+    let exact = exact_drop_ins(&value, command);
+    let mut events: Vec<String> = Vec::new();
+    for (event, _) in drop_in_keys(hooks_json, &value, custom) {
+        let has_exact = exact
+            .iter()
+            .any(|at| at.starts_with(&format!(":{}:", snake(&event))));
+        if !has_exact && !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    (!events.is_empty()).then(|| {
+        format!(
+            "  not trusted: the hookhost hook of {} is not the drop-in `install` writes \
+             (another matcher, `async`, `timeout` or `statusMessage`), so Codex skips it: \
+             make it `{{\"type\": \"command\", \"command\": \"{}\"}}` in a group with \
+             the matcher `*`, or approve it in Codex's `/hooks` if you mean it",
+            events
+                .iter()
+                .map(|e| escape(e).into_owned())
+                .collect::<Vec<_>>()
+                .join(", "),
+            escape(command)
+        )
+    })
+}
+
+/// [`trust`], the hooks `codex` lists; the lines `install` prints.
+fn trust_listed(hooks_json: &Path, cwd: &Path, command: &str, custom: Option<&str>) -> String {
+    let home = match codex_home() {
+        Ok(home) => home,
+        Err(why) => return approve_text(hooks_json, custom, &escape(&why)),
+    };
     let Some(codex) = codex_program() else {
         return approve_text(
             hooks_json,
             custom,
             "no `codex` on the PATH to ask for the hash (one in an absolute directory, your \
-             file or root's, that only its owner can write)",
+             file or root's, that only its owner can write, in directories no one else \
+             can write)",
         );
     };
-    let listed = match list_hooks(&codex, cwd) {
+    let listed = match list_hooks(&codex, &home, cwd) {
         Ok(listed) => listed,
         Err(why) => return approve_text(hooks_json, custom, &why),
     };
+    let written = read(hooks_json)
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let positions = exact_drop_ins(&written, command);
     let ours: Vec<Listed> = listed
         .into_iter()
-        .filter(|hook| same_file(&hook.source, hooks_json) && hook.command == command)
+        .filter(|hook| is_ours(hook, hooks_json, &positions, command))
         .collect();
     if ours.is_empty() {
         return approve_text(
@@ -327,7 +485,7 @@ pub(super) fn trust(hooks_json: &Path, cwd: &Path, command: &str, custom: Option
     }
     let to_trust: Vec<&Listed> = ours.iter().filter(|hook| !hook.trusted).collect();
     if to_trust.is_empty() {
-        return "  Codex already trusts every hookhost hook".into();
+        return "  Codex already trusts hookhost's drop-ins".into();
     }
     let written = edit_config(|doc| {
         let state = state_table(doc)?;
@@ -393,7 +551,7 @@ pub(super) fn untrust(keys: &[(String, String)]) -> Result<Option<String>, Strin
 /// A warning for each hookhost drop-in in the user's Codex `hooks.json` that Codex has
 /// no trust entry for (so it does not run it).
 pub(crate) fn warnings() -> Vec<String> {
-    let Some(home) = codex_home() else {
+    let Ok(home) = codex_home() else {
         return Vec::new();
     };
     let hooks_json = home.join("hooks.json");
@@ -401,10 +559,17 @@ pub(crate) fn warnings() -> Vec<String> {
         return Vec::new();
     };
     let config = read(&home.join("config.toml")).unwrap_or_default();
+    // Codex names the file by its canonical path (it resolves `$CODEX_HOME`).
+    let canonical = hooks_json
+        .canonicalize()
+        .unwrap_or_else(|_| hooks_json.clone());
     drop_in_keys(&hooks_json, &value, None)
         .into_iter()
-        .filter(|(_, key)| !has_trust(&config, key))
-        .map(|(event, key)| {
+        .zip(drop_in_keys(&canonical, &value, None))
+        .filter(|((_, key), (_, resolved))| {
+            !has_trust(&config, key) && !has_trust(&config, resolved)
+        })
+        .map(|((event, key), _)| {
             format!(
                 "Codex does not run hookhost's {event} hook yet: it is not trusted (no \
                  `trusted_hash` for \"{key}\" in {}); run `hookhost install --codex` again \
@@ -471,5 +636,58 @@ mod tests {
         // `hooks` of another type is refused, never overwritten.
         let mut doc: DocumentMut = "hooks = 1\n".parse().unwrap();
         assert!(state_table(&mut doc).is_err());
+    }
+
+    /// Red team (stop 38): a repository's `.codex/hooks.json` (`install --codex
+    /// --project`) can hold hookhost's exact command another way: asynchronous, with a
+    /// timeout or status message, or behind a matcher no tool has (it looks installed and
+    /// guards nothing). Only the drop-in exactly as `install` writes it is trusted; one
+    /// identical to it has Codex's same hash, so trusting it trusts nothing more.
+    #[test]
+    fn only_the_exact_drop_in_is_trusted() {
+        let c = "hookhost dispatch --format codex";
+        let value = serde_json::json!({"hooks": {"PreToolUse": [
+            {"matcher": "NoSuchTool", "hooks": [{"type": "command", "command": c}]},
+            {"matcher": "*", "hooks": [{"type": "command", "command": c, "async": true}]},
+            {"matcher": "*", "hooks": [{"type": "command", "command": c, "timeout": 1}]},
+            {"matcher": "*", "hooks": [{"type": "command", "command": c, "statusMessage": "ok"}]},
+            {"matcher": "*", "hooks": [{"type": "command", "command": format!("{c} ")}]},
+            {"matcher": "*", "hooks": [{"type": "command", "command": c}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": c}]}],
+            "stop": [{"hooks": [{"type": "command", "command": c}]},
+                     {"hooks": [{"type": "command", "command": c}]}]}});
+        assert_eq!(
+            exact_drop_ins(&value, c),
+            [":pre_tool_use:5:0".to_string(), ":stop:0:0".to_string()]
+        );
+        let hook = |key: &str, source: &str| Listed {
+            key: key.into(),
+            command: c.into(),
+            source: source.into(),
+            hash: "sha256:x".into(),
+            trusted: false,
+        };
+        let positions = exact_drop_ins(&value, c);
+        let path = Path::new("/nowhere/hooks.json");
+        assert!(is_ours(
+            &hook("/nowhere/hooks.json:stop:0:0", "/nowhere/hooks.json"),
+            path,
+            &positions,
+            c
+        ));
+        for (key, source) in [
+            // Another position, another file, a key that is not the source's.
+            (
+                "/nowhere/hooks.json:pre_tool_use:0:0",
+                "/nowhere/hooks.json",
+            ),
+            (
+                "/repo/.codex/hooks.json:stop:0:0",
+                "/repo/.codex/hooks.json",
+            ),
+            ("/repo/.codex/hooks.json:stop:0:0", "/nowhere/hooks.json"),
+        ] {
+            assert!(!is_ours(&hook(key, source), path, &positions, c), "{key}");
+        }
     }
 }

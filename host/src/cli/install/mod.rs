@@ -369,6 +369,11 @@ pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
             "{shown} already hands every event to hookhost ({}); nothing changed",
             agent.name()
         );
+        // A drop-in written when no `codex` answered is trusted now (what the warning of
+        // `hookhost validate` asks for).
+        if agent == Agent::Codex && !args.dry_run {
+            outln!("{}", trust_codex(&args, &path, project_scope, &command));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let old = settings.original.as_ref().map_or("", |o| o.text.as_str());
@@ -395,20 +400,7 @@ pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
         outln!("  note: {note}");
     }
     if agent == Agent::Codex {
-        // Codex lists a project's hooks for that project; the user's, anywhere.
-        let cwd = match project_scope {
-            true => path.parent().and_then(|p| p.parent()).map(PathBuf::from),
-            false => std::env::current_dir().ok(),
-        };
-        outln!(
-            "{}",
-            codex_trust::trust(
-                &path,
-                cwd.as_deref().unwrap_or(std::path::Path::new("/")),
-                &command,
-                args.command.as_deref()
-            )
-        );
+        outln!("{}", trust_codex(&args, &path, project_scope, &command));
     }
     outln!(
         "next: put hooks in a project's .hookhost/hooks.json and run `hookhost trust` there; \
@@ -416,6 +408,27 @@ pub fn install(args: InstallArgs) -> Result<ExitCode, String> {
         agent.name()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Has Codex trust the drop-in `command` in `path` ([`codex_trust::trust`]); the lines
+/// to print.
+fn trust_codex(
+    args: &InstallArgs,
+    path: &std::path::Path,
+    project_scope: bool,
+    command: &str,
+) -> String {
+    // Codex lists a project's hooks for that project; the user's, anywhere.
+    let cwd = match project_scope {
+        true => path.parent().and_then(|p| p.parent()).map(PathBuf::from),
+        false => std::env::current_dir().ok(),
+    };
+    codex_trust::trust(
+        path,
+        cwd.as_deref().unwrap_or(std::path::Path::new("/")),
+        command,
+        args.command.as_deref(),
+    )
 }
 
 /// `hookhost uninstall`.
@@ -434,7 +447,7 @@ pub fn uninstall(args: InstallArgs) -> Result<ExitCode, String> {
     let trust_keys = match agent {
         Agent::Codex => {
             let value = serde_json::Value::Object(settings.value.clone());
-            codex_trust::drop_in_keys(&path, &value, args.command.as_deref())
+            codex_trust::keys_by_every_name(&path, &value, args.command.as_deref())
         }
         _ => Vec::new(),
     };

@@ -23,6 +23,7 @@ mod stop35;
 mod stop37;
 mod stop37_29;
 mod stop38_30;
+mod stop38_trust;
 mod terminal;
 mod third_round;
 mod trust_store;
