@@ -80,8 +80,7 @@ impl Policy {
         };
         let mut resolution = Resolution {
             options: &options,
-            host_places: &self.host_places,
-            place_paths: Default::default(),
+            host_places: super::places::Guarded::new(&self.host_places, options.real_path),
             workspace_trust: self.workspace_trust.as_ref(),
             settings: self.settings.clone(),
             errors: Vec::new(),

@@ -244,8 +244,7 @@ pub fn resolve(
     let mut groups: HashMap<String, Vec<Group>> = HashMap::new();
     let mut resolution = Resolution {
         options,
-        host_places: &host_places,
-        place_paths: Default::default(),
+        host_places: places::Guarded::new(&host_places, options.real_path),
         workspace_trust: workspace_trust.as_ref(),
         settings,
         errors,
@@ -396,10 +395,7 @@ fn with_plugin_files(
 struct Resolution<'a> {
     options: &'a ResolveOptions,
     /// The host-owned places, plugin files included.
-    host_places: &'a [places::HostPlace],
-    /// Each host-owned place as written and resolved ([`places::resolved`]), found at
-    /// the first grant to check (most resolutions have none) and kept for the rest.
-    place_paths: std::cell::OnceCell<Vec<Vec<std::path::PathBuf>>>,
+    host_places: places::Guarded<'a>,
     workspace_trust: Option<&'a TrustDecision>,
     settings: Settings,
     errors: Vec<ConfigError>,
@@ -432,7 +428,7 @@ impl Resolution<'_> {
     }
 
     /// Why a hook's directory grant may not be made: it reaches a host-owned place
-    /// ([`places::refuse`]), whatever the source (managed policy too: deny by default).
+    /// ([`places::Guarded::refuse`]), whatever the source (managed policy too: deny by default).
     fn reaches_host_place(&self, hook: &Hook) -> Option<String> {
         let HandlerSpec::Wasm(spec) = &hook.handler else {
             return None;
@@ -449,18 +445,9 @@ impl Resolution<'_> {
                 )
                 .ok()?;
                 let write = grant.mode == crate::config::schema::DirMode::ReadWrite;
-                let place_paths = self
-                    .place_paths
-                    .get_or_init(|| places::resolved(self.host_places, self.options.real_path));
-                places::refuse_resolved(
-                    &grant.path,
-                    &expanded,
-                    write,
-                    self.host_places,
-                    place_paths,
-                    self.options.real_path,
-                )
-                .map(|why| format!("`capabilities.dirs[{i}]` {why}"))
+                self.host_places
+                    .refuse(&grant.path, &expanded, write)
+                    .map(|why| format!("`capabilities.dirs[{i}]` {why}"))
             })
     }
 

@@ -256,31 +256,43 @@ pub fn refuse(
     places: &[HostPlace],
     real: RealPath,
 ) -> Option<String> {
-    refuse_resolved(
-        grant,
-        expanded,
-        write,
-        places,
-        &resolved(places, real),
-        real,
-    )
+    Guarded::new(places, real).refuse(grant, expanded, write)
 }
 
-/// The paths a grant is compared against for each of `places`: as written, and resolved
-/// by `real` ([`real_or_parent`]). A resolution finds them once for all its grants.
-pub fn resolved(places: &[HostPlace], real: RealPath) -> Vec<Vec<PathBuf>> {
-    places
-        .iter()
-        .map(|place| {
-            let mut paths = vec![place.path.clone()];
-            paths.extend(real_or_parent(&place.path, real));
-            paths
-        })
-        .collect()
+/// Host-owned places, each compared as written and resolved by `real`
+/// ([`real_or_parent`]), resolved at the first grant checked (most resolutions have
+/// none) and kept for the rest.
+pub struct Guarded<'a> {
+    places: &'a [HostPlace],
+    real: RealPath,
+    paths: std::cell::OnceCell<Vec<Vec<PathBuf>>>,
 }
 
-/// [`refuse`] with each place's paths already found ([`resolved`], one entry per place).
-pub fn refuse_resolved(
+impl<'a> Guarded<'a> {
+    /// `places`, to be resolved by `real`.
+    pub fn new(places: &'a [HostPlace], real: RealPath) -> Guarded<'a> {
+        Guarded {
+            places,
+            real,
+            paths: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// [`refuse`], with each place resolved once.
+    pub fn refuse(&self, grant: &str, expanded: &Path, write: bool) -> Option<String> {
+        let paths = self.paths.get_or_init(|| {
+            let resolve = |place: &HostPlace| {
+                let mut paths = vec![place.path.clone()];
+                paths.extend(real_or_parent(&place.path, self.real));
+                paths
+            };
+            self.places.iter().map(resolve).collect()
+        });
+        refuse_resolved(grant, expanded, write, self.places, paths, self.real)
+    }
+}
+
+fn refuse_resolved(
     grant: &str,
     expanded: &Path,
     write: bool,
