@@ -103,7 +103,7 @@ pub struct Call {
     /// Each argument the agent sent, `(agent's name, canonical name)`.
     pub arrived: Vec<(String, String)>,
     /// A shell command the agent sent as an argument vector, and the one command line
-    /// hookhost made of it ([`argv_line`]).
+    /// hookhost made of it (each word quoted for the shell).
     pub argv: Option<(Vec<String>, String)>,
 }
 
