@@ -51,10 +51,15 @@ impl OpenedDir {
 
 /// The host-owned places ([`crate::policy::places`]) as the sandbox checks opened grants
 /// against them: each place's real path (its longest existing part resolved) and the
-/// identities of the place and of every directory above it, taken once per policy.
+/// identities of the place and of every directory above it, taken once per policy, at
+/// its first check.
 #[derive(Debug)]
 pub(super) struct PlaceGuard {
-    places: Vec<GuardedPlace>,
+    /// The places as listed.
+    listed: Vec<HostPlace>,
+    /// Each resolved (real path, identities), at the first check: a hook without a
+    /// directory grant never checks, and its guest reaches no file to check.
+    places: std::sync::OnceLock<Vec<GuardedPlace>>,
 }
 
 #[derive(Debug)]
@@ -70,10 +75,23 @@ struct GuardedPlace {
 }
 
 impl PlaceGuard {
-    /// The guard of `places`.
+    /// The guard of `places` (resolved when first asked).
     pub(super) fn new(places: &[HostPlace]) -> PlaceGuard {
+        PlaceGuard {
+            listed: places.to_vec(),
+            places: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Each place resolved: its real path, its identity and those of the directories
+    /// above it.
+    fn places(&self) -> &[GuardedPlace] {
+        self.places.get_or_init(|| self.resolve())
+    }
+
+    fn resolve(&self) -> Vec<GuardedPlace> {
         let resolve = RealPath(crate::config::file::real_path);
-        let places = places
+        self.listed
             .iter()
             .map(|place| {
                 let real =
@@ -89,8 +107,7 @@ impl PlaceGuard {
                     place: place.clone(),
                 }
             })
-            .collect();
-        PlaceGuard { places }
+            .collect()
     }
 
     /// Why an opened directory (real path `real`, identity `id`, mounted read-write when
@@ -98,7 +115,7 @@ impl PlaceGuard {
     /// by path or by identity (which also sees through bind mounts).
     fn refuses(&self, grant: &str, real: &Path, id: FileId, write: bool) -> Option<String> {
         let mut inside: Option<Vec<FileId>> = None;
-        for guarded in self.places.iter().filter(|g| g.place.guards(write)) {
+        for guarded in self.places().iter().filter(|g| g.place.guards(write)) {
             let how = relation(real, &guarded.real).or_else(|| {
                 if guarded.id == Some(id) {
                     Some("is")
@@ -138,7 +155,7 @@ impl PlaceGuard {
     /// may not reach. (A place inside `real` is no matter here: the call reaches `real`,
     /// not below it, and the grant was already refused if it contained one.)
     pub(super) fn owns(&self, real: &Path, write: bool) -> Option<String> {
-        self.places
+        self.places()
             .iter()
             .filter(|g| g.place.guards(write))
             .find(|g| real.starts_with(&g.real))
