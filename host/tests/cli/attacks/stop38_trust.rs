@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::skip::skipped;
 use crate::support::{Run, TestEnv, run_bytes};
@@ -46,6 +46,23 @@ fn install(env: &TestEnv, codex: &Codex, path: &str) -> Run {
     run_bytes(&mut cmd, b"")
 }
 
+/// A hook as `hooks/list` lists it: hookhost's command in `hooks_json` at the key
+/// position `at` (`pre_tool_use:0:0`), untrusted, with `hash`.
+fn listed(hooks_json: &Path, at: &str, hash: &str) -> Value {
+    json!({"key": format!("{}:{at}", hooks_json.display()), "command": COMMAND,
+           "sourcePath": hooks_json.display().to_string(), "currentHash": hash,
+           "trustStatus": "untrusted"})
+}
+
+/// The script of a `codex` that answers `hooks/list` with `hooks`.
+fn answering(hooks: &[Value]) -> String {
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": hooks}]}});
+    format!(
+        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
+         exit 0;; esac; done"
+    )
+}
+
 fn config(codex: &Codex) -> String {
     std::fs::read_to_string(codex.home.join("config.toml")).unwrap_or_default()
 }
@@ -61,18 +78,10 @@ fn a_forged_listing_cannot_trust_another_hooks_key() {
     let env = TestEnv::new();
     let base = env.project.parent().unwrap();
     let hooks_json = base.join("codex-home/hooks.json");
-    let entry = |key: &str, hash: &str| {
-        json!({"key": key, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
-               "currentHash": hash, "trustStatus": "untrusted"})
-    };
-    let ours = format!("{}:pre_tool_use:1:0", hooks_json.display());
-    let theirs = format!("{}:pre_tool_use:0:0", hooks_json.display());
-    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
-        entry(&theirs, "sha256:forged"), entry(&ours, "sha256:ours")]}]}});
-    let script = format!(
-        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
-         exit 0;; esac; done"
-    );
+    let script = answering(&[
+        listed(&hooks_json, "pre_tool_use:0:0", "sha256:forged"),
+        listed(&hooks_json, "pre_tool_use:1:0", "sha256:ours"),
+    ]);
     let codex = codex(&env, &script, 0o755);
     std::fs::write(
         &hooks_json,
@@ -280,14 +289,7 @@ fn what_codex_leaves_behind_does_not_outlive_install() {
 fn a_second_install_trusts_the_drop_in_the_first_could_not() {
     let env = TestEnv::new();
     let hooks_json = env.project.parent().unwrap().join("codex-home/hooks.json");
-    let ours = format!("{}:pre_tool_use:0:0", hooks_json.display());
-    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
-        {"key": ours, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
-         "currentHash": "sha256:ours", "trustStatus": "untrusted"}]}]}});
-    let script = format!(
-        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
-         exit 0;; esac; done"
-    );
+    let script = answering(&[listed(&hooks_json, "pre_tool_use:0:0", "sha256:ours")]);
     let codex = codex(&env, &script, 0o755);
     let first = install(&env, &codex, "/usr/bin:/bin");
     assert!(
@@ -319,14 +321,7 @@ fn a_second_install_trusts_the_drop_in_the_first_could_not() {
 fn a_refused_codex_home_is_not_replaced_by_the_users() {
     let env = TestEnv::new();
     let hooks_json = env.project.join(".codex/hooks.json");
-    let ours = format!("{}:pre_tool_use:0:0", hooks_json.display());
-    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
-        {"key": ours, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
-         "currentHash": "sha256:ours", "trustStatus": "untrusted"}]}]}});
-    let script = format!(
-        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
-         exit 0;; esac; done"
-    );
+    let script = answering(&[listed(&hooks_json, "pre_tool_use:0:0", "sha256:ours")]);
     let codex = codex(&env, &script, 0o755);
     let in_workspace = env.project.join("codex-home");
     std::fs::create_dir_all(&in_workspace).unwrap();
@@ -356,14 +351,7 @@ fn a_refused_codex_home_is_not_replaced_by_the_users() {
 fn config_toml_as_a_link_or_a_fifo_is_not_written_through() {
     let env = TestEnv::new();
     let hooks_json = env.project.parent().unwrap().join("codex-home/hooks.json");
-    let ours = format!("{}:pre_tool_use:0:0", hooks_json.display());
-    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"data": [{"hooks": [
-        {"key": ours, "command": COMMAND, "sourcePath": hooks_json.display().to_string(),
-         "currentHash": "sha256:ours", "trustStatus": "untrusted"}]}]}});
-    let script = format!(
-        "while IFS= read -r line; do case \"$line\" in *'\"id\":2'*) printf '%s\\n' '{answer}'; \
-         exit 0;; esac; done"
-    );
+    let script = answering(&[listed(&hooks_json, "pre_tool_use:0:0", "sha256:ours")]);
     let codex = codex(&env, &script, 0o755);
     let elsewhere = env.project.join("elsewhere.toml");
     std::fs::write(&elsewhere, "model = \"m\"\n").unwrap();
