@@ -98,21 +98,20 @@ fn main() {
     // `HOOKHOST_*` directory inside the workspace (a repository could set it).
     let project = dir.path().join("project");
     std::fs::create_dir(&project).expect("the project directory");
-    let hookhost = || {
+    // `hookhost dispatch ARGS --settings …` in-process, with the bench's own state.
+    let dispatch = |args: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
-        cmd.args([
-            "dispatch",
-            "PreToolUse",
-            "--settings",
-            &settings.to_string(),
-        ])
-        .current_dir(&project)
-        .env("HOOKHOST_HOME", dir.path().join("home"))
-        .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
-        .env("HOOKHOST_DATA_DIR", dir.path().join("data"))
-        .env("HOOKHOST_DISPATCH_DAEMON", "off");
+        cmd.arg("dispatch")
+            .args(args)
+            .args(["--settings", &settings.to_string()])
+            .current_dir(&project)
+            .env("HOOKHOST_HOME", dir.path().join("home"))
+            .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
+            .env("HOOKHOST_DATA_DIR", dir.path().join("data"))
+            .env("HOOKHOST_DISPATCH_DAEMON", "off");
         cmd
     };
+    let hookhost = || dispatch(&["PreToolUse"]);
     let via_daemon = || {
         let mut cmd = hookhost();
         cmd.env("HOOKHOST_DISPATCH_DAEMON", "auto");
@@ -122,22 +121,7 @@ fn main() {
     let gemini_input = gemini_input();
     // The event comes from the input (`hook_event_name`): Claude Code's `PreToolUse`,
     // Gemini CLI's `BeforeTool`.
-    let formatted = |format: &str| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookhost"));
-        cmd.args([
-            "dispatch",
-            "--format",
-            format,
-            "--settings",
-            &settings.to_string(),
-        ])
-        .current_dir(&project)
-        .env("HOOKHOST_HOME", dir.path().join("home"))
-        .env("HOOKHOST_MANAGED_DIR", dir.path().join("managed"))
-        .env("HOOKHOST_DATA_DIR", dir.path().join("data"))
-        .env("HOOKHOST_DISPATCH_DAEMON", "off");
-        cmd
-    };
+    let formatted = |format: &str| dispatch(&["--format", format]);
     let mut direct = Vec::with_capacity(runs);
     let mut hosted = Vec::with_capacity(runs);
     let mut daemon = Vec::with_capacity(runs);

@@ -402,12 +402,25 @@ fn codex(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
         "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop"
             if o.decision == Decision::Block =>
         {
-            a.set(Field::Decision, "decision", json!("block"));
-            a.set(Field::Reason, "reason", json!(reason(o)));
+            block_decision(o, a);
         }
         _ => {}
     }
-    if honours_context && !o.additional_context.is_empty() {
+    context_and_event_name(event, o, a, honours_context);
+}
+
+/// `decision: "block"` with its reason, Claude Code's words for a block outside
+/// PreToolUse (Codex's and Gemini CLI's too).
+fn block_decision(o: &Outcome, a: &mut Answer) {
+    a.set(Field::Decision, "decision", json!("block"));
+    a.set(Field::Reason, "reason", json!(reason(o)));
+}
+
+/// `hookSpecificOutput.additionalContext` (when the event takes it: `takes_context`)
+/// and `hookSpecificOutput.hookEventName` in the agent's own event name, as Claude Code
+/// shapes them (Codex and Gemini CLI read the same).
+fn context_and_event_name(event: &EventName, o: &Outcome, a: &mut Answer, takes_context: bool) {
+    if takes_context && !o.additional_context.is_empty() {
         a.specific().insert(
             "additionalContext".into(),
             json!(o.additional_context.join("\n\n")),
@@ -454,23 +467,12 @@ fn gemini(event: &EventName, call: &Call, o: &Outcome, a: &mut Answer) {
             }
         }
         "PostToolUse" | "UserPromptSubmit" | "Stop" if o.decision == Decision::Block => {
-            a.set(Field::Decision, "decision", json!("block"));
-            a.set(Field::Reason, "reason", json!(reason(o)));
+            block_decision(o, a);
         }
         _ => {}
     }
-    if matches!(name, "SessionStart" | "UserPromptSubmit" | "PostToolUse")
-        && !o.additional_context.is_empty()
-    {
-        a.specific().insert(
-            "additionalContext".into(),
-            json!(o.additional_context.join("\n\n")),
-        );
-        a.done(Field::AdditionalContext);
-    }
-    if let Some(Value::Object(specific)) = a.json.get_mut("hookSpecificOutput") {
-        specific.insert("hookEventName".into(), json!(event.name));
-    }
+    let takes_context = matches!(name, "SessionStart" | "UserPromptSubmit" | "PostToolUse");
+    context_and_event_name(event, o, a, takes_context);
 }
 
 /// Copilot CLI 1.0.102: only `preToolUse`'s answer is read.

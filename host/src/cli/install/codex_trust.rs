@@ -16,7 +16,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toml_edit::{DocumentMut, Item, Table};
@@ -298,15 +298,7 @@ fn list_hooks(codex: &Path, home: &Path, cwd: &Path) -> Result<Vec<Listed>, Stri
         });
     // Its end of input ends the app server; a server that stays is stopped.
     drop(stdin);
-    let started = Instant::now();
-    while !matches!(child.try_wait(), Ok(Some(_))) {
-        if started.elapsed() > Duration::from_secs(5) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    super::program::wait_within(&mut child, Duration::from_secs(5));
     // What it started and left running (re-parented to this program, a child
     // subreaper) ends with it.
     hookhost::handlers::descendants::end_adopted();

@@ -57,21 +57,30 @@ fn answers(client: &Path) -> bool {
         let _ = stdout.take(ANSWER_CAP).read_to_end(&mut shown);
         shown
     });
+    let status = wait_within(&mut child, ANSWER_WITHIN);
+    let shown = reader.join().unwrap_or_default();
+    status.is_some_and(|s| s.success())
+        && String::from_utf8_lossy(&shown).contains("Usage: hookhost dispatch")
+}
+
+/// `child`'s exit status once it ends within `time`; past it, the child is killed (and
+/// reaped) and `None` is returned.
+pub(super) fn wait_within(
+    child: &mut std::process::Child,
+    time: Duration,
+) -> Option<std::process::ExitStatus> {
     let started = Instant::now();
-    let status = loop {
+    loop {
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() < ANSWER_WITHIN => {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if started.elapsed() < time => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                break None;
+                return None;
             }
         }
-    };
-    let shown = reader.join().unwrap_or_default();
-    status.is_some_and(|s| s.success())
-        && String::from_utf8_lossy(&shown).contains("Usage: hookhost dispatch")
+    }
 }
