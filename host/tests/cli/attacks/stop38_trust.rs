@@ -497,3 +497,30 @@ fn a_decoy_drop_in_in_a_repository_is_named() {
         run.stdout
     );
 }
+
+/// A `codex` whose output is far over the cap (20 MB on one line, no answer) and that
+/// then stays: `install` ends the app server (5 s after its input closed), writes no
+/// trust and says what to approve instead. (That it holds at most the 16 MiB cap
+/// meanwhile is `list_hooks`' `take`, not seen from here.)
+#[test]
+fn an_app_server_that_floods_and_stalls_is_ended_without_trust() {
+    let env = TestEnv::new();
+    let script = "head -c 20000000 /dev/zero | tr '\\0' x; exec sleep 60";
+    let codex = codex(&env, script, 0o755);
+    let run = install(
+        &env,
+        &codex,
+        &format!("{}:/usr/bin:/bin", codex.bin.display()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("did not list the hooks") && run.stdout.contains("type `/hooks`"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !config(&codex).contains("trusted_hash"),
+        "{}",
+        config(&codex)
+    );
+}
