@@ -381,6 +381,27 @@ async fn function_hooks_chain_in_registration_order() {
 /// the call through), and every outcome carries a receipt: the input's digest (of the
 /// bytes given to `dispatch_from`, else of the input's compact JSON), the policy's,
 /// and each hook with its status.
+/// The receipt's `input` is the digest of the input's compact JSON as the caller gave it,
+/// whether it names its event (the digest is then of the very line the hooks get) or the
+/// dispatch adds `hook_event_name` for the hooks.
+#[tokio::test]
+async fn the_receipt_names_the_digest_of_the_input_as_given() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostBuilder::new(dir.path()).build();
+    let mut named = bash("ls");
+    named["hook_event_name"] = json!("PreToolUse");
+    for input in [bash("ls"), named] {
+        let out = host.dispatch("PreToolUse", input.clone()).await.unwrap();
+        let compact = serde_json::to_vec(&input).unwrap();
+        assert_eq!(
+            out.receipt.expect("every dispatch has a receipt").input,
+            format!("sha256:{}", hex::encode(sha2::Sha256::digest(&compact))),
+            "{input}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_required_function_hook_that_fails_denies_and_the_receipt_says_so() {
     use sha2::Digest;

@@ -293,10 +293,6 @@ impl Dispatcher {
         agent: Option<&'static str>,
         parent: Option<&crate::telemetry::TraceContext>,
     ) -> Result<Outcome, DispatchError> {
-        let input_digest = match received {
-            Some(bytes) => input_digest(bytes),
-            None => input_digest(&serde_json::to_vec(&input).unwrap_or_default()),
-        };
         // Only while telemetry is on: otherwise not even a clock read.
         let traced = self.telemetry.as_ref().map(|_| {
             (
@@ -305,7 +301,16 @@ impl Dispatcher {
             )
         });
         let timeline = traced.as_ref().map(|(_, timeline)| timeline);
+        // The input as received: its compact JSON is the `input_json` every handler gets,
+        // unless the invocation adds the `hook_event_name` it lacked.
+        let named = received.is_some() || input.get("hook_event_name").is_some();
+        let unnamed = (!named).then(|| serde_json::to_vec(&input).unwrap_or_default());
         let mut invocation = self.invocation(event, input)?;
+        let input_digest = input_digest(
+            received
+                .or(unnamed.as_deref())
+                .unwrap_or(invocation.input_json.as_bytes()),
+        );
         if agent.is_some() {
             Arc::make_mut(&mut invocation).agent = agent;
         }

@@ -498,6 +498,51 @@ fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
     assert_eq!(hook_parent(&run), daemon);
 }
 
+/// The daemon runs on one thread (`dispatch_daemon/server.rs`): a request whose hook
+/// waits must not hold up another caller's. The slow hook waits for a file that the test
+/// writes only after the second caller was answered, so a daemon that served one request
+/// at a time would never answer the second (the test would time out).
+#[test]
+fn a_waiting_hook_does_not_hold_up_another_callers_request() {
+    let env = TestEnv::new();
+    let go = env.project.parent().unwrap().join("go");
+    let slow = format!(
+        "case \"$(cat)\" in *slow*) for i in $(seq 600); do [ -e '{}' ] && break; sleep 0.1; done;; esac; echo '{{}}'",
+        go.display()
+    );
+    env.project_hooks(parent_hook_config_with(&[
+        json!({"type": "command", "command": slow}),
+    ]));
+
+    let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let mut waiting = with_daemon(&env, 120)
+        .args(["dispatch", "PreToolUse"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = bash_input("slow").to_string();
+    std::io::Write::write_all(&mut waiting.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    wait_until("the slow hook to wait in the daemon", || {
+        crate::support::process_running("seq 600")
+    });
+    let other = ls_via_daemon(&env);
+    assert_eq!(hook_parent(&other), daemon, "answered by the daemon");
+    assert!(
+        waiting.try_wait().unwrap().is_none(),
+        "the first caller is still waiting for its hook"
+    );
+    std::fs::write(&go, "").unwrap();
+    let first = waiting.wait_with_output().unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let first: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let parent = first["systemMessages"][0].as_str().unwrap_or_default();
+    assert_eq!(
+        parent.split_whitespace().nth(1),
+        Some(daemon.to_string().as_str())
+    );
+}
+
 #[test]
 fn a_killed_daemon_is_replaced_by_the_next_call() {
     let env = TestEnv::new();
