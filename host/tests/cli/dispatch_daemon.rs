@@ -471,13 +471,10 @@ fn a_bad_command_line_fails_as_without_a_daemon() {
     assert_eq!(via, own);
 }
 
-#[test]
-fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
-    let env = TestEnv::new();
-    env.project_hooks(parent_hook_config_with(&[json!({"type": "command", "command": "case \"$(cat)\" in *slow*) sleep 3133;; esac; echo '{}'"})]));
-
-    let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let mut caller = with_daemon(&env, 120)
+/// A `dispatch PreToolUse` of the command `slow` through the daemon, left running: its
+/// input written and closed, its stdout piped.
+fn slow_call(env: &TestEnv) -> std::process::Child {
+    let mut caller = with_daemon(env, 120)
         .args(["dispatch", "PreToolUse"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -485,6 +482,16 @@ fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
         .unwrap();
     let input = bash_input("slow").to_string();
     std::io::Write::write_all(&mut caller.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    caller
+}
+
+#[test]
+fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config_with(&[json!({"type": "command", "command": "case \"$(cat)\" in *slow*) sleep 3133;; esac; echo '{}'"})]));
+
+    let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let mut caller = slow_call(&env);
     wait_until("the slow hook to run in the daemon", || {
         crate::support::process_running("sleep 3133")
     });
@@ -515,14 +522,7 @@ fn a_waiting_hook_does_not_hold_up_another_callers_request() {
     ]));
 
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let mut waiting = with_daemon(&env, 120)
-        .args(["dispatch", "PreToolUse"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = bash_input("slow").to_string();
-    std::io::Write::write_all(&mut waiting.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let mut waiting = slow_call(&env);
     wait_until("the slow hook to wait in the daemon", || {
         crate::support::process_running("seq 600")
     });
@@ -561,10 +561,22 @@ fn a_killed_daemon_is_replaced_by_the_next_call() {
     // which replaces the stale socket.
     let run = ls_via_daemon(&env);
     assert_eq!(hook_parent(&run), run.pid);
-    wait_until("a new daemon", || {
-        std::fs::read_to_string(socket.with_extension("log"))
-            .is_ok_and(|log| log.matches(": serving until").count() == 2)
-    });
+    let log = || std::fs::read_to_string(socket.with_extension("log")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while log().matches(": serving until").count() != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no new daemon within 20 s; its log:\n{}\nthe daemons' directory: {:?}",
+            log(),
+            std::fs::read_dir(env.data.join("daemons"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let second = daemon_pid(&socket);
     assert_ne!(second, first);
     assert_eq!(hook_parent(&ls_via_daemon(&env)), second);
