@@ -541,14 +541,16 @@ fn time_exec(command: &mut Command) -> Duration {
     started.elapsed()
 }
 
-/// One request to the dispatch daemon at `socket`, as a client sends it (the length of
-/// the input as u32 little-endian, the input), and its whole answer read: the socket
-/// round trip a forwarded call cannot do without.
+/// One request to the dispatch daemon at `socket`, as a client sends it (the lengths of
+/// the input and of the trace context as u32 little-endian, the input, no trace
+/// context), and its whole answer read: the socket round trip a forwarded call cannot do
+/// without.
 fn round_trip(socket: &Path, input: &[u8]) -> Duration {
     use std::io::Read;
     let started = Instant::now();
     let mut stream = UnixStream::connect(socket).expect("connect to the dispatch daemon");
     let mut request = (input.len() as u32).to_le_bytes().to_vec();
+    request.extend_from_slice(&0u32.to_le_bytes());
     request.extend_from_slice(input);
     stream.write_all(&request).expect("send the request");
     let mut answer = Vec::new();
