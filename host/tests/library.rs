@@ -377,10 +377,6 @@ async fn function_hooks_chain_in_registration_order() {
     assert!(errors.contains("joins the chain `c`"), "{errors}");
 }
 
-/// Issue 29: a required function hook that fails denies (one that is not required lets
-/// the call through), and every outcome carries a receipt: the input's digest (of the
-/// bytes given to `dispatch_from`, else of the input's compact JSON), the policy's,
-/// and each hook with its status.
 /// The receipt's `input` is the digest of the input's compact JSON as the caller gave it,
 /// whether it names its event (the digest is then of the very line the hooks get) or the
 /// dispatch adds `hook_event_name` for the hooks.
@@ -402,6 +398,10 @@ async fn the_receipt_names_the_digest_of_the_input_as_given() {
     }
 }
 
+/// Issue 29: a required function hook that fails denies (one that is not required lets
+/// the call through), and every outcome carries a receipt: the input's digest (of the
+/// bytes given to `dispatch_from`, else of the input's compact JSON), the policy's,
+/// and each hook with its status.
 #[tokio::test]
 async fn a_required_function_hook_that_fails_denies_and_the_receipt_says_so() {
     use sha2::Digest;

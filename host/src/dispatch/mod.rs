@@ -301,14 +301,15 @@ impl Dispatcher {
             )
         });
         let timeline = traced.as_ref().map(|(_, timeline)| timeline);
-        // The input as received: its compact JSON is the `input_json` every handler gets,
-        // unless the invocation adds the `hook_event_name` it lacked.
-        let named = received.is_some() || input.get("hook_event_name").is_some();
-        let unnamed = (!named).then(|| serde_json::to_vec(&input).unwrap_or_default());
+        // The receipt digests the input as received: the caller's bytes, else its compact
+        // JSON, which is the `input_json` every handler gets unless the invocation adds
+        // what the input lacked.
+        let changed = (received.is_none() && !Invocation::keeps_as_given(&input))
+            .then(|| serde_json::to_vec(&input).unwrap_or_default());
         let mut invocation = self.invocation(event, input)?;
         let input_digest = input_digest(
             received
-                .or(unnamed.as_deref())
+                .or(changed.as_deref())
                 .unwrap_or(invocation.input_json.as_bytes()),
         );
         if agent.is_some() {

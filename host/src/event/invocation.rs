@@ -36,10 +36,14 @@ impl Invocation {
     /// project directory). `env_file` is left unset: the dispatcher gives it on the events
     /// that have one. `None` when the input is not a JSON object.
     pub fn new(spec: Arc<EventSpec>, mut input: Value, project_dir: &Path) -> Option<Invocation> {
+        let as_given = Invocation::keeps_as_given(&input);
         let object = input.as_object_mut()?;
-        object
-            .entry("hook_event_name")
-            .or_insert_with(|| Value::String(spec.name.to_string()));
+        if !as_given {
+            object.insert(
+                "hook_event_name".into(),
+                Value::String(spec.name.to_string()),
+            );
+        }
         let session_id = object
             .get("session_id")
             .and_then(Value::as_str)
@@ -60,6 +64,13 @@ impl Invocation {
             env_file: None,
             agent: None,
         })
+    }
+
+    /// Whether [`Invocation::new`] keeps `input` as it is (it names its event, so nothing
+    /// is added): its `input_json` is then the input's own compact JSON, which the
+    /// dispatch's receipt digests without writing the input a second time.
+    pub fn keeps_as_given(input: &Value) -> bool {
+        input.get("hook_event_name").is_some()
     }
 
     /// This invocation with `input` in place of its input (a transform chain's next

@@ -471,16 +471,16 @@ fn a_bad_command_line_fails_as_without_a_daemon() {
     assert_eq!(via, own);
 }
 
-/// A `dispatch PreToolUse` of the command `slow` through the daemon, left running: its
-/// input written and closed, its stdout piped.
-fn slow_call(env: &TestEnv) -> std::process::Child {
+/// A `dispatch PreToolUse` of `input` through the daemon, left running: its input
+/// written and closed, its stdout piped.
+fn waiting_call(env: &TestEnv, input: &Value) -> std::process::Child {
     let mut caller = with_daemon(env, 120)
         .args(["dispatch", "PreToolUse"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let input = bash_input("slow").to_string();
+    let input = input.to_string();
     std::io::Write::write_all(&mut caller.stdin.take().unwrap(), input.as_bytes()).unwrap();
     caller
 }
@@ -491,7 +491,7 @@ fn a_caller_killed_mid_request_takes_its_hooks_with_it() {
     env.project_hooks(parent_hook_config_with(&[json!({"type": "command", "command": "case \"$(cat)\" in *slow*) sleep 3133;; esac; echo '{}'"})]));
 
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let mut caller = slow_call(&env);
+    let mut caller = waiting_call(&env, &bash_input("slow"));
     wait_until("the slow hook to run in the daemon", || {
         crate::support::process_running("sleep 3133")
     });
@@ -522,7 +522,7 @@ fn a_waiting_hook_does_not_hold_up_another_callers_request() {
     ]));
 
     let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
-    let mut waiting = slow_call(&env);
+    let mut waiting = waiting_call(&env, &bash_input("slow"));
     wait_until("the slow hook to wait in the daemon", || {
         crate::support::process_running("seq 600")
     });
@@ -540,6 +540,50 @@ fn a_waiting_hook_does_not_hold_up_another_callers_request() {
     assert_eq!(
         parent.split_whitespace().nth(1),
         Some(daemon.to_string().as_str())
+    );
+}
+
+/// The same from the other side, with a hostile component: a wasm hook that spins (the
+/// hostile plugin's `loop`, fuel enough for minutes, a 60 s timeout) runs on the daemon's
+/// one thread, and yields at every epoch tick, so another caller is answered while it
+/// spins; the spinning call's caller then goes away, and the daemon serves on.
+#[test]
+fn a_spinning_plugin_does_not_hold_up_another_callers_request() {
+    let env = TestEnv::new();
+    let mut config = parent_hook_config();
+    config["hooks"]["PreToolUse"].as_array_mut().unwrap().push(
+        json!({"matcher": "Spin", "hooks": [{
+            "type": "wasm", "plugin": hookhost_test_plugins::plugins::HOSTILE,
+            "config": {"mode": "loop"},
+            "limits": {"fuel": 1_000_000_000_000_000u64, "timeout": 60}
+        }]}),
+    );
+    env.project_hooks(config);
+
+    let (_, daemon) = start(&env, || with_daemon(&env, 120), &["PreToolUse"]);
+    let mut spin = bash_input("spin");
+    spin["tool_name"] = json!("Spin");
+    let mut spinning = waiting_call(&env, &spin);
+    // The daemon's CPU time grows while the plugin spins.
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{daemon}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit(") ").next().unwrap().split(' ').collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let before = cpu();
+    wait_until("the plugin to spin in the daemon", || cpu() > before + 50);
+    let other = ls_via_daemon(&env);
+    assert_eq!(hook_parent(&other), daemon, "answered by the daemon");
+    assert!(
+        spinning.try_wait().unwrap().is_none(),
+        "the spinning call is still running"
+    );
+    spinning.kill().unwrap();
+    spinning.wait().unwrap();
+    assert_eq!(
+        hook_parent(&ls_via_daemon(&env)),
+        daemon,
+        "the daemon serves on"
     );
 }
 

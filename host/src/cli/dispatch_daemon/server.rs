@@ -154,18 +154,17 @@ fn serve(
         host: Mutex::new(None),
         read_idle,
     });
-    let socket_owned = socket.to_path_buf();
-    let (runtime, reason) = std::thread::Builder::new()
-        .name("hookhost-daemon".into())
-        .stack_size(DAEMON_STACK)
-        .spawn(move || {
-            let accepted = accept_until_idle(listener, daemon, &socket_owned, inode, idle);
-            let reason = runtime.block_on(accepted);
-            (runtime, reason)
-        })
-        .map_err(|e| format!("cannot start the daemon's thread: {e}"))?
-        .join()
-        .map_err(|_| "the daemon's thread panicked".to_string())?;
+    let reason = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("hookhost-daemon".into())
+            .stack_size(DAEMON_STACK)
+            .spawn_scoped(scope, || {
+                runtime.block_on(accept_until_idle(listener, daemon, socket, inode, idle))
+            })
+            .map_err(|e| format!("cannot start the daemon's thread: {e}"))?
+            .join()
+            .map_err(|_| "the daemon's thread panicked".to_string())
+    })?;
     // Not joined: a blocking thread stuck on a FIFO must not keep the daemon alive.
     runtime.shutdown_background();
     hookhost::telemetry::flush_all(hookhost::telemetry::EXIT_FLUSH);
