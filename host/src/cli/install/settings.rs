@@ -14,6 +14,11 @@ use hookhost::text::escape;
 
 /// The largest settings file hookhost edits. Claude Code's are a few KiB.
 const MAX_SETTINGS_BYTES: u64 = 4 << 20;
+/// How many times, and how far apart, a settings file that reads as empty or as broken
+/// JSON is read again before hookhost takes it as it is (Claude Code 2.1.332's own
+/// settings writer: 5 times, 40 ms apart).
+const PARTWAY_READS: u32 = 5;
+const PARTWAY_PAUSE: std::time::Duration = std::time::Duration::from_millis(40);
 /// A settings file as read: its text, its parsed value, and what identifies the file.
 pub(super) struct Settings {
     pub(super) path: PathBuf,
@@ -102,10 +107,30 @@ fn read_file(path: &Path, project_scope: bool, json: bool) -> Result<Settings, S
         }
         Err(e) => return Err(format!("cannot read `{shown}`: {e}")),
     }
-    let (bytes, meta) = read_regular(path, MAX_SETTINGS_BYTES).map_err(|e| match e {
-        FileError::NotRegular(kind) => format!("`{shown}` is not a regular file (it is {kind})"),
-        e => format!("cannot read `{shown}`: {e}"),
-    })?;
+    let read = || {
+        read_regular(path, MAX_SETTINGS_BYTES).map_err(|e| match e {
+            FileError::NotRegular(kind) => {
+                format!("`{shown}` is not a regular file (it is {kind})")
+            }
+            e => format!("cannot read `{shown}`: {e}"),
+        })
+    };
+    let (mut bytes, mut meta) = read()?;
+    // A writer that rewrites the file in place (truncate, then write) leaves it empty or
+    // cut short for a moment; taken as it is then, an empty file would be written back
+    // as hookhost's entries alone, and the other writer's bytes would go to the file
+    // hookhost displaced. Read again a few times first, as Claude Code does before its
+    // own writes ("still empty, broken or locked").
+    for _ in 0..PARTWAY_READS {
+        let partway = json
+            && (bytes.trim_ascii().is_empty()
+                || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err());
+        if !partway {
+            break;
+        }
+        std::thread::sleep(PARTWAY_PAUSE);
+        (bytes, meta) = read()?;
+    }
     let refuse = |why: String| {
         format!(
             "`{shown}` {why}; hookhost does not rewrite a file it cannot keep exactly as it \
@@ -214,12 +239,22 @@ pub(super) fn render(value: &Map<String, Value>, trailing_newline: bool) -> Resu
 /// writer's edit (an editor, Claude Code, another `hookhost install`) is ever lost:
 ///
 /// 1. right before the swap, the file is read again and must still be the one read
-///    (same device, inode, size, mtime) with the same bytes;
+///    (same device, inode, size, mtime) with the same bytes, its identity looked at once
+///    more as the last step before the swap;
 /// 2. the swap is `renameat2(RENAME_EXCHANGE)` (`RENAME_NOREPLACE` for a new file):
 ///    atomic, and it hands back the file it displaced;
 /// 3. the displaced file must be the one read, with the same bytes; if another writer
 ///    replaced or rewrote it in between, the exchange is undone (their file back in
 ///    place) and nothing of hookhost's stays.
+///
+/// What no writer that takes no lock can rule out (Claude Code takes none on its
+/// settings): another writer's rename that lands in the microseconds between step 1's last
+/// look and the swap. Step 3 puts that writer's file back, but while hookhost's version
+/// was in place (one `lstat` long: a different file is seen without reading it) a third
+/// program could have read it, and what that program writes later lacks the second
+/// writer's edit. That undo is reported as its own refusal ("was replaced as hookhost
+/// swapped" or "was replaced twice as hookhost swapped"), so a lost edit can always be
+/// traced to one.
 ///
 /// Each refusal names the file. Where the file system cannot exchange (`EINVAL`), step 1
 /// is followed by a plain rename, and a writer in the microseconds between them can still
@@ -267,10 +302,26 @@ pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<P
              nothing was written, run the command again"
         )
     };
+    let undone = || {
+        format!(
+            "`{shown}` was replaced as hookhost swapped its version in (another program \
+             wrote it at that moment); the other program's file is back in place and nothing \
+             was written, run the command again"
+        )
+    };
+    // Both paths as the system call takes them before the last look, so that nothing but
+    // the swap follows it.
+    let (tmp_c, path_c) = match (c_path(&tmp), c_path(path)) {
+        (Ok(tmp_c), Ok(path_c)) => (tmp_c, path_c),
+        (Err(e), _) | (_, Err(e)) => return Err(format!("cannot write `{shown}`: {e}")),
+    };
     if !is_unchanged(path, settings.original.as_ref()) {
         return Err(changed());
     }
-    let swap = |flags| rename2(&tmp, path, flags);
+    let swap = |flags| {
+        race::point();
+        rename2(&tmp_c, &path_c, flags)
+    };
     match &settings.original {
         None => match swap(libc::RENAME_NOREPLACE) {
             Ok(()) => {
@@ -299,14 +350,16 @@ pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<P
                             .map(|m| (m.dev(), m.ino()))
                             == ours =>
                     {
-                        Err(changed())
+                        Err(undone())
                     }
                     // A third writer replaced ours meanwhile: theirs is kept too.
                     Ok(()) => {
                         let kept = tmp.keep().unwrap_or_default();
                         Err(format!(
-                            "`{shown}` changed twice while hookhost was writing it; nothing of \
-                             hookhost's was written, the other version is in `{}`",
+                            "`{shown}` was replaced twice as hookhost swapped its version in \
+                             (two other programs wrote it at that moment): the first one's \
+                             file is back in place, the second one's is in `{}`; nothing of \
+                             hookhost's was written",
                             escape(&kept.display().to_string())
                         ))
                     }
@@ -331,29 +384,60 @@ pub(super) fn write_settings(settings: &Settings, text: &str) -> Result<Option<P
 }
 
 /// Whether `path` is still the file read (`None`: still absent): same identity and the
-/// same bytes.
+/// same bytes. The identity is looked at first (another file is told without reading it,
+/// which keeps the undo of step 3 of [`write_settings`] as early as it can be) and last
+/// (so that the look right before the swap is one `lstat`).
 fn is_unchanged(path: &Path, original: Option<&Original>) -> bool {
     let Some(original) = original else {
         return std::fs::symlink_metadata(path)
             .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     };
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() && identity(&meta) == original.identity => {}
-        _ => return false,
+    let same_file = || {
+        std::fs::symlink_metadata(path)
+            .is_ok_and(|meta| meta.is_file() && identity(&meta) == original.identity)
+    };
+    same_file()
+        && matches!(read_regular(path, MAX_SETTINGS_BYTES),
+            Ok((bytes, meta)) if bytes == original.text.as_bytes()
+                && identity(&meta) == original.identity)
+        && same_file()
+}
+
+/// Where a test makes another writer's write land: right before each `renameat2` of
+/// [`write_settings`] (the swap, then the undo), the next step a test queued runs. Nothing
+/// outside the unit tests.
+#[cfg(test)]
+mod race {
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    thread_local! {
+        /// The steps queued by the test running on this thread.
+        pub(super) static STEPS: RefCell<VecDeque<Box<dyn FnOnce()>>> =
+            RefCell::new(VecDeque::new());
     }
-    matches!(read_regular(path, MAX_SETTINGS_BYTES),
-        Ok((bytes, meta)) if bytes == original.text.as_bytes()
-            && identity(&meta) == original.identity)
+
+    pub(super) fn point() {
+        if let Some(step) = STEPS.with(|steps| steps.borrow_mut().pop_front()) {
+            step();
+        }
+    }
+}
+
+#[cfg(not(test))]
+mod race {
+    pub(super) fn point() {}
+}
+
+/// `path` as `renameat2` takes it.
+fn c_path(path: &Path) -> std::io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
 }
 
 /// `renameat2(from, to, flags)`.
-fn rename2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-    };
-    let (from, to) = (c(from)?, c(to)?);
+fn rename2(from: &std::ffi::CStr, to: &std::ffi::CStr, flags: libc::c_uint) -> std::io::Result<()> {
     // SAFETY: two NUL-terminated paths, relative to the working directory (both are
     // absolute here).
     let rc = unsafe {
@@ -380,6 +464,105 @@ fn unsupported(e: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file caught empty by a writer that rewrites it in place is read again, so the
+    /// writer's keys are kept: taken as `{}` at once, they would all be lost.
+    #[test]
+    fn a_file_caught_empty_midway_through_an_in_place_write_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "").unwrap(); // the writer's truncate
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(PARTWAY_PAUSE + PARTWAY_PAUSE / 2);
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"model\": \"x\"}\n"))
+                    .unwrap();
+            })
+        };
+        let settings = read_settings(&path, false).unwrap();
+        writer.join().unwrap();
+        assert_eq!(settings.value.get("model"), Some(&Value::from("x")));
+        // A file that stays empty is taken as `{}` after the last read.
+        std::fs::write(&path, "  \n").unwrap();
+        assert!(read_settings(&path, false).unwrap().value.is_empty());
+    }
+
+    /// A step that renames another program's version, `text`, over `path`.
+    fn theirs_over(dir: &Path, path: &Path, text: &'static str) -> Box<dyn FnOnce()> {
+        let (staged, path) = (dir.join("theirs"), path.to_path_buf());
+        Box::new(move || {
+            std::fs::write(&staged, text).unwrap();
+            std::fs::rename(&staged, &path).unwrap();
+        })
+    }
+
+    /// Another program's rename that lands between hookhost's last look and its swap is
+    /// put back, and the refusal says so.
+    #[test]
+    fn a_rename_that_lands_between_the_last_look_and_the_swap_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "{}\n").unwrap();
+        let settings = read_settings(&path, false).unwrap();
+        race::STEPS.with(|steps| {
+            steps
+                .borrow_mut()
+                .push_back(theirs_over(dir.path(), &path, "{\"theirs\": 1}\n"))
+        });
+        let e = write_settings(&settings, "{\"ours\": true}\n").unwrap_err();
+        assert!(
+            e.contains("was replaced as hookhost swapped its version in"),
+            "{e}"
+        );
+        assert!(e.contains("settings.json"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"theirs\": 1}\n");
+        // Nothing of hookhost's is left beside it but the backup.
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["settings.json", "settings.json.hookhost-backup"]);
+    }
+
+    /// A second rename, between the swap and its undo, is kept beside the file, and the
+    /// first one is put back: neither is lost.
+    #[test]
+    fn two_renames_around_the_swap_are_both_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "{}\n").unwrap();
+        let settings = read_settings(&path, false).unwrap();
+        race::STEPS.with(|steps| {
+            let mut steps = steps.borrow_mut();
+            steps.push_back(theirs_over(dir.path(), &path, "{\"first\": 1}\n"));
+            steps.push_back(theirs_over(dir.path(), &path, "{\"second\": 1}\n"));
+        });
+        let e = write_settings(&settings, "{\"ours\": true}\n").unwrap_err();
+        assert!(e.contains("was replaced twice as hookhost swapped"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"first\": 1}\n");
+        let kept = e.rsplit_once("second one's is in `").unwrap().1;
+        let kept = kept.split_once('`').unwrap().0;
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), "{\"second\": 1}\n");
+    }
+
+    /// With no other writer, the swap goes in and the old file goes.
+    #[test]
+    fn an_undisturbed_write_goes_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "{}\n").unwrap();
+        let settings = read_settings(&path, false).unwrap();
+        write_settings(&settings, "{\"ours\": true}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"ours\": true}\n"
+        );
+    }
 
     #[test]
     fn what_cannot_round_trip_is_refused() {
