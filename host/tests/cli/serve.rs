@@ -464,6 +464,50 @@ fn plugins_run_without_the_instance_pool_under_an_address_space_limit() {
     }
 }
 
+/// The epoch ticker of an idle daemon is not woken every tick: between events it idles
+/// (about once a second), and the next wasm event wakes it (a deny still comes back; that
+/// a call still yields and meets its deadline at every tick is the spinning-plugin test of
+/// the dispatch daemon).
+#[test]
+fn an_idle_daemon_does_not_tick() {
+    let env = TestEnv::new();
+    let plugin = deny_dangerous_bash().to_str().unwrap();
+    env.project_hooks(json!({"hooks": {"PreToolUse": [
+        {"hooks": [{"type": "wasm", "plugin": plugin}]}
+    ]}}));
+    let daemon = Daemon::start(&env);
+    let deny = |daemon: &Daemon| {
+        let answer = daemon.client().call("PreToolUse", bash_input("rm -rf /"));
+        assert_eq!(answer["decision"], "deny", "{answer}");
+    };
+    deny(&daemon);
+    let tasks = format!("/proc/{}/task", daemon.pid());
+    let ticker = std::fs::read_dir(&tasks)
+        .unwrap()
+        .flatten()
+        .map(|task| task.path())
+        .find(|task| {
+            std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == "hookhost-epoch")
+        })
+        .expect("the daemon has an epoch ticker thread");
+    let wakes = || {
+        let status = std::fs::read_to_string(ticker.join("status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let before = wakes();
+    std::thread::sleep(Duration::from_secs(2));
+    let idle = wakes() - before;
+    // Ticking every 5 ms, it would have woken about 400 times.
+    assert!(idle <= 5, "the idle ticker woke {idle} times in 2 s");
+    deny(&daemon);
+}
+
 /// `hookhost serve ARGS` run with `cmd`, expected to fail: its stderr.
 fn serve_fails(mut cmd: std::process::Command, args: &[&str]) -> String {
     let out = cmd

@@ -3,7 +3,7 @@
 //! linker, and a fresh `Store` with the limits and captured output of one instance.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{HasSelf, Linker};
@@ -162,19 +162,84 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
     })
 }
 
-/// Starts the thread that advances the engine's epoch every [`EPOCH_TICK`]; it stops
-/// when the returned flag is set.
-pub(super) fn start_epoch_ticker(engine: &Engine) -> Result<Arc<AtomicBool>, String> {
-    let ticker_stop = Arc::new(AtomicBool::new(false));
-    let (engine, stop) = (engine.clone(), ticker_stop.clone());
-    std::thread::Builder::new()
-        .name("hookhost-epoch".into())
-        .spawn(move || {
-            // Ticks follow real time: a late wake-up catches up, so deadlines
-            // are not stretched by scheduling delays.
+/// How often the epoch advances while no call runs: once a second, so that wasm run
+/// outside [`EpochTicker::running`] (there is none) would still meet its deadline, late.
+const IDLE_TICK: Duration = Duration::from_secs(1);
+
+/// The thread that advances the engine's epoch every [`EPOCH_TICK`] while a call runs
+/// (each [`super::limits::Limits::bound`] holds a [`Running`]), and every [`IDLE_TICK`]
+/// while none does: an idle daemon is not woken 200 times a second. It stops when
+/// dropped.
+pub(super) struct EpochTicker {
+    shared: Arc<TickerShared>,
+    thread: std::thread::Thread,
+}
+
+struct TickerShared {
+    stop: AtomicBool,
+    /// Calls running now.
+    running: AtomicUsize,
+}
+
+/// A call running: the ticker ticks every [`EPOCH_TICK`] until the last one is dropped.
+pub(super) struct Running<'a>(&'a TickerShared);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl EpochTicker {
+    /// Starts the ticker of `engine`.
+    pub(super) fn start(engine: &Engine) -> Result<EpochTicker, String> {
+        let shared = Arc::new(TickerShared {
+            stop: AtomicBool::new(false),
+            running: AtomicUsize::new(0),
+        });
+        let (engine, ticking) = (engine.clone(), shared.clone());
+        let handle = std::thread::Builder::new()
+            .name("hookhost-epoch".into())
+            .spawn(move || ticking.tick(&engine))
+            .map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
+        Ok(EpochTicker {
+            shared,
+            thread: handle.thread().clone(),
+        })
+    }
+
+    /// Marks a call running until the guard is dropped, waking the ticker if it idled.
+    pub(super) fn running(&self) -> Running<'_> {
+        if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.thread.unpark();
+        }
+        Running(&self.shared)
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+impl TickerShared {
+    fn tick(&self, engine: &Engine) {
+        while !self.stop.load(Ordering::Acquire) {
+            if self.running.load(Ordering::Acquire) == 0 {
+                // `unpark` before this `park_timeout` makes it return at once.
+                std::thread::park_timeout(IDLE_TICK);
+                if self.running.load(Ordering::Acquire) == 0 {
+                    engine.increment_epoch();
+                }
+                continue;
+            }
+            // While calls run, ticks follow real time: a late wake-up catches up, so
+            // deadlines are not stretched by scheduling delays.
             let start = Instant::now();
             let mut ticks: u128 = 0;
-            while !stop.load(Ordering::Acquire) {
+            while self.running.load(Ordering::Acquire) > 0 && !self.stop.load(Ordering::Acquire) {
                 std::thread::sleep(EPOCH_TICK);
                 let due = start.elapsed().as_nanos() / EPOCH_TICK.as_nanos();
                 while ticks < due {
@@ -182,9 +247,8 @@ pub(super) fn start_epoch_ticker(engine: &Engine) -> Result<Arc<AtomicBool>, Str
                     ticks += 1;
                 }
             }
-        })
-        .map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
-    Ok(ticker_stop)
+        }
+    }
 }
 
 /// Bytes of randomness a plugin may ask for in one call (wasmtime-wasi allows 64 MiB).

@@ -88,7 +88,8 @@ impl Sandbox {
                     .map_err(|e| (FailureKind::CannotStart, e))?;
                 let mut store = self.armed_store(loaded, live, grants, allowance)?;
                 let deadline = store.data().http_policy.deadline;
-                match Limits::bound(deadline, pre.instantiate_async(&mut store)).await {
+                match Limits::bound(&self.ticker, deadline, pre.instantiate_async(&mut store)).await
+                {
                     Ok(plugin) => SessionInstance {
                         store,
                         plugin,
@@ -114,6 +115,7 @@ impl Sandbox {
             .map_err(|e| (FailureKind::CannotStart, e))?;
         let deadline = instance.store.data().http_policy.deadline;
         let result = Limits::bound(
+            &self.ticker,
             deadline,
             instance
                 .plugin

@@ -12,6 +12,7 @@ use wasmtime::{Store, Trap};
 
 use super::OUTPUT_CAP;
 use super::bindings;
+use super::engine::EpochTicker;
 use super::held::entry_bytes;
 use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
 use super::model_budget::PluginModel;
@@ -90,10 +91,13 @@ impl Limits {
     /// store's deadline, whichever comes first: what runs in wasm is interrupted by the
     /// epoch deadline, a sleep or an HTTP request is cut off, and anything else a host
     /// call waits for (a file read off the thread, a body that never comes) ends here.
+    /// The epoch `ticker` ticks at its full rate for the whole call.
     pub(super) async fn bound<T>(
+        ticker: &EpochTicker,
         deadline: Option<tokio::time::Instant>,
         call: impl Future<Output = wasmtime::Result<T>>,
     ) -> wasmtime::Result<T> {
+        let _running = ticker.running();
         let Some(deadline) = deadline else {
             return call.await;
         };

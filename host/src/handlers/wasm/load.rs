@@ -448,7 +448,7 @@ impl Sandbox {
             .map_err(|e| (FailureKind::CannotStart, e))?;
         let deadline = store.data().http_policy.deadline;
         let mut phase = Phase::Instantiate;
-        let result = Limits::bound(deadline, async {
+        let result = Limits::bound(&self.ticker, deadline, async {
             let plugin = pre.instantiate_async(&mut store).await?;
             phase = Phase::Call;
             plugin.hookhost_hook_hook().call_describe(&mut store).await

@@ -59,7 +59,6 @@ mod state;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -361,7 +360,8 @@ struct Sandbox {
     /// [`WasmRuntime::on_compile`].
     on_compile: Option<CompileObserver>,
     sessions: Mutex<HashMap<instances::SessionKey, SessionSlot>>,
-    ticker_stop: Arc<AtomicBool>,
+    /// Advances the engine's epoch; every call holds it running ([`Limits::bound`]).
+    ticker: engine::EpochTicker,
     /// The OCI cache of `oci://` plugins.
     oci: Option<oci::OciStore>,
 }
@@ -371,12 +371,6 @@ impl std::fmt::Debug for Sandbox {
         f.debug_struct("Sandbox")
             .field("cache", &self.cache)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Release);
     }
 }
 
@@ -393,7 +387,7 @@ impl Sandbox {
     ) -> Result<Sandbox, String> {
         let engine = engine::new_engine(instance_pool)?;
         let linkers = engine::linkers(&engine)?;
-        let ticker_stop = engine::start_epoch_ticker(&engine)?;
+        let ticker = engine::EpochTicker::start(&engine)?;
         let guards = grants::PlaceGuards::new(cache_dir.as_deref());
         let cache = CompileCache::new(cache_dir, &engine);
         Ok(Sandbox {
@@ -406,7 +400,7 @@ impl Sandbox {
             compiles: compiles::Compiles::default(),
             on_compile,
             sessions: Mutex::default(),
-            ticker_stop,
+            ticker,
             oci,
         })
     }
@@ -631,7 +625,7 @@ impl Sandbox {
         let mut store = self.armed_store(loaded, live, grants, allowance)?;
         let deadline = store.data().http_policy.deadline;
         let mut phase = Phase::Instantiate;
-        let result = Limits::bound(deadline, async {
+        let result = Limits::bound(&self.ticker, deadline, async {
             let plugin = pre.instantiate_async(&mut store).await?;
             phase = Phase::Call;
             plugin
