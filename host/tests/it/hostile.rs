@@ -309,6 +309,59 @@ async fn a_trapped_session_instance_is_never_used_again() {
     );
 }
 
+/// A new session instance's start functions and its first call share one budget, as
+/// a per-event instance's do: a component whose start function and `handle` each burn
+/// about 5 M units of fuel fails under 8 M either way, and runs under 16 M.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_instance_starts_and_answers_on_one_budget() {
+    let project = tempfile::tempdir().unwrap();
+    let plugin = crate::raw::component(crate::raw::Raw::StartBurns, project.path());
+    let prompt = json!({"session_id": "burning", "prompt": "x"});
+    for instance in ["event", "session"] {
+        let config = |fuel: u64| {
+            settings(
+                "UserPromptSubmit",
+                "",
+                vec![wasm_hook(
+                    plugin.to_str().unwrap(),
+                    json!({"id": format!("burn-{instance}"), "instance": instance,
+                           "limits": {"fuel": fuel}}),
+                )],
+            )
+        };
+        let outcome = dispatch(
+            project.path(),
+            &config(8_000_000),
+            "UserPromptSubmit",
+            prompt.clone(),
+        )
+        .await;
+        let report = only_report(&outcome);
+        assert_eq!(report.status, HookStatus::Failed, "{instance}: {report:#?}");
+        let message = report.message.as_deref().unwrap_or_default();
+        assert!(
+            message.contains("fuel exhausted after 8000000 units"),
+            "{instance}: {message}"
+        );
+        // Enough for both: the first event runs the start function and `handle`, a
+        // kept instance's next event runs `handle` alone.
+        for _ in 0..2 {
+            let outcome = dispatch(
+                project.path(),
+                &config(16_000_000),
+                "UserPromptSubmit",
+                prompt.clone(),
+            )
+            .await;
+            assert_eq!(
+                only_report(&outcome).status,
+                HookStatus::Ok,
+                "{instance}: {outcome:#?}"
+            );
+        }
+    }
+}
+
 /// A session instance whose call was dropped midway (its client disconnected) is not
 /// used again: the next event of the session gets a fresh instance.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, ElementSection, Elements, ExportKind, ExportSection,
     Function, FunctionSection, GlobalSection, GlobalType, Instruction, MemorySection, MemoryType,
-    Module, RefType, TableSection, TableType, TypeSection, ValType,
+    Module, RefType, StartSection, TableSection, TableType, TypeSection, ValType,
 };
 
 /// What the component does.
@@ -26,7 +26,13 @@ pub enum Raw {
     TableGrow,
     /// `handle` grows ten memories by 16 MiB at a time until the host refuses.
     Memories,
+    /// The core module's start function (run as the component is instantiated) and
+    /// `handle` each count down from [`BURN`]: about 5 units of fuel per step.
+    StartBurns,
 }
+
+/// The steps of each countdown of [`Raw::StartBurns`].
+pub const BURN: i32 = 1_000_000;
 
 const MEMORIES: u32 = 10;
 /// Where `describe`'s and `handle`'s zeroed answers are, and where the heap starts.
@@ -48,7 +54,8 @@ fn core_module(kind: Raw) -> Vec<u8> {
     module.section(&types);
 
     let mut functions = FunctionSection::new();
-    for ty in [0, 1, 2, 3] {
+    // 0: cabi_realloc, 1: describe, 2: handle, 3: nothing, 4: the start function
+    for ty in [0, 1, 2, 3, 3] {
         functions.function(ty);
     }
     module.section(&functions);
@@ -94,6 +101,10 @@ fn core_module(kind: Raw) -> Vec<u8> {
     exports.export("hookhost:hook/hook@0.1.0#handle", ExportKind::Func, 2);
     module.section(&exports);
 
+    if kind == Raw::StartBurns {
+        module.section(&StartSection { function_index: 4 });
+    }
+
     let mut elements = ElementSection::new();
     elements.declared(Elements::Functions([3u32][..].into()));
     module.section(&elements);
@@ -105,6 +116,12 @@ fn core_module(kind: Raw) -> Vec<u8> {
     let mut nothing = Function::new([]);
     nothing.instruction(&Instruction::End);
     code.function(&nothing);
+    let mut start = Function::new([(1, ValType::I32)]);
+    if kind == Raw::StartBurns {
+        countdown(&mut start, 0);
+    }
+    start.instruction(&Instruction::End);
+    code.function(&start);
     module.section(&code);
     module.finish()
 }
@@ -157,6 +174,24 @@ fn realloc() -> Function {
     f
 }
 
+/// Counts local `counter` down from [`BURN`] to zero.
+fn countdown(f: &mut Function, counter: u32) {
+    use Instruction as I;
+    for i in [
+        I::I32Const(BURN),
+        I::LocalSet(counter),
+        I::Loop(BlockType::Empty),
+        I::LocalGet(counter),
+        I::I32Const(1),
+        I::I32Sub,
+        I::LocalTee(counter),
+        I::BrIf(0),
+        I::End,
+    ] {
+        f.instruction(&i);
+    }
+}
+
 fn describe(kind: Raw) -> Function {
     use Instruction as I;
     let mut f = Function::new([]);
@@ -172,9 +207,11 @@ fn describe(kind: Raw) -> Function {
 
 fn handle(kind: Raw) -> Function {
     use Instruction as I;
-    let mut f = Function::new([]);
+    // After the 16 parameters: a counter.
+    let mut f = Function::new([(1, ValType::I32)]);
     match kind {
         Raw::DescribeSpins => {}
+        Raw::StartBurns => countdown(&mut f, 16),
         Raw::TableGrow => {
             for i in [
                 I::Block(BlockType::Empty),

@@ -163,7 +163,8 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
 }
 
 /// How often the epoch advances while no call runs: once a second, so that wasm run
-/// outside [`EpochTicker::running`] (there is none) would still meet its deadline, late.
+/// outside [`EpochTicker::running`] (only the meter's unit tests do) would still meet
+/// its deadline, late.
 const IDLE_TICK: Duration = Duration::from_secs(1);
 
 /// The thread that advances the engine's epoch every [`EPOCH_TICK`] while a call runs

@@ -81,7 +81,15 @@ impl Sandbox {
             .take()
             .filter(|instance| instance.digest == loaded.info.sha256);
         let mut instance = match kept {
-            Some(instance) => instance,
+            // A kept instance is armed afresh for this call.
+            Some(mut instance) => {
+                allowance
+                    .arm(&mut instance.store)
+                    .map_err(|e| (FailureKind::CannotStart, e))?;
+                instance
+            }
+            // A new one is armed once, as in `run_fresh`: its start functions and its
+            // first call share one budget of fuel and time.
             None => {
                 let pre = loaded
                     .pre_for(self, !live.http.is_empty())
@@ -110,9 +118,6 @@ impl Sandbox {
             }
         };
         instance.last_used = Instant::now();
-        allowance
-            .arm(&mut instance.store)
-            .map_err(|e| (FailureKind::CannotStart, e))?;
         let deadline = instance.store.data().http_policy.deadline;
         let result = Limits::bound(
             &self.ticker,
