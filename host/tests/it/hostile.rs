@@ -362,6 +362,71 @@ async fn a_new_session_instance_starts_and_answers_on_one_budget() {
     }
 }
 
+/// The event that loads a plugin pays for its `describe` from the hook's budget: a
+/// component whose `describe` and `handle` each burn about 5 M units of fuel fails
+/// under 8 M on the event that runs `describe`, and runs under 8 M on the next event,
+/// which finds the answer memoized.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_and_the_call_of_one_event_share_one_budget() {
+    let project = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = std::sync::Arc::new(hookhost::handlers::wasm::WasmRuntime::new(Some(
+        cache.path().to_path_buf(),
+    )));
+    let plugin = crate::raw::component(crate::raw::Raw::DescribeBurns, project.path());
+    let config = settings(
+        "PreToolUse",
+        "*",
+        vec![wasm_hook(
+            plugin.to_str().unwrap(),
+            json!({"limits": {"fuel": 8_000_000}}),
+        )],
+    );
+    let first = dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await;
+    let report = only_report(&first);
+    assert_eq!(report.status, HookStatus::Failed, "{report:#?}");
+    let message = report.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("fuel exhausted after 8000000 units"),
+        "{message}"
+    );
+    let next = dispatch_on(&runtime, project.path(), &config, "PreToolUse", bash("ls")).await;
+    assert_eq!(only_report(&next).status, HookStatus::Ok, "{next:#?}");
+}
+
+/// An event of a session waits for the session's instance, busy with an earlier event,
+/// no longer than its own deadline: four events of one session that reach a plugin
+/// spinning to its 1 s timeout together all end about a second later, each a timeout
+/// (it ran out in the plugin, or waiting for the instance: then it says so), where
+/// queued behind each other with a fresh second each they took four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_a_busy_session_instance_counts_against_the_deadline() {
+    let project = tempfile::tempdir().unwrap();
+    let hook = session_hook("loop", json!({"fuel": 1_000_000_000_000u64, "timeout": 1}));
+    let prompt = json!({"session_id": "busy-session", "prompt": "x"});
+    let event = || dispatch(project.path(), &hook, "UserPromptSubmit", prompt.clone());
+    let started = std::time::Instant::now();
+    let outcomes = futures_util::future::join_all((0..4).map(|_| event())).await;
+    let elapsed = started.elapsed();
+    for outcome in &outcomes {
+        let report = only_report(outcome);
+        assert_eq!(report.status, HookStatus::Timeout, "{report:#?}");
+        let message = report.message.as_deref().unwrap_or_default();
+        assert!(
+            message == "plugin `hostile.wasm`: timed out after 1 s (wall-clock limit)"
+                || message.ends_with(
+                    "timed out after 1 s (wall-clock limit), waiting for its session \
+                     instance, busy with an earlier event of the session"
+                ),
+            "{message}"
+        );
+    }
+    assert!(
+        elapsed < std::time::Duration::from_millis(1800),
+        "four events of a 1 s hook took {elapsed:?}"
+    );
+}
+
 /// A session instance whose call was dropped midway (its client disconnected) is not
 /// used again: the next event of the session gets a fresh instance.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

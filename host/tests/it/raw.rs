@@ -29,6 +29,8 @@ pub enum Raw {
     /// The core module's start function (run as the component is instantiated) and
     /// `handle` each count down from [`BURN`]: about 5 units of fuel per step.
     StartBurns,
+    /// `describe` and `handle` each count down from [`BURN`].
+    DescribeBurns,
 }
 
 /// The steps of each countdown of [`Raw::StartBurns`].
@@ -194,11 +196,14 @@ fn countdown(f: &mut Function, counter: u32) {
 
 fn describe(kind: Raw) -> Function {
     use Instruction as I;
-    let mut f = Function::new([]);
+    let mut f = Function::new([(1, ValType::I32)]);
     if kind == Raw::DescribeSpins {
         for i in [I::Loop(BlockType::Empty), I::Br(0), I::End] {
             f.instruction(&i);
         }
+    }
+    if kind == Raw::DescribeBurns {
+        countdown(&mut f, 0);
     }
     f.instruction(&I::I32Const(DESCRIBE_AREA));
     f.instruction(&I::End);
@@ -211,7 +216,7 @@ fn handle(kind: Raw) -> Function {
     let mut f = Function::new([(1, ValType::I32)]);
     match kind {
         Raw::DescribeSpins => {}
-        Raw::StartBurns => countdown(&mut f, 16),
+        Raw::StartBurns | Raw::DescribeBurns => countdown(&mut f, 16),
         Raw::TableGrow => {
             for i in [
                 I::Block(BlockType::Empty),

@@ -130,12 +130,16 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The hook a load is for, for the message of a compile that outlives its budget.
+/// The hook a load is for, for the message of a compile that outlives its budget, and
+/// the event's budget that `describe` draws on.
 pub(super) struct Budget<'a> {
     /// The hook's label (its id), `None` outside a hook.
     pub(super) hook: Option<&'a str>,
     /// How long the load may wait for the compile.
     pub(super) time: Duration,
+    /// The event's budget, when the load is for an event: `describe` runs until its
+    /// deadline on the fuel it has left, and what `describe` spends is gone for the call.
+    pub(super) event: Option<&'a super::limits::EventBudget>,
 }
 
 impl Sandbox {

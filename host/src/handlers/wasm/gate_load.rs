@@ -26,6 +26,7 @@ impl WasmRuntime {
         let budget = Budget {
             hook: None,
             time: COMPILE_BUDGET,
+            event: None,
         };
         let loaded =
             block_on(sandbox.load(path, None, None, &super::load::INSPECT_LIMITS, &budget))
@@ -54,6 +55,7 @@ impl WasmRuntime {
         let budget = Budget {
             hook: Some(&call.label),
             time: COMPILE_BUDGET,
+            event: None,
         };
         let loaded = block_on(sandbox.load(&call.plugin, None, None, &limits, &budget))
             .map_err(PluginError::Engine)?

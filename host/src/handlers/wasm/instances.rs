@@ -9,7 +9,7 @@ use wasmtime::Store;
 
 use super::bindings::{self, Plugin};
 use super::grants::GrantCheck;
-use super::limits::{Allowance, CallOutcome, Limits, Phase, finish};
+use super::limits::{Allowance, CallOutcome, Limits, Phase, finish, timeout_message};
 use super::load::Loaded;
 use super::session_key::Grants;
 use super::state::State;
@@ -75,8 +75,18 @@ impl Sandbox {
         // The instance is taken out of its slot for the call: if the call's future is
         // dropped (its client went away), the instance goes with it instead of being
         // reused mid-call. The slot stays locked meanwhile, so a session's events reach
-        // its instance one at a time.
-        let mut guard = slot.lock().await;
+        // its instance one at a time; an event waits for it no longer than its own
+        // deadline (the wait counts against its time, as a command hook's does).
+        let Ok(mut guard) = tokio::time::timeout_at(allowance.event.deadline, slot.lock()).await
+        else {
+            return Err((
+                FailureKind::Timeout,
+                format!(
+                    "{}, waiting for its session instance, busy with an earlier event of the session",
+                    timeout_message(&allowance.limits)
+                ),
+            ));
+        };
         let kept = guard
             .take()
             .filter(|instance| instance.digest == loaded.info.sha256);

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::ResourceTableError;
@@ -35,23 +36,68 @@ pub(super) struct Limits {
     pub(super) timeout: Duration,
 }
 
-/// What one call may spend: its [`Limits`], and the model's tokens when the hook's
-/// `capabilities.model` grant is live ([`super::model_call`]). Both are put into the
-/// store before each call ([`Allowance::arm`]), a kept session instance's included.
+/// What one call may spend: its [`Limits`], what is left of them for this event
+/// ([`EventBudget`]), and the model's tokens when the hook's `capabilities.model` grant
+/// is live ([`super::model_call`]). They are put into the store before each call
+/// ([`Allowance::arm`]), a kept session instance's included.
 pub(super) struct Allowance {
     pub(super) limits: Limits,
+    pub(super) event: EventBudget,
     pub(super) model: Option<Arc<PluginModel>>,
 }
 
 impl Allowance {
-    /// Arms `store` for the next call: the limits, and the model budget (none when the
-    /// grant is not live, whatever an earlier call of a kept instance had).
+    /// Arms `store` for the next call: the fuel the event has left, its deadline, and the
+    /// model budget (none when the grant is not live, whatever an earlier call of a kept
+    /// instance had).
     pub(super) fn arm(&self, store: &mut Store<State>) -> Result<(), String> {
-        self.limits.arm(store)?;
+        self.limits.arm_for(store, Some(&self.event))?;
         store.data_mut().model = self.model.clone();
         Ok(())
     }
 }
+
+/// One hook's budget for one event. Everything its plugin runs for the event draws on
+/// it: `describe` when the load runs it, the instance's start functions and the call. So
+/// no step gets a budget of its own: one fuel limit for all of them, and one deadline,
+/// the hook's timeout counted from the hook's start, which waiting (for the compile, for
+/// the session's instance) counts against too.
+#[derive(Debug)]
+pub(super) struct EventBudget {
+    /// When the hook's time is up.
+    pub(super) deadline: tokio::time::Instant,
+    /// Fuel spent before the call (by `describe`).
+    spent: AtomicU64,
+}
+
+impl EventBudget {
+    /// The budget of a hook that started at `started`, under `limits`.
+    pub(super) fn new(started: std::time::Instant, limits: &Limits) -> EventBudget {
+        let started = tokio::time::Instant::from_std(started);
+        EventBudget {
+            // A timeout past what an instant can hold is no deadline in practice.
+            deadline: started
+                .checked_add(limits.timeout)
+                .unwrap_or_else(|| started + FAR_FUTURE),
+            spent: AtomicU64::new(0),
+        }
+    }
+
+    /// The fuel left for what runs next.
+    pub(super) fn fuel_left(&self, limits: &Limits) -> u64 {
+        limits
+            .fuel
+            .saturating_sub(self.spent.load(Ordering::Acquire))
+    }
+
+    /// Takes `fuel` from the budget.
+    pub(super) fn spend(&self, fuel: u64) {
+        self.spent.fetch_add(fuel, Ordering::AcqRel);
+    }
+}
+
+/// A deadline that never comes (a year).
+const FAR_FUTURE: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The call was still running (blocked in a host call) when its deadline passed.
 #[derive(Debug)]
@@ -66,10 +112,40 @@ impl std::fmt::Display for DeadlinePassed {
 impl std::error::Error for DeadlinePassed {}
 
 impl Limits {
-    /// Sets fuel and the epoch deadline for the next call, and clears per-call records.
+    /// Sets fuel and the epoch deadline for the next call (all the fuel, the timeout from
+    /// now), and clears per-call records.
     pub(super) fn arm(&self, store: &mut Store<State>) -> Result<(), String> {
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(self.timeout).unwrap_or(now + FAR_FUTURE);
+        self.arm_until(store, self.fuel, deadline)
+    }
+
+    /// Arms `store` on what is left of `event`'s budget (or, outside an event, as
+    /// [`Limits::arm`]); the fuel it has.
+    pub(super) fn arm_for(
+        &self,
+        store: &mut Store<State>,
+        event: Option<&EventBudget>,
+    ) -> Result<u64, String> {
+        let Some(event) = event else {
+            self.arm(store)?;
+            return Ok(self.fuel);
+        };
+        let fuel = event.fuel_left(self);
+        self.arm_until(store, fuel, event.deadline)?;
+        Ok(fuel)
+    }
+
+    /// Sets `fuel` and the epoch `deadline` for the next call, and clears per-call
+    /// records.
+    fn arm_until(
+        &self,
+        store: &mut Store<State>,
+        fuel: u64,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), String> {
         store
-            .set_fuel(self.fuel)
+            .set_fuel(fuel)
             .map_err(|e| format!("cannot set fuel: {e}"))?;
         // The next tick runs the store's epoch callback, which yields or interrupts.
         store.set_epoch_deadline(1);
@@ -78,7 +154,7 @@ impl Limits {
         data.host_fuel = 0;
         data.host_calls = 0;
         data.git_dirs.clear();
-        data.http_policy.deadline = Some(tokio::time::Instant::now() + self.timeout);
+        data.http_policy.deadline = Some(deadline);
         *data
             .http_policy
             .denied
@@ -248,12 +324,7 @@ pub(super) fn classify_error(
             format!("{which} exceeded its cap of {OUTPUT_CAP} bytes"),
         );
     }
-    let timeout = || {
-        format!(
-            "timed out after {} (wall-clock limit)",
-            human_duration(limits.timeout)
-        )
-    };
+    let timeout = || timeout_message(limits);
     if find::<DeadlinePassed>(error).is_some() {
         return (
             FailureKind::Timeout,
@@ -359,6 +430,14 @@ fn root_cause(error: &wasmtime::Error, limits: &Limits) -> String {
         ));
     }
     text
+}
+
+/// What a call that ran out of time says.
+pub(super) fn timeout_message(limits: &Limits) -> String {
+    format!(
+        "timed out after {} (wall-clock limit)",
+        human_duration(limits.timeout)
+    )
 }
 
 fn human_duration(d: Duration) -> String {

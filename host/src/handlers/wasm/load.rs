@@ -12,7 +12,7 @@ use super::bindings::{self, PluginPre};
 use super::cache::{CacheStatus, CompileError, sha256_hex};
 use super::compiles::{Budget, Prepared};
 use super::hostcalls::stub_http;
-use super::limits::{Limits, Phase, classify_error};
+use super::limits::{EventBudget, Limits, Phase, classify_error};
 use super::state::State;
 use super::{HOOK_EXPORT, LoadError, Sandbox, WIT_VERSIONS};
 use crate::config::file::{FileError, FileStamp, kind_name, open_regular, read_regular};
@@ -245,7 +245,8 @@ impl Described {
 impl Sandbox {
     /// The compiled plugin at `path`, loading it when new or changed; the compile waited
     /// for at most `budget` ([`Sandbox::compile_bounded`]), and `describe` runs under
-    /// `limits` (the hook's own) when its answer is not memoized.
+    /// `limits` (the hook's own; for an event, on what is left of the event's budget,
+    /// which it spends) when its answer is not memoized.
     pub(super) async fn load(
         self: &Arc<Self>,
         path: &Path,
@@ -305,7 +306,8 @@ impl Sandbox {
         {
             Some(described) => described,
             None => {
-                let described = Described::from_wit(self.describe(&pre, &file_name, limits).await?);
+                let info = self.describe(&pre, &file_name, limits, budget.event);
+                let described = Described::from_wit(info.await?);
                 described.check().map_err(|e| {
                     (
                         FailureKind::InvalidOutput,
@@ -423,12 +425,14 @@ impl Sandbox {
     }
 
     /// Calls `describe` in a throwaway instance with no capabilities, under `limits`
-    /// (the whole call, host calls included, ends at its timeout).
+    /// (the whole call, host calls included, ends at its timeout), or for an event on
+    /// what is left of the `event`'s budget, which it then spends.
     pub(super) async fn describe(
         &self,
         pre: &PluginPre<State>,
         file_name: &Arc<str>,
         limits: &Limits,
+        event: Option<&EventBudget>,
     ) -> Result<bindings::PluginInfo, LoadError> {
         let mut store = self
             .store(
@@ -443,8 +447,8 @@ impl Sandbox {
                 },
             )
             .map_err(|e| (FailureKind::CannotStart, e))?;
-        limits
-            .arm(&mut store)
+        let fuel = limits
+            .arm_for(&mut store, event)
             .map_err(|e| (FailureKind::CannotStart, e))?;
         let deadline = store.data().http_policy.deadline;
         let mut phase = Phase::Instantiate;
@@ -454,6 +458,9 @@ impl Sandbox {
             plugin.hookhost_hook_hook().call_describe(&mut store).await
         })
         .await;
+        if let Some(event) = event {
+            event.spend(fuel.saturating_sub(store.get_fuel().unwrap_or(0)));
+        }
         result.map_err(|e| {
             let (kind, message) = classify_error(&e, &mut store, limits, phase);
             (

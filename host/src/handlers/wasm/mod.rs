@@ -96,7 +96,7 @@ use crate::policy::{Hook, Policy};
 use futures_util::future::BoxFuture;
 use grants::GrantCheck;
 use instances::SessionSlot;
-use limits::{Allowance, CallOutcome, Limits, Phase, finish};
+use limits::{Allowance, CallOutcome, EventBudget, Limits, Phase, finish};
 use load::Loaded;
 use state::State;
 
@@ -430,9 +430,11 @@ impl Sandbox {
                 Err((kind, message)) => return failed(kind, message, Vec::new()),
             },
         };
+        let event_budget = EventBudget::new(started, &limits);
         let budget = compiles::Budget {
             hook: Some(&call.label),
             time: call.timeout.saturating_sub(started.elapsed()),
+            event: Some(&event_budget),
         };
         let loaded = match self
             .load(&plugin, sha256.as_deref(), allowlist, &limits, &budget)
@@ -504,6 +506,7 @@ impl Sandbox {
         };
         let allowance = Allowance {
             limits,
+            event: event_budget,
             model: live.model.map(|tokens| {
                 Arc::new(PluginModel::new(
                     model.unwrap_or_else(model_call::unavailable),
