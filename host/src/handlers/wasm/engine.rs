@@ -167,10 +167,11 @@ pub(super) fn linkers(engine: &Engine) -> Result<Linkers, String> {
 /// its deadline, late.
 const IDLE_TICK: Duration = Duration::from_secs(1);
 
-/// The thread that advances the engine's epoch every [`EPOCH_TICK`] while a call runs
-/// (each [`super::limits::Limits::bound`] holds a [`Running`]), and every [`IDLE_TICK`]
-/// while none does: an idle daemon is not woken 200 times a second. It stops when
-/// dropped.
+/// The thread that advances the engine's epoch every [`EPOCH_TICK`] while calls run or
+/// start (each [`super::limits::Limits::bound`] holds a [`Running`]), and every
+/// [`IDLE_TICK`] once a whole tick went by with none: an idle daemon is not woken 200
+/// times a second, and a busy one does not wake the ticker for each event. It stops
+/// when dropped.
 pub(super) struct EpochTicker {
     shared: Arc<TickerShared>,
     thread: std::thread::Thread,
@@ -180,6 +181,9 @@ struct TickerShared {
     stop: AtomicBool,
     /// Calls running now.
     running: AtomicUsize,
+    /// Calls started so far: a call that started and ended within one tick keeps the
+    /// ticker awake as one still running does.
+    started: AtomicUsize,
 }
 
 /// A call running: the ticker ticks every [`EPOCH_TICK`] until the last one is dropped.
@@ -197,6 +201,7 @@ impl EpochTicker {
         let shared = Arc::new(TickerShared {
             stop: AtomicBool::new(false),
             running: AtomicUsize::new(0),
+            started: AtomicUsize::new(0),
         });
         let (engine, ticking) = (engine.clone(), shared.clone());
         let handle = std::thread::Builder::new()
@@ -211,6 +216,7 @@ impl EpochTicker {
 
     /// Marks a call running until the guard is dropped, waking the ticker if it idled.
     pub(super) fn running(&self) -> Running<'_> {
+        self.shared.started.fetch_add(1, Ordering::AcqRel);
         if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0 {
             self.thread.unpark();
         }
@@ -226,26 +232,36 @@ impl Drop for EpochTicker {
 }
 
 impl TickerShared {
+    /// Whether no call runs and none started since `seen` calls had.
+    fn idle(&self, seen: usize) -> bool {
+        self.running.load(Ordering::Acquire) == 0 && self.started.load(Ordering::Acquire) == seen
+    }
+
     fn tick(&self, engine: &Engine) {
+        let mut seen = self.started.load(Ordering::Acquire);
         while !self.stop.load(Ordering::Acquire) {
-            if self.running.load(Ordering::Acquire) == 0 {
+            if self.idle(seen) {
                 // `unpark` before this `park_timeout` makes it return at once.
                 std::thread::park_timeout(IDLE_TICK);
-                if self.running.load(Ordering::Acquire) == 0 {
+                if self.idle(seen) {
                     engine.increment_epoch();
                 }
                 continue;
             }
-            // While calls run, ticks follow real time: a late wake-up catches up, so
-            // deadlines are not stretched by scheduling delays.
+            // While calls run or start, ticks follow real time: a late wake-up catches
+            // up, so deadlines are not stretched by scheduling delays.
             let start = Instant::now();
             let mut ticks: u128 = 0;
-            while self.running.load(Ordering::Acquire) > 0 && !self.stop.load(Ordering::Acquire) {
+            loop {
+                seen = self.started.load(Ordering::Acquire);
                 std::thread::sleep(EPOCH_TICK);
                 let due = start.elapsed().as_nanos() / EPOCH_TICK.as_nanos();
                 while ticks < due {
                     engine.increment_epoch();
                     ticks += 1;
+                }
+                if self.idle(seen) || self.stop.load(Ordering::Acquire) {
+                    break;
                 }
             }
         }
