@@ -13,11 +13,11 @@ use wasmtime::{Store, Trap};
 
 use super::OUTPUT_CAP;
 use super::bindings;
-use super::engine::EpochTicker;
 use super::held::entry_bytes;
 use super::hostcalls::{FUEL_PER_BYTE, FUEL_PER_HOST_CALL, HttpNotGranted};
 use super::model_budget::PluginModel;
 use super::state::{MAX_TABLE_ELEMENTS, Refused, State, resource_table_cap};
+use super::ticker::EpochTicker;
 use crate::handlers::output::cap_text;
 use crate::handlers::{FailureKind, Usage};
 

@@ -56,6 +56,7 @@ pub mod oci;
 mod progress;
 mod session_key;
 mod state;
+mod ticker;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -361,7 +362,7 @@ struct Sandbox {
     on_compile: Option<CompileObserver>,
     sessions: Mutex<HashMap<instances::SessionKey, SessionSlot>>,
     /// Advances the engine's epoch; every call holds it running ([`Limits::bound`]).
-    ticker: engine::EpochTicker,
+    ticker: ticker::EpochTicker,
     /// The OCI cache of `oci://` plugins.
     oci: Option<oci::OciStore>,
 }
@@ -387,7 +388,7 @@ impl Sandbox {
     ) -> Result<Sandbox, String> {
         let engine = engine::new_engine(instance_pool)?;
         let linkers = engine::linkers(&engine)?;
-        let ticker = engine::EpochTicker::start(&engine)?;
+        let ticker = ticker::EpochTicker::start(&engine)?;
         let guards = grants::PlaceGuards::new(cache_dir.as_deref());
         let cache = CompileCache::new(cache_dir, &engine);
         Ok(Sandbox {
