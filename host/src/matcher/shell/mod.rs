@@ -26,7 +26,6 @@
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
-use brush_parser::ParserOptions;
 
 /// Commands longer than this are not parsed: the hook runs.
 pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -98,6 +97,7 @@ pub fn analyze(command: &str) -> Analysis {
     analyzer.out
 }
 
+mod parse;
 mod programs;
 mod walk;
 mod words;
@@ -150,11 +150,6 @@ struct Analyzer {
     out: Analysis,
     parsed_bytes: usize,
     parsed_openers: usize,
-}
-
-/// The parser's options: bash, with extglob (its `@( )` patterns parse as words).
-fn parser_options() -> ParserOptions {
-    ParserOptions::default()
 }
 
 impl Analyzer {
@@ -214,22 +209,13 @@ impl Analyzer {
             return;
         }
         let stack = STACK_BASE + openers * STACK_PER_OPENER;
-        stacker::maybe_grow(stack, stack, || {
-            let mut parser = brush_parser::Parser::new(text.as_bytes(), &parser_options());
-            match parser.parse_program() {
-                Ok(program) => {
-                    for list in &program.complete_commands {
-                        self.compound_list(list, depth, sound);
-                    }
+        stacker::maybe_grow(stack, stack, || match parse::program(text) {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.compound_list(list, depth, sound);
                 }
-                Err(e) => self.fail(
-                    sound,
-                    format!(
-                        "the shell parser does not accept it: {}",
-                        clip(&e.to_string())
-                    ),
-                ),
             }
+            Err(why) => self.fail(sound, why),
         });
     }
 }

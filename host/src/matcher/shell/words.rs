@@ -3,7 +3,7 @@
 
 use brush_parser::word::{WordPiece, WordPieceWithSource};
 
-use super::{Analyzer, MAX_DEPTH, Value, clip, parser_options};
+use super::{Analyzer, MAX_DEPTH, Value, clip, parse};
 
 impl Analyzer {
     /// The value of a word, walking the commands inside it.
@@ -37,19 +37,10 @@ impl Analyzer {
         {
             return Value::Static(raw.to_string());
         }
-        let options = parser_options();
-        let pieces = if heredoc {
-            brush_parser::word::parse_heredoc(raw, &options)
-        } else {
-            brush_parser::word::parse(raw, &options)
-        };
-        let pieces = match pieces {
+        let pieces = match parse::word(raw, heredoc) {
             Ok(p) => p,
-            Err(e) => {
-                self.fail(
-                    sound,
-                    format!("a word does not parse: {}", clip(&e.to_string())),
-                );
+            Err(why) => {
+                self.fail(sound, why);
                 return Value::Dynamic {
                     prefix: String::new(),
                 };
