@@ -77,6 +77,12 @@ const PUSHES: &[&str] = &[
     "x='$(git push)'; echo ${x@P}",
     "find . -maxdepth 0 -exec git push \\;",
     "git push 2>&1 | cat",
+    // Numbers past brush-parser's integer types (it panicked on them): bash reads an
+    // over-long I/O number as a word, and leaves a tilde it cannot expand alone.
+    "git push 2147483648>/dev/null",
+    "git push 99999999999999999999<&0",
+    "git push ~99999999999999999999999",
+    "git push ~+18446744073709551616/x",
     "! git push",
     "coproc git push; wait",
     "python3 -c 'import subprocess; subprocess.run([\"git\", \"push\"])'",
@@ -168,7 +174,11 @@ fn every_way_of_running_git_push_runs_the_guard() {
             "the table is wrong: bash does not push on {command:?}"
         );
         let out = env.dispatch("PreToolUse", bash_input(command));
-        if out["decision"] != "deny" {
+        // The guard's own deny, not a dispatch that failed (which blocks too).
+        let guard_ran = out["hooks"]
+            .as_array()
+            .is_some_and(|hooks| hooks.iter().any(|h| h["status"] == "blocked"));
+        if out["decision"] != "deny" || !guard_ran {
             failures.push(command);
         }
     }
