@@ -391,10 +391,13 @@ fn commands_beyond_the_limits_run_the_hook_without_crashing() {
 fn nesting_within_the_limits_is_understood_on_a_small_stack() {
     let within = [
         format!("echo {}ls{}", "$(echo ".repeat(60), ")".repeat(60)),
-        format!("{}ls{}", "{ ".repeat(2_000), "; }".repeat(2_000)),
-        format!("{}ls{}", "( { ".repeat(1_000), "; } )".repeat(1_000)),
-        format!("{}ls{}", "if a; then ".repeat(1_000), "; fi".repeat(1_000)),
-        format!("{}ls{}", "while a; do ".repeat(600), "; done".repeat(600)),
+        // Compound commands to the bound (`shell::MAX_NESTING`; past it the line is unknown).
+        format!("{}ls{}", "{ ".repeat(12), "; }".repeat(12)),
+        format!("{}ls{}", "( { ".repeat(6), "; } )".repeat(6)),
+        format!("{}ls{}", "if a; then ".repeat(12), "; fi".repeat(12)),
+        format!("{}ls{}", "while a; do ".repeat(12), "; done".repeat(12)),
+        // Within each script, and 60 levels of them.
+        format!("echo {}ls{}", "$( ( echo ".repeat(60), " ) )".repeat(60)),
     ];
     for command in within {
         let shown = command[..40.min(command.len())].to_string();

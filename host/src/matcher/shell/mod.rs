@@ -18,7 +18,9 @@
 //! found in it runs the hook too.
 //!
 //! Bounds (each makes the line unknown, so the hook runs): [`MAX_COMMAND_BYTES`] of input,
-//! [`MAX_DEPTH`] levels of strings and substitutions inside each other, [`MAX_OPENERS`]
+//! [`MAX_DEPTH`] levels of strings and substitutions inside each other, [`MAX_NESTING`]
+//! levels of compound commands in one script (`parse.rs`, where every call into the parser
+//! and its guards are), [`MAX_OPENERS`]
 //! tokens that may nest (brackets, braces, backticks, `!`, `&`, `|` and compound keywords) in
 //! one script, and a total parse budget. The parser recurses; it runs on a stack grown to the
 //! input's count of such tokens (`stacker`), so no input can overflow the caller's stack.
@@ -98,6 +100,7 @@ pub fn analyze(command: &str) -> Analysis {
 }
 
 mod parse;
+pub use parse::MAX_NESTING;
 mod programs;
 mod walk;
 mod words;

@@ -1,22 +1,35 @@
 //! The one place the shell analysis calls brush-parser: every script and every word it parses
 //! passes through [`program`] or [`word`], so whatever the parser does wrong on hostile input
-//! is handled here, once, for every caller.
-//!
-//! brush-parser 0.4 panics on some input: it reads numbers with an unchecked `parse().unwrap()`
-//! (`2147483648>f`, an I/O number past `i32`; `~99999999999999999999`, a directory-stack index
-//! past `usize`). Two layers keep that from the host:
-//! - [`unreadable_number`] finds, before the parser runs, each number the grammar would read into
-//!   an integer that cannot hold it, and makes the line *unknown* (the hook runs) with a message
-//!   that names it;
-//! - any other panic in the parser is caught ([`guarded`]) and makes the line unknown too; the
-//!   process's panic hook still reports it once, as the bug it is.
+//! is handled here, once, for every caller. brush-parser 0.4 has three such weaknesses, each
+//! met before the parser runs, and a catch for whatever else it may do:
+//! - **exponential time**: its PEG grammar backtracks without memoising, so each level of an
+//!   unterminated (or oddly closed) compound command doubles the work: 25 levels of `( ` took
+//!   seconds, 24 of `case a in a) ` minutes. A script is tokenized first (the tokenizer is
+//!   linear) and a script whose compound commands nest deeper than [`MAX_NESTING`]
+//!   ([`nesting`], an upper bound read from the tokens) is not parsed: the line is *unknown*,
+//!   so the hook runs;
+//! - **stack**: the parser recurses once per level of nesting (3,000 nested `coproc` overflowed
+//!   an 8 MiB stack); the same bound limits its depth;
+//! - **panics**: it reads numbers with an unchecked `parse().unwrap()` (`2147483648>f`, an I/O
+//!   number past `i32`; `~99999999999999999999`, a directory-stack index past `usize`).
+//!   [`unreadable_io_number`] (on the tokens, as the grammar sees them) and
+//!   [`unreadable_number`] (on a word's text) find them first, and any other panic in the
+//!   tokenizer or parser is caught ([`guarded`]); either makes the line unknown, and the
+//!   process's panic hook reports a caught panic once, as the bug it is.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use brush_parser::Token;
 use brush_parser::ast;
 use brush_parser::word::WordPieceWithSource;
 
 use super::clip;
+
+/// Compound commands (groups, subshells, `if`, loops, `case`, `[[ ]]`, functions, `coproc`)
+/// nested deeper than this in one script are not parsed: the hook runs. Strings and
+/// substitutions inside a script are parsed as scripts of their own, each under this bound
+/// (and [`super::MAX_DEPTH`] bounds how deep those go).
+pub const MAX_NESTING: usize = 12;
 
 /// The parser's options: bash, with extglob (its `@( )` patterns parse as words).
 fn parser_options() -> brush_parser::ParserOptions {
@@ -25,16 +38,30 @@ fn parser_options() -> brush_parser::ParserOptions {
 
 /// Parses a script (the line itself, or a string or substitution in it).
 pub(super) fn program(text: &str) -> Result<ast::Program, String> {
-    screened(text)?;
     guarded(|| {
-        brush_parser::Parser::new(text.as_bytes(), &parser_options())
-            .parse_program()
+        let options = parser_options();
+        let tokens = brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
             .map_err(|e| {
                 format!(
                     "the shell parser does not accept it: {}",
                     clip(&e.to_string())
                 )
-            })
+            })?;
+        if let Some(number) = unreadable_io_number(&tokens) {
+            return Err(too_large(number));
+        }
+        let depth = nesting(&tokens);
+        if depth > MAX_NESTING {
+            return Err(format!(
+                "compound commands are nested {depth} levels deep (at most {MAX_NESTING} are parsed)"
+            ));
+        }
+        brush_parser::parse_tokens(&tokens, &options).map_err(|e| {
+            format!(
+                "the shell parser does not accept it: {}",
+                clip(&e.to_string())
+            )
+        })
     })
 }
 
@@ -54,12 +81,108 @@ pub(super) fn word(raw: &str, heredoc: bool) -> Result<Vec<WordPieceWithSource>,
 
 fn screened(text: &str) -> Result<(), String> {
     match unreadable_number(text) {
-        Some(number) => Err(format!(
-            "the number {} is too large for the shell parser to read",
-            clip(number)
-        )),
+        Some(number) => Err(too_large(number)),
         None => Ok(()),
     }
+}
+
+fn too_large(number: &str) -> String {
+    format!(
+        "the number {} is too large for the shell parser to read",
+        clip(number)
+    )
+}
+
+/// An I/O number the grammar would read into an `i32` that cannot hold it: a word of
+/// digits right before a redirection operator (the grammar also asks that the two touch; a
+/// number apart from its operator is flagged too, which only makes a line unknown).
+fn unreadable_io_number(tokens: &[Token]) -> Option<&str> {
+    tokens.windows(2).find_map(|pair| match pair {
+        [Token::Word(word, _), Token::Operator(op, _)]
+            if op.starts_with(['<', '>'])
+                && !word.is_empty()
+                && word.bytes().all(|b| b.is_ascii_digit())
+                && !readable(word) =>
+        {
+            Some(word.as_str())
+        }
+        _ => None,
+    })
+}
+
+/// An upper bound on how deep the compound commands of a script nest, read from its tokens.
+///
+/// A reserved word opens or closes a construct only where a command may start (after a
+/// separator, an opening word or `(`), as in bash; a closing word closes only the
+/// construct of its kind on top (`fi` an `if`, `done` a loop, `esac` a `case`, `}` a `{`,
+/// `]]` a `[[`) and `)` only a `(`, so a word used as an argument (`echo done`) or a `case`
+/// pattern's `)` never lowers the count. `coproc`, which nothing closes, only raises it.
+/// Erring high only makes a line unknown.
+fn nesting(tokens: &[Token]) -> usize {
+    let mut open: Vec<&str> = Vec::new();
+    let mut deepest = 0;
+    // Whether the next word may be a command's first (where reserved words are read).
+    let mut command_start = true;
+    // The next word is a redirection's target, not a command.
+    let mut target = false;
+    // The next word is the name after `function`.
+    let mut name = false;
+    for token in tokens {
+        match token {
+            Token::Operator(op, _) => {
+                match op.as_str() {
+                    "(" | "((" => open.push("("),
+                    ")" | "))" if open.last() == Some(&"(") => {
+                        open.pop();
+                    }
+                    _ => {}
+                }
+                target = op.starts_with(['<', '>']) || op.ends_with(['<', '>']);
+                if !target {
+                    command_start = true;
+                }
+            }
+            Token::Word(..) if target => target = false,
+            // A function's name: its body (a compound command) follows.
+            Token::Word(..) if name => {
+                name = false;
+                command_start = true;
+            }
+            Token::Word(word, _) if word == "]]" && open.last() == Some(&"[[") => {
+                open.pop();
+            }
+            Token::Word(word, _) if command_start => match word.as_str() {
+                "function" => {
+                    name = true;
+                    command_start = false;
+                }
+                "{" | "if" | "while" | "until" | "[[" | "case" | "for" | "select" | "coproc" => {
+                    open.push(word);
+                    // A command follows these; a name or a word follows the others.
+                    command_start =
+                        matches!(word.as_str(), "{" | "if" | "while" | "until" | "coproc");
+                }
+                "then" | "do" | "else" | "elif" | "!" | "time" => {}
+                "}" | "fi" | "done" | "esac" | "]]" => {
+                    let opener: &[&str] = match word.as_str() {
+                        "}" => &["{"],
+                        "fi" => &["if"],
+                        "done" => &["while", "until", "for", "select"],
+                        "esac" => &["case"],
+                        _ => &["[["],
+                    };
+                    if open.last().is_some_and(|top| opener.contains(top)) {
+                        open.pop();
+                    }
+                    command_start = false;
+                }
+                _ => command_start = false,
+            },
+            Token::Word(..) => {}
+        }
+        deepest = deepest.max(open.len());
+    }
+    deepest
 }
 
 /// The largest number brush-parser reads without a panic where it reads numbers unchecked:
@@ -146,9 +269,12 @@ mod tests {
         for (number, unknown) in numbers {
             for op in redirects {
                 lines.push((format!("echo hi {number}{op}x\nx"), unknown));
-                lines.push((format!("{number}{op}x echo"), unknown));
-                lines.push((format!("echo $( {number}{op}x )"), unknown));
-                lines.push((format!("sh -c 'true {number}{op}x'"), unknown));
+                lines.push((format!("{number}{op}x echo\nx"), unknown));
+                if op != "<<" {
+                    // (A here-document's body cannot follow inside these.)
+                    lines.push((format!("echo $( {number}{op}x )"), unknown));
+                    lines.push((format!("sh -c 'true {number}{op}x'"), unknown));
+                }
             }
             for tilde in ["~", "~+", "~-"] {
                 lines.push((format!("ls {tilde}{number}"), unknown));
@@ -172,6 +298,86 @@ mod tests {
                 "{line:?}: {why:?}"
             );
         }
+    }
+
+    /// Constructs that nest, each repeated unterminated, closed, and closed oddly (`case`
+    /// patterns' `)`), from the parser's worst cases: past [`MAX_NESTING`] levels the line
+    /// is unknown without parsing; just under the bound it parses (in a few milliseconds: the
+    /// exponential stays small).
+    #[test]
+    fn nesting_past_the_bound_is_not_parsed() {
+        let constructs: &[(&str, &str)] = &[
+            ("( ", " )"),
+            ("(( ( ", " ) ))"),
+            ("{ ", "; }"),
+            ("if a; then ", "; fi"),
+            ("while a; do ", "; done"),
+            ("until a; do ", "; done"),
+            ("for i in a; do ", "; done"),
+            ("select i in a; do ", "; done"),
+            ("case a in a) ", ";; esac"),
+            ("case a in (a) ", ";; esac"),
+            ("case a in\na)\n", "\n;; esac"),
+            ("case a in a|b) ", ";; esac"),
+            ("case a in a) b;; a) ", ";; esac"),
+            ("f() { ", "; }"),
+            ("function f { ", "; }"),
+            ("coproc ", ""),
+            ("coproc\n", ""),
+            ("! ( ", " )"),
+            ("[[ ( a ) ]] && ( ", " )"),
+        ];
+        for (open, close) in constructs {
+            // `((` is two levels (brush reads it as two `(`); a `case` pattern's `(` one more
+            // while it is open.
+            let levels = if open.starts_with("((") { 3 } else { 1 };
+            let bound = MAX_NESTING / levels;
+            for depth in [bound - 1, bound + 1, 200, 3000] {
+                let inner = "true";
+                for closed in [false, true] {
+                    let close = if closed { *close } else { "" };
+                    let line = format!("{}{inner}{}", open.repeat(depth), close.repeat(depth));
+                    let started = std::time::Instant::now();
+                    let why = analyze(&line).unknown.unwrap_or_default();
+                    // Far past it, another bound (size, tokens that may nest) may come first.
+                    let nested = why.starts_with("compound commands are nested")
+                        || (depth > 1000 && !why.is_empty());
+                    if depth > bound {
+                        assert!(nested, "{open:?} x{depth}: {why:?}");
+                    } else {
+                        assert!(!nested, "{open:?} x{depth} is within the bound: {why:?}");
+                    }
+                    eprintln!("{open:?} x{depth} closed={closed}: {:?}", started.elapsed());
+                }
+            }
+        }
+    }
+
+    /// Constructs one after another do not add up: a long script of closed blocks is parsed.
+    #[test]
+    fn constructs_in_sequence_do_not_count_as_nesting() {
+        let blocks = [
+            "if a; then b; fi",
+            "for i in a b; do echo done; done",
+            "while a; do b; done",
+            "case x in a) b;; (c) d;; esac",
+            "{ a; }",
+            "( a )",
+            "[[ -n x ]] && [[ ( a ) ]]",
+            "f() { a; }",
+            "cat <<E\nfi done }\nE",
+            "echo fi done esac } ]]",
+        ];
+        let script = blocks.repeat(8).join("\n");
+        let tokens =
+            brush_parser::uncached_tokenize_str(&script, &parser_options().tokenizer_options())
+                .expect("tokens");
+        assert_eq!(nesting(&tokens), 2);
+        assert!(
+            analyze(&script).unknown.is_none(),
+            "{:?}",
+            analyze(&script).unknown
+        );
     }
 
     #[test]

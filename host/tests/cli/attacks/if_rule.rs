@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::{TestEnv, bash_input, hooks};
+use crate::support::{TestEnv, bash_input, hooks, run_bounded};
 
 /// Lines that run `git push` in bash.
 const PUSHES: &[&str] = &[
@@ -196,6 +196,58 @@ fn every_way_of_running_git_push_runs_the_guard() {
             out["decision"], "none",
             "{command:?} should skip the guard: {out}"
         );
+    }
+}
+
+/// Lines that tripped the shell parser (brush-parser 0.4): its time doubles per level of an
+/// unterminated compound command, 3,000 `coproc`s overflowed the stack (an abort, so no
+/// answer: the agent goes on without the guard), and numbers past its integer types panicked
+/// it, also behind a backslash-newline. Each must answer at once with the guard's own deny
+/// (the line is unknown, so the hook runs, `git push` in it or not); the last two are
+/// tokenizer panics that the analysis catches, the only ones allowed to print an internal
+/// error.
+#[test]
+fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo guard ran >&2; exit 2", "if": "Bash(git push *)"}]),
+    ));
+    let lines = [
+        format!("{}git push", "( ".repeat(40)),
+        format!("{}git push", "case a in a) ".repeat(40)),
+        format!(
+            "{}git push{}",
+            "case a in a) ".repeat(24),
+            ";; esac)".repeat(24)
+        ),
+        format!("{}git push", "coproc ".repeat(3000)),
+        "git push 2147483648\\\n>f".to_string(),
+        "echo ${x<<E}${y\nE\n".to_string(),
+        "echo $(cat<<E)$(\nE\n".to_string(),
+    ];
+    for (n, line) in lines.iter().enumerate() {
+        let shown = &line[..line.len().min(40)];
+        let run = run_bounded(
+            env.command().args(["dispatch", "PreToolUse"]),
+            &bash_input(line).to_string(),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap_or_else(|| panic!("{shown:?}: the dispatch hung"));
+        assert_eq!(run.code, 0, "{shown:?}: {}", run.stderr);
+        let out = run.json();
+        let guard_ran = out["hooks"]
+            .as_array()
+            .is_some_and(|hooks| hooks.iter().any(|h| h["status"] == "blocked"));
+        assert!(out["decision"] == "deny" && guard_ran, "{shown:?}: {out}");
+        if n < 5 {
+            assert!(
+                !run.stderr.contains("internal error"),
+                "{shown:?}: {}",
+                run.stderr
+            );
+        }
     }
 }
 
