@@ -125,9 +125,11 @@ fn nesting(tokens: &[Token]) -> usize {
     let mut command_start = true;
     // The next word is a redirection's target, not a command.
     let mut target = false;
-    // The next word is the name after `function`.
+    // The next word may be the name after `function` or `coproc`.
     let mut name = false;
     for token in tokens {
+        // Only the token right after `function` or `coproc` may be the name.
+        let naming = std::mem::take(&mut name);
         match token {
             Token::Operator(op, _) => {
                 match op.as_str() {
@@ -143,11 +145,9 @@ fn nesting(tokens: &[Token]) -> usize {
                 }
             }
             Token::Word(..) if target => target = false,
-            // A function's name: its body (a compound command) follows.
-            Token::Word(..) if name => {
-                name = false;
-                command_start = true;
-            }
+            // A name after `function` or `coproc`: a compound command may follow (after
+            // `coproc`, the word may also be a reserved word that starts one).
+            Token::Word(word, _) if naming && !is_reserved(word) => command_start = true,
             Token::Word(word, _) if word == "]]" && open.last() == Some(&"[[") => {
                 open.pop();
             }
@@ -161,6 +161,7 @@ fn nesting(tokens: &[Token]) -> usize {
                     // A command follows these; a name or a word follows the others.
                     command_start =
                         matches!(word.as_str(), "{" | "if" | "while" | "until" | "coproc");
+                    name = word == "coproc";
                 }
                 "then" | "do" | "else" | "elif" | "!" | "time" => {}
                 "}" | "fi" | "done" | "esac" | "]]" => {
@@ -183,6 +184,34 @@ fn nesting(tokens: &[Token]) -> usize {
         deepest = deepest.max(open.len());
     }
     deepest
+}
+
+/// The words bash reserves where a command starts.
+fn is_reserved(word: &str) -> bool {
+    matches!(
+        word,
+        "{" | "}"
+            | "if"
+            | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "while"
+            | "until"
+            | "do"
+            | "done"
+            | "for"
+            | "select"
+            | "in"
+            | "case"
+            | "esac"
+            | "function"
+            | "coproc"
+            | "[["
+            | "]]"
+            | "!"
+            | "time"
+    )
 }
 
 /// The largest number brush-parser reads without a panic where it reads numbers unchecked:
@@ -324,13 +353,19 @@ mod tests {
             ("function f { ", "; }"),
             ("coproc ", ""),
             ("coproc\n", ""),
+            ("coproc c { ", "; }"),
+            ("coproc while a; do ", "; done"),
             ("! ( ", " )"),
             ("[[ ( a ) ]] && ( ", " )"),
         ];
         for (open, close) in constructs {
-            // `((` is two levels (brush reads it as two `(`); a `case` pattern's `(` one more
-            // while it is open.
-            let levels = if open.starts_with("((") { 3 } else { 1 };
+            // `((` is two levels (brush reads it as two `(`), `coproc` one more than what it
+            // runs; a `case` pattern's `(` is one more while it is open.
+            let levels = match open.split(' ').next() {
+                Some("((") => 3,
+                Some("coproc") if open.len() > 7 => 2,
+                _ => 1,
+            };
             let bound = MAX_NESTING / levels;
             for depth in [bound - 1, bound + 1, 200, 3000] {
                 let inner = "true";
