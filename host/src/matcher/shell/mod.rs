@@ -113,7 +113,7 @@ pub(crate) use programs::{LEAVE_ARGUMENTS_ALONE, NAMING_BUILTINS};
 static OPENERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasick::new([
         "(", "{", "[", "`", "!", "&", "|", "if", "while", "until", "for", "case", "select",
-        "function", "do",
+        "function", "do", "coproc",
     ])
     .expect("static patterns")
 });

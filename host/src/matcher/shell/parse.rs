@@ -2,14 +2,16 @@
 //! passes through [`program`] or [`word`], so whatever the parser does wrong on hostile input
 //! is handled here, once, for every caller. brush-parser 0.4 has three such weaknesses, each
 //! met before the parser runs, and a catch for whatever else it may do:
-//! - **exponential time**: its PEG grammar backtracks without memoising, so each level of an
-//!   unterminated (or oddly closed) compound command doubles the work: 25 levels of `( ` took
-//!   seconds, 24 of `case a in a) ` minutes. A script is tokenized first (the tokenizer is
-//!   linear) and a script whose compound commands nest deeper than [`MAX_NESTING`]
-//!   ([`nesting`], an upper bound read from the tokens) is not parsed: the line is *unknown*,
-//!   so the hook runs;
+//! - **exponential time**: its PEG grammar backtracked without memoising, so each level of an
+//!   unterminated or `case`-nested compound command doubled the work (25 levels of `( `
+//!   took seconds, 24 of `case a in a) ` minutes). hookhost builds it with its grammar rules
+//!   memoised (`vendor/brush-parser/PATCHED.md`, which also fixes the tokenizer's quadratic
+//!   cases), and, as a second bound, tokenizes a script first (linear) and does not parse one
+//!   whose compound commands nest deeper than [`MAX_NESTING`] ([`nesting`], an upper bound
+//!   read from the tokens): the line is *unknown*, so the hook runs;
 //! - **stack**: the parser recurses once per level of nesting (3,000 nested `coproc` overflowed
-//!   an 8 MiB stack); the same bound limits its depth;
+//!   an 8 MiB stack); the same bound limits its depth, and the stack the parse runs on grows
+//!   with the tokens that may nest (`super::OPENERS`);
 //! - **panics**: it reads numbers with an unchecked `parse().unwrap()` (`2147483648>f`, an I/O
 //!   number past `i32`; `~99999999999999999999`, a directory-stack index past `usize`).
 //!   [`unreadable_io_number`] (on the tokens, as the grammar sees them) and
@@ -127,7 +129,7 @@ fn nesting(tokens: &[Token]) -> usize {
     let mut target = false;
     // The next word may be the name after `function` or `coproc`.
     let mut name = false;
-    for token in tokens {
+    for (i, token) in tokens.iter().enumerate() {
         // Only the token right after `function` or `coproc` may be the name.
         let naming = std::mem::take(&mut name);
         match token {
@@ -164,6 +166,13 @@ fn nesting(tokens: &[Token]) -> usize {
                     name = word == "coproc";
                 }
                 "then" | "do" | "else" | "elif" | "!" | "time" => {}
+                // `time`'s options: a command still follows.
+                "-p" | "--" if i > 0 && tokens[i - 1].to_str() == "time" => {}
+                // A closing word before `)` or `|` is a `case` pattern (`esac) …`).
+                "}" | "fi" | "done" | "esac" | "]]" if matches!(tokens.get(i + 1), Some(Token::Operator(op, _)) if op == ")" || op == "|") =>
+                {
+                    command_start = false;
+                }
                 "}" | "fi" | "done" | "esac" | "]]" => {
                     let opener: &[&str] = match word.as_str() {
                         "}" => &["{"],
@@ -354,6 +363,13 @@ mod tests {
             ("coproc ", ""),
             ("coproc\n", ""),
             ("coproc c { ", "; }"),
+            ("case a in a) ;; esac ) ", ""),
+            ("case a in\nesac) ", ""),
+            ("case a in a) b;& esac) ", ""),
+            ("case a in a|b) ;; esac|c) ", ""),
+            ("time -p case a in a) ", ";; esac"),
+            ("time -p -- ( ", " )"),
+            ("time -p coproc ", ""),
             ("coproc while a; do ", "; done"),
             ("! ( ", " )"),
             ("[[ ( a ) ]] && ( ", " )"),
@@ -385,6 +401,30 @@ mod tests {
                     eprintln!("{open:?} x{depth} closed={closed}: {:?}", started.elapsed());
                 }
             }
+        }
+    }
+
+    /// Inputs on which brush-parser's time grew exponentially (each level doubled) or
+    /// quadratically: they are answered, unknown or not. (vendor/brush-parser/PATCHED.md
+    /// has their times before the patch: seconds to minutes each; now milliseconds.)
+    #[test]
+    fn inputs_that_were_slow_to_parse_are_answered() {
+        let lines = [
+            "case a in a) ".repeat(12) + &"a;".repeat(3000) + &" esac".repeat(12),
+            "case a in a) ".repeat(8) + &"a;".repeat(20000),
+            "case a in a) ;; esac ) ".repeat(22),
+            "time -p case a in a) ".repeat(22),
+            "cat <<'".to_string() + &"A".repeat(32000) + "'\n" + &"\n".repeat(32000),
+            "cat <<E".to_string() + &" x".repeat(30000) + "\nE\n",
+            "cat".to_string() + &" <<a".repeat(10000) + "\n" + &"a\n".repeat(10000),
+        ];
+        for line in &lines {
+            let analysis = analyze(line);
+            assert!(
+                analysis.unknown.is_some() || !analysis.commands.is_empty(),
+                "{:?}",
+                &line[..40]
+            );
         }
     }
 
