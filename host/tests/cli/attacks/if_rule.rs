@@ -136,6 +136,15 @@ fn stub_bin(dir: &Path, log: &Path) -> std::path::PathBuf {
 }
 
 /// Whether `command`, run by bash with the stub first on PATH, runs `git push`.
+/// Whether the outcome is the guard's own deny, not a dispatch that failed (which blocks
+/// too).
+fn guard_denied(out: &serde_json::Value) -> bool {
+    out["decision"] == "deny"
+        && out["hooks"]
+            .as_array()
+            .is_some_and(|hooks| hooks.iter().any(|h| h["status"] == "blocked"))
+}
+
 fn bash_pushes(command: &str) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("git.log");
@@ -173,12 +182,7 @@ fn every_way_of_running_git_push_runs_the_guard() {
             bash_pushes(command),
             "the table is wrong: bash does not push on {command:?}"
         );
-        let out = env.dispatch("PreToolUse", bash_input(command));
-        // The guard's own deny, not a dispatch that failed (which blocks too).
-        let guard_ran = out["hooks"]
-            .as_array()
-            .is_some_and(|hooks| hooks.iter().any(|h| h["status"] == "blocked"));
-        if out["decision"] != "deny" || !guard_ran {
+        if !guard_denied(&env.dispatch("PreToolUse", bash_input(command))) {
             failures.push(command);
         }
     }
@@ -237,10 +241,7 @@ fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
         .unwrap_or_else(|| panic!("{shown:?}: the dispatch hung"));
         assert_eq!(run.code, 0, "{shown:?}: {}", run.stderr);
         let out = run.json();
-        let guard_ran = out["hooks"]
-            .as_array()
-            .is_some_and(|hooks| hooks.iter().any(|h| h["status"] == "blocked"));
-        assert!(out["decision"] == "deny" && guard_ran, "{shown:?}: {out}");
+        assert!(guard_denied(&out), "{shown:?}: {out}");
         if n < 5 {
             assert!(
                 !run.stderr.contains("internal error"),
