@@ -624,7 +624,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
         nesting_open: &str,
         mut nesting_count: u32,
     ) -> Result<(), TokenizerError> {
-        let mut pending_here_doc_tokens = vec![];
+        let mut pending_here_doc_tokens = VecDeque::new();
         let mut drain_here_doc_tokens = false;
 
         loop {
@@ -632,7 +632,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                 if pending_here_doc_tokens.len() == 1 {
                     drain_here_doc_tokens = false;
                 }
-                pending_here_doc_tokens.remove(0)
+                pending_here_doc_tokens.pop_front().ok_or(TokenizerError::MissingHereTagForDocumentBody)?
             } else {
                 let cur_token = self.next_token_until(Some(terminating_char), true)?;
 
@@ -642,7 +642,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                         | TokenEndReason::HereDocumentBodyEnd
                         | TokenEndReason::HereDocumentEndTag
                 ) {
-                    pending_here_doc_tokens.push(cur_token);
+                    pending_here_doc_tokens.push_back(cur_token);
                     continue;
                 }
                 cur_token
@@ -651,7 +651,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
             if matches!(cur_token.reason, TokenEndReason::UnescapedNewLine)
                 && !pending_here_doc_tokens.is_empty()
             {
-                pending_here_doc_tokens.push(cur_token);
+                pending_here_doc_tokens.push_back(cur_token);
                 drain_here_doc_tokens = true;
                 continue;
             }
@@ -973,7 +973,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                             // Consume the '{' and add it to the token.
                             state.append_char(self.next_char()?.unwrap());
 
-                            let mut pending_here_doc_tokens = vec![];
+                            let mut pending_here_doc_tokens = VecDeque::new();
                             let mut drain_here_doc_tokens = false;
 
                             loop {
@@ -984,7 +984,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                                         drain_here_doc_tokens = false;
                                     }
 
-                                    pending_here_doc_tokens.remove(0)
+                                    pending_here_doc_tokens.pop_front().ok_or(TokenizerError::MissingHereTagForDocumentBody)?
                                 } else {
                                     let cur_token = self.next_token_until(
                                         Some('}'),
@@ -1000,7 +1000,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                                             | TokenEndReason::HereDocumentBodyEnd
                                             | TokenEndReason::HereDocumentEndTag
                                     ) {
-                                        pending_here_doc_tokens.push(cur_token);
+                                        pending_here_doc_tokens.push_back(cur_token);
                                         continue;
                                     }
 
@@ -1010,7 +1010,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                                 if matches!(cur_token.reason, TokenEndReason::UnescapedNewLine)
                                     && !pending_here_doc_tokens.is_empty()
                                 {
-                                    pending_here_doc_tokens.push(cur_token);
+                                    pending_here_doc_tokens.push_back(cur_token);
                                     drain_here_doc_tokens = true;
                                     continue;
                                 }

@@ -773,12 +773,14 @@ peg::parser! {
             // Finally, match unquoted literal text.
             unquoted_literal_text(<stop_condition()>, in_command)
 
+        #[cache]
         rule dollar_sign_word_piece() -> WordPiece =
             arithmetic_expansion() /
             legacy_arithmetic_expansion() /
             command_substitution() /
             parameter_expansion()
 
+        #[cache]
         rule double_quoted_word_piece() -> WordPiece =
             arithmetic_expansion() /
             legacy_arithmetic_expansion() /
@@ -863,6 +865,7 @@ peg::parser! {
                 WordPieceWithSource { piece, start_index, end_index }
             }
 
+        #[cache]
         rule heredoc_word_piece() -> WordPiece =
             arithmetic_expansion() /
             legacy_arithmetic_expansion() /
@@ -917,6 +920,7 @@ peg::parser! {
 
         // TODO(parser): Deal with fact that there may be a quoted word or escaped closing brace chars.
         // TODO(parser): Improve on how we handle a '$' not followed by a valid variable name or parameter.
+        #[cache]
         rule parameter_expansion() -> WordPiece =
             "${" e:parameter_expression() "}" {
                 WordPiece::ParameterExpansion(e)
@@ -1066,6 +1070,7 @@ peg::parser! {
         rule variable_name() -> &'input str =
             $(!['0'..='9'] ['_' | '0'..='9' | 'a'..='z' | 'A'..='Z']+)
 
+        #[cache]
         pub(crate) rule command_substitution() -> WordPiece =
             "$(" c:command() ")" { WordPiece::CommandSubstitution(c.to_owned()) } /
             "`" c:backquoted_command() "`" { WordPiece::BackquotedCommandSubstitution(c) }
@@ -1086,9 +1091,11 @@ peg::parser! {
             "\\\\" { "\\\\" } /
             s:$([^'`']) { s }
 
+        #[cache]
         rule arithmetic_expansion() -> WordPiece =
             "$((" e:$(arithmetic_word(<"))">)) "))" { WordPiece::ArithmeticExpression(ast::UnexpandedArithmeticExpr { value: e.to_owned() } ) }
 
+        #[cache]
         rule legacy_arithmetic_expansion() -> WordPiece =
             "$[" e:$(arithmetic_word(<"]">)) "]" { WordPiece::ArithmeticExpression(ast::UnexpandedArithmeticExpr { value: e.to_owned() } ) }
 
@@ -1149,6 +1156,7 @@ peg::parser! {
                 ast::AssignmentName::VariableName(name.to_owned())
             }
 
+        #[cache]
         rule array_element_name() -> (&'input str, &'input str) =
             name:assigned_scalar_name() "[" ai:array_index() "]" { (name, ai) }
 

@@ -100,7 +100,7 @@ pub fn analyze(command: &str) -> Analysis {
 }
 
 mod parse;
-pub use parse::MAX_NESTING;
+pub use parse::{MAX_NESTING, MAX_TOKENS};
 mod programs;
 mod walk;
 mod words;

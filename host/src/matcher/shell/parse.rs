@@ -33,6 +33,12 @@ use super::clip;
 /// (and [`super::MAX_DEPTH`] bounds how deep those go).
 pub const MAX_NESTING: usize = 12;
 
+/// Tokens above which a script is not parsed: the hook runs. The parser's memoised rules
+/// keep a copy of each nested list's tree per level, so its memory grows with tokens ×
+/// levels; a script this long holds more commands than the analysis keeps anyway
+/// (`MAX_ITEMS`).
+pub const MAX_TOKENS: usize = 16 * 1024;
+
 /// The parser's options: bash, with extglob (its `@( )` patterns parse as words).
 fn parser_options() -> brush_parser::ParserOptions {
     brush_parser::ParserOptions::default()
@@ -49,6 +55,12 @@ pub(super) fn program(text: &str) -> Result<ast::Program, String> {
                     clip(&e.to_string())
                 )
             })?;
+        if tokens.len() > MAX_TOKENS {
+            return Err(format!(
+                "one script holds {} tokens (at most {MAX_TOKENS} are parsed)",
+                tokens.len()
+            ));
+        }
         if let Some(number) = unreadable_io_number(&tokens) {
             return Err(too_large(number));
         }
@@ -417,6 +429,12 @@ mod tests {
             "cat <<'".to_string() + &"A".repeat(32000) + "'\n" + &"\n".repeat(32000),
             "cat <<E".to_string() + &" x".repeat(30000) + "\nE\n",
             "cat".to_string() + &" <<a".repeat(10000) + "\n" + &"a\n".repeat(10000),
+            // The word parser (each level of `$((` tried as arithmetic, then again as a
+            // command substitution), also in a here-document's body and an array index.
+            "echo ".to_string() + &"$((a); ".repeat(20) + &") ".repeat(20),
+            "cat <<E\n".to_string() + &"$(".repeat(20) + "\nE\n",
+            "a[".to_string() + &"$((a); ".repeat(20) + &") ".repeat(20) + "]=x",
+            "echo $(cat".to_string() + &" <<a".repeat(10000) + "\n" + &"a\n".repeat(10000) + ")",
         ];
         for line in &lines {
             let analysis = analyze(line);

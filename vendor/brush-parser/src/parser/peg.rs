@@ -16,7 +16,6 @@ peg::parser! {
         rule complete_commands() -> Vec<ast::CompleteCommand> =
             c:complete_command() ++ newline_list()
 
-        #[cache]
         rule complete_command() -> ast::CompleteCommand =
             first:and_or() remainder:(s:separator_op() l:and_or() { (s, l) })* last_sep:separator_op()? {
                 let mut and_ors = vec![first];
@@ -38,7 +37,6 @@ peg::parser! {
                 ast::CompoundList(items)
             }
 
-        #[cache]
         rule and_or() -> ast::AndOrList =
             first:pipeline() additional:_and_or_item()* { ast::AndOrList { first, additional } }
 
@@ -49,7 +47,6 @@ peg::parser! {
             specific_operator("&&") { ast::AndOr::And } /
             specific_operator("||") { ast::AndOr::Or }
 
-        #[cache]
         rule pipeline() -> ast::Pipeline =
             timed:pipeline_timed()? bang:bang()* seq:pipe_sequence() {?
                 if timed.is_none() && bang.is_empty() && seq.is_empty() {
@@ -91,7 +88,6 @@ peg::parser! {
             non_posix_extensions_enabled() p:specific_operator("|&") { p }
 
         // N.B. We needed to move the function definition branch up to avoid conflicts with array assignment syntax.
-        #[cache]
         rule command() -> ast::Command =
             f:function_definition() { ast::Command::Function(f) } /
             c:simple_command() { ast::Command::Simple(c) } /
@@ -102,7 +98,6 @@ peg::parser! {
 
         // N.B. The arithmetic command is a non-sh extension.
         // N.B. The arithmetic for clause command is a non-sh extension.
-        #[cache]
         pub(crate) rule compound_command() -> ast::CompoundCommand =
             non_posix_extensions_enabled() a:arithmetic_command() { ast::CompoundCommand::Arithmetic(a) } /
             non_posix_extensions_enabled() c:coproc_clause() { ast::CompoundCommand::Coprocess(c) } /
@@ -439,7 +434,6 @@ peg::parser! {
         // N.B. Without the 'function' keyword, reserved words cannot be used as function names
         // (bash rejects e.g. `for (){ :; }`). With the 'function' keyword, reserved words are
         // allowed as function names (bash accepts e.g. `function for { :; }`).
-        #[cache]
         rule function_definition() -> ast::FunctionDefinition =
             specific_word("function") fname:fname() body:function_parens_and_body() {
                 ast::FunctionDefinition { fname, body }
@@ -479,7 +473,6 @@ peg::parser! {
                 ast::DoGroupCommand { list, loc }
             }
 
-        #[cache]
         rule simple_command() -> ast::SimpleCommand =
             prefix:cmd_prefix() word_and_suffix:(word_or_name:cmd_word() suffix:cmd_suffix()? { (word_or_name, suffix) })? {
                 match word_and_suffix {
