@@ -22,7 +22,8 @@
 //! levels of compound commands in one script (`parse.rs`, where every call into the parser
 //! and its guards are), [`MAX_OPENERS`]
 //! tokens that may nest (brackets, braces, backticks, `!`, `&`, `|` and compound keywords) in
-//! one script, and a total parse budget. The parser recurses; it runs on a stack grown to the
+//! one script, a total parse budget, and what the analysis keeps (`MAX_ITEMS` commands and
+//! strings, `MAX_KEPT_BYTES` of their text). The parser recurses; it runs on a stack grown to the
 //! input's count of such tokens (`stacker`), so no input can overflow the caller's stack.
 
 use std::sync::LazyLock;
@@ -56,6 +57,11 @@ const MAX_STARTS: usize = 64;
 
 /// Candidates and literals kept in all.
 const MAX_ITEMS: usize = 8192;
+
+/// Bytes of candidates and literals kept in all: a runner's every later word may start the
+/// command, and each start keeps the rest of the line (twice), so a count alone let one
+/// 50 KB line keep 290 MB.
+const MAX_KEPT_BYTES: usize = 4 * 1024 * 1024;
 
 /// One simple command that may run, after quote removal.
 #[derive(Debug, Clone)]
@@ -153,6 +159,7 @@ struct Analyzer {
     out: Analysis,
     parsed_bytes: usize,
     parsed_openers: usize,
+    kept_bytes: usize,
 }
 
 impl Analyzer {
@@ -168,6 +175,8 @@ impl Analyzer {
         }
     }
 
+    /// Whether one more candidate or literal may be kept (the count and the bytes kept so
+    /// far); if not, the line is unknown.
     fn room(&mut self) -> bool {
         if self.out.commands.len() + self.out.literals.len() >= MAX_ITEMS {
             self.fail(
@@ -176,7 +185,26 @@ impl Analyzer {
             );
             return false;
         }
+        if self.kept_bytes > MAX_KEPT_BYTES {
+            self.fail(
+                true,
+                format!("the commands and strings in it exceed {MAX_KEPT_BYTES} bytes"),
+            );
+            return false;
+        }
         true
+    }
+
+    /// Keeps a candidate (after [`Self::room`]), counting its bytes.
+    fn keep_command(&mut self, candidate: Candidate) {
+        self.kept_bytes += candidate.text.len() + candidate.base_text.len();
+        self.out.commands.push(candidate);
+    }
+
+    /// Keeps a literal (after [`Self::room`]), counting its bytes.
+    fn keep_literal(&mut self, text: &str) {
+        self.kept_bytes += text.len();
+        self.out.literals.push(text.to_string());
     }
 
     /// Parses and walks one script (the line itself, or a string or substitution in it).

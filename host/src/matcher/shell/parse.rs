@@ -446,6 +446,35 @@ mod tests {
         }
     }
 
+    /// A runner's every later word may start the command, and each start keeps the rest of
+    /// the line: what the analysis keeps is bounded in bytes, not only in count (one 50 KB
+    /// line kept 290 MB).
+    #[test]
+    fn what_the_analysis_keeps_is_bounded_in_bytes() {
+        use crate::matcher::shell::MAX_KEPT_BYTES;
+        let word = |n| " -".to_string() + &"a".repeat(n);
+        let lines = [
+            "sh -c 'eval".to_string() + &word(800).repeat(63) + "'",
+            "eval".to_string() + &word(1000).repeat(63),
+            "x".to_string() + &word(1000).repeat(63),
+            "sudo".to_string() + &" a".repeat(63) + &word(900),
+        ];
+        for line in &lines {
+            let analysis = analyze(line);
+            let kept: usize = analysis
+                .commands
+                .iter()
+                .map(|c| c.text.len() + c.base_text.len())
+                .chain(analysis.literals.iter().map(String::len))
+                .sum();
+            assert!(
+                kept <= MAX_KEPT_BYTES + 2 * line.len(),
+                "{kept} bytes for {:?}",
+                &line[..20]
+            );
+        }
+    }
+
     /// Constructs one after another do not add up: a long script of closed blocks is parsed.
     #[test]
     fn constructs_in_sequence_do_not_count_as_nesting() {

@@ -342,9 +342,7 @@ impl Analyzer {
             if !self.room() {
                 return;
             }
-            self.out
-                .commands
-                .push(candidate(program, &base, args, appending));
+            self.keep_command(candidate(program, &base, args, appending));
             // Options between a program and its subcommand do not hide it (`git -C dir
             // push`, `git --no-pager push`, `git -c k=v push`): the program followed by
             // the words after any number of its leading options (and the word after an
@@ -353,9 +351,7 @@ impl Analyzer {
                 if !self.room() {
                     return;
                 }
-                self.out
-                    .commands
-                    .push(candidate(program, &base, &args[skip..], appending));
+                self.keep_command(candidate(program, &base, &args[skip..], appending));
             }
             if APPENDING_WRAPPERS.contains(&base.as_str()) {
                 appending = true;

@@ -158,7 +158,7 @@ impl Analyzer {
         if self.done() || !looks_like_code(text) || !self.room() {
             return;
         }
-        self.out.literals.push(text.to_string());
+        self.keep_literal(text);
         self.script(text, depth + 1, false);
     }
 }
