@@ -40,6 +40,11 @@ pub const MAX_DEPTH: usize = 64;
 /// Tokens that may nest, in one script, above which it is not parsed: the hook runs.
 pub const MAX_OPENERS: usize = 2048;
 
+/// Tokens that may nest times the bytes of the script, above which it is not parsed: the
+/// word parser tries an array index (`a[…`) at each `[` and reads to the end of the word for
+/// its `]`, so 2,000 `a[` padded to 64 KB took 2.4 s; at this bound, about 0.15 s.
+const MAX_OPENER_BYTES: usize = 8 << 20;
+
 /// Bytes parsed in all (the line, then strings and substitutions in it) before giving up.
 const PARSE_BUDGET: usize = 4 * MAX_COMMAND_BYTES;
 
@@ -235,6 +240,18 @@ impl Analyzer {
                 true,
                 format!(
                     "the command has more than {MAX_OPENERS} brackets, operators and keywords that may nest"
+                ),
+            );
+            return;
+        }
+        if openers.saturating_mul(text.len()) > MAX_OPENER_BYTES {
+            self.fail(
+                true,
+                format!(
+                    "the command has {openers} brackets, operators and keywords that may nest in \
+                     {} bytes (the parser's work grows with both; at most {MAX_OPENER_BYTES} \
+                     for their product)",
+                    text.len()
                 ),
             );
             return;

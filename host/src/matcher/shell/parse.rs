@@ -435,7 +435,14 @@ mod tests {
             "cat <<E\n".to_string() + &"$(".repeat(20) + "\nE\n",
             "a[".to_string() + &"$((a); ".repeat(20) + &") ".repeat(20) + "]=x",
             "echo $(cat".to_string() + &" <<a".repeat(10000) + "\n" + &"a\n".repeat(10000) + ")",
+            // The word parser tries an array index at each `[`, to the end of the word.
+            "echo ".to_string() + &("a[".to_string() + &"x".repeat(30)).repeat(2000),
         ];
+        // The last is refused by the bound on nesting tokens times bytes, not parsed.
+        let why = analyze(lines.last().expect("lines"))
+            .unknown
+            .unwrap_or_default();
+        assert!(why.contains("the parser's work grows"), "{why}");
         for line in &lines {
             let analysis = analyze(line);
             assert!(
