@@ -136,6 +136,17 @@ fn stub_bin(dir: &Path, log: &Path) -> std::path::PathBuf {
 }
 
 /// Whether `command`, run by bash with the stub first on PATH, runs `git push`.
+/// A project whose one hook, a guard that denies, runs when the line may `git push`.
+fn push_guarded() -> TestEnv {
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "echo guard ran >&2; exit 2", "if": "Bash(git push *)"}]),
+    ));
+    env
+}
+
 /// Whether the outcome is the guard's own deny, not a dispatch that failed (which blocks
 /// too).
 fn guard_denied(out: &serde_json::Value) -> bool {
@@ -170,12 +181,7 @@ fn bash_pushes(command: &str) -> bool {
 
 #[test]
 fn every_way_of_running_git_push_runs_the_guard() {
-    let env = TestEnv::new();
-    env.project_hooks(hooks(
-        "PreToolUse",
-        "Bash",
-        json!([{"type": "command", "command": "echo guard ran >&2; exit 2", "if": "Bash(git push *)"}]),
-    ));
+    let env = push_guarded();
     let mut failures = Vec::new();
     for &command in PUSHES {
         assert!(
@@ -212,12 +218,7 @@ fn every_way_of_running_git_push_runs_the_guard() {
 /// error.
 #[test]
 fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
-    let env = TestEnv::new();
-    env.project_hooks(hooks(
-        "PreToolUse",
-        "Bash",
-        json!([{"type": "command", "command": "echo guard ran >&2; exit 2", "if": "Bash(git push *)"}]),
-    ));
+    let env = push_guarded();
     let lines = [
         format!("{}git push", "( ".repeat(40)),
         format!("{}git push", "case a in a) ".repeat(40)),
