@@ -26,8 +26,6 @@ pub use error::{
 #[cfg(feature = "diagnostics")]
 pub use error::miette::PrettyError;
 
-#[cfg(feature = "winnow-parser")]
-pub use parser::winnow_str;
 pub use parser::{Parser, ParserBuilder, ParserImpl, ParserOptions, SourceInfo, parse_tokens};
 
 pub use source::{SourcePosition, SourcePositionOffset, SourceSpan};

@@ -6,8 +6,6 @@ use crate::ast;
 use crate::tokenizer::{Token, TokenEndReason, Tokenizer, TokenizerOptions, Tokens};
 
 pub mod peg;
-#[cfg(feature = "winnow-parser")]
-pub mod winnow_str;
 
 /// Parser implementation to use
 #[derive(Clone, Copy, Debug, Eq, Hash, PartialEq, Default)]
@@ -15,9 +13,6 @@ pub enum ParserImpl {
     /// PEG-based parser (token-based)
     #[default]
     Peg,
-    /// Winnow-based parser (string-based, direct)
-    #[cfg(feature = "winnow-parser")]
-    Winnow,
 }
 
 /// Options used to control the behavior of the parser.
@@ -153,24 +148,6 @@ impl<R: std::io::BufRead> Parser<R> {
             ParserImpl::Peg => {
                 let tokens = self.tokenize()?;
                 parse_tokens(&tokens, &self.options)
-            }
-            #[cfg(feature = "winnow-parser")]
-            ParserImpl::Winnow => {
-                // Read entire input to string for winnow_str parser
-                let mut input_str = String::new();
-                std::io::Read::read_to_string(&mut self.reader, &mut input_str).map_err(|e| {
-                    crate::error::ParseError::Tokenizing {
-                        inner: crate::tokenizer::TokenizerError::from(e),
-                        position: None,
-                    }
-                })?;
-
-                winnow_str::parse_program(&input_str, &self.options, &SourceInfo::default())
-                    .map_err(|_e| {
-                        // Convert winnow error to ParseError
-                        // TODO: Extract position information from winnow error
-                        crate::error::ParseError::ParsingAtEndOfInput
-                    })
             }
         }
     }
