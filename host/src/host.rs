@@ -614,7 +614,7 @@ impl Host {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(self))) {
             Ok(host) => host,
             Err(panic) => {
-                let message = panic_message(panic.as_ref());
+                let message = crate::text::panic_message(panic.as_ref());
                 tracing::error!("config reload failed: {message}");
                 self.with_notice(format!(
                     "config reload failed (the new config could not be built: {message}); \
@@ -677,15 +677,6 @@ impl Host {
             .dispatch_from(event, input, received, agent, parent)
             .await
     }
-}
-
-/// The text of a panic's payload.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into())
 }
 
 #[cfg(test)]

@@ -136,9 +136,33 @@ pub fn shell_word(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The text of a panic's payload (`panic!` with a literal or a formatted message), or
+/// `"a panic without a message"`.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_message_is_its_text_whatever_its_payload() {
+        let text = |f: fn()| {
+            let payload = std::panic::catch_unwind(f).unwrap_err();
+            panic_message(payload.as_ref()).to_string()
+        };
+        assert_eq!(text(|| panic!("literal")), "literal");
+        assert_eq!(text(|| panic!("formatted {}", 1)), "formatted 1");
+        assert_eq!(
+            text(|| std::panic::panic_any(7_u8)),
+            "a panic without a message"
+        );
+    }
 
     /// Every character's width is at least what serde's JSON, [`escape_json`] and
     /// [`escape`] make of it, and no more than six bytes per byte of UTF-8.

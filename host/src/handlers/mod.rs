@@ -331,11 +331,7 @@ impl Handlers {
             .catch_unwind()
             .await;
         let mut run = run.unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
+            let what = crate::text::panic_message(panic.as_ref());
             let failure = match &hook.handler {
                 HandlerSpec::Wasm(_) => FailureKind::Trap,
                 _ => FailureKind::CannotStart,

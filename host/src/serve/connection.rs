@@ -17,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 #[cfg(debug_assertions)]
 use super::DEBUG_PANIC_EVENT;
 use super::protocol::{Frame, READ_BUFFER, Request, RequestLines, parse_request};
-use super::{SHUTDOWN_WRITE_GRACE, Server, panic_message};
+use super::{SHUTDOWN_WRITE_GRACE, Server};
 use crate::outcome::Outcome;
+use crate::text::panic_message;
 
 /// The capacity an answer line is serialized into: an outcome with one hook's report
 /// takes about 600 bytes.

@@ -156,15 +156,6 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// The text of a panic's payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
-}
-
 impl Server {
     /// A server whose requests without `project` go to `default_project`.
     pub fn new(default_project: PathBuf, factory: HostFactory) -> Arc<Server> {

@@ -430,7 +430,7 @@ async fn answer(mut stream: tokio::net::UnixStream, daemon: Arc<Daemon>, slot: S
     .catch_unwind()
     .map(|caught| {
         caught.unwrap_or_else(|payload| {
-            let message = hookhost::serve::panic_message(payload.as_ref());
+            let message = hookhost::text::panic_message(payload.as_ref());
             tracing::error!("dispatch daemon: a request panicked: {message}");
             Printed::error(&format!(
                 "internal error: the dispatch panicked ({message}); the daemon serves on"

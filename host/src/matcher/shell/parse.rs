@@ -48,13 +48,14 @@ fn parser_options() -> brush_parser::ParserOptions {
 pub(super) fn program(text: &str) -> Result<ast::Program, String> {
     guarded(|| {
         let options = parser_options();
+        let refused = |e: &dyn std::fmt::Display| {
+            format!(
+                "the shell parser does not accept it: {}",
+                clip(&e.to_string())
+            )
+        };
         let tokens = brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
-            .map_err(|e| {
-                format!(
-                    "the shell parser does not accept it: {}",
-                    clip(&e.to_string())
-                )
-            })?;
+            .map_err(|e| refused(&e))?;
         if tokens.len() > MAX_TOKENS {
             return Err(format!(
                 "one script holds {} tokens (at most {MAX_TOKENS} are parsed)",
@@ -70,12 +71,7 @@ pub(super) fn program(text: &str) -> Result<ast::Program, String> {
                 "compound commands are nested {depth} levels deep (at most {MAX_NESTING} are parsed)"
             ));
         }
-        brush_parser::parse_tokens(&tokens, &options).map_err(|e| {
-            format!(
-                "the shell parser does not accept it: {}",
-                clip(&e.to_string())
-            )
-        })
+        brush_parser::parse_tokens(&tokens, &options).map_err(|e| refused(&e))
     })
 }
 
@@ -282,14 +278,9 @@ fn readable(digits: &str) -> bool {
 /// Runs one call into the parser; a panic in it becomes an error that makes the line unknown.
 fn guarded<T>(parse: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(parse)).unwrap_or_else(|payload| {
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".to_string());
         Err(format!(
             "the shell parser failed on it (a bug in brush-parser: {})",
-            clip(&what)
+            clip(crate::text::panic_message(payload.as_ref()))
         ))
     })
 }
