@@ -674,7 +674,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                     if nesting_count == 0 {
                         break;
                     }
-                    state.append_char(self.next_char()?.unwrap());
+                    state.append_char(self.next_char()?.ok_or(TokenizerError::UnterminatedExpansion)?);
                 }
                 TokenEndReason::EndOfInput => {
                     return Err(TokenizerError::UnterminatedExpansion);
@@ -683,7 +683,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
             }
         }
 
-        state.append_char(self.next_char()?.unwrap());
+        state.append_char(self.next_char()?.ok_or(TokenizerError::UnterminatedExpansion)?);
         Ok(())
     }
 
@@ -1027,7 +1027,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                                     TokenEndReason::SpecifiedTerminatingChar => {
                                         // We hit the end brace we were looking for but did not
                                         // yet consume it. Do so now.
-                                        state.append_char(self.next_char()?.unwrap());
+                                        state.append_char(self.next_char()?.ok_or(TokenizerError::UnterminatedVariable)?);
                                         break;
                                     }
                                     TokenEndReason::EndOfInput => {

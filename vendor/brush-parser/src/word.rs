@@ -703,10 +703,11 @@ peg::parser! {
                 BraceExpressionMember::CharSequence { start, end, increment: increment.unwrap_or(1) }
             }
 
-        rule number() -> i64 = sign:number_sign()? n:$(['0'..='9']+) {
+        rule number() -> i64 = sign:number_sign()? n:$(['0'..='9']+) {?
             let sign = sign.unwrap_or(1);
-            let num: i64 = n.parse().unwrap();
-            num * sign
+            // hookhost: a number past i64 fails the rule (was `unwrap`, a panic).
+            let num: i64 = n.parse().or(Err("a number"))?;
+            num.checked_mul(sign).ok_or("a number")
         }
 
         rule number_sign() -> i64 =
@@ -909,9 +910,11 @@ peg::parser! {
         rule tilde_expression() -> TildeExpr =
             &tilde_terminator() { TildeExpr::Home } /
             "+" &tilde_terminator() { TildeExpr::WorkingDir } /
-            plus:("+"?) n:$(['0'..='9']*) &tilde_terminator() { TildeExpr::NthDirFromTopOfDirStack { n: n.parse().unwrap(), plus_used: plus.is_some() } } /
+            // hookhost: an index past its type fails these two rules (was `unwrap`, a panic), and
+            // the word is read as a user's name, left as it is, as in bash.
+            plus:("+"?) n:$(['0'..='9']*) &tilde_terminator() {? Ok(TildeExpr::NthDirFromTopOfDirStack { n: n.parse().or(Err("a directory stack index"))?, plus_used: plus.is_some() }) } /
             "-" &tilde_terminator() { TildeExpr::OldWorkingDir } /
-            "-" n:$(['0'..='9']*) &tilde_terminator() { TildeExpr::NthDirFromBottomOfDirStack { n: n.parse().unwrap() } } /
+            "-" n:$(['0'..='9']*) &tilde_terminator() {? Ok(TildeExpr::NthDirFromBottomOfDirStack { n: n.parse().or(Err("a directory stack index"))? }) } /
             user:$(portable_filename_char()*) &tilde_terminator() { TildeExpr::UserHome(user.to_owned()) }
 
         rule tilde_terminator() = ['/' | ':' | ';' | '}'] / ![_]

@@ -12,12 +12,13 @@
 //! - **stack**: the parser recurses once per level of nesting (3,000 nested `coproc` overflowed
 //!   an 8 MiB stack); the same bound limits its depth, and the stack the parse runs on grows
 //!   with the tokens that may nest (`super::OPENERS`);
-//! - **panics**: it reads numbers with an unchecked `parse().unwrap()` (`2147483648>f`, an I/O
-//!   number past `i32`; `~99999999999999999999`, a directory-stack index past `usize`).
-//!   [`unreadable_io_number`] (on the tokens, as the grammar sees them) and
-//!   [`unreadable_number`] (on a word's text) find them first, and any other panic in the
-//!   tokenizer or parser is caught ([`guarded`]); either makes the line unknown, and the
-//!   process's panic hook reports a caught panic once, as the bug it is.
+//! - **panics**: it read numbers with an unchecked `parse().unwrap()` (`2147483648>f`, an I/O
+//!   number past `i32`; `~99999999999999999999`, a directory-stack index past `usize`) and
+//!   unwrapped a character past the end of the input (a here-document tag inside `${ }` or
+//!   `$( )`). The vendored copy fails those rules instead, so the number is read as a word
+//!   and the tag as an unterminated expansion, as bash reads them (`PATCHED.md`). Any other
+//!   panic in the tokenizer or parser is caught ([`guarded`]): the line is unknown, and the
+//!   process's panic hook reports the panic once, as the bug it is.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -62,9 +63,6 @@ pub(super) fn program(text: &str) -> Result<ast::Program, String> {
                 tokens.len()
             ));
         }
-        if let Some(number) = unreadable_io_number(&tokens) {
-            return Err(too_large(number));
-        }
         let depth = nesting(&tokens);
         if depth > MAX_NESTING {
             return Err(format!(
@@ -77,7 +75,6 @@ pub(super) fn program(text: &str) -> Result<ast::Program, String> {
 
 /// Parses one word (or a here-document's body) into its pieces.
 pub(super) fn word(raw: &str, heredoc: bool) -> Result<Vec<WordPieceWithSource>, String> {
-    screened(raw)?;
     guarded(|| {
         let options = parser_options();
         let pieces = if heredoc {
@@ -86,37 +83,6 @@ pub(super) fn word(raw: &str, heredoc: bool) -> Result<Vec<WordPieceWithSource>,
             brush_parser::word::parse(raw, &options)
         };
         pieces.map_err(|e| format!("a word does not parse: {}", clip(&e.to_string())))
-    })
-}
-
-fn screened(text: &str) -> Result<(), String> {
-    match unreadable_number(text) {
-        Some(number) => Err(too_large(number)),
-        None => Ok(()),
-    }
-}
-
-fn too_large(number: &str) -> String {
-    format!(
-        "the number {} is too large for the shell parser to read",
-        clip(number)
-    )
-}
-
-/// An I/O number the grammar would read into an `i32` that cannot hold it: a word of
-/// digits right before a redirection operator (the grammar also asks that the two touch; a
-/// number apart from its operator is flagged too, which only makes a line unknown).
-fn unreadable_io_number(tokens: &[Token]) -> Option<&str> {
-    tokens.windows(2).find_map(|pair| match pair {
-        [Token::Word(word, _), Token::Operator(op, _)]
-            if op.starts_with(['<', '>'])
-                && !word.is_empty()
-                && word.bytes().all(|b| b.is_ascii_digit())
-                && !readable(word) =>
-        {
-            Some(word.as_str())
-        }
-        _ => None,
     })
 }
 
@@ -231,50 +197,6 @@ fn is_reserved(word: &str) -> bool {
     )
 }
 
-/// The largest number brush-parser reads without a panic where it reads numbers unchecked:
-/// an I/O number is an `i32` (a directory-stack index is a `usize`, larger; one bound for
-/// both only makes a few more lines unknown).
-const LARGEST_READABLE: u64 = i32::MAX as u64;
-
-/// A run of digits that brush-parser would read into an integer too small for it: directly
-/// before `<` or `>` (an I/O number, `2>file`) or directly after `~`, `~+` or `~-` (a
-/// directory-stack index, `~+2`). Runs in other places (quoted, a suffix of a longer word)
-/// are flagged too: the rule looks at bytes, not tokens, so it can only err towards unknown.
-fn unreadable_number(text: &str) -> Option<&str> {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        let run = &text[start..i];
-        let before = &bytes[..start];
-        let tilde = [&b"~"[..], b"~+", b"~-"]
-            .iter()
-            .any(|t| before.ends_with(t));
-        let redirect = matches!(bytes.get(i), Some(b'<' | b'>'));
-        if (tilde || redirect) && !readable(run) {
-            return Some(run);
-        }
-    }
-    None
-}
-
-/// Whether a run of ASCII digits is at most [`LARGEST_READABLE`] (leading zeros allowed, as
-/// Rust's integer parsing allows them).
-fn readable(digits: &str) -> bool {
-    let significant = digits.trim_start_matches('0');
-    significant.len() <= 10
-        && significant
-            .parse::<u64>()
-            .is_ok_and(|n| n <= LARGEST_READABLE)
-}
-
 /// Runs one call into the parser; a panic in it becomes an error that makes the line unknown.
 fn guarded<T>(parse: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(parse)).unwrap_or_else(|payload| {
@@ -290,54 +212,69 @@ mod tests {
     use super::*;
     use crate::matcher::shell::analyze;
 
-    /// Every place brush-parser 0.4 reads a number unchecked, with numbers at and past each
-    /// integer's edge, in each position a command line can put them: no panic reaches even the
-    /// catch in [`guarded`] (the screen finds them first), and the line is unknown exactly
-    /// when the number is past `i32`.
+    /// Every place brush-parser 0.4 read a number unchecked, with numbers at and past each
+    /// integer's edge, in each position a command line can put them, and here-document tags
+    /// inside expansions (where it read past the end): nothing panics, not even into the
+    /// catch in [`guarded`], and each line is read as the same line with a small number is
+    /// (a number past the descriptor type is a word, as in bash).
     #[test]
-    fn numbers_the_parser_cannot_read_make_the_line_unknown_without_a_panic() {
+    fn numbers_and_tags_the_parser_read_unchecked_parse_without_a_panic() {
         let numbers = [
-            ("2147483647", false),
-            ("02147483647", false),
-            ("2147483648", true),
-            ("4294967296", true),
-            ("18446744073709551616", true),
-            ("0000000000000000000000000001", false),
-            ("9".repeat(400).leak(), true),
+            "2147483647",
+            "02147483647",
+            "2147483648",
+            "4294967296",
+            "18446744073709551616",
+            "0000000000000000000000000001",
+            "9".repeat(400).leak(),
         ];
         let redirects = ["<", ">", ">>", "<&", ">&", "<>", ">|", "<<<", "<<"];
         let mut lines = Vec::new();
-        for (number, unknown) in numbers {
-            for op in redirects {
-                lines.push((format!("echo hi {number}{op}x\nx"), unknown));
-                lines.push((format!("{number}{op}x echo\nx"), unknown));
-                if op != "<<" {
-                    // (A here-document's body cannot follow inside these.)
-                    lines.push((format!("echo $( {number}{op}x )"), unknown));
-                    lines.push((format!("sh -c 'true {number}{op}x'"), unknown));
-                }
-            }
-            for tilde in ["~", "~+", "~-"] {
-                lines.push((format!("ls {tilde}{number}"), unknown));
-                lines.push((format!("ls {tilde}{number}/sub"), unknown));
-                lines.push((format!("a={tilde}{number} ls"), unknown));
-                lines.push((format!("export a=x:{tilde}{number}"), unknown));
-                lines.push((format!("cat <<E\n{tilde}{number}\nE"), unknown));
+        for op in redirects {
+            lines.push(format!("echo hi N{op}x\nx"));
+            lines.push(format!("N{op}x echo\nx"));
+            if op != "<<" {
+                // (A here-document's body cannot follow inside these.)
+                lines.push(format!("echo $( N{op}x )"));
+                lines.push(format!("sh -c 'true N{op}x'"));
             }
         }
-        for (line, unknown) in lines {
-            let analysis = std::panic::catch_unwind(|| analyze(&line))
+        for tilde in ["~", "~+", "~-"] {
+            lines.push(format!("ls {tilde}N"));
+            lines.push(format!("ls {tilde}N/sub"));
+            lines.push(format!("a={tilde}N ls"));
+            lines.push(format!("export a=x:{tilde}N"));
+            lines.push(format!("cat <<E\n{tilde}N\nE"));
+        }
+        let unknown = |line: &str| {
+            let analysis = std::panic::catch_unwind(|| analyze(line))
                 .unwrap_or_else(|_| panic!("a panic escaped the analysis of {line:?}"));
-            let why = analysis.unknown.unwrap_or_default();
+            let why = analysis.unknown;
             assert!(
-                !why.contains("brush-parser"),
-                "{line:?}: the parser panicked: {why}"
+                !why.as_deref().unwrap_or_default().contains("brush-parser"),
+                "{line:?}: the parser panicked: {why:?}"
             );
-            assert_eq!(
-                why.contains("too large for the shell parser"),
-                unknown,
-                "{line:?}: {why:?}"
-            );
+            why.is_some()
+        };
+        for line in lines {
+            let small = unknown(&line.replace('N', "3"));
+            for number in numbers {
+                let line = line.replace('N', number);
+                assert_eq!(unknown(&line), small, "{line:?}");
+            }
+        }
+        // Here-document tags inside `${ }` and `$( )`: the body consumes the closing
+        // brace or parenthesis (brush-parser unwrapped the character after it).
+        for line in [
+            "echo ${x<<E}${y\nE\n",
+            "echo $(cat<<E)$(\nE\n",
+            "echo ${x<<E}${y",
+            "echo ${x<<E}\nE",
+            "echo $(cat <<E)",
+            "echo $(cat <<E)\nE\n",
+            "echo $((1<<E))",
+        ] {
+            unknown(line);
         }
     }
 
@@ -507,15 +444,5 @@ mod tests {
             answer.unwrap_err(),
             "the shell parser failed on it (a bug in brush-parser: index out of range)"
         );
-    }
-
-    #[test]
-    fn the_screen_reads_only_digits_next_to_a_redirect_or_a_tilde() {
-        assert_eq!(unreadable_number("echo 99999999999 > x"), None);
-        assert_eq!(unreadable_number("sleep 99999999999; ls ~"), None);
-        assert_eq!(unreadable_number("ls ~x99999999999"), None);
-        assert_eq!(unreadable_number("echo 99999999999>x"), Some("99999999999"));
-        assert_eq!(unreadable_number("~+99999999999"), Some("99999999999"));
-        assert_eq!(unreadable_number("é~99999999999"), Some("99999999999"));
     }
 }

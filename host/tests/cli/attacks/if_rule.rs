@@ -213,9 +213,9 @@ fn every_way_of_running_git_push_runs_the_guard() {
 /// unterminated compound command, 3,000 `coproc`s overflowed the stack (an abort, so no
 /// answer: the agent goes on without the guard), and numbers past its integer types panicked
 /// it, also behind a backslash-newline. Each must answer at once with the guard's own deny
-/// (the line is unknown, so the hook runs, `git push` in it or not); the last two are
-/// tokenizer panics that the analysis catches, the only ones allowed to print an internal
-/// error.
+/// (the line is unknown, or read with `git push` in it, so the hook runs); the last two were
+/// tokenizer panics (here-document tags inside expansions), now read as unterminated
+/// expansions. None prints an internal error.
 #[test]
 fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
     let env = push_guarded();
@@ -232,7 +232,7 @@ fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
         "echo ${x<<E}${y\nE\n".to_string(),
         "echo $(cat<<E)$(\nE\n".to_string(),
     ];
-    for (n, line) in lines.iter().enumerate() {
+    for line in &lines {
         let shown = &line[..line.len().min(40)];
         let run = run_bounded(
             env.command().args(["dispatch", "PreToolUse"]),
@@ -243,13 +243,11 @@ fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
         assert_eq!(run.code, 0, "{shown:?}: {}", run.stderr);
         let out = run.json();
         assert!(guard_denied(&out), "{shown:?}: {out}");
-        if n < 5 {
-            assert!(
-                !run.stderr.contains("internal error"),
-                "{shown:?}: {}",
-                run.stderr
-            );
-        }
+        assert!(
+            !run.stderr.contains("internal error"),
+            "{shown:?}: {}",
+            run.stderr
+        );
     }
 }
 

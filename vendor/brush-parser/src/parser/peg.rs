@@ -693,9 +693,11 @@ peg::parser! {
             [Token::Word(w, num_loc) if w.chars().all(|c: char| c.is_ascii_digit())]
             &([Token::Operator(o, redir_loc) if
                     o.starts_with(['<', '>']) &&
-                    locations_are_contiguous(num_loc, redir_loc)]) {
+                    locations_are_contiguous(num_loc, redir_loc)]) {?
 
-                w.parse().unwrap()
+                // hookhost: a number past the descriptor type is a word, as in bash (was
+                // `unwrap`, a panic).
+                w.parse().or(Err("an I/O number"))
             }
 
         //
