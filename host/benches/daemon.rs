@@ -21,12 +21,16 @@
 //!    process with the audit log on (chained) and off, and one audit line appended with
 //!    the chain and without it; target: the chain under 5% of a `serve` event
 //!    (`HOOKHOST_BENCH_ONLY=audit` runs only this part).
-//! 4. Only with `HOOKHOST_BENCH_ONLY=before-after` and `HOOKHOST_BENCH_BEFORE=PATH`
+//! 4. The `if` filter's cost (`daemon/if_cost.rs`, issue 27): a `serve` event in process
+//!    with one wasm hook, without and with a Bash `if` rule its lines match, and the shell
+//!    analysis of four shapes of command line beside parsing their tool input as JSON
+//!    (`HOOKHOST_BENCH_ONLY=if` runs only this part).
+//! 5. Only with `HOOKHOST_BENCH_ONLY=before-after` and `HOOKHOST_BENCH_BEFORE=PATH`
 //!    (and `HOOKHOST_BENCH_BEFORE_PLUGINS=DIR`, the older build's plugins when its WIT
 //!    differs; `HOOKHOST_BENCH_AFTER`, `HOOKHOST_BENCH_AFTER_PLUGINS`: another build in
 //!    this one's place): this build beside an older `hookhost`, interleaved
 //!    (`daemon/before_after.rs`, issue 23: no p50 more than 5% slower).
-//! 5. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
+//! 6. Only with `HOOKHOST_BENCH_ONLY=soak`: 256 lockstep clients for 60 s
 //!    (`HOOKHOST_BENCH_SOAK_SECS`) against one daemon; every answer must arrive exactly
 //!    once, and the daemon's memory is reported (`daemon/soak.rs`).
 //!
@@ -44,6 +48,8 @@ mod before_after;
 mod common;
 #[path = "daemon/echo.rs"]
 mod echo;
+#[path = "daemon/if_cost.rs"]
+mod if_cost;
 #[path = "daemon/soak.rs"]
 mod soak;
 
@@ -397,7 +403,7 @@ fn main() {
         soak::run(&daemon.socket, daemon.child.id(), 256);
         return;
     }
-    if only != "one-shot" && only != "audit" {
+    if only != "one-shot" && only != "audit" && only != "if" {
         let echo = start_echo(dir.path());
         let fresh = start_daemon(dir.path(), &one_hook("event"), "event");
         let session = start_daemon(dir.path(), &one_hook("session"), "session");
@@ -419,7 +425,11 @@ fn main() {
     if only.is_empty() || only == "daemon" || only == "audit" {
         audit_cost::report(dir.path(), &one_hook("event"), scaled(2000), rounds());
     }
-    if only == "daemon" || only == "audit" {
+    if only.is_empty() || only == "daemon" || only == "if" {
+        let plugin = plugin("deny_dangerous_bash");
+        if_cost::report(dir.path(), &plugin, scaled(2000), rounds());
+    }
+    if only == "daemon" || only == "audit" || only == "if" {
         return;
     }
 

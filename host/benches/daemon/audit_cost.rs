@@ -25,7 +25,12 @@ use hookhost::serve::{HostFactory, Server};
 
 /// Microseconds per lockstep `serve` event over `settings`, after a warm-up, with the
 /// audit log at `audit` (or none).
-fn serve_event(dir: &Path, settings: &Value, events: usize, audit: Option<PathBuf>) -> f64 {
+pub(super) fn serve_event(
+    dir: &Path,
+    settings: &Value,
+    events: usize,
+    audit: Option<PathBuf>,
+) -> f64 {
     let project = crate::workspace(dir);
     let settings = settings.to_string();
     let sessions_dir = dir.join("audit-cost-sessions");

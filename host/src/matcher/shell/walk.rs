@@ -382,7 +382,11 @@ fn leading_options(args: &[Value]) -> usize {
 
 /// The candidate of `program` (its basename `base`) run with `args`.
 fn candidate(program: &str, base: &str, args: &[Value], appending: bool) -> Candidate {
-    let mut rest = String::new();
+    let mut rest = String::with_capacity(
+        args.iter()
+            .map(|a| 1 + a.as_static().map_or(1, str::len))
+            .sum(),
+    );
     let mut dynamic = appending;
     for arg in args {
         rest.push(' ');
@@ -395,9 +399,13 @@ fn candidate(program: &str, base: &str, args: &[Value], appending: bool) -> Cand
         }
     }
     Candidate {
-        text: format!("{program}{rest}"),
-        base_text: format!("{base}{rest}"),
-        program: base.to_lowercase(),
+        text: [program, &rest].concat(),
+        base_text: [base, &rest].concat(),
+        program: if base.is_ascii() {
+            base.to_ascii_lowercase()
+        } else {
+            base.to_lowercase()
+        },
         dynamic,
     }
 }

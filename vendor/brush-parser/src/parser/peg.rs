@@ -673,6 +673,12 @@ peg::parser! {
                 Ok((parsed, ast::Word::with_location(&all_as_word, &loc)))
             } /
             [Token::Word(w, l)] {?
+                // hookhost: every assignment has an `=`; a word without one is not parsed
+                // as one (the failed parse, and peg's second parse for its error, cost more
+                // than the rest of a command's parse).
+                if !w.contains('=') {
+                    return Err("not assignment word");
+                }
                 let mut parsed = word::parse_assignment_word(w.as_str()).map_err(|_| "not assignment word")?;
                 parsed.loc = l.clone();
                 Ok((parsed, ast::Word::with_location(w, l)))
