@@ -169,7 +169,7 @@ impl Record {
         let record = RecordText {
             at,
             seq,
-            hash: hex::encode(head.hash),
+            hash: crate::text::hex(&head.hash),
             mark: head.mark,
         };
         let Ok(mut text) = serde_json::to_vec(&record) else {
@@ -365,7 +365,7 @@ impl<'a> Chainer<'a> {
         self.out.extend_from_slice(seq.to_string().as_bytes());
         self.out.extend_from_slice(b",\"prev\":\"");
         self.out
-            .extend_from_slice(hex::encode(self.head.hash).as_bytes());
+            .extend_from_slice(crate::text::hex(&self.head.hash).as_bytes());
         self.out.push(b'"');
         let members = body.strip_prefix(b"{").unwrap_or(b"}");
         if members != b"}" {

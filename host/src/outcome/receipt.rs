@@ -62,7 +62,7 @@ pub struct ReceiptHook {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn input_digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+    format!("sha256:{}", crate::text::hex(&sha2::Sha256::digest(bytes)))
 }
 
 impl DecisionReceipt {
@@ -102,5 +102,5 @@ impl DecisionReceipt {
 }
 
 fn input_digest_hex(digest: &[u8; 32]) -> String {
-    format!("sha256:{}", hex::encode(digest))
+    format!("sha256:{}", crate::text::hex(digest))
 }

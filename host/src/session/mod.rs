@@ -113,7 +113,7 @@ pub const MAX_RESULTS_PER_TAKE: usize = 256;
 /// (above a file system's name limit), `../x`, with `/` or NUL bytes. A fixed-length
 /// digest is a valid name for every one of them, and distinct ids get distinct names.
 pub fn session_key(session: &str) -> String {
-    hex::encode(Sha256::digest(session.as_bytes()))
+    crate::text::hex(&Sha256::digest(session.as_bytes()))
 }
 
 /// Creates the `CLAUDE_ENV_FILE` of a session (where SessionStart hooks export
