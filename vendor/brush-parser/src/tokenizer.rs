@@ -81,6 +81,10 @@ pub(crate) struct TokenizeResult {
     pub token: Option<Token>,
 }
 
+/// hookhost: how many times the tokenizer retries a here-document's end tag at the end of
+/// the input within one token (each retry must end a body; one that does not is refused).
+const MAX_RETRIES_AT_END: usize = 64;
+
 /// Represents an error that occurred during tokenization.
 #[derive(thiserror::Error, Debug)]
 pub enum TokenizerError {
@@ -709,6 +713,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
     ) -> Result<TokenizeResult, TokenizerError> {
         let mut state = TokenParseState::new(&self.cross_state.cursor);
         let mut result: Option<TokenizeResult> = None;
+        let mut retries_at_end = 0;
 
         while result.is_none() {
             // First satisfy token results from our queue. Once we exhaust the queue then
@@ -743,7 +748,18 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
 
                 // Verify we're not in a here document.
                 if !matches!(self.cross_state.here_state, HereState::None) {
-                    if self.remove_here_end_tag(&mut state, &mut result, false)? {
+                    // hookhost: before a body starts, an empty end tag (`<<''`) matched the
+                    // empty token at every turn, and each turn queued another empty token:
+                    // 5 bytes (`<<'' `) looped for ever, growing memory without bound. Retry
+                    // only with a body or a token to end, and a bounded number of times in
+                    // any case (input is exhausted: a retry that makes no progress never
+                    // will).
+                    if (matches!(self.cross_state.here_state, HereState::InHereDocs)
+                        || !state.current_token().is_empty())
+                        && retries_at_end < MAX_RETRIES_AT_END
+                        && self.remove_here_end_tag(&mut state, &mut result, false)?
+                    {
+                        retries_at_end += 1;
                         // If we hit end tag without a trailing newline, try to get next token.
                         continue;
                     }

@@ -215,7 +215,7 @@ fn every_way_of_running_git_push_runs_the_guard() {
 /// it, also behind a backslash-newline. Each must answer at once with the guard's own deny
 /// (the line is unknown, or read with `git push` in it, so the hook runs); the last two were
 /// tokenizer panics (here-document tags inside expansions), now read as unterminated
-/// expansions. None prints an internal error.
+/// expansions; `<<'' ` looped the tokenizer without end. None prints an internal error.
 #[test]
 fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
     let env = push_guarded();
@@ -231,6 +231,9 @@ fn lines_that_trip_the_shell_parser_run_the_guard_at_once() {
         "git push 2147483648\\\n>f".to_string(),
         "echo ${x<<E}${y\nE\n".to_string(),
         "echo $(cat<<E)$(\nE\n".to_string(),
+        // An empty here-document tag at the end looped the tokenizer, memory growing
+        // until the host was killed (helper-56).
+        "git push <<'' ".to_string(),
     ];
     for line in &lines {
         let shown = &line[..line.len().min(40)];
