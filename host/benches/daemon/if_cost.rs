@@ -104,7 +104,7 @@ pub fn report(dir: &Path, plugin: &str, events: usize, rounds: usize) {
         let (analysis, parse) = (median(analyses), median(parses));
         println!(
             "| {name} | {} | {analysis:.2} | {parse:.2} | {:.1} |",
-            shape.len(),
+            shape.replace("{n}", "0").len(),
             analysis / parse
         );
     }

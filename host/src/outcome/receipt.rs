@@ -62,7 +62,7 @@ pub struct ReceiptHook {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn input_digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", crate::text::hex(&sha2::Sha256::digest(bytes)))
+    input_digest_hex(&sha2::Sha256::digest(bytes).into())
 }
 
 impl DecisionReceipt {

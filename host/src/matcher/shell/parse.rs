@@ -459,6 +459,36 @@ mod tests {
         }
         assert_eq!(analyze("cat <<''\n\n").unknown, None);
         assert_eq!(analyze("cat <<''\nbody\n\necho hi").unknown, None);
+        // The bound on retries at the end refuses none of a line's here-documents: 100
+        // of them, the last ended by the input's end.
+        let many = "cat".to_string() + &" <<a".repeat(100) + "\n" + &"a\n".repeat(99) + "a";
+        assert_eq!(analyze(&many).unknown, None);
+    }
+
+    /// Assignments before a command are not its program, in every form (the vendored
+    /// grammar tries a word as an assignment only if it holds an `=`).
+    #[test]
+    fn assignments_before_a_command_are_not_its_program() {
+        for line in [
+            "A=1 ls -l",
+            "A=1 B+=2 c[0]=3 ls -l",
+            "a[1]=1 ls -l",
+            "A='x y' ls -l",
+            "A= ls -l",
+        ] {
+            let analysis = analyze(line);
+            assert_eq!(analysis.unknown, None, "{line:?}");
+            let programs: Vec<&str> = analysis
+                .commands
+                .iter()
+                .map(|c| c.program.as_str())
+                .collect();
+            assert!(programs.contains(&"ls"), "{line:?}: {programs:?}");
+            assert!(
+                !programs.iter().any(|p| p.contains('=')),
+                "{line:?}: {programs:?}"
+            );
+        }
     }
 
     #[test]
