@@ -2,6 +2,8 @@
 //! `hookhost dispatch ARGS`, answered by the same daemon with the same bytes, and
 //! `hookhost` itself (exec'd: the same process) whenever that daemon does not answer.
 
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -137,6 +139,39 @@ fn the_client_prints_what_hookhost_dispatch_prints_through_the_same_daemon() {
     assert!(claude.stderr.contains("rm -rf is not allowed"));
     assert_eq!(sockets(&env).len(), 2, "no daemon of the client's own");
     assert!(process_alive(daemon) && process_alive(claude_daemon));
+}
+
+/// The agent stopped reading before the answer came (the hook's stdout closed): the
+/// client's write fails and it ends with the call's exit code, not killed by `SIGPIPE`
+/// (it has no `main` of std's, which would ignore the signal, and ignores it itself).
+#[test]
+fn a_reader_gone_before_the_answer_leaves_the_calls_exit_code() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config_with(&[
+        json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
+    ]));
+    run(&env, client(&env), &["PreToolUse"], &bash_input("ls"));
+    let daemon = listening(&env, 1);
+    for _ in 0..3 {
+        let mut child = client(&env)
+            .arg("PreToolUse")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(bash_input("ls").to_string().as_bytes())
+            .unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), None, "the client was killed: {status}");
+        assert_eq!(status.code(), Some(0), "{status}");
+    }
+    assert!(process_alive(daemon), "answered by the daemon");
+    assert_eq!(sockets(&env).len(), 1);
 }
 
 /// Where a call has no daemon (`HOOKHOST_DISPATCH_DAEMON=off`, `CLAUDE_ENV_FILE`) or its

@@ -203,6 +203,9 @@ pub fn read_input() -> io::Result<Vec<u8>> {
 /// A request up to this size is sent in one write.
 const ONE_WRITE: usize = 64 << 10;
 
+/// The buffer an answer is read into at first (it grows for a larger one).
+const ANSWER_ROOM: usize = 16 << 10;
+
 /// The host error of a stdin that could not be read (after the connection to the daemon,
 /// which then has nothing to answer), as both programs report it.
 pub fn unreadable_stdin(e: &io::Error) -> String {
@@ -242,7 +245,9 @@ pub fn exchange(mut stream: UnixStream, input: &[u8]) -> io::Result<Vec<u8>> {
         stream.write_all(input)?;
         stream.write_all(&trace)?;
     }
-    let mut answer = Vec::new();
+    // Room for a usual answer, read in one `read` (from empty, the buffer grew from 32
+    // bytes: eight reads for an answer of 1.5 KB).
+    let mut answer = Vec::with_capacity(ANSWER_ROOM);
     stream.read_to_end(&mut answer)?;
     if split_answer(&answer).is_none() {
         return Err(io::Error::new(
