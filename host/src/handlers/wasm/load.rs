@@ -149,8 +149,6 @@ pub(super) struct Loaded {
     /// Linked with wasi-http, made on the first call of a hook with an HTTP grant.
     pre_http: OnceLock<Result<PluginPre<State>, String>>,
     pub(super) info: PluginInfo,
-    /// `info.sha256` as bytes (what decision receipts name), decoded once at load.
-    pub(super) digest: Option<[u8; 32]>,
     pub(super) declared: Declared,
     pub(super) cache_status: CacheStatus,
     pub(super) file_name: Arc<str>,
@@ -349,9 +347,6 @@ impl Sandbox {
             pre,
             pre_http: OnceLock::new(),
             declared: info.capabilities.to_declared(),
-            digest: hex::decode(&info.sha256)
-                .ok()
-                .and_then(|bytes| bytes.try_into().ok()),
             info,
             cache_status,
             file_name,

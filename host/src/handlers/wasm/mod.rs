@@ -445,7 +445,9 @@ impl Sandbox {
             Err((kind, message)) => return failed(kind, message, Vec::new()),
         };
         // From here every run names the plugin that was admitted (decision receipts).
-        let digest = loaded.digest;
+        let digest: Option<[u8; 32]> = hex::decode(&loaded.info.sha256)
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok());
         let failed = |kind, message: String, warnings| {
             let mut run = failed(kind, message, warnings);
             run.run.usage.plugin_sha256 = digest;
