@@ -68,14 +68,31 @@ type ExitCode = u8;
 /// process per agent event: it reads `/proc/self/maps` for the main thread's stack guard
 /// and sets up an alternate stack for a stack-overflow message, none of which a program
 /// this small needs (measured: a Rust program that returns at once, 0.88x with this
-/// entry). What this program needs of that start-up is done here: `SIGPIPE` ignored, so
-/// that writing to a reader that went away fails instead of ending the process. The
-/// arguments are std's (`std::env::args_os`: glibc hands them to std before `main`).
+/// entry). What this program needs of that start-up is done here: a standard stream the
+/// agent left closed is opened on `/dev/null` (else the daemon's socket would take its
+/// number, and the input be read from the daemon), and `SIGPIPE` is ignored, so that
+/// writing to a reader that went away fails instead of ending the process. The arguments
+/// are std's (`std::env::args_os`: glibc hands them to std before `main`).
 #[unsafe(no_mangle)]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    // SAFETY: first thing in the process: no other thread exists; ignoring a signal has
-    // no other precondition.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let mut streams = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: first thing in the process, no other thread exists. `poll` reads and writes
+    // only the three entries it is given (a closed one answers POLLNVAL); the descriptor
+    // `open` returns is the lowest free one, the closed stream's, and stays open for the
+    // process's life; ignoring a signal has no other precondition.
+    unsafe {
+        if libc::poll(streams.as_mut_ptr(), 3, 0) >= 0 {
+            for stream in streams.iter().filter(|s| s.revents & libc::POLLNVAL != 0) {
+                let opened = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                debug_assert!(opened == stream.fd || opened < 0);
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     libc::c_int::from(dispatch())
 }
 

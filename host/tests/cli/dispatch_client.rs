@@ -3,9 +3,10 @@
 //! `hookhost` itself (exec'd: the same process) whenever that daemon does not answer.
 
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -14,7 +15,8 @@ use crate::dispatch_daemon::{
     with_daemon,
 };
 use crate::support::{
-    Run, TestEnv, bash_input, copy_env, deny_dangerous_bash, hooks, run_bytes, wait_until,
+    Run, TestEnv, bash_input, copy_env, deny_dangerous_bash, hooks, run_bytes, run_until,
+    wait_until,
 };
 
 const CLIENT: &str = env!("CARGO_BIN_EXE_hookhost-dispatch");
@@ -172,6 +174,36 @@ fn a_reader_gone_before_the_answer_leaves_the_calls_exit_code() {
     }
     assert!(process_alive(daemon), "answered by the daemon");
     assert_eq!(sockets(&env).len(), 1);
+}
+
+/// An agent that starts the hook with its stdin closed: the client reads an empty input
+/// and answers as for one (it opens a closed standard stream on `/dev/null`, as std's
+/// start-up did), rather than taking the daemon's socket, which gets the lowest free
+/// descriptor, for its stdin and waiting on the daemon for its own input.
+#[test]
+fn a_closed_stdin_is_an_empty_input() {
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config_with(&[
+        json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
+    ]));
+    run(&env, client(&env), &["PreToolUse"], &bash_input("ls"));
+    let daemon = listening(&env, 1);
+    let empty = run_bytes(client(&env).arg("PreToolUse"), b"");
+    let mut closed = client(&env);
+    closed.arg("PreToolUse");
+    // SAFETY: between fork and exec only `close`, which is async-signal-safe, runs.
+    unsafe {
+        closed.pre_exec(|| {
+            libc::close(0);
+            Ok(())
+        });
+    }
+    let closed = run_until(&mut closed, "", Duration::from_secs(30))
+        .expect("the client with a closed stdin did not finish within 30 s");
+    assert!(!empty.stdout.is_empty(), "{}", empty.stderr);
+    assert_eq!(printed(&closed), printed(&empty));
+    assert!(process_alive(daemon));
+    assert_eq!(sockets(&env).len(), 1, "answered by the daemon");
 }
 
 /// Where a call has no daemon (`HOOKHOST_DISPATCH_DAEMON=off`, `CLAUDE_ENV_FILE`) or its
