@@ -207,6 +207,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "`/dev/null` for the daemon's standard streams (nothing is read from it)",
     ),
     (
+        "dispatch_client.rs",
+        "libc::open(",
+        "`/dev/null` in place of a standard stream the agent left closed, at the small \
+         client's entry (nothing is read from it as a file)",
+    ),
+    (
         "cli/dispatch_daemon/place.rs",
         "OpenOptions::new(",
         "a daemon's log (append) and lock (flock): writers in the private daemons directory",
