@@ -60,8 +60,8 @@ const HOOKHOST: &str = "hookhost";
 /// `hookhost` and the command line names no event.
 const EVENT_NAME_PREFIX: usize = 64 << 10;
 
-/// The exit code of a call.
-type ExitCode = u8;
+/// The exit code of a call (what `main` returns to the C runtime).
+type Exit = u8;
 
 /// The program's entry, called by the C runtime in place of std's `main` wrapper
 /// (`#![no_main]`). That wrapper's start-up was an eighth of this program's start, a
@@ -97,7 +97,7 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
 }
 
 /// The call: the daemon's answer, or `hookhost`'s (see the module's documentation).
-fn dispatch() -> ExitCode {
+fn dispatch() -> Exit {
     // SAFETY: first thing in the process: no other thread exists yet. (`hookhost`
     // forgets the same variables before it computes the key, so the snapshots agree.)
     unsafe { env::forget_process_tunables() };
@@ -169,7 +169,7 @@ fn hookhost_dispatch(hookhost: &Path, args: &[OsString]) -> Command {
 
 /// Replaces this process with `hookhost dispatch ARGS…` on the untouched stdin. Returns
 /// only when that cannot be done, with the answer of a call nothing could dispatch.
-fn exec_hookhost(hookhost: &Path, args: &[OsString]) -> ExitCode {
+fn exec_hookhost(hookhost: &Path, args: &[OsString]) -> Exit {
     let e = hookhost_dispatch(hookhost, args).exec();
     unanswered(
         args,
@@ -182,7 +182,7 @@ fn exec_hookhost(hookhost: &Path, args: &[OsString]) -> ExitCode {
 /// process) as a child, `input` written to its stdin, its stdout and stderr this
 /// process's; its exit code. This program never adopts orphans, so its one child needs
 /// no record (`handlers::descendants::spawn_own` is `hookhost`'s).
-fn run_hookhost_on(hookhost: &Path, args: &[OsString], input: &[u8]) -> ExitCode {
+fn run_hookhost_on(hookhost: &Path, args: &[OsString], input: &[u8]) -> Exit {
     let mut command = hookhost_dispatch(hookhost, args);
     command
         .env("HOOKHOST_DISPATCH_DAEMON", "off")
@@ -217,7 +217,7 @@ fn run_hookhost_on(hookhost: &Path, args: &[OsString], input: &[u8]) -> ExitCode
 /// block (exit 2, the reason on stderr), except on an event where Claude Code ignores
 /// `onFailure` (named on the command line, else by the input's `hook_event_name`); a host
 /// error (exit 1) there and under the Outcome format.
-fn unanswered(args: &[OsString], input: Option<&[u8]>, why: &str) -> ExitCode {
+fn unanswered(args: &[OsString], input: Option<&[u8]>, why: &str) -> Exit {
     eprintln!("hookhost: error: {}", escaped(why));
     let agent = agent_format(args);
     if !claude_format(args) && agent.is_none() {

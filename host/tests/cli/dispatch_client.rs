@@ -143,17 +143,24 @@ fn the_client_prints_what_hookhost_dispatch_prints_through_the_same_daemon() {
     assert!(process_alive(daemon) && process_alive(claude_daemon));
 }
 
-/// The agent stopped reading before the answer came (the hook's stdout closed): the
-/// client's write fails and it ends with the call's exit code, not killed by `SIGPIPE`
-/// (it has no `main` of std's, which would ignore the signal, and ignores it itself).
-#[test]
-fn a_reader_gone_before_the_answer_leaves_the_calls_exit_code() {
+/// A project with the deny-dangerous-bash plugin and the daemon of `hookhost-dispatch
+/// PreToolUse` listening (started by a first call); the daemon's pid.
+fn with_its_daemon() -> (TestEnv, u32) {
     let env = TestEnv::new();
     env.project_hooks(parent_hook_config_with(&[
         json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
     ]));
     run(&env, client(&env), &["PreToolUse"], &bash_input("ls"));
     let daemon = listening(&env, 1);
+    (env, daemon)
+}
+
+/// The agent stopped reading before the answer came (the hook's stdout closed): the
+/// client's write fails and it ends with the call's exit code, not killed by `SIGPIPE`
+/// (it has no `main` of std's, which would ignore the signal, and ignores it itself).
+#[test]
+fn a_reader_gone_before_the_answer_leaves_the_calls_exit_code() {
+    let (env, daemon) = with_its_daemon();
     for _ in 0..3 {
         let mut child = client(&env)
             .arg("PreToolUse")
@@ -176,34 +183,50 @@ fn a_reader_gone_before_the_answer_leaves_the_calls_exit_code() {
     assert_eq!(sockets(&env).len(), 1);
 }
 
-/// An agent that starts the hook with its stdin closed: the client reads an empty input
-/// and answers as for one (it opens a closed standard stream on `/dev/null`, as std's
-/// start-up did), rather than taking the daemon's socket, which gets the lowest free
-/// descriptor, for its stdin and waiting on the daemon for its own input.
+/// An agent that starts the hook with a standard stream closed, each of the three in
+/// turn: the client opens it on `/dev/null` (as std's start-up did), so the daemon's
+/// socket, which gets the lowest free descriptor, never stands in for it. With stdin
+/// closed the call answers as for an empty input (without the check, the client read
+/// its own input from the daemon and both waited); with stdout or stderr closed, the
+/// call's exit code and the other stream are those of a call with both open.
 #[test]
-fn a_closed_stdin_is_an_empty_input() {
-    let env = TestEnv::new();
-    env.project_hooks(parent_hook_config_with(&[
-        json!({"type": "wasm", "plugin": deny_dangerous_bash()}),
-    ]));
-    run(&env, client(&env), &["PreToolUse"], &bash_input("ls"));
-    let daemon = listening(&env, 1);
-    let empty = run_bytes(client(&env).arg("PreToolUse"), b"");
-    let mut closed = client(&env);
-    closed.arg("PreToolUse");
-    // SAFETY: between fork and exec only `close`, which is async-signal-safe, runs.
-    unsafe {
-        closed.pre_exec(|| {
-            libc::close(0);
-            Ok(())
-        });
+fn a_closed_standard_stream_is_dev_null() {
+    let (env, _) = with_its_daemon();
+    let input = bash_input("rm -rf /").to_string();
+    // The Claude format's command line has a daemon of its own: started first.
+    let args = ["--format", "claude"];
+    run_bytes(client(&env).args(args), input.as_bytes());
+    let daemon = listening(&env, 2);
+    let open = run_bytes(client(&env).args(args), input.as_bytes());
+    let empty = run_bytes(client(&env).args(args), b"");
+    assert_eq!(open.code, 2, "{}", open.stderr);
+    for fd in [0, 1, 2] {
+        let mut closed = client(&env);
+        closed.args(args);
+        // SAFETY: between fork and exec only `close`, which is async-signal-safe, runs.
+        unsafe {
+            closed.pre_exec(move || {
+                libc::close(fd);
+                Ok(())
+            });
+        }
+        let run = run_until(&mut closed, &input, Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("with descriptor {fd} closed the client hung"));
+        let expected = if fd == 0 { &empty } else { &open };
+        assert_eq!(run.code, expected.code, "fd {fd}: {}", run.stderr);
+        if fd != 1 {
+            assert_eq!(
+                normalized(&run.stdout),
+                normalized(&expected.stdout),
+                "fd {fd}"
+            );
+        }
+        if fd != 2 {
+            assert_eq!(run.stderr, expected.stderr, "fd {fd}");
+        }
     }
-    let closed = run_until(&mut closed, "", Duration::from_secs(30))
-        .expect("the client with a closed stdin did not finish within 30 s");
-    assert!(!empty.stdout.is_empty(), "{}", empty.stderr);
-    assert_eq!(printed(&closed), printed(&empty));
     assert!(process_alive(daemon));
-    assert_eq!(sockets(&env).len(), 1, "answered by the daemon");
+    assert_eq!(sockets(&env).len(), 2, "answered by the daemons");
 }
 
 /// Where a call has no daemon (`HOOKHOST_DISPATCH_DAEMON=off`, `CLAUDE_ENV_FILE`) or its
