@@ -80,8 +80,19 @@ pub(crate) fn daemon_pid(socket: &std::path::Path) -> u32 {
         .unwrap_or_else(|| panic!("no pid in the log: {log}"))
 }
 
+/// Whether any thread of process `pid` is still running. The main thread of a process
+/// killed with `SIGKILL` can show as a zombie while its other threads still exit and its
+/// descriptors (a daemon's lock and socket) are still open: only when every thread is
+/// a zombie (or reaped) are they closed.
 pub(crate) fn process_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|task| {
+            std::fs::read_to_string(task.path().join("stat"))
+                .is_ok_and(|stat| !stat.contains(") Z ") && !stat.contains(") X "))
+        })
 }
 
 /// Which process ran the parent hook, from a PreToolUse outcome.
