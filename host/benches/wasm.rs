@@ -7,7 +7,8 @@
 //!
 //! Run with `cargo bench -p hookhost --bench wasm` (builds `plugins/deny-dangerous-bash`
 //! for wasm32-wasip2 first). `HOOKHOST_BENCH_N` scales the iteration counts;
-//! `HOOKHOST_BENCH_ONLY=wasm` runs only the wasm rows (for profiling).
+//! `HOOKHOST_BENCH_ONLY=wasm` runs only the wasm rows, `=warm` only the warm session
+//! instance's sandbox calls (for profiling).
 //!
 //! The Extism peer is a separate program with its own workspace
 //! (`benches/extism-peer/`: Extism 1.30 brings its own wasmtime), built by
@@ -86,6 +87,10 @@ fn main() {
     };
     let py_hook = json!({"type": "command", "command": python, "args": ["-c", PY_HOOK]});
 
+    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("warm") {
+        sandbox_rows(&root, &runtime, &plugin, project.path(), &input, n(5000));
+        return;
+    }
     let mut rows = Vec::new();
     let wasm = dispatch_times(&rt, project.path(), &runtime, &wasm_hook, &input, n(5000));
     rows.push((
@@ -293,6 +298,16 @@ fn sandbox_rows(
             let run = rt.block_on(runtime.call(call, &invocation));
             assert_eq!(run.output_json, Some(json!({})), "{run:?}");
         }
+    }
+    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("warm") {
+        let mut warm_s = Samples::default();
+        sandbox_batch(&rt, runtime, &warm, &invocation, n, &mut warm_s);
+        warm_s.sort();
+        println!(
+            "warm session instance: p50 {}",
+            fmt(percentile(&warm_s.wall, 0.5))
+        );
+        return warm_s.wall;
     }
     let mut peer = Peer::start(root, &input.to_string());
     let rounds = 40;
