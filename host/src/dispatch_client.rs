@@ -2,7 +2,8 @@
 //! stderr and exit code), in a program small enough that a call its dispatch daemon
 //! answers costs little more than starting a process. It links `std`, `libc` and `sha2`
 //! only (no async runtime, no wasm engine, no argument parser): it reads none of its
-//! arguments, it forwards them.
+//! arguments, it forwards them. On Linux with glibc it is linked statically, a static
+//! PIE (`host/build.rs`): no dynamic loader runs at its start.
 //!
 //! It takes the `hookhost` in its own directory for the daemon's key (that executable's
 //! path and stamp, the arguments `dispatch ARGS…`, the directory and the environment:

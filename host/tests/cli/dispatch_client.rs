@@ -448,3 +448,69 @@ fn the_client_itself_is_answered_by_the_daemon() {
         );
     }
 }
+
+/// On Linux with glibc the small client is a static PIE (`host/build.rs`): no program
+/// interpreter, no needed shared library (a library rustc names that the build did not
+/// shadow with its static archive would be linked into a program without a loader), and
+/// still position-independent, so its addresses are randomized.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_small_client_is_linked_statically() {
+    assert_eq!(
+        env!("HOOKHOST_DISPATCH_CLIENT_LINK"),
+        "static",
+        "host/build.rs linked the small client dynamically"
+    );
+    let elf = std::fs::read(CLIENT).unwrap();
+    let links = ElfLinks::of(&elf);
+    assert!(!links.interpreter, "{CLIENT} names a program interpreter");
+    assert_eq!(links.needed, 0, "{CLIENT} needs shared libraries");
+    assert!(links.position_independent, "{CLIENT} is not a PIE");
+    // The check itself: `hookhost` is linked dynamically, at a fixed address.
+    let host = ElfLinks::of(&std::fs::read(env!("CARGO_BIN_EXE_hookhost")).unwrap());
+    assert!(host.interpreter && host.needed > 0 && !host.position_independent);
+}
+
+/// What an ELF64 little-endian program says of its linking.
+struct ElfLinks {
+    /// A `PT_INTERP` header: the kernel starts the dynamic loader.
+    interpreter: bool,
+    /// `DT_NEEDED` entries of its dynamic section.
+    needed: usize,
+    /// `ET_DYN`: loaded at a random address.
+    position_independent: bool,
+}
+
+impl ElfLinks {
+    fn of(elf: &[u8]) -> ElfLinks {
+        assert_eq!(
+            &elf[..6],
+            b"\x7fELF\x02\x01",
+            "an ELF64 little-endian program"
+        );
+        let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
+        let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap()) as usize;
+        let (table, size, count) = (u64_at(0x20), usize::from(u16_at(0x36)), u16_at(0x38));
+        let mut links = ElfLinks {
+            interpreter: false,
+            needed: 0,
+            position_independent: u16_at(0x10) == 3,
+        };
+        for header in (0..usize::from(count)).map(|i| table + i * size) {
+            match u32_at(header) {
+                3 => links.interpreter = true,
+                2 => {
+                    let (offset, length) = (u64_at(header + 8), u64_at(header + 0x20));
+                    links.needed = (offset..offset + length)
+                        .step_by(16)
+                        .take_while(|&entry| u64_at(entry) != 0)
+                        .filter(|&entry| u64_at(entry) == 1)
+                        .count();
+                }
+                _ => {}
+            }
+        }
+        links
+    }
+}
