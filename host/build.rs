@@ -16,20 +16,27 @@ use std::process::Command;
 /// What the tests read of the client's link (`static`, or `dynamic: why`).
 const LINK_ENV: &str = "HOOKHOST_DISPATCH_CLIENT_LINK";
 
+/// A variable cargo sets for build scripts ("" when unset).
+fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_default()
+}
+
 fn main() {
-    let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    let target_env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    let target_os = var("CARGO_CFG_TARGET_OS");
+    let target_env = var("CARGO_CFG_TARGET_ENV");
     if target_os == "linux" {
         println!("cargo:rustc-link-arg-bin=hookhost=-no-pie");
     }
-    let link = if target_os == "linux" && target_env == "gnu" {
+    let (host, target) = (var("HOST"), var("TARGET"));
+    let link = if target_os == "linux" && target_env == "gnu" && host == target {
         match static_client() {
             Ok(()) => "static".to_string(),
             Err(why) => format!("dynamic: {why}"),
         }
     } else {
         format!(
-            "dynamic: a static client is built for Linux with glibc only, not {target_os}/{target_env}"
+            "dynamic: a static client is built for Linux with glibc only, on the target \
+             itself (not {target_os}/{target_env}, {target} on {host})"
         )
     };
     println!("cargo:rustc-env={LINK_ENV}={link}");
@@ -39,7 +46,8 @@ fn main() {
 
 /// Links `hookhost-dispatch` statically (`-static-pie`), as `-C target-feature=+crt-static`
 /// would; `Err` (and a dynamically linked client, which behaves the same) when the C
-/// toolchain has no static archive for one of the libraries.
+/// toolchain has no static archive for one of the libraries, or a trial link of a small
+/// program the same way fails or does not run ([`trial_link`]).
 ///
 /// Cargo passes rustc flags to every crate of a build, and `crt-static` on the host's
 /// target breaks the build's proc-macros, so the flag cannot be given to this one binary.
@@ -49,23 +57,28 @@ fn main() {
 /// a linker script naming the static archives (`libgcc_s.so` names `libgcc_eh.a` and
 /// `libgcc.a`, as crt-static links). With `-static-pie` the C driver starts the program
 /// with `rcrt1.o` (it relocates itself) and tells the linker `--no-dynamic-linker`.
-/// A library rustc names that is not shadowed here would be linked as a shared object
-/// into a program without a loader: the tests check that the client has neither an
-/// interpreter nor a needed library (`dispatch_client::the_small_client_is_linked_statically`),
-/// and every client test runs it.
+/// A library rustc names that is not shadowed here, or a system library directory that
+/// a dependency's build script puts before this one, would link a shared object into a
+/// program without a loader: the trial link catches the first, and the tests check that
+/// the client has neither an interpreter nor a needed library
+/// (`dispatch_client::the_small_client_is_linked_statically`) and run it in every
+/// client test.
 ///
-/// glibc's `getpwuid_r` (the password database's home, `config/env.rs`) in a static
-/// program reads `/etc/passwd` as before; a user found only through another NSS module
-/// (`systemd`, `sss`) is looked up by `dlopen`ing it, which needs the glibc the client
-/// was built with. Should that fail, the client finds no home, computes another daemon's
-/// key than `hookhost`, finds none, and `exec`s `hookhost` (slower, the same answer).
+/// A static glibc program must not load an NSS module (the `systemd` module crashes
+/// in one): the client reads the password database's files itself and leaves every
+/// other lookup to `hookhost` (`config/passwd.rs`).
 fn static_client() -> Result<(), String> {
     let linker = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".to_string());
     let out = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    if out.to_str().is_none_or(|o| o.contains(['\n', '\r'])) {
+        return Err("its build directory's path cannot be passed to the linker".into());
+    }
     let dir = out.join("static-client");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // libc.a needs libgcc's helpers, and GNU ld reads archives in order: glibc's group
+    // carries them, as the C driver's own static link does.
     let libraries: [(&str, &[&str]); 7] = [
-        ("c", &["libc.a"]),
+        ("c", &["libc.a", "libgcc.a", "libgcc_eh.a"]),
         ("m", &["libm.a"]),
         ("pthread", &["libpthread.a"]),
         ("rt", &["librt.a"]),
@@ -78,6 +91,8 @@ fn static_client() -> Result<(), String> {
         let mut group = String::from("GROUP (");
         for archive in archives {
             let path = archive_path(&linker, archive)?;
+            // A toolchain upgrade that moves or replaces it links the client again.
+            println!("cargo:rerun-if-changed={}", path.display());
             let shown = path
                 .to_str()
                 .filter(|p| !p.contains('"'))
@@ -90,11 +105,61 @@ fn static_client() -> Result<(), String> {
     for (path, script) in scripts {
         std::fs::write(&path, script).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    println!(
-        "cargo:rustc-link-arg-bin=hookhost-dispatch=-L{}",
-        dir.display()
-    );
-    println!("cargo:rustc-link-arg-bin=hookhost-dispatch=-static-pie");
+    let args = [format!("-L{}", dir.display()), "-static-pie".to_string()];
+    trial_link(&out, &args)?;
+    for arg in args {
+        println!("cargo:rustc-link-arg-bin=hookhost-dispatch={arg}");
+    }
+    Ok(())
+}
+
+/// Links a program that prints a word the way the client will be linked (this build's
+/// rustc, target, flags and linker, and `link_args`), and runs it: a linker that reads
+/// the scripts otherwise, flags that cannot link statically, a C driver without
+/// `-static-pie` or a shared library that slips in (a program without a loader that
+/// needs one crashes at once) each leave the client dynamically linked instead.
+fn trial_link(out: &Path, link_args: &[String]) -> Result<(), String> {
+    let source = out.join("static-client-trial.rs");
+    let program = out.join("static-client-trial");
+    std::fs::write(&source, "fn main() { println!(\"static\"); }\n")
+        .map_err(|e| format!("{}: {e}", source.display()))?;
+    let mut rustc = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
+    rustc
+        .args([
+            "--edition=2024",
+            "--crate-type=bin",
+            "--target",
+            &var("TARGET"),
+        ])
+        .arg("-o")
+        .arg(&program)
+        .arg(&source);
+    for flag in var("CARGO_ENCODED_RUSTFLAGS")
+        .split('\x1f')
+        .filter(|f| !f.is_empty())
+    {
+        rustc.arg(flag);
+    }
+    if let Ok(linker) = std::env::var("RUSTC_LINKER") {
+        rustc.arg(format!("-Clinker={linker}"));
+    }
+    for arg in link_args {
+        rustc.arg(format!("-Clink-arg={arg}"));
+    }
+    let linked = rustc
+        .output()
+        .map_err(|e| format!("cannot run rustc for a trial link: {e}"))?;
+    if !linked.status.success() {
+        let why = String::from_utf8_lossy(&linked.stderr);
+        let first = why.lines().find(|l| l.contains("error")).unwrap_or("");
+        return Err(format!("a trial static link failed: {first}"));
+    }
+    let ran = Command::new(&program)
+        .output()
+        .map_err(|e| format!("cannot run the trial program: {e}"))?;
+    if !ran.status.success() || ran.stdout != b"static\n" {
+        return Err(format!("the trial program did not run ({})", ran.status));
+    }
     Ok(())
 }
 

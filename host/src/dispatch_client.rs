@@ -36,16 +36,31 @@
 #[allow(dead_code, unused_imports)]
 #[path = "config/env.rs"]
 mod env;
+// The one reader of files, compiled here as well (the password database's files).
+#[allow(dead_code)]
+#[path = "config/file.rs"]
+mod file;
 #[path = "cli/dispatch_daemon/key.rs"]
 mod key;
+// The password database's home, read from its files only: this program is linked
+// statically, and glibc's NSS modules must not be loaded into it (see that file).
+#[allow(dead_code)]
+#[path = "config/passwd.rs"]
+mod passwd;
 
-/// What `config/env.rs` and `key.rs` name of `config/file.rs`.
-mod file {
-    /// This process's effective uid.
-    pub fn effective_uid() -> u32 {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        unsafe { libc::geteuid() }
-    }
+/// The password database's home of the effective user as its files give it
+/// ([`passwd::from_files`], read once); `None` when they cannot tell, and then this
+/// program never computes a key: it `exec`s `hookhost`, which asks NSS.
+fn files_home() -> Option<&'static Option<PathBuf>> {
+    static HOME: std::sync::OnceLock<Option<Option<PathBuf>>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| passwd::from_files(file::effective_uid()))
+        .as_ref()
+}
+
+/// What `config/env.rs` asks for the password home: the files' answer ([`files_home`],
+/// which [`dispatch`] made sure can tell before anything asks).
+fn password_home_of(_uid: u32) -> Option<PathBuf> {
+    files_home().cloned().flatten()
 }
 
 use std::ffi::{OsStr, OsString};
@@ -110,7 +125,9 @@ fn dispatch() -> Exit {
             &format!("no `{HOOKHOST}` beside this program to dispatch with"),
         );
     };
-    if key::in_process_only() {
+    // The password database's files cannot tell this user's home: only NSS can, which
+    // `hookhost` asks.
+    if key::in_process_only() || files_home().is_none() {
         return exec_hookhost(&hookhost, &args);
     }
     let keyed = [OsStr::new("dispatch")]

@@ -479,35 +479,13 @@ fn resolve_existing(path: &Path) -> PathBuf {
 }
 
 /// The home directory of the effective user from the password database: unlike
-/// `$HOME`, nothing in the environment can move it. Looked up once per process.
+/// `$HOME`, nothing in the environment can move it. Looked up once per process, by the
+/// program's own lookup (`super::password_home_of`: `config/passwd.rs`, which the small
+/// client asks without NSS).
 fn password_home() -> Option<PathBuf> {
     static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    HOME.get_or_init(look_up_password_home).clone()
-}
-
-fn look_up_password_home() -> Option<PathBuf> {
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call and the buffer's length is passed; the
-    // strings written point into `buffer`, which outlives their use below.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            super::file::effective_uid(),
-            &mut entry,
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &mut found,
-        )
-    };
-    if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
-        return None;
-    }
-    // SAFETY: getpwuid_r succeeded, so pw_dir is a NUL-terminated string in `buffer`.
-    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
-    let dir = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
-    dir.is_absolute().then_some(dir)
+    HOME.get_or_init(|| super::password_home_of(super::file::effective_uid()))
+        .clone()
 }
 
 #[cfg(test)]

@@ -623,4 +623,5 @@ pub fn open_file_limit() -> u64 {
 }
 
 #[cfg(test)]
+#[path = "file/tests.rs"]
 mod tests;

@@ -12,8 +12,15 @@ mod load;
 mod loaded;
 pub mod lock;
 mod parse;
+pub mod passwd;
 pub mod schema;
 mod sources;
+
+/// The password database's home of `uid`, as this program looks it up (`config/env.rs`
+/// asks it here; the small client `hookhost-dispatch` defines its own, without NSS).
+fn password_home_of(uid: u32) -> Option<std::path::PathBuf> {
+    passwd::home(uid)
+}
 
 pub(crate) use load::is_claude_settings_file;
 pub use load::{load, load_with, parse_layer};

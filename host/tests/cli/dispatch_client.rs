@@ -449,6 +449,62 @@ fn the_client_itself_is_answered_by_the_daemon() {
     }
 }
 
+/// A user whom the password database's files do not hold (a container's `-u 4242`, a
+/// systemd dynamic user), where `nsswitch.conf` names a source after `files` (Debian's
+/// `files systemd`), is known only to an NSS module, which glibc would load into this
+/// statically linked program: the `systemd` module crashed it with SIGSEGV, which an agent
+/// takes for "let the tool run". The client loads no module: it `exec`s `hookhost`,
+/// which asks NSS, and the call is answered (here: denied) as `hookhost dispatch` answers it.
+#[test]
+fn a_user_the_password_files_do_not_hold_is_answered_by_hookhost() {
+    if !crate::skip::is_root_or_skip(
+        "a_user_the_password_files_do_not_hold_is_answered_by_hookhost",
+        "running the client as a uid absent from /etc/passwd needs root",
+    ) {
+        return;
+    }
+    let uid = 63_000 + std::process::id() % 1_000;
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    assert!(
+        !passwd
+            .lines()
+            .any(|l| l.split(':').nth(2) == Some(&uid.to_string())),
+        "uid {uid} is in /etc/passwd"
+    );
+    let env = TestEnv::new();
+    env.project_hooks(hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "wasm", "plugin": deny_dangerous_bash()}]),
+    ));
+    crate::support::chown_tree(env.project.parent().unwrap(), uid);
+    for format in [&[][..], &["--format", "claude"][..]] {
+        let plain = client(&env);
+        let mut cmd = Command::new("setpriv");
+        cmd.args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+            "--",
+            CLIENT,
+        ])
+        .args(format)
+        .arg("PreToolUse")
+        .current_dir(&env.project);
+        copy_env(&plain, &mut cmd);
+        let run = env.run_with(&mut cmd, &bash_input("rm -rf /").to_string());
+        assert!(run.code >= 0, "killed by a signal: {}", run.stderr);
+        if format.is_empty() {
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            assert_eq!(run.json()["decision"], "deny", "{}", run.stdout);
+        } else {
+            // Claude Code's blocking exit, the reason on stderr.
+            assert_eq!(run.code, 2, "{}", run.stderr);
+            assert!(run.stderr.contains("deny-dangerous-bash"), "{}", run.stderr);
+        }
+    }
+}
+
 /// On Linux with glibc the small client is a static PIE (`host/build.rs`): no program
 /// interpreter, no needed shared library (a library rustc names that the build did not
 /// shadow with its static archive would be linked into a program without a loader), and

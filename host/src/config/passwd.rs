@@ -1,0 +1,150 @@
+//! The effective user's home directory in the password database: from `/etc/passwd`
+//! itself when `/etc/nsswitch.conf` says its files answer first, else through glibc's NSS
+//! (`getpwuid_r`), which may load a module (`systemd`, `sss`, LDAP) with `dlopen`.
+//!
+//! The small client `hookhost-dispatch` is linked statically, and a static glibc program
+//! that loads an NSS module can crash in it (the `systemd` module dereferences a
+//! thread-local it cannot have: SIGSEGV, which an agent takes for "let the tool run").
+//! So the client asks [`from_files`] only, and when the files cannot tell (another source
+//! first, or the user is not in them and another source follows) it `exec`s `hookhost`,
+//! which is linked dynamically and asks NSS ([`home`]). Both programs take the files'
+//! answer the same way, so they agree on the daemon's key. This module is compiled into
+//! both (`dispatch_client.rs` includes it beside `config/env.rs` and `config/file.rs`).
+//!
+//! The reading is strict, and anything glibc might read differently (a line with `+` or
+//! `-` in front, leading blanks, a uid that is not plain digits, an action such as
+//! `[NOTFOUND=return]` after `files`, a second `passwd:` line) makes the files "unable to
+//! tell": NSS then decides, in `hookhost`.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The files read, and their bounds (a larger file cannot tell).
+const NSSWITCH: &str = "/etc/nsswitch.conf";
+const PASSWD: &str = "/etc/passwd";
+const MAX_NSSWITCH: u64 = 64 << 10;
+const MAX_PASSWD: u64 = 4 << 20;
+
+/// The home of `uid` as the password database's files give it: `Some(Some(home))` found
+/// (absolute), `Some(None)` the files are the only source and hold no usable entry,
+/// `None` the files cannot tell (see the module's documentation).
+pub fn from_files(uid: u32) -> Option<Option<PathBuf>> {
+    let read = |path: &str, cap| {
+        super::file::read_regular(Path::new(path), cap)
+            .ok()
+            .map(|(bytes, _)| bytes)
+    };
+    let nsswitch = read(NSSWITCH, MAX_NSSWITCH)?;
+    answer(&nsswitch, || read(PASSWD, MAX_PASSWD), uid)
+}
+
+/// [`from_files`]' answer for the text of `nsswitch.conf` and the `passwd` file (read
+/// only when the files come first).
+fn answer(
+    nsswitch: &[u8],
+    passwd: impl FnOnce() -> Option<Vec<u8>>,
+    uid: u32,
+) -> Option<Option<PathBuf>> {
+    let sources = passwd_sources(nsswitch)?;
+    let mut words = sources.split(|&b| b == b' ');
+    if words.next()? != b"files" {
+        return None;
+    }
+    let next = words.next();
+    if next.is_some_and(|word| word.starts_with(b"[")) {
+        return None; // an action after `files`: what it does is not guessed
+    }
+    match home_in(&passwd()?, uid)? {
+        Some(home) => Some(Some(home)),
+        // Not in the files: glibc would ask the next source.
+        None if next.is_none() => Some(None),
+        None => None,
+    }
+}
+
+/// The home of `uid`: the files' answer when they can tell, else `getpwuid_r`'s. Only in
+/// a dynamically linked program (`hookhost`; see the module's documentation).
+pub fn home(uid: u32) -> Option<PathBuf> {
+    from_files(uid).unwrap_or_else(|| from_nss(uid))
+}
+
+/// `getpwuid_r`'s home of `uid`, when absolute.
+fn from_nss(uid: u32) -> Option<PathBuf> {
+    let mut buffer = vec![0 as libc::c_char; 4096];
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call and the buffer's length is passed; the
+    // strings written point into `buffer`, which outlives their use below.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_dir is a NUL-terminated string in `buffer`.
+    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
+    let dir = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then_some(dir)
+}
+
+/// The sources of the `passwd` database in `nsswitch.conf`, blanks squeezed to one space
+/// (`files systemd`); `None` when there is no such line or more than one.
+fn passwd_sources(conf: &[u8]) -> Option<Vec<u8>> {
+    let mut found = None;
+    for line in conf.split(|&b| b == b'\n') {
+        let line = line.split(|&b| b == b'#').next().unwrap_or_default();
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if line[..colon].trim_ascii() != b"passwd" {
+            continue;
+        }
+        if found.is_some() {
+            return None;
+        }
+        let words: Vec<&[u8]> = line[colon + 1..]
+            .split(u8::is_ascii_whitespace)
+            .filter(|w| !w.is_empty())
+            .collect();
+        found = Some(words.join(&b' '));
+    }
+    found
+}
+
+/// The home of `uid` in the text of a `passwd` file: `Some(Some(home))` on the first
+/// line with that uid (its home when absolute), `Some(None)` when no line has it, `None`
+/// when a line up to that one is one glibc might read otherwise than this function.
+fn home_in(passwd: &[u8], uid: u32) -> Option<Option<PathBuf>> {
+    for line in passwd.split(|&b| b == b'\n') {
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        if line.starts_with(b"+") || line.starts_with(b"-") || line[0].is_ascii_whitespace() {
+            return None;
+        }
+        let fields: Vec<&[u8]> = line.splitn(7, |&b| b == b':').collect();
+        let [_name, _password, line_uid, _gid, _gecos, dir, _shell] = fields[..] else {
+            return None;
+        };
+        if line_uid.is_empty() || !line_uid.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        if std::str::from_utf8(line_uid).ok()?.parse::<u32>().ok()? == uid {
+            let dir = PathBuf::from(OsStr::from_bytes(dir));
+            return Some(dir.is_absolute().then_some(dir));
+        }
+    }
+    Some(None)
+}
+
+#[cfg(test)]
+#[path = "passwd/tests.rs"]
+mod tests;

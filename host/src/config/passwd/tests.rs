@@ -1,0 +1,105 @@
+use std::path::PathBuf;
+
+use super::{answer, home_in, passwd_sources};
+
+const PASSWD: &[u8] = b"root:x:0:0:root:/root:/bin/bash\n\
+    # a comment\n\
+    \n\
+    alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash\n\
+    svc:x:0999:999::relative:/usr/sbin/nologin\n\
+    alias:x:1000:1000::/home/second:/bin/sh\n";
+
+fn home(path: &str) -> Option<Option<PathBuf>> {
+    Some(Some(PathBuf::from(path)))
+}
+
+#[test]
+fn the_first_line_with_the_uid_gives_the_home() {
+    assert_eq!(home_in(PASSWD, 0), home("/root"));
+    // glibc's files return the first entry with the uid, not a later alias.
+    assert_eq!(home_in(PASSWD, 1000), home("/home/alice"));
+    // Leading zeros are the same number (strtoul); a relative home is no home.
+    assert_eq!(home_in(PASSWD, 999), Some(None));
+    // Not in the file: an answer (no entry), which the caller weighs against nsswitch.
+    assert_eq!(home_in(PASSWD, 4242), Some(None));
+    // A shell field with colons in it is still the last field.
+    assert_eq!(
+        home_in(b"bob:x:7:7::/home/bob:/bin/sh:extra\n", 7),
+        home("/home/bob")
+    );
+}
+
+#[test]
+fn a_line_glibc_might_read_otherwise_cannot_tell() {
+    for odd in [
+        "+alice::::::\n",
+        "-bob:x:7:7::/home/bob:/bin/sh\n",
+        " alice:x:1000:1000::/home/alice:/bin/sh\n",
+        "alice:x:1000:1000::/home/alice\n",
+        "alice:x::1000::/home/alice:/bin/sh\n",
+        "alice:x:+1000:1000::/home/alice:/bin/sh\n",
+        "alice:x: 1000:1000::/home/alice:/bin/sh\n",
+        "alice:x:99999999999:1000::/home/alice:/bin/sh\n",
+    ] {
+        let text = format!("{odd}carol:x:1000:1000::/home/carol:/bin/sh\n");
+        assert_eq!(home_in(text.as_bytes(), 1000), None, "{odd:?}");
+    }
+    // Only the lines up to the user's matter: glibc stops at the first match.
+    let text = b"alice:x:1000:1000::/home/alice:/bin/sh\n+::::::\n";
+    assert_eq!(home_in(text, 1000), home("/home/alice"));
+}
+
+#[test]
+fn nsswitch_gives_the_passwd_sources_of_its_one_passwd_line() {
+    let conf = b"# comment\npasswd:         files systemd\ngroup: files\n";
+    assert_eq!(passwd_sources(conf).as_deref(), Some(&b"files systemd"[..]));
+    let conf = b"passwd:files # trailing comment\n";
+    assert_eq!(passwd_sources(conf).as_deref(), Some(&b"files"[..]));
+    let conf = b"passwd: files [NOTFOUND=return] sss\n";
+    assert_eq!(
+        passwd_sources(conf).as_deref(),
+        Some(&b"files [NOTFOUND=return] sss"[..])
+    );
+    // None, or two: glibc's reading is not guessed.
+    assert_eq!(passwd_sources(b"group: files\n"), None);
+    assert_eq!(passwd_sources(b"passwd: files\npasswd: sss\n"), None);
+    // A commented-out line is no line.
+    assert_eq!(passwd_sources(b"#passwd: sss\n"), None);
+}
+
+#[test]
+fn the_files_answer_only_when_they_come_first_and_hold_the_user_or_are_alone() {
+    let passwd = || Some(PASSWD.to_vec());
+    let conf = |line: &str| format!("group: files\n{line}\n").into_bytes();
+    // Files first, the user in them: their answer, whatever follows.
+    assert_eq!(
+        answer(&conf("passwd: files systemd"), passwd, 1000),
+        home("/home/alice")
+    );
+    assert_eq!(answer(&conf("passwd: files"), passwd, 0), home("/root"));
+    // Not in them: only when nothing follows is that the database's answer.
+    assert_eq!(answer(&conf("passwd: files"), passwd, 4242), Some(None));
+    assert_eq!(answer(&conf("passwd: files systemd"), passwd, 4242), None);
+    assert_eq!(answer(&conf("passwd:\tfiles   sss"), passwd, 4242), None);
+    // Another source first, an action after `files`, `compat`, a look-alike: NSS decides.
+    for line in [
+        "passwd: sss files",
+        "passwd: files [NOTFOUND=return] sss",
+        "passwd: files[SUCCESS=continue] sss",
+        "passwd: compat",
+        "passwd: filesystem",
+        "passwd:",
+    ] {
+        assert_eq!(answer(&conf(line), passwd, 0), None, "{line}");
+    }
+    // The passwd file unreadable: no answer either.
+    assert_eq!(answer(&conf("passwd: files"), || None, 0), None);
+}
+
+#[test]
+fn this_machines_files_agree_with_glibc_where_they_can_tell() {
+    let uid = super::super::file::effective_uid();
+    if let Some(from_files) = super::from_files(uid) {
+        assert_eq!(from_files, super::from_nss(uid));
+    }
+}
