@@ -25,6 +25,8 @@ const NSSWITCH: &str = "/etc/nsswitch.conf";
 const PASSWD: &str = "/etc/passwd";
 const MAX_NSSWITCH: u64 = 64 << 10;
 const MAX_PASSWD: u64 = 4 << 20;
+/// The largest buffer `getpwuid_r` is given for one entry.
+const MAX_ENTRY: usize = 1 << 20;
 
 /// The home of `uid` as the password database's files give it: `Some(Some(home))` found
 /// (absolute), `Some(None)` the files are the only source and hold no usable entry,
@@ -75,16 +77,23 @@ fn from_nss(uid: u32) -> Option<PathBuf> {
     // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
     let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
     let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call and the buffer's length is passed; the
-    // strings written point into `buffer`, which outlives their use below.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            uid,
-            &mut entry,
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &mut found,
-        )
+    let rc = loop {
+        // SAFETY: every pointer is valid for the call and the buffer's length is passed;
+        // the strings written point into `buffer`, which outlives their use below.
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &mut entry,
+                buffer.as_mut_ptr(),
+                buffer.len(),
+                &mut found,
+            )
+        };
+        // An entry longer than the buffer: a larger one, up to a bound.
+        if rc != libc::ERANGE || buffer.len() >= MAX_ENTRY {
+            break rc;
+        }
+        buffer.resize(buffer.len() * 4, 0);
     };
     if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
         return None;
@@ -95,25 +104,43 @@ fn from_nss(uid: u32) -> Option<PathBuf> {
     dir.is_absolute().then_some(dir)
 }
 
+/// C's `isspace`, which glibc trims with: Rust's `is_ascii_whitespace` leaves out `\v`.
+fn c_blank(b: &u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
 /// The sources of the `passwd` database in `nsswitch.conf`, blanks squeezed to one space
-/// (`files systemd`); `None` when there is no such line or more than one.
+/// (`files systemd`); `None` when there is no such line, more than one (glibc takes the
+/// last, its name in any case, the colon optional), or one this function might read
+/// otherwise than glibc (a `#` after the sources: glibc 2.36 reads it as a source; a NUL).
 fn passwd_sources(conf: &[u8]) -> Option<Vec<u8>> {
+    if conf.contains(&0) {
+        return None;
+    }
     let mut found = None;
     for line in conf.split(|&b| b == b'\n') {
-        let line = line.split(|&b| b == b'#').next().unwrap_or_default();
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+        let start = line.iter().position(|b| !c_blank(b)).unwrap_or(line.len());
+        let line = &line[start..];
+        if line.is_empty() || line.starts_with(b"#") {
             continue;
-        };
-        if line[..colon].trim_ascii() != b"passwd" {
+        }
+        let name_end = line
+            .iter()
+            .position(|b| c_blank(b) || *b == b':')
+            .unwrap_or(line.len());
+        if !line[..name_end].eq_ignore_ascii_case(b"passwd") {
             continue;
         }
         if found.is_some() {
             return None;
         }
-        let words: Vec<&[u8]> = line[colon + 1..]
-            .split(u8::is_ascii_whitespace)
-            .filter(|w| !w.is_empty())
-            .collect();
+        let rest = &line[name_end..];
+        let rest = &rest[rest.iter().position(|b| !c_blank(b)).unwrap_or(rest.len())..];
+        let sources = rest.strip_prefix(b":")?;
+        if sources.contains(&b'#') {
+            return None;
+        }
+        let words: Vec<&[u8]> = sources.split(c_blank).filter(|w| !w.is_empty()).collect();
         found = Some(words.join(&b' '));
     }
     found
@@ -121,23 +148,32 @@ fn passwd_sources(conf: &[u8]) -> Option<Vec<u8>> {
 
 /// The home of `uid` in the text of a `passwd` file: `Some(Some(home))` on the first
 /// line with that uid (its home when absolute), `Some(None)` when no line has it, `None`
-/// when a line up to that one is one glibc might read otherwise than this function.
+/// when a line up to that one is one glibc might read otherwise than this function (a
+/// NUL ends glibc's strings; a line it would skip, such as a bad gid, or that `compat`
+/// syntax, `+` and `-`, would make special).
 fn home_in(passwd: &[u8], uid: u32) -> Option<Option<PathBuf>> {
+    let number = |field: &[u8]| -> Option<u32> {
+        if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(field).ok()?.parse().ok()
+    };
     for line in passwd.split(|&b| b == b'\n') {
+        if line.contains(&0) {
+            return None;
+        }
         if line.is_empty() || line.starts_with(b"#") {
             continue;
         }
-        if line.starts_with(b"+") || line.starts_with(b"-") || line[0].is_ascii_whitespace() {
+        if line.starts_with(b"+") || line.starts_with(b"-") || c_blank(&line[0]) {
             return None;
         }
         let fields: Vec<&[u8]> = line.splitn(7, |&b| b == b':').collect();
-        let [_name, _password, line_uid, _gid, _gecos, dir, _shell] = fields[..] else {
+        let [_name, _password, line_uid, gid, _gecos, dir, _shell] = fields[..] else {
             return None;
         };
-        if line_uid.is_empty() || !line_uid.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        if std::str::from_utf8(line_uid).ok()?.parse::<u32>().ok()? == uid {
+        let (line_uid, _) = (number(line_uid)?, number(gid)?);
+        if line_uid == uid {
             let dir = PathBuf::from(OsStr::from_bytes(dir));
             return Some(dir.is_absolute().then_some(dir));
         }

@@ -505,6 +505,70 @@ fn a_user_the_password_files_do_not_hold_is_answered_by_hookhost() {
     }
 }
 
+/// Each program reads the password database's home once, and a daemon keeps its own: a
+/// daemon started while the user's entry named one home does not answer a call that
+/// reads another (it would judge the workspace against the old one). The entry is
+/// changed for each call by a copy of `/etc/passwd` bound over it in a mount namespace
+/// of its own; the daemon started in the first keeps seeing that one.
+#[test]
+fn a_changed_password_home_is_another_daemons() {
+    if !crate::skip::is_root_or_skip(
+        "a_changed_password_home_is_another_daemons",
+        "binding a copy over /etc/passwd (unshare -m) needs root",
+    ) {
+        return;
+    }
+    let env = TestEnv::new();
+    env.project_hooks(parent_hook_config_with(&[]));
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() }.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    let with_home = |name: &str, home: &str| {
+        let text: String = passwd
+            .lines()
+            .map(|line| {
+                let mut fields: Vec<&str> = line.split(':').collect();
+                if fields.get(2) == Some(&me.as_str()) {
+                    fields[5] = home;
+                }
+                fields.join(":") + "\n"
+            })
+            .collect();
+        let path = env.project.parent().unwrap().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (a, b) = (
+        with_home("passwd-a", "/home/a"),
+        with_home("passwd-b", "/home/b"),
+    );
+    let call = |passwd: &Path| {
+        let plain = client(&env);
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "-m",
+            "sh",
+            "-c",
+            r#"mount --bind "$0" /etc/passwd && exec "$@""#,
+        ])
+        .arg(passwd)
+        .args([CLIENT, "PreToolUse"])
+        .current_dir(&env.project);
+        copy_env(&plain, &mut cmd);
+        env.run_with(&mut cmd, &bash_input("ls").to_string())
+    };
+    let first = call(&a);
+    assert_eq!(hook_parent(&first), first.pid, "no daemon yet: in-process");
+    let daemon = listening(&env, 1);
+    assert_eq!(hook_parent(&call(&a)), daemon, "the same home: its daemon");
+    let other = call(&b);
+    assert_eq!(
+        hook_parent(&other),
+        other.pid,
+        "another home: not that daemon"
+    );
+}
+
 /// On Linux with glibc the small client is a static PIE (`host/build.rs`): no program
 /// interpreter, no needed shared library (a library rustc names that the build did not
 /// shadow with its static archive would be linked into a program without a loader), and

@@ -117,7 +117,8 @@ pub fn listening_stdin() -> bool {
 /// daemons' directory and the name of its files (without extension). The key is
 /// everything a dispatch depends on besides its stdin: the executable (its path as the
 /// kernel names a running program, and its file stamp), the working directory, the
-/// arguments and the whole environment (`config::env::snapshot`). `None` when there can
+/// password database's home of the user, the arguments and the whole environment
+/// (`config::env::snapshot`). `None` when there can
 /// be none (the executable or the directory cannot be read, a socket path too long to
 /// bind). Creates nothing.
 pub fn daemon_of<'a>(
@@ -131,7 +132,7 @@ pub fn daemon_of<'a>(
         key.update((bytes.len() as u64).to_le_bytes());
         key.update(bytes);
     };
-    field(b"hookhost dispatch daemon 1");
+    field(b"hookhost dispatch daemon 2");
     field(exe.as_os_str().as_bytes());
     for n in [
         stamp.ino(),
@@ -142,6 +143,13 @@ pub fn daemon_of<'a>(
         field(&n.to_le_bytes());
     }
     field(cwd.as_os_str().as_bytes());
+    // Read once per process, so a daemon's stays as it started: a changed entry (or a
+    // source that answers otherwise now) is another daemon's.
+    field(
+        super::env::password_home()
+            .as_deref()
+            .map_or(&[][..], |home| home.as_os_str().as_bytes()),
+    );
     for arg in args {
         field(arg.as_bytes());
     }

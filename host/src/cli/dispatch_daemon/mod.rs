@@ -16,9 +16,10 @@
 //! connection is closed unanswered and logged. (The client checks the daemon's uid too.)
 //!
 //! The daemon is keyed by everything a dispatch depends on besides its stdin: the
-//! `hookhost` executable (path and file stamp), the working directory, the arguments and
-//! the whole environment. Two callers share a daemon only when their dispatches would be
-//! the same process, so command hooks see the caller's environment and directory. Every
+//! `hookhost` executable (path and file stamp), the working directory, the user's home
+//! in the password database, the arguments and the whole environment. Two callers share
+//! a daemon only when their dispatches would be the same process, so command hooks see
+//! the caller's environment and directory. Every
 //! request checks the files the config was built from (a `stat` each) and rebuilds it
 //! when one changed, so it sees what a one-shot process would read; only the caches are
 //! warm. With no daemon listening, the caller dispatches in-process and

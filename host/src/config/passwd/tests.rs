@@ -40,6 +40,16 @@ fn a_line_glibc_might_read_otherwise_cannot_tell() {
         "alice:x:+1000:1000::/home/alice:/bin/sh\n",
         "alice:x: 1000:1000::/home/alice:/bin/sh\n",
         "alice:x:99999999999:1000::/home/alice:/bin/sh\n",
+        // A gid glibc refuses: it skips the line.
+        "alice:x:1000::/home/evil:/home/evil:/bin/sh\n",
+        "alice:x:1000:-1::/home/evil:/bin/sh\n",
+        "alice:x:1000:99999999999::/home/evil:/bin/sh\n",
+        // C's blanks include `\v`: glibc reads these as a comment and a `+` line.
+        "\x0b#alice:x:1000:1000::/home/evil:/bin/sh\n",
+        "\x0b+alice:x:1000:1000::/home/evil:/bin/sh\n",
+        // A NUL ends glibc's strings (its home would be `/home/a`).
+        "alice:x:1000:1000::/home/a\0b:/bin/sh\n",
+        "al\0ice:x:1000:1000::/home/evil:/bin/sh\n",
     ] {
         let text = format!("{odd}carol:x:1000:1000::/home/carol:/bin/sh\n");
         assert_eq!(home_in(text.as_bytes(), 1000), None, "{odd:?}");
@@ -53,8 +63,10 @@ fn a_line_glibc_might_read_otherwise_cannot_tell() {
 fn nsswitch_gives_the_passwd_sources_of_its_one_passwd_line() {
     let conf = b"# comment\npasswd:         files systemd\ngroup: files\n";
     assert_eq!(passwd_sources(conf).as_deref(), Some(&b"files systemd"[..]));
-    let conf = b"passwd:files # trailing comment\n";
+    let conf = b"passwd:files\n";
     assert_eq!(passwd_sources(conf).as_deref(), Some(&b"files"[..]));
+    // glibc 2.36 reads a `#` after the sources as a source, older ones as a comment.
+    assert_eq!(passwd_sources(b"passwd: files # evil\n"), None);
     let conf = b"passwd: files [NOTFOUND=return] sss\n";
     assert_eq!(
         passwd_sources(conf).as_deref(),
@@ -65,6 +77,21 @@ fn nsswitch_gives_the_passwd_sources_of_its_one_passwd_line() {
     assert_eq!(passwd_sources(b"passwd: files\npasswd: sss\n"), None);
     // A commented-out line is no line.
     assert_eq!(passwd_sources(b"#passwd: sss\n"), None);
+    // glibc takes the last line, its name in any case, after C blanks (`\v` too), the
+    // colon optional: each of these is a second line.
+    for second in [
+        "passwd evil",
+        "PASSWD: evil",
+        "\x0bpasswd: evil",
+        "passwd\x0b: evil",
+    ] {
+        let conf = format!("passwd: files\n{second}\n");
+        assert_eq!(passwd_sources(conf.as_bytes()), None, "{second:?}");
+    }
+    // A name that only starts like it is another database.
+    let conf = b"passwd: files\npasswd_compat: nis\n";
+    assert_eq!(passwd_sources(conf).as_deref(), Some(&b"files"[..]));
+    assert_eq!(passwd_sources(b"passwd: files\0 evil\n"), None);
 }
 
 #[test]
