@@ -36,8 +36,9 @@
 #[allow(dead_code, unused_imports)]
 #[path = "config/env.rs"]
 mod env;
-// The one reader of files, compiled here as well (the password database's files).
-#[allow(dead_code)]
+// The one reader of files, compiled here as well (the password database's files). Its
+// documentation links into the library, which this program does not have.
+#[allow(dead_code, rustdoc::broken_intra_doc_links)]
 #[path = "config/file.rs"]
 mod file;
 #[path = "cli/dispatch_daemon/key.rs"]

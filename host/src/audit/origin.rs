@@ -49,30 +49,13 @@ fn host_name() -> String {
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
-/// The effective user's login name (`getpwuid_r`), else its uid.
+/// The effective user's login name (the password database, through NSS), else its uid.
 fn user_name() -> String {
     let uid = crate::config::file::effective_uid();
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call and the buffer's length is passed; the
-    // strings written point into `buffer`, which outlives their use below.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            uid,
-            &mut entry,
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &mut found,
-        )
-    };
-    if rc != 0 || found.is_null() || entry.pw_name.is_null() {
-        return uid.to_string();
+    match crate::config::passwd::nss_entry(uid) {
+        Some((name, _)) if !name.is_empty() => String::from_utf8_lossy(&name).into_owned(),
+        _ => uid.to_string(),
     }
-    // SAFETY: getpwuid_r succeeded, so pw_name is a NUL-terminated string in `buffer`.
-    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
-    String::from_utf8_lossy(name.to_bytes()).into_owned()
 }
 
 #[cfg(test)]

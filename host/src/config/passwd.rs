@@ -16,8 +16,8 @@
 //! `[NOTFOUND=return]` after `files`, a second `passwd:` line) makes the files "unable to
 //! tell": NSS then decides, in `hookhost`.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// The files read, and their bounds (a larger file cannot tell).
@@ -73,6 +73,15 @@ pub fn home(uid: u32) -> Option<PathBuf> {
 
 /// `getpwuid_r`'s home of `uid`, when absolute.
 fn from_nss(uid: u32) -> Option<PathBuf> {
+    let (_, dir) = nss_entry(uid)?;
+    let dir = PathBuf::from(OsString::from_vec(dir));
+    dir.is_absolute().then_some(dir)
+}
+
+/// The password database's entry of `uid` through glibc's NSS (`getpwuid_r`): its login
+/// name and home directory (empty when the entry has none). Only in a dynamically linked
+/// program (see the module's documentation).
+pub fn nss_entry(uid: u32) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut buffer = vec![0 as libc::c_char; 4096];
     // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
     let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
@@ -95,13 +104,20 @@ fn from_nss(uid: u32) -> Option<PathBuf> {
         }
         buffer.resize(buffer.len() * 4, 0);
     };
-    if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
+    if rc != 0 || found.is_null() {
         return None;
     }
-    // SAFETY: getpwuid_r succeeded, so pw_dir is a NUL-terminated string in `buffer`.
-    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
-    let dir = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
-    dir.is_absolute().then_some(dir)
+    let bytes = |field: *const libc::c_char| {
+        if field.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: getpwuid_r succeeded, so a field that is not null is a NUL-terminated
+        // string in `buffer`, which is alive here.
+        unsafe { std::ffi::CStr::from_ptr(field) }
+            .to_bytes()
+            .to_vec()
+    };
+    Some((bytes(entry.pw_name), bytes(entry.pw_dir)))
 }
 
 /// C's `isspace`, which glibc trims with: Rust's `is_ascii_whitespace` leaves out `\v`.
