@@ -6,13 +6,16 @@
 //! PIE (`host/build.rs`): no dynamic loader runs at its start.
 //!
 //! It takes the `hookhost` in its own directory for the daemon's key (that executable's
-//! path and stamp, the arguments `dispatch ARGS…`, the directory and the environment:
-//! `cli/dispatch_daemon/key.rs`, the one file both programs compile for it), so that one
+//! path and stamp, the arguments `dispatch ARGS…`, the directory, the user's home in the
+//! password database and the environment: `cli/dispatch_daemon/key.rs`, the one file both
+//! programs compile for it), so that one
 //! daemon answers `hookhost-dispatch ARGS…` and `hookhost dispatch ARGS…` alike. When that
 //! daemon answers, it prints the answer. In every other case `hookhost` decides:
 //!
 //! - no daemon for the call (`HOOKHOST_DISPATCH_DAEMON`, `CLAUDE_ENV_FILE`, none
-//!   listening yet, one that is not this user's, a command line that has none): it
+//!   listening yet, one that is not this user's, a command line that has none), or a
+//!   user whose home the password database's files cannot tell (only an NSS module
+//!   could, and none may be loaded here: `config/passwd.rs`): it
 //!   `exec`s `hookhost dispatch ARGS…` (the same process, its stdin untouched), which
 //!   dispatches in-process and starts the daemon, or answers the bad command line;
 //! - an input over the bound, or a daemon lost mid-request after the input was read: it
