@@ -15,8 +15,8 @@ use crate::dispatch_daemon::{
     with_daemon,
 };
 use crate::support::{
-    Run, TestEnv, bash_input, copy_env, deny_dangerous_bash, hooks, run_bytes, run_until,
-    wait_until,
+    Run, TestEnv, as_uid, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks, run_bytes,
+    run_until, wait_until,
 };
 
 const CLIENT: &str = env!("CARGO_BIN_EXE_hookhost-dispatch");
@@ -477,21 +477,9 @@ fn a_user_the_password_files_do_not_hold_is_answered_by_hookhost() {
         "Bash",
         json!([{"type": "wasm", "plugin": deny_dangerous_bash()}]),
     ));
-    crate::support::chown_tree(env.project.parent().unwrap(), uid);
+    chown_tree(env.project.parent().unwrap(), uid);
     for format in [&[][..], &["--format", "claude"][..]] {
-        let plain = client(&env);
-        let mut cmd = Command::new("setpriv");
-        cmd.args([
-            &format!("--reuid={uid}"),
-            &format!("--regid={uid}"),
-            "--clear-groups",
-            "--",
-            CLIENT,
-        ])
-        .args(format)
-        .arg("PreToolUse")
-        .current_dir(&env.project);
-        copy_env(&plain, &mut cmd);
+        let mut cmd = as_uid(client(&env).args(format).arg("PreToolUse"), uid);
         let run = env.run_with(&mut cmd, &bash_input("rm -rf /").to_string());
         assert!(run.code >= 0, "killed by a signal: {}", run.stderr);
         if format.is_empty() {

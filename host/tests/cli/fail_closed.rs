@@ -16,8 +16,7 @@ use serde_json::{Value, json};
 
 use crate::dispatch_daemon::{daemon_pid, process_alive, sockets, with_daemon};
 use crate::support::{
-    Run, TestEnv, bash_input, chown_tree, copy_env, deny_dangerous_bash, hooks, run_until,
-    wait_until,
+    Run, TestEnv, as_uid, bash_input, chown_tree, deny_dangerous_bash, hooks, run_until, wait_until,
 };
 
 /// `cmd` with `resource` limited to `limit` (soft and hard) from before `exec`.
@@ -303,18 +302,12 @@ fn a_hook_that_cannot_start_for_want_of_processes_is_a_named_failure_that_blocks
     let uid = scratch_uid();
     chown_tree(env.project.parent().unwrap(), uid);
     // One process and no thread more: no hook process, no thread of the wasm engine.
-    let plain = env.command();
-    let mut cmd = Command::new("setpriv");
-    cmd.args([
-        &format!("--reuid={uid}"),
-        &format!("--regid={uid}"),
-        "--clear-groups",
-        "--",
-    ])
-    .arg(plain.get_program())
-    .args(["dispatch", "PreToolUse"])
-    .current_dir(&env.project);
-    copy_env(&plain, &mut cmd);
+    let mut cmd = as_uid(
+        env.command()
+            .args(["dispatch", "PreToolUse"])
+            .current_dir(&env.project),
+        uid,
+    );
     limited(&mut cmd, libc::RLIMIT_NPROC, 1);
     let run = run_until(&mut cmd, &bash_input("ls").to_string(), BOUND).unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);

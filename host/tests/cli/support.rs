@@ -503,9 +503,20 @@ pub fn chown_tree(dir: &Path, uid: u32) {
 /// `cmd` run as uid/gid 65534 through `setpriv`, with the same environment and
 /// directory.
 pub fn as_nobody(cmd: &mut Command) -> Command {
+    as_uid(cmd, 65534)
+}
+
+/// `cmd` run as uid and gid `uid` (no other groups) through `setpriv`, with the same
+/// environment and directory.
+pub fn as_uid(cmd: &mut Command, uid: u32) -> Command {
     let mut wrapped = Command::new("setpriv");
     wrapped
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+            "--",
+        ])
         .arg(cmd.get_program())
         .args(cmd.get_args());
     if let Some(dir) = cmd.get_current_dir() {
