@@ -63,7 +63,7 @@ fn files_home() -> Option<&'static Option<PathBuf>> {
 
 /// What `config/env.rs` asks for the password home: the files' answer ([`files_home`],
 /// which [`dispatch`] made sure can tell before anything asks).
-fn password_home_of(_uid: u32) -> Option<PathBuf> {
+fn password_home_lookup() -> Option<PathBuf> {
     files_home().cloned().flatten()
 }
 

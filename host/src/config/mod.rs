@@ -16,10 +16,11 @@ pub mod passwd;
 pub mod schema;
 mod sources;
 
-/// The password database's home of `uid`, as this program looks it up (`config/env.rs`
-/// asks it here; the small client `hookhost-dispatch` defines its own, without NSS).
-fn password_home_of(uid: u32) -> Option<std::path::PathBuf> {
-    passwd::home(uid)
+/// The password database's home of the effective user, as this program looks it up
+/// (`config/env.rs` asks it here; the small client `hookhost-dispatch` defines its own,
+/// without NSS).
+fn password_home_lookup() -> Option<std::path::PathBuf> {
+    passwd::home(file::effective_uid())
 }
 
 pub(crate) use load::is_claude_settings_file;

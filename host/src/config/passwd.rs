@@ -32,13 +32,19 @@ const MAX_ENTRY: usize = 1 << 20;
 /// (absolute), `Some(None)` the files are the only source and hold no usable entry,
 /// `None` the files cannot tell (see the module's documentation).
 pub fn from_files(uid: u32) -> Option<Option<PathBuf>> {
-    let read = |path: &str, cap| {
-        super::file::read_regular(Path::new(path), cap)
+    from_files_at(Path::new(NSSWITCH), Path::new(PASSWD), uid)
+}
+
+/// [`from_files`] with the two files at `nsswitch` and `passwd`: each read through the
+/// one reader (a FIFO or a device is refused, not waited on), at most its bound.
+fn from_files_at(nsswitch: &Path, passwd: &Path, uid: u32) -> Option<Option<PathBuf>> {
+    let read = |path: &Path, cap| {
+        super::file::read_regular(path, cap)
             .ok()
             .map(|(bytes, _)| bytes)
     };
-    let nsswitch = read(NSSWITCH, MAX_NSSWITCH)?;
-    answer(&nsswitch, || read(PASSWD, MAX_PASSWD), uid)
+    let conf = read(nsswitch, MAX_NSSWITCH)?;
+    answer(&conf, || read(passwd, MAX_PASSWD), uid)
 }
 
 /// [`from_files`]' answer for the text of `nsswitch.conf` and the `passwd` file (read

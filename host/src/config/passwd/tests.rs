@@ -1,6 +1,6 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::{answer, home_in, passwd_sources};
+use super::{MAX_PASSWD, answer, from_files_at, home_in, passwd_sources};
 
 const PASSWD: &[u8] = b"root:x:0:0:root:/root:/bin/bash\n\
     # a comment\n\
@@ -129,4 +129,33 @@ fn this_machines_files_agree_with_glibc_where_they_can_tell() {
     if let Some(from_files) = super::from_files(uid) {
         assert_eq!(from_files, super::from_nss(uid));
     }
+}
+
+/// From the other side: what sits at the files' paths is read through the one reader.
+/// A FIFO (or a device) is refused at once, not waited on; a file over the bound, or no
+/// file, cannot tell; a symlink is followed, as glibc follows it.
+#[test]
+fn a_fifo_a_huge_file_or_no_file_cannot_tell_and_a_symlink_is_followed() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nsswitch.conf");
+    let passwd = dir.path().join("passwd");
+    std::fs::write(&conf, "passwd: files\n").unwrap();
+    let fifo = dir.path().join("fifo");
+    let name = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path it is given.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    // Nothing ever writes the FIFO: a reader that waited would hang the test.
+    assert_eq!(from_files_at(&conf, &fifo, 0), None);
+    assert_eq!(from_files_at(&fifo, &passwd, 0), None);
+    assert_eq!(from_files_at(&conf, Path::new("/dev/zero"), 0), None);
+    // Over the bound (a sparse file: no bytes written).
+    let huge = std::fs::File::create(&passwd).unwrap();
+    huge.set_len(MAX_PASSWD + 1).unwrap();
+    assert_eq!(from_files_at(&conf, &passwd, 0), None);
+    assert_eq!(from_files_at(&dir.path().join("none"), &passwd, 0), None);
+    std::fs::write(&passwd, PASSWD).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&passwd, &link).unwrap();
+    assert_eq!(from_files_at(&conf, &link, 1000), home("/home/alice"));
 }
