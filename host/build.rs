@@ -16,6 +16,15 @@ use std::process::Command;
 /// What the tests read of the client's link (`static`, or `dynamic: why`).
 const LINK_ENV: &str = "HOOKHOST_DISPATCH_CLIENT_LINK";
 
+/// The trial link's program ([`trial_link`]): `static` when no shared object is mapped
+/// into it.
+const TRIAL_PROGRAM: &str = r#"fn main() {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let shared = maps.lines().any(|l| l.ends_with(".so") || l.contains(".so."));
+    print!("{}", if maps.is_empty() || shared { "dynamic" } else { "static" });
+}
+"#;
+
 /// A variable cargo sets for build scripts ("" when unset).
 fn var(name: &str) -> String {
     std::env::var(name).unwrap_or_default()
@@ -113,16 +122,16 @@ fn static_client() -> Result<(), String> {
     Ok(())
 }
 
-/// Links a program that prints a word the way the client will be linked (this build's
-/// rustc, target, flags and linker, and `link_args`), and runs it: a linker that reads
-/// the scripts otherwise, flags that cannot link statically, a C driver without
-/// `-static-pie` or a shared library that slips in (a program without a loader that
-/// needs one crashes at once) each leave the client dynamically linked instead.
+/// Links a small program the way the client will be linked (this build's rustc, target,
+/// flags and linker, and `link_args`), and runs it: it says whether a shared object is
+/// mapped into it (`/proc/self/maps`). A linker that reads the scripts otherwise, flags
+/// that cannot link statically, a C driver without `-static-pie`, a shared library that
+/// slips in (a program without a loader that needs one crashes at once) or a link that
+/// came out dynamic after all each leave the client dynamically linked instead.
 fn trial_link(out: &Path, link_args: &[String]) -> Result<(), String> {
     let source = out.join("static-client-trial.rs");
     let program = out.join("static-client-trial");
-    std::fs::write(&source, "fn main() { println!(\"static\"); }\n")
-        .map_err(|e| format!("{}: {e}", source.display()))?;
+    std::fs::write(&source, TRIAL_PROGRAM).map_err(|e| format!("{}: {e}", source.display()))?;
     let mut rustc = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
     rustc
         .args([
@@ -157,8 +166,12 @@ fn trial_link(out: &Path, link_args: &[String]) -> Result<(), String> {
     let ran = Command::new(&program)
         .output()
         .map_err(|e| format!("cannot run the trial program: {e}"))?;
-    if !ran.status.success() || ran.stdout != b"static\n" {
-        return Err(format!("the trial program did not run ({})", ran.status));
+    if !ran.status.success() || ran.stdout != b"static" {
+        return Err(format!(
+            "the trial program did not run statically ({}: {})",
+            ran.status,
+            String::from_utf8_lossy(&ran.stdout)
+        ));
     }
     Ok(())
 }
