@@ -87,7 +87,7 @@ fn main() {
     };
     let py_hook = json!({"type": "command", "command": python, "args": ["-c", PY_HOOK]});
 
-    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("warm") {
+    if only("warm") {
         sandbox_rows(&root, &runtime, &plugin, project.path(), &input, n(5000));
         return;
     }
@@ -102,7 +102,7 @@ fn main() {
         "wasm hook, fresh store (sandbox call only)".to_string(),
         sandbox,
     ));
-    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("wasm") {
+    if only("wasm") {
         // For profiling the wasm path alone.
         for (name, times) in &rows {
             println!("{name}: p50 {}", fmt(percentile(times, 0.5)));
@@ -299,7 +299,7 @@ fn sandbox_rows(
             assert_eq!(run.output_json, Some(json!({})), "{run:?}");
         }
     }
-    if std::env::var("HOOKHOST_BENCH_ONLY").as_deref() == Ok("warm") {
+    if only("warm") {
         let mut warm_s = Samples::default();
         sandbox_batch(&rt, runtime, &warm, &invocation, n, &mut warm_s);
         warm_s.sort();
@@ -379,6 +379,11 @@ fn sandbox_rows(
     }
     println!();
     fresh_s.wall
+}
+
+/// Whether `HOOKHOST_BENCH_ONLY` asks for `mode` alone (for profiling).
+fn only(mode: &str) -> bool {
+    std::env::var("HOOKHOST_BENCH_ONLY").is_ok_and(|only| only == mode)
 }
 
 /// Wall and calling-thread CPU times.
