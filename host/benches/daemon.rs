@@ -9,7 +9,8 @@
 //!    per client, the three servers interleaved round by round so that they share the
 //!    machine's noise. Targets (issue 27): at least 50% of the baseline's events/s with a
 //!    fresh instance per event and 70% with one per session, at 1, 4 and 16 lockstep
-//!    clients.
+//!    clients. Then the allocations per `serve` event, counted in process
+//!    (`daemon/allocs.rs`; `HOOKHOST_BENCH_ONLY=allocs` runs only this count).
 //! 2. The one-shot `hookhost dispatch` with three wasm plugins and a warm compile cache,
 //!    answered by its dispatch daemon (the default) and in-process
 //!    (`HOOKHOST_DISPATCH_DAEMON=off`), and the same call through the small client
@@ -403,7 +404,7 @@ fn main() {
         soak::run(&daemon.socket, daemon.child.id(), 256);
         return;
     }
-    if only != "one-shot" && only != "audit" && only != "if" {
+    if only.is_empty() || only == "daemon" {
         let echo = start_echo(dir.path());
         let fresh = start_daemon(dir.path(), &one_hook("event"), "event");
         let session = start_daemon(dir.path(), &one_hook("session"), "session");
@@ -412,6 +413,8 @@ fn main() {
             ("serve, fresh instance per event", &fresh),
             ("serve, one instance per session", &session),
         ]);
+    }
+    if only.is_empty() || only == "daemon" || only == "allocs" {
         println!("allocations per `serve` event (in process, lockstep, after a warm-up):");
         println!();
         println!("| instance | allocations | bytes allocated |");
@@ -429,7 +432,7 @@ fn main() {
         let plugin = plugin("deny_dangerous_bash");
         if_cost::report(dir.path(), &plugin, scaled(2000), rounds());
     }
-    if only == "daemon" || only == "audit" || only == "if" {
+    if only == "daemon" || only == "audit" || only == "if" || only == "allocs" {
         return;
     }
 

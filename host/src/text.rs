@@ -150,15 +150,44 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 /// receipt's input and plugin digests, a session's file name). `hex::encode` builds its
 /// string a `char` at a time; its table encoder into a buffer is several times faster.
 pub fn hex(bytes: &[u8]) -> String {
-    let mut out = vec![0u8; bytes.len() * 2];
-    // The buffer is exactly twice the input: `encode_to_slice` cannot fail.
-    let _ = hex::encode_to_slice(bytes, &mut out);
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    hex_into(&mut out, bytes);
     String::from_utf8(out).unwrap_or_default()
 }
+
+/// [`hex`] appended to `out`: a digest written into a line being built, with no string
+/// of its own.
+pub fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    let start = out.len();
+    out.resize(start + bytes.len() * 2, 0);
+    // The new tail is exactly twice the input: `encode_to_slice` cannot fail.
+    let _ = hex::encode_to_slice(bytes, &mut out[start..]);
+}
+
+/// A JSON value as one line of compact JSON (what every hook gets as its input),
+/// written into a buffer sized for a usual event so that it does not regrow on the way
+/// (`Value`'s `to_string` starts from an empty string and regrows it a few times).
+pub fn json_line(value: &serde_json::Value) -> String {
+    let mut out = Vec::with_capacity(JSON_LINE_CAPACITY);
+    // A `Value` always serializes (its map keys are strings), and only as UTF-8.
+    let _ = serde_json::to_writer(&mut out, value);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The first buffer of [`json_line`]: a tool call's event is a few hundred bytes to a
+/// few KiB.
+const JSON_LINE_CAPACITY: usize = 1024;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_line_is_the_compact_json_of_to_string() {
+        let value = serde_json::json!({"a": [1, "two\n", {"c": null}], "long": "x".repeat(3000)});
+        assert_eq!(json_line(&value), value.to_string());
+        assert_eq!(json_line(&serde_json::json!("")), "\"\"");
+    }
 
     #[test]
     fn hex_is_hex_encode() {

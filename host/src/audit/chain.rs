@@ -172,9 +172,10 @@ impl Record {
             hash: crate::text::hex(&head.hash),
             mark: head.mark,
         };
-        let Ok(mut text) = serde_json::to_vec(&record) else {
+        let mut text = Vec::with_capacity(RECORD_LEN + 1);
+        if serde_json::to_writer(&mut text, &record).is_err() {
             return;
-        };
+        }
         text.resize(RECORD_LEN, b' ');
         text.push(b'\n');
         let _ = self.file.write_all_at(&text, 0);
@@ -362,10 +363,9 @@ impl<'a> Chainer<'a> {
         let seq = self.head.seq.map_or(0, |s| s + 1);
         let start = self.out.len();
         self.out.extend_from_slice(b"{\"seq\":");
-        self.out.extend_from_slice(seq.to_string().as_bytes());
+        let _ = write!(self.out, "{seq}");
         self.out.extend_from_slice(b",\"prev\":\"");
-        self.out
-            .extend_from_slice(crate::text::hex(&self.head.hash).as_bytes());
+        crate::text::hex_into(&mut self.out, &self.head.hash);
         self.out.push(b'"');
         let members = body.strip_prefix(b"{").unwrap_or(b"}");
         if members != b"}" {

@@ -53,7 +53,7 @@ impl Invocation {
             .get("cwd")
             .and_then(Value::as_str)
             .map_or_else(|| project_dir.to_path_buf(), PathBuf::from);
-        let input_json = input.to_string();
+        let input_json = crate::text::json_line(&input);
         Some(Invocation {
             spec,
             input,
@@ -80,7 +80,7 @@ impl Invocation {
     pub fn with_input(&self, input: Value) -> Invocation {
         Invocation {
             spec: self.spec.clone(),
-            input_json: input.to_string(),
+            input_json: crate::text::json_line(&input),
             input,
             session_id: self.session_id.clone(),
             cwd: self.cwd.clone(),

@@ -102,5 +102,8 @@ impl DecisionReceipt {
 }
 
 fn input_digest_hex(digest: &[u8; 32]) -> String {
-    format!("sha256:{}", crate::text::hex(digest))
+    let mut text = Vec::with_capacity(7 + 64);
+    text.extend_from_slice(b"sha256:");
+    crate::text::hex_into(&mut text, digest);
+    String::from_utf8(text).unwrap_or_default()
 }
