@@ -155,7 +155,7 @@ pub fn hex(bytes: &[u8]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`hex`] appended to `out`: a digest written into a line being built, with no string
+/// [`hex()`] appended to `out`: a digest written into a line being built, with no string
 /// of its own.
 pub fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
     let start = out.len();
