@@ -47,8 +47,8 @@ mod file;
 #[path = "cli/dispatch_daemon/key.rs"]
 mod key;
 // The password database's home, read from its files only: this program is linked
-// statically, and glibc's NSS modules must not be loaded into it (see that file).
-#[allow(dead_code)]
+// statically, and glibc's NSS modules must not be loaded into it (see that file; the
+// library's NSS look-ups, `config/nss.rs`, are not compiled here).
 #[path = "config/passwd.rs"]
 mod passwd;
 

@@ -52,7 +52,7 @@ fn host_name() -> String {
 /// The effective user's login name (the password database, through NSS), else its uid.
 fn user_name() -> String {
     let uid = crate::config::file::effective_uid();
-    match crate::config::passwd::nss_entry(uid) {
+    match crate::config::nss::entry(uid) {
         Some((name, _)) if !name.is_empty() => String::from_utf8_lossy(&name).into_owned(),
         _ => uid.to_string(),
     }

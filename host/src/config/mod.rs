@@ -11,6 +11,7 @@ mod lenient;
 mod load;
 mod loaded;
 pub mod lock;
+pub mod nss;
 mod parse;
 pub mod passwd;
 pub mod schema;
@@ -20,7 +21,7 @@ mod sources;
 /// (`config/env.rs` asks it here; the small client `hookhost-dispatch` defines its own,
 /// without NSS).
 fn password_home_lookup() -> Option<std::path::PathBuf> {
-    passwd::home(file::effective_uid())
+    nss::home(file::effective_uid())
 }
 
 pub(crate) use load::is_claude_settings_file;

@@ -7,17 +7,18 @@
 //! thread-local it cannot have: SIGSEGV, which an agent takes for "let the tool run").
 //! So the client asks [`from_files`] only, and when the files cannot tell (another source
 //! first, or the user is not in them and another source follows) it `exec`s `hookhost`,
-//! which is linked dynamically and asks NSS ([`home`]). Both programs take the files'
-//! answer the same way, so they agree on the daemon's key. This module is compiled into
-//! both (`dispatch_client.rs` includes it beside `config/env.rs` and `config/file.rs`).
+//! which is linked dynamically and asks NSS (`config/nss.rs`, which only `hookhost`
+//! compiles: the client has no NSS lookup to call). Both programs take the files' answer
+//! the same way, so they agree on the daemon's key. This module is compiled into both
+//! (`dispatch_client.rs` includes it beside `config/env.rs` and `config/file.rs`).
 //!
 //! The reading is strict, and anything glibc might read differently (a line with `+` or
 //! `-` in front, leading blanks, a uid that is not plain digits, an action such as
 //! `[NOTFOUND=return]` after `files`, a second `passwd:` line) makes the files "unable to
 //! tell": NSS then decides, in `hookhost`.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The files read, and their bounds (a larger file cannot tell).
@@ -25,8 +26,6 @@ const NSSWITCH: &str = "/etc/nsswitch.conf";
 const PASSWD: &str = "/etc/passwd";
 const MAX_NSSWITCH: u64 = 64 << 10;
 const MAX_PASSWD: u64 = 4 << 20;
-/// The largest buffer `getpwuid_r` is given for one entry.
-const MAX_ENTRY: usize = 1 << 20;
 
 /// The home of `uid` as the password database's files give it: `Some(Some(home))` found
 /// (absolute), `Some(None)` the files are the only source and hold no usable entry,
@@ -69,61 +68,6 @@ fn answer(
         None if next.is_none() => Some(None),
         None => None,
     }
-}
-
-/// The home of `uid`: the files' answer when they can tell, else `getpwuid_r`'s. Only in
-/// a dynamically linked program (`hookhost`; see the module's documentation).
-pub fn home(uid: u32) -> Option<PathBuf> {
-    from_files(uid).unwrap_or_else(|| from_nss(uid))
-}
-
-/// `getpwuid_r`'s home of `uid`, when absolute.
-fn from_nss(uid: u32) -> Option<PathBuf> {
-    let (_, dir) = nss_entry(uid)?;
-    let dir = PathBuf::from(OsString::from_vec(dir));
-    dir.is_absolute().then_some(dir)
-}
-
-/// The password database's entry of `uid` through glibc's NSS (`getpwuid_r`): its login
-/// name and home directory (empty when the entry has none). Only in a dynamically linked
-/// program (see the module's documentation).
-pub fn nss_entry(uid: u32) -> Option<(Vec<u8>, Vec<u8>)> {
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to overwrite.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    let rc = loop {
-        // SAFETY: every pointer is valid for the call and the buffer's length is passed;
-        // the strings written point into `buffer`, which outlives their use below.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                uid,
-                &mut entry,
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                &mut found,
-            )
-        };
-        // An entry longer than the buffer: a larger one, up to a bound.
-        if rc != libc::ERANGE || buffer.len() >= MAX_ENTRY {
-            break rc;
-        }
-        buffer.resize(buffer.len() * 4, 0);
-    };
-    if rc != 0 || found.is_null() {
-        return None;
-    }
-    let bytes = |field: *const libc::c_char| {
-        if field.is_null() {
-            return Vec::new();
-        }
-        // SAFETY: getpwuid_r succeeded, so a field that is not null is a NUL-terminated
-        // string in `buffer`, which is alive here.
-        unsafe { std::ffi::CStr::from_ptr(field) }
-            .to_bytes()
-            .to_vec()
-    };
-    Some((bytes(entry.pw_name), bytes(entry.pw_dir)))
 }
 
 /// C's `isspace`, which glibc trims with: Rust's `is_ascii_whitespace` leaves out `\v`.

@@ -579,6 +579,44 @@ fn the_small_client_is_linked_statically() {
     assert!(host.interpreter && host.needed > 0 && !host.position_independent);
 }
 
+/// A static glibc program that looks up a user, a group, a host or a service loads an NSS
+/// module with `dlopen`, and can crash in it (the `systemd` module does: SIGSEGV, which an
+/// agent takes for "let the tool run"). glibc marks each such function with a link warning
+/// (`__evoke_link_warning_NAME`) in the objects a static link pulls in, so the class is
+/// read from the client itself: none of the functions it is warned about is defined in it,
+/// but for the dynamic loader's own `dlopen` and `dlmopen`, which std's look-ups of
+/// optional functions (`dlsym`) bring in and which the client never calls with a name. The
+/// password database's files it reads itself (`config/passwd.rs`), and `config/nss.rs`
+/// is not compiled into it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_small_client_links_no_nss_lookup() {
+    use object::{Object, ObjectSymbol};
+    let elf = std::fs::read(CLIENT).unwrap();
+    let file = object::File::parse(&*elf).unwrap();
+    let symbols: Vec<_> = file.symbols().collect();
+    assert!(
+        !symbols.is_empty(),
+        "{CLIENT} has no symbol table: a stripped client cannot be checked"
+    );
+    let warned: Vec<&str> = symbols
+        .iter()
+        .filter_map(|s| s.name().ok()?.strip_prefix("__evoke_link_warning_"))
+        .collect();
+    // The check sees the class: libc's objects that carry these warnings are linked.
+    assert!(!warned.is_empty(), "no link warnings in {CLIENT}");
+    let defined: Vec<&str> = symbols
+        .iter()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| s.name().ok())
+        .collect();
+    let linked: Vec<&&str> = warned
+        .iter()
+        .filter(|name| !matches!(**name, "dlopen" | "dlmopen") && defined.contains(name))
+        .collect();
+    assert!(linked.is_empty(), "{CLIENT} links NSS look-ups: {linked:?}");
+}
+
 /// What an ELF64 little-endian program says of its linking.
 struct ElfLinks {
     /// A `PT_INTERP` header: the kernel starts the dynamic loader.

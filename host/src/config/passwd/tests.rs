@@ -123,14 +123,6 @@ fn the_files_answer_only_when_they_come_first_and_hold_the_user_or_are_alone() {
     assert_eq!(answer(&conf("passwd: files"), || None, 0), None);
 }
 
-#[test]
-fn this_machines_files_agree_with_glibc_where_they_can_tell() {
-    let uid = super::super::file::effective_uid();
-    if let Some(from_files) = super::from_files(uid) {
-        assert_eq!(from_files, super::from_nss(uid));
-    }
-}
-
 /// From the other side: what sits at the files' paths is read through the one reader.
 /// A FIFO (or a device) is refused at once, not waited on; a file over the bound, or no
 /// file, cannot tell; a symlink is followed, as glibc follows it.
