@@ -171,7 +171,7 @@ impl Loaded {
             .get_or_init(|| {
                 sandbox
                     .linkers
-                    .http
+                    .http()?
                     .instantiate_pre(&self.component)
                     .and_then(PluginPre::new)
                     .map_err(|e| format!("cannot be linked with wasi-http: {e:#}"))

@@ -399,7 +399,8 @@ async fn every_import_of_the_linker_is_charged_per_call() {
     // The linker of a hook with an HTTP grant defines every import of the kitchen sink.
     let pre = sandbox
         .linkers
-        .http
+        .http()
+        .expect("the linker of a hook with an HTTP grant")
         .instantiate_pre(&component)
         .expect("the linker provides every import of the kitchen sink");
     // Every interface of the WASI packages is imported, except those a component exports.
@@ -450,13 +451,24 @@ async fn every_import_of_the_linker_is_charged_per_call() {
     );
 }
 
+/// A sandbox, and the component `bytes` linked as for a hook with an HTTP grant.
+fn linked_with_http(bytes: &[u8]) -> (Sandbox, InstancePre<State>) {
+    let sandbox =
+        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
+    let component = Component::new(&sandbox.engine, bytes).expect("it compiles");
+    let pre = sandbox
+        .linkers
+        .http()
+        .expect("the linker of a hook with an HTTP grant")
+        .instantiate_pre(&component)
+        .expect("it links");
+    (sandbox, pre)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_every_import_ends_on_the_default_fuel() {
     let (bytes, imports) = kitchen_sink();
-    let sandbox =
-        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
-    let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
-    let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();
+    let (sandbox, pre) = linked_with_http(&bytes);
     let started = Instant::now();
     let (_, looped, _) = call(&sandbox, &pre, "flood", 0, DEFAULT_FUEL).await;
     let wasm_loop = started.elapsed();
@@ -565,10 +577,7 @@ async fn random_bytes_are_charged_per_byte_asked_for() {
         2,
         "get-random-bytes and get-insecure-random-bytes"
     );
-    let sandbox =
-        Sandbox::new(None, false, DEFAULT_MAX_PLUGIN_BYTES, None, None).expect("a sandbox");
-    let component = Component::new(&sandbox.engine, &bytes).expect("it compiles");
-    let pre = sandbox.linkers.http.instantiate_pre(&component).unwrap();
+    let (sandbox, pre) = linked_with_http(&bytes);
     for (k, import) in imports.iter().enumerate() {
         let (used, _, _) = call(&sandbox, &pre, "probe", k as u32 + 1, 100_000_000).await;
         assert!(
