@@ -629,34 +629,21 @@ struct ElfLinks {
 
 impl ElfLinks {
     fn of(elf: &[u8]) -> ElfLinks {
-        assert_eq!(
-            &elf[..6],
-            b"\x7fELF\x02\x01",
-            "an ELF64 little-endian program"
-        );
-        let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
-        let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
-        let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap()) as usize;
-        let (table, size, count) = (u64_at(0x20), usize::from(u16_at(0x36)), u16_at(0x38));
-        let mut links = ElfLinks {
-            interpreter: false,
-            needed: 0,
-            position_independent: u16_at(0x10) == 3,
-        };
-        for header in (0..usize::from(count)).map(|i| table + i * size) {
-            match u32_at(header) {
-                3 => links.interpreter = true,
-                2 => {
-                    let (offset, length) = (u64_at(header + 8), u64_at(header + 0x20));
-                    links.needed = (offset..offset + length)
-                        .step_by(16)
-                        .take_while(|&entry| u64_at(entry) != 0)
-                        .filter(|&entry| u64_at(entry) == 1)
-                        .count();
-                }
-                _ => {}
-            }
+        use object::elf::{DT_NEEDED, ET_DYN, PT_INTERP};
+        use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
+        let file = ElfFile64::<object::Endianness>::parse(elf).expect("an ELF64 program");
+        let endian = file.endian();
+        let headers = file.elf_program_headers();
+        let needed = headers
+            .iter()
+            .filter_map(|h| h.dynamic(endian, elf).ok().flatten())
+            .flatten()
+            .filter(|entry| entry.d_tag(endian) == DT_NEEDED)
+            .count();
+        ElfLinks {
+            interpreter: headers.iter().any(|h| h.p_type(endian) == PT_INTERP),
+            needed,
+            position_independent: file.elf_header().e_type(endian) == ET_DYN,
         }
-        links
     }
 }
