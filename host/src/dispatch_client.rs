@@ -49,6 +49,8 @@ mod key;
 // The password database's home, read from its files only: this program is linked
 // statically, and glibc's NSS modules must not be loaded into it (see that file; the
 // library's NSS look-ups, `config/nss.rs`, are not compiled here).
+// (The entry's login name is the library's, for the audit log.)
+#[allow(dead_code)]
 #[path = "config/passwd.rs"]
 mod passwd;
 
@@ -57,8 +59,10 @@ mod passwd;
 /// program never computes a key: it `exec`s `hookhost`, which asks NSS.
 fn files_home() -> Option<&'static Option<PathBuf>> {
     static HOME: std::sync::OnceLock<Option<Option<PathBuf>>> = std::sync::OnceLock::new();
-    HOME.get_or_init(|| passwd::from_files(file::effective_uid()))
-        .as_ref()
+    HOME.get_or_init(|| {
+        passwd::from_files(file::effective_uid()).map(|entry| entry.and_then(|e| e.home))
+    })
+    .as_ref()
 }
 
 /// What `config/env.rs` asks for the password home: the files' answer ([`files_home`],

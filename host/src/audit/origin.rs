@@ -49,12 +49,12 @@ fn host_name() -> String {
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
-/// The effective user's login name (the password database, through NSS), else its uid.
+/// The effective user's login name (the password database, [`crate::config::nss`]), else
+/// its uid.
 fn user_name() -> String {
-    let uid = crate::config::file::effective_uid();
-    match crate::config::nss::entry(uid) {
-        Some((name, _)) if !name.is_empty() => String::from_utf8_lossy(&name).into_owned(),
-        _ => uid.to_string(),
+    match crate::config::nss::this_user() {
+        Some(user) if !user.name.is_empty() => String::from_utf8_lossy(&user.name).into_owned(),
+        _ => crate::config::file::effective_uid().to_string(),
     }
 }
 

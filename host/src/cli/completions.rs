@@ -148,7 +148,9 @@ mod tests {
             })
             .collect();
         assert!(
-            options.iter().any(|(c, o)| c == "dispatch" && o == "project"),
+            options
+                .iter()
+                .any(|(c, o)| c == "dispatch" && o == "project"),
             "{options:?}"
         );
         options

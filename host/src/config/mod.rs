@@ -21,7 +21,7 @@ mod sources;
 /// (`config/env.rs` asks it here; the small client `hookhost-dispatch` defines its own,
 /// without NSS).
 fn password_home_lookup() -> Option<std::path::PathBuf> {
-    nss::home(file::effective_uid())
+    nss::this_user().and_then(|user| user.home.clone())
 }
 
 pub(crate) use load::is_claude_settings_file;

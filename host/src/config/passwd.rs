@@ -1,5 +1,5 @@
-//! The effective user's home directory in the password database: from `/etc/passwd`
-//! itself when `/etc/nsswitch.conf` says its files answer first, else through glibc's NSS
+//! The effective user's entry in the password database (login name and home directory):
+//! from `/etc/passwd` itself when `/etc/nsswitch.conf` says its files answer first, else through glibc's NSS
 //! (`getpwuid_r`), which may load a module (`systemd`, `sss`, LDAP) with `dlopen`.
 //!
 //! The small client `hookhost-dispatch` is linked statically, and a static glibc program
@@ -27,16 +27,25 @@ const PASSWD: &str = "/etc/passwd";
 const MAX_NSSWITCH: u64 = 64 << 10;
 const MAX_PASSWD: u64 = 4 << 20;
 
-/// The home of `uid` as the password database's files give it: `Some(Some(home))` found
-/// (absolute), `Some(None)` the files are the only source and hold no usable entry,
-/// `None` the files cannot tell (see the module's documentation).
-pub fn from_files(uid: u32) -> Option<Option<PathBuf>> {
+/// A user's entry in the password database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The login name (bytes, as the database has them).
+    pub name: Vec<u8>,
+    /// The home directory, when it is absolute.
+    pub home: Option<PathBuf>,
+}
+
+/// The entry of `uid` as the password database's files give it: `Some(Some(entry))`
+/// found, `Some(None)` the files are the only source and do not hold it, `None` the files
+/// cannot tell (see the module's documentation).
+pub fn from_files(uid: u32) -> Option<Option<Entry>> {
     from_files_at(Path::new(NSSWITCH), Path::new(PASSWD), uid)
 }
 
 /// [`from_files`] with the two files at `nsswitch` and `passwd`: each read through the
 /// one reader (a FIFO or a device is refused, not waited on), at most its bound.
-fn from_files_at(nsswitch: &Path, passwd: &Path, uid: u32) -> Option<Option<PathBuf>> {
+fn from_files_at(nsswitch: &Path, passwd: &Path, uid: u32) -> Option<Option<Entry>> {
     let read = |path: &Path, cap| {
         super::file::read_regular(path, cap)
             .ok()
@@ -52,7 +61,7 @@ fn answer(
     nsswitch: &[u8],
     passwd: impl FnOnce() -> Option<Vec<u8>>,
     uid: u32,
-) -> Option<Option<PathBuf>> {
+) -> Option<Option<Entry>> {
     let sources = passwd_sources(nsswitch)?;
     let mut words = sources.split(|&b| b == b' ');
     if words.next()? != b"files" {
@@ -62,8 +71,8 @@ fn answer(
     if next.is_some_and(|word| word.starts_with(b"[")) {
         return None; // an action after `files`: what it does is not guessed
     }
-    match home_in(&passwd()?, uid)? {
-        Some(home) => Some(Some(home)),
+    match entry_in(&passwd()?, uid)? {
+        Some(entry) => Some(Some(entry)),
         // Not in the files: glibc would ask the next source.
         None if next.is_none() => Some(None),
         None => None,
@@ -112,12 +121,11 @@ fn passwd_sources(conf: &[u8]) -> Option<Vec<u8>> {
     found
 }
 
-/// The home of `uid` in the text of a `passwd` file: `Some(Some(home))` on the first
-/// line with that uid (its home when absolute), `Some(None)` when no line has it, `None`
-/// when a line up to that one is one glibc might read otherwise than this function (a
+/// The entry of `uid` in the text of a `passwd` file: `Some(Some(entry))` on the first
+/// line with that uid, `Some(None)` when no line has it, `None` when a line up to that one is one glibc might read otherwise than this function (a
 /// NUL ends glibc's strings; a line it would skip, such as a bad gid, or that `compat`
 /// syntax, `+` and `-`, would make special).
-fn home_in(passwd: &[u8], uid: u32) -> Option<Option<PathBuf>> {
+fn entry_in(passwd: &[u8], uid: u32) -> Option<Option<Entry>> {
     let number = |field: &[u8]| -> Option<u32> {
         if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
             return None;
@@ -135,13 +143,16 @@ fn home_in(passwd: &[u8], uid: u32) -> Option<Option<PathBuf>> {
             return None;
         }
         let fields: Vec<&[u8]> = line.splitn(7, |&b| b == b':').collect();
-        let [_name, _password, line_uid, gid, _gecos, dir, _shell] = fields[..] else {
+        let [name, _password, line_uid, gid, _gecos, dir, _shell] = fields[..] else {
             return None;
         };
         let (line_uid, _) = (number(line_uid)?, number(gid)?);
         if line_uid == uid {
             let dir = PathBuf::from(OsStr::from_bytes(dir));
-            return Some(dir.is_absolute().then_some(dir));
+            return Some(Some(Entry {
+                name: name.to_vec(),
+                home: dir.is_absolute().then_some(dir),
+            }));
         }
     }
     Some(None)

@@ -57,9 +57,15 @@ fn the_working_directory_is_its_real_path_and_a_project_is_resolved() {
         .current_dir(&link)
         .output()
         .expect("python3 runs");
-    assert_eq!(String::from_utf8_lossy(&child.stdout), real.to_str().unwrap());
+    assert_eq!(
+        String::from_utf8_lossy(&child.stdout),
+        real.to_str().unwrap()
+    );
 
-    assert_eq!(workspaces_from(Some(real.clone()), &[&real]), [real.clone()]);
+    assert_eq!(
+        workspaces_from(Some(real.clone()), &[&real]),
+        [real.clone()]
+    );
     let ws = workspaces_from(Some(real.clone()), &[&link]);
     assert_eq!(ws, [real.clone(), link.clone()]);
     for inside in [real.join("x"), link.join("x")] {

@@ -1,6 +1,27 @@
 use std::path::{Path, PathBuf};
 
-use super::{MAX_PASSWD, answer, from_files_at, home_in, passwd_sources};
+use super::{Entry, MAX_PASSWD, passwd_sources};
+
+/// The home of an answer, as `hookhost-dispatch` and `config::nss` take it.
+fn homes(answer: Option<Option<Entry>>) -> Option<Option<PathBuf>> {
+    answer.map(|entry| entry.and_then(|e| e.home))
+}
+
+fn home_in(passwd: &[u8], uid: u32) -> Option<Option<PathBuf>> {
+    homes(super::entry_in(passwd, uid))
+}
+
+fn answer(
+    nsswitch: &[u8],
+    passwd: impl FnOnce() -> Option<Vec<u8>>,
+    uid: u32,
+) -> Option<Option<PathBuf>> {
+    homes(super::answer(nsswitch, passwd, uid))
+}
+
+fn from_files_at(nsswitch: &Path, passwd: &Path, uid: u32) -> Option<Option<PathBuf>> {
+    homes(super::from_files_at(nsswitch, passwd, uid))
+}
 
 const PASSWD: &[u8] = b"root:x:0:0:root:/root:/bin/bash\n\
     # a comment\n\
@@ -22,6 +43,10 @@ fn the_first_line_with_the_uid_gives_the_home() {
     assert_eq!(home_in(PASSWD, 999), Some(None));
     // Not in the file: an answer (no entry), which the caller weighs against nsswitch.
     assert_eq!(home_in(PASSWD, 4242), Some(None));
+    // The login name of the same line.
+    let name = |uid| super::entry_in(PASSWD, uid).flatten().map(|e| e.name);
+    assert_eq!(name(1000).as_deref(), Some(&b"alice"[..]));
+    assert_eq!(name(999).as_deref(), Some(&b"svc"[..]));
     // A shell field with colons in it is still the last field.
     assert_eq!(
         home_in(b"bob:x:7:7::/home/bob:/bin/sh:extra\n", 7),
