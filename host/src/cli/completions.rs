@@ -36,8 +36,6 @@ pub fn script(shell: Shell) -> String {
         Shell::Fish => clap_complete::Shell::Fish,
     };
     let mut command = Cli::command();
-    // The subcommands' arguments are deferred (`cli::Command`): the whole tree first.
-    command.build();
     let mut out = Vec::new();
     clap_complete::generate(generator, &mut command, "hookhost", &mut out);
     String::from_utf8_lossy(&out).into_owned()
@@ -46,10 +44,8 @@ pub fn script(shell: Shell) -> String {
 /// The manual page `hookhost(1)` in roff: the synopsis, every option and every
 /// subcommand with its one-line description.
 pub fn man_page() -> Result<String, String> {
-    let mut command = Cli::command();
-    command.build();
     let mut out = Vec::new();
-    clap_mangen::Man::new(command)
+    clap_mangen::Man::new(Cli::command())
         .render(&mut out)
         .map_err(|e| format!("cannot render the manual page: {e}"))?;
     Ok(String::from_utf8_lossy(&out).into_owned())
@@ -128,57 +124,6 @@ mod tests {
             let text = script(shell);
             for name in subcommands() {
                 assert!(text.contains(&name), "{shell:?} lacks `{name}`");
-            }
-        }
-    }
-
-    /// Every long option of every subcommand, from the whole tree as built for help.
-    fn options() -> Vec<(String, String)> {
-        let mut command = Cli::command();
-        command.build();
-        let options: Vec<(String, String)> = command
-            .get_subcommands()
-            .filter(|c| !c.is_hide_set())
-            .flat_map(|c| {
-                c.get_arguments()
-                    .filter(|a| !a.is_hide_set())
-                    .filter_map(|a| a.get_long())
-                    .map(|long| (c.get_name().to_string(), long.to_string()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        assert!(
-            options
-                .iter()
-                .any(|(c, o)| c == "dispatch" && o == "project"),
-            "{options:?}"
-        );
-        options
-    }
-
-    /// The subcommands' arguments are built only for the one parsed (a one-shot
-    /// `hookhost dispatch` does not pay for the others), yet every completion script
-    /// offers every option of every subcommand.
-    #[test]
-    fn deferred_arguments_reach_every_completion_script() {
-        let unbuilt = Cli::command();
-        let dispatch = unbuilt.find_subcommand("dispatch").expect("dispatch");
-        assert_eq!(
-            dispatch.get_arguments().count(),
-            0,
-            "the subcommands' arguments are built before they are parsed"
-        );
-        let scripts = [
-            ("bash", script(Shell::Bash), "--"),
-            ("zsh", script(Shell::Zsh), "--"),
-            ("fish", script(Shell::Fish), "-l "),
-        ];
-        for (subcommand, option) in options() {
-            for (shell, text, prefix) in &scripts {
-                assert!(
-                    text.contains(&format!("{prefix}{option}")),
-                    "the {shell} script lacks `hookhost {subcommand} --{option}`"
-                );
             }
         }
     }

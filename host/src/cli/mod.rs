@@ -39,12 +39,7 @@ pub struct Cli {
     command: Command,
 }
 
-/// Each subcommand's arguments are built only when it is the one parsed (`defer`): a
-/// one-shot `hookhost dispatch` starts once per agent event, and building every other
-/// subcommand's parser took ~0.1 ms of it. Help, completions and the manual page build
-/// the whole tree (`Command::build`).
 #[derive(Debug, Subcommand)]
-#[command(defer = true)]
 enum Command {
     /// Dispatch one event: read its input JSON on stdin, print the outcome.
     ///

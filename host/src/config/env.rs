@@ -330,44 +330,29 @@ fn shown(value: &OsStr) -> String {
 /// The directories that count as "the workspace" for the path check: each of `dirs`
 /// that could be a repository clone, with its canonical form.
 pub fn workspaces(dirs: &[&Path]) -> Vec<PathBuf> {
-    workspaces_from(None, dirs)
-}
-
-/// The working directory and `project`, as [`workspaces`].
-pub fn workspaces_of(project: Option<&Path>) -> Vec<PathBuf> {
-    // `getcwd(2)` answers the path the kernel walks up from the directory itself: every
-    // component a directory, none a symlink. It is its own canonical form, and so is a
-    // `project` equal to it: neither is resolved again (each judgment of an environment
-    // path asks for the workspaces, a dozen in a one-shot `dispatch`).
-    workspaces_from(std::env::current_dir().ok(), project.as_slice())
-}
-
-/// [`workspaces`] of `real` (a directory named by its real path) and `dirs`; one of
-/// `dirs` equal to `real` is not resolved again.
-fn workspaces_from(real: Option<PathBuf>, dirs: &[&Path]) -> Vec<PathBuf> {
     let home = password_home();
     let mut out = Vec::new();
-    let mut keep = |candidate: PathBuf| {
-        let is_root = candidate.parent().is_none();
-        let holds_home = home.as_ref().is_some_and(|h| h.starts_with(&candidate));
-        if !is_root && !holds_home && !out.contains(&candidate) {
-            out.push(candidate);
-        }
-    };
-    if let Some(real) = &real {
-        keep(real.clone());
-    }
     for dir in dirs {
         let Ok(absolute) = std::path::absolute(dir) else {
             continue;
         };
-        if real.as_ref() != Some(&absolute) {
-            let canonical = std::fs::canonicalize(&absolute).unwrap_or_else(|_| absolute.clone());
-            keep(absolute);
-            keep(canonical);
+        let canonical = std::fs::canonicalize(&absolute).unwrap_or_else(|_| absolute.clone());
+        for candidate in [absolute, canonical] {
+            let is_root = candidate.parent().is_none();
+            let holds_home = home.as_ref().is_some_and(|h| h.starts_with(&candidate));
+            if !is_root && !holds_home && !out.contains(&candidate) {
+                out.push(candidate);
+            }
         }
     }
     out
+}
+
+/// The working directory and `project`, as [`workspaces`].
+pub fn workspaces_of(project: Option<&Path>) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().ok();
+    let dirs: Vec<&Path> = cwd.as_deref().into_iter().chain(project).collect();
+    workspaces(&dirs)
 }
 
 /// Judges a path value: `Ok` when it is absolute, has no `..`, and is not inside any of
