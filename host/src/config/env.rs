@@ -356,7 +356,9 @@ pub fn workspaces_of(project: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// Judges a path value: `Ok` when it is absolute, has no `..`, and is not inside any of
-/// `workspaces` (symlinks on its existing part resolved); else why not.
+/// `workspaces` (symlinks on its existing part resolved; a path whose existing part
+/// cannot be resolved, a symlink loop or a name too long, is refused: where it leads
+/// cannot be told); else why not.
 pub fn check_path(value: &OsStr, workspaces: &[PathBuf]) -> Result<PathBuf, String> {
     if value.len() > MAX_PATH_BYTES {
         return Err(format!("a path over {MAX_PATH_BYTES} bytes is refused"));
@@ -371,7 +373,8 @@ pub fn check_path(value: &OsStr, workspaces: &[PathBuf]) -> Result<PathBuf, Stri
     if path.components().any(|c| c == Component::ParentDir) {
         return Err("a path with `..` is refused".into());
     }
-    let resolved = resolve_existing(&path);
+    let resolved = resolve_existing(&path)
+        .map_err(|e| format!("a path whose real location cannot be told is refused ({e})"))?;
     for workspace in workspaces {
         if path.starts_with(workspace) || resolved.starts_with(workspace) {
             return Err(format!(
@@ -460,20 +463,27 @@ pub fn managed_dir(system: &Path, workspaces: &[PathBuf]) -> (PathBuf, Option<St
 }
 
 /// `path` with its longest existing prefix canonicalized (symlinks resolved) and the
-/// rest appended as it is.
-fn resolve_existing(path: &Path) -> PathBuf {
+/// rest appended as it is. Only absence (`ENOENT`, `ENOTDIR`) moves the resolution to
+/// the parent; any other failure (a symlink loop, a name or a resolved path too long,
+/// a directory that may not be searched) is the error: the path past it might lead
+/// anywhere, the workspace included (`/proc/self/cwd/…` when the working directory is
+/// deeper than `PATH_MAX`).
+fn resolve_existing(path: &Path) -> std::io::Result<PathBuf> {
+    use std::io::ErrorKind::{NotADirectory, NotFound};
     let mut existing = path;
     let mut rest = Vec::new();
     loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            return rest.iter().rev().fold(real, |acc, part| acc.join(part));
+        match std::fs::canonicalize(existing) {
+            Ok(real) => return Ok(rest.iter().rev().fold(real, |acc, part| acc.join(part))),
+            Err(e) if !matches!(e.kind(), NotFound | NotADirectory) => return Err(e),
+            Err(_) => {}
         }
         match (existing.parent(), existing.file_name()) {
             (Some(parent), Some(name)) => {
                 rest.push(name.to_os_string());
                 existing = parent;
             }
-            _ => return path.to_path_buf(),
+            _ => return Ok(path.to_path_buf()),
         }
     }
 }

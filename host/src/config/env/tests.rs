@@ -29,6 +29,33 @@ fn paths_must_be_absolute_and_outside_the_workspace() {
     assert!(check_path(OsStr::from_bytes(&odd_inside), &ws).is_err());
 }
 
+/// A path whose existing part cannot be resolved is refused, whatever the reason (it
+/// might lead into the workspace); one that does not exist yet is judged by its parent.
+#[test]
+fn a_path_that_cannot_be_resolved_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let base = root.path().canonicalize().unwrap();
+    let ws = workspaces(&[&base.join("repo")]);
+    std::os::unix::fs::symlink(base.join("b"), base.join("a")).unwrap();
+    std::os::unix::fs::symlink(base.join("a"), base.join("b")).unwrap();
+    std::fs::write(base.join("file"), "").unwrap();
+    let long_name = "n".repeat(300);
+    for refused in [
+        base.join("a/data"),             // a symlink loop
+        base.join(&long_name).join("x"), // a name over NAME_MAX
+    ] {
+        let judged = check_path(refused.as_os_str(), &ws);
+        assert!(
+            judged.as_ref().is_err_and(|e| e.contains("cannot be told")),
+            "{refused:?}: {judged:?}"
+        );
+    }
+    // Absent (or under a file): judged by what exists above it, and accepted here.
+    for absent in [base.join("none/data"), base.join("file/data")] {
+        assert!(check_path(absent.as_os_str(), &ws).is_ok(), "{absent:?}");
+    }
+}
+
 #[test]
 fn the_root_and_the_home_directory_are_not_workspaces() {
     assert!(workspaces(&[Path::new("/")]).is_empty());
