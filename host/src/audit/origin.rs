@@ -49,18 +49,42 @@ fn host_name() -> String {
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
+/// The longest login name written (Linux's `LOGIN_NAME_MAX`, 256 bytes with its NUL): a
+/// longer one, which only whoever writes the password files could make, is written as
+/// the uid instead of being copied into every audit line.
+const MAX_USER_NAME: usize = 255;
+
 /// The effective user's login name (the password database, [`crate::config::nss`]), else
 /// its uid.
 fn user_name() -> String {
-    match crate::config::nss::this_user() {
-        Some(user) if !user.name.is_empty() => String::from_utf8_lossy(&user.name).into_owned(),
-        _ => crate::config::file::effective_uid().to_string(),
+    let name = crate::config::nss::this_user().map(|user| user.name.as_slice());
+    shown_user(name, crate::config::file::effective_uid())
+}
+
+/// `name` as the audit line shows it: lossy UTF-8, or `uid` when it is empty, absent or
+/// over [`MAX_USER_NAME`].
+fn shown_user(name: Option<&[u8]>, uid: u32) -> String {
+    match name {
+        Some(name) if !name.is_empty() && name.len() <= MAX_USER_NAME => {
+            String::from_utf8_lossy(name).into_owned()
+        }
+        _ => uid.to_string(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_login_name_is_bounded_and_never_empty() {
+        assert_eq!(shown_user(Some(b"alice"), 7), "alice");
+        assert_eq!(shown_user(Some(&[b'a'; MAX_USER_NAME][..]), 7).len(), 255);
+        assert_eq!(shown_user(Some(&[b'a'; MAX_USER_NAME + 1][..]), 7), "7");
+        assert_eq!(shown_user(Some(b""), 7), "7");
+        assert_eq!(shown_user(None, 7), "7");
+        assert_eq!(shown_user(Some(b"\xffx"), 7), "\u{fffd}x");
+    }
 
     #[test]
     fn the_origin_names_this_machine_and_user() {
