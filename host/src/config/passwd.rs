@@ -1,6 +1,7 @@
 //! The effective user's entry in the password database (login name and home directory):
-//! from `/etc/passwd` itself when `/etc/nsswitch.conf` says its files answer first, else through glibc's NSS
-//! (`getpwuid_r`), which may load a module (`systemd`, `sss`, LDAP) with `dlopen`.
+//! from `/etc/passwd` itself when `/etc/nsswitch.conf` says its files answer first, else
+//! through glibc's NSS (`getpwuid_r`), which may load a module (`systemd`, `sss`, LDAP)
+//! with `dlopen`.
 //!
 //! The small client `hookhost-dispatch` is linked statically, and a static glibc program
 //! that loads an NSS module can crash in it (the `systemd` module dereferences a
