@@ -354,3 +354,76 @@ fn command_hooks_run_no_repository_code_through_unnamed_variables() {
         assert!(!names.contains(name), "{name} reached the hook");
     }
 }
+
+/// From the other side of the workspace check: a working directory deeper than
+/// `PATH_MAX` (the agent `cd`ed deep into the repository), where `getcwd` fails and
+/// `/proc/self/cwd` cannot be resolved by name, yet opens lead into that directory. Every
+/// path variable the dispatch reports, set to `/proc/self/cwd/…`, is refused ("its real
+/// location cannot be told"), and nothing is written there; it was judged by
+/// `/proc/self` and accepted (`config::env::resolve_existing`).
+#[test]
+fn a_path_through_a_working_directory_deeper_than_path_max_is_refused() {
+    let deny = hooks(
+        "PreToolUse",
+        "Bash",
+        json!([{"type": "command", "command": "exit 2"}]),
+    );
+    // 25 levels of 200 bytes: 5,000 bytes below the project, made and entered by
+    // relative names (an absolute path that long cannot be used).
+    let script = r#"level=$(printf 'd%.0s' $(seq 200))
+        for i in $(seq 25); do mkdir "$level" && cd "$level" || exit 99; done
+        "$0" "$@" < "$INPUT"; code=$?
+        echo "LISTING:$(ls -A | tr '\n' ' ')" >&2
+        exit $code"#;
+    let mut checked = 0;
+    for name in NOTICED_BY_DISPATCH {
+        let env = TestEnv::new();
+        // The managed directory under test: the deny is the project's (as above).
+        if *name == "HOOKHOST_MANAGED_DIR" {
+            env.project_hooks(deny.clone());
+        } else {
+            env.managed(deny.clone());
+        }
+        let hookhost = env.command();
+        let input = env.data.join("input.json");
+        std::fs::write(&input, bash_input("rm -rf /").to_string()).unwrap();
+        let deep = env.project.join("deep");
+        std::fs::create_dir(&deep).unwrap();
+        let mut cmd = Command::new("bash");
+        cmd.current_dir(&deep)
+            .args(["-c", script])
+            .arg(hookhost.get_program())
+            .args(["dispatch", "PreToolUse", "--project"])
+            .arg(&env.project)
+            .env("INPUT", &input);
+        for (key, value) in hookhost.get_envs() {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        for shadow in SHADOWING.iter().filter(|s| *s != name) {
+            cmd.env_remove(shadow);
+        }
+        cmd.env(name, "/proc/self/cwd/state");
+        let run = cmd.output().expect("bash runs");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let out: Value = serde_json::from_slice(&run.stdout).unwrap_or(Value::Null);
+        assert_eq!(out["decision"], "deny", "{name}: {out} {}", cut(&stderr));
+        let notices = out["notices"].to_string();
+        assert!(
+            notices.contains(name) && notices.contains("cannot be told"),
+            "{name} set to /proc/self/cwd/state under a deep working directory: {}",
+            cut(&notices)
+        );
+        let listing = stderr.lines().find_map(|l| l.strip_prefix("LISTING:"));
+        assert_eq!(
+            listing.map(str::trim),
+            Some(""),
+            "{name}: hookhost wrote into the deep working directory: {}",
+            cut(&stderr)
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, NOTICED_BY_DISPATCH.len());
+}
