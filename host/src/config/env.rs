@@ -490,12 +490,12 @@ fn resolve_existing(path: &Path) -> std::io::Result<PathBuf> {
 
 /// The home directory of the effective user from the password database: unlike
 /// `$HOME`, nothing in the environment can move it. Looked up once per process, by the
-/// program's own lookup (`super::password_home_lookup`: `config/passwd.rs`, which the small
-/// client asks without NSS). Part of the dispatch daemon's key: a daemon keeps the home
-/// it looked up, so one looked up again differently is another daemon's.
+/// program's own lookup, which keeps its answer (`super::password_home_lookup`: the
+/// library's `config::nss::this_user`; the small client's `files_home`, from
+/// `config/passwd.rs` without NSS). Part of the dispatch daemon's key: a daemon keeps the
+/// home it looked up, so one looked up again differently is another daemon's.
 pub fn password_home() -> Option<PathBuf> {
-    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    HOME.get_or_init(super::password_home_lookup).clone()
+    super::password_home_lookup()
 }
 
 #[cfg(test)]

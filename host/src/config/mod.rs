@@ -17,9 +17,9 @@ pub mod passwd;
 pub mod schema;
 mod sources;
 
-/// The password database's home of the effective user, as this program looks it up
-/// (`config/env.rs` asks it here; the small client `hookhost-dispatch` defines its own,
-/// without NSS).
+/// The password database's home of the effective user, as this program looks it up,
+/// once per process ([`nss::this_user`] keeps the entry; `config/env.rs` asks it here;
+/// the small client `hookhost-dispatch` defines its own, without NSS).
 fn password_home_lookup() -> Option<std::path::PathBuf> {
     nss::this_user().and_then(|user| user.home.clone())
 }

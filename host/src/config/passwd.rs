@@ -123,9 +123,10 @@ fn passwd_sources(conf: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The entry of `uid` in the text of a `passwd` file: `Some(Some(entry))` on the first
-/// line with that uid, `Some(None)` when no line has it, `None` when a line up to that one is one glibc might read otherwise than this function (a
-/// NUL ends glibc's strings; a line it would skip, such as a bad gid, or that `compat`
-/// syntax, `+` and `-`, would make special).
+/// line with that uid, `Some(None)` when no line has it, `None` when a line up to that
+/// one is one glibc might read otherwise than this function (a NUL ends glibc's strings;
+/// a line it would skip, such as a bad gid, or that `compat` syntax, `+` and `-`, would
+/// make special).
 fn entry_in(passwd: &[u8], uid: u32) -> Option<Option<Entry>> {
     let number = |field: &[u8]| -> Option<u32> {
         if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
